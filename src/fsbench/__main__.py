@@ -1,0 +1,3 @@
+from fsbench.cli import main
+
+main()

@@ -1,0 +1,372 @@
+"""Command line: parse, call, render. No measurement logic lives here.
+
+Errors become one line on stderr and an exit code from fsbench.errors; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fsbench import __version__
+from fsbench.errors import EXIT_USAGE, FsbenchError, UsageError
+
+err = Console(stderr=True)
+
+
+def _fail(e: FsbenchError) -> None:
+    click.echo(f"fsbench: {e}", err=True)
+    sys.exit(e.exit_code)
+
+
+class _Group(click.Group):
+    """Turns fsbench's own errors into one line and an exit code, whichever command raised."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except FsbenchError as e:
+            _fail(e)
+        except KeyboardInterrupt:
+            click.echo("fsbench: interrupted", err=True)
+            sys.exit(130)
+        return None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fsbench")
+def cli() -> None:
+    """Which file system, driver and mount options are fastest here, at what CPU cost, and why."""
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def doctor(as_json: bool) -> None:
+    """What formats, drivers and tools exist here; what is missing and how to install it."""
+    from fsbench.env import doctor as run_doctor
+
+    info = run_doctor()
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    con = Console()
+    con.print(
+        f"kernel {info['kernel']} · root: {_yn(info['root'])} · /dev/fuse: "
+        f"{_yn(info['fuse'])} · loop devices: {_yn(info['loop'])}"
+    )
+    t = Table(title="drivers", title_justify="left")
+    for c in ("driver", "format", "kind", "available", "version / why not"):
+        t.add_column(c)
+    for d in info["drivers"]:
+        t.add_row(
+            d["name"],
+            d["fs"],
+            d["kind"],
+            _yn(d["available"]),
+            d["version"] if d["available"] else f"[dim]{d['reason']}[/]",
+        )
+    con.print(t)
+    t = Table(title="formats and tools", title_justify="left")
+    for c in ("name", "available", "version / install"):
+        t.add_column(c)
+    for f in info["formats"]:
+        t.add_row(f"mkfs {f['name']}", _yn(f["available"]), f["reason"] or " ".join(f["mkfs"]))
+    for tool in info["tools"]:
+        t.add_row(tool["name"], _yn(tool["available"]), tool["version"] or tool["install"])
+    con.print(t)
+
+
+def _yn(v: bool) -> str:
+    return "[green]yes[/]" if v else "[red]no[/]"
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(["drivers", "workloads", "suites"]))
+@click.option("--json", "as_json", is_flag=True)
+def list_(what: str, as_json: bool) -> None:
+    """List drivers, workloads or suites."""
+    from fsbench.lab.drivers import availability
+    from fsbench.registry import DRIVERS, SUITES, WORKLOADS
+
+    rows: list[dict]
+    if what == "drivers":
+        rows = [
+            {
+                "name": d.name,
+                "fs": d.fs,
+                "kind": d.kind,
+                "description": d.description,
+                "available": availability(d).available,
+                "capabilities": {
+                    "posix_permissions": d.posix_permissions,
+                    "symlinks": d.symlinks,
+                    "direct_io": d.direct_io,
+                },
+            }
+            for d in DRIVERS.values()
+        ]
+    elif what == "workloads":
+        rows = [
+            {
+                "name": w.name,
+                "description": w.description,
+                "metric": w.metric,
+                "unit": w.unit,
+                "cache": w.cache,
+            }
+            for w in WORKLOADS.values()
+        ]
+    else:
+        rows = [{"name": k, **v} for k, v in SUITES.items()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title=what, title_justify="left")
+    keys = [k for k in rows[0] if k != "capabilities"] if rows else []
+    for k in keys:
+        t.add_column(k)
+    for r in rows:
+        t.add_row(*[", ".join(v) if isinstance(v, list) else str(v) for v in (r[k] for k in keys)])
+    Console().print(t)
+
+
+def _common(f):
+    f = click.option(
+        "--workloads",
+        "workloads",
+        default=None,
+        help="Comma-separated workloads (see `fsbench list workloads`).",
+    )(f)
+    f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
+    f = click.option("--repeat", default="3", help="Samples per subject and workload (≥ 1).")(f)
+    f = click.option(
+        "--out",
+        "out",
+        default=None,
+        type=click.Path(path_type=Path),
+        help="Directory for results.json (default: under the data directory).",
+    )(f)
+    f = click.option(
+        "--db",
+        default=None,
+        type=click.Path(path_type=Path),
+        help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
+    )(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Print results.json to stdout.")(f)
+    return f
+
+
+def _repeat(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--repeat {text!r}: not a whole number") from None
+    if not 1 <= n <= 1000:
+        raise UsageError(f"--repeat {n}: must be between 1 and 1000")
+    return n
+
+
+@cli.command()
+@click.argument("subjects", nargs=-1)
+@click.option("--backing", default="ram", help="ram | file:DIR | device:/dev/X | dir:PATH")
+@click.option("--size", default="1G", help="Image size, e.g. 512M, 1G, 4G.")
+@_common
+def compare(
+    subjects: tuple[str, ...],
+    backing: str,
+    size: str,
+    workloads: str | None,
+    suite: str | None,
+    repeat: str,
+    out: Path | None,
+    db: Path | None,
+    as_json: bool,
+) -> None:
+    """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
+    from fsbench.lab.backing import parse_backing, parse_size
+    from fsbench.pipeline import resolve_subjects
+
+    b = parse_backing(backing)
+    if b.kind == "dir":
+        if subjects:
+            raise UsageError("dir: backing measures the directory itself; give no subjects")
+        _run_dir(Path(b.path or "."), workloads, suite, repeat, out, db, as_json)
+        return
+    nbytes = parse_size(size)
+    specs, skipped, explicit = resolve_subjects(list(subjects))
+    _go(specs, explicit, skipped, b, nbytes, workloads, suite, repeat, out, db, as_json, None)
+
+
+@cli.command("run")
+@click.option(
+    "--target",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="An existing directory to measure (nothing is formatted or mounted).",
+)
+@_common
+def run_cmd(
+    target: Path,
+    workloads: str | None,
+    suite: str | None,
+    repeat: str,
+    out: Path | None,
+    db: Path | None,
+    as_json: bool,
+) -> None:
+    """Run workloads on an existing directory: no root needed."""
+    _run_dir(target, workloads, suite, repeat, out, db, as_json)
+
+
+def _run_dir(
+    target: Path,
+    workloads: str | None,
+    suite: str | None,
+    repeat: str,
+    out: Path | None,
+    db: Path | None,
+    as_json: bool,
+) -> None:
+    from fsbench.lab.backing import Backing
+
+    if not target.is_dir():
+        raise UsageError(f"--target {target}: not a directory")
+    _go(
+        None,
+        True,
+        [],
+        Backing("dir", str(target.resolve())),
+        0,
+        workloads,
+        suite,
+        repeat,
+        out,
+        db,
+        as_json,
+        target.resolve(),
+    )
+
+
+def _go(
+    specs,
+    explicit,
+    skipped,
+    backing,
+    nbytes,
+    workloads,
+    suite,
+    repeat,
+    out,
+    db,
+    as_json,
+    target_dir,
+) -> None:
+    from fsbench.pipeline import Plan, check_out_dir, default_out_dir, execute, new_run_id
+    from fsbench.registry import resolve_workloads
+    from fsbench.report.table import render
+    from fsbench.store import default_db_path
+
+    wl = resolve_workloads(workloads, suite)
+    n = _repeat(repeat)
+    out_dir = out if out is not None else default_out_dir(new_run_id())
+    check_out_dir(out_dir)
+    plan = Plan(
+        subjects=specs,
+        explicit=explicit,
+        workloads=wl,
+        repeat=n,
+        backing=backing,
+        size=nbytes,
+        out_dir=out_dir,
+        db=db or default_db_path(),
+        command=sys.argv,
+        target_dir=target_dir,
+        unavailable=skipped,
+    )
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("preparing", total=None)
+        run, code = execute(
+            plan,
+            on_step=lambda m: progress.update(task, description=m),
+            on_sample=lambda: progress.advance(task),
+            on_total=lambda total: progress.update(task, total=total),
+        )
+    if as_json:
+        click.echo(run.to_json())
+    else:
+        render(run, Console(), str(out_dir))
+    if code == 130:
+        click.echo(
+            "fsbench: interrupted; finished samples are kept (run marked incomplete)", err=True
+        )
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN")
+@click.option("--db", default=None, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def show(run_ref: str, db: Path | None, as_json: bool) -> None:
+    """Print a stored run again (RUN = run id, unique prefix, or output directory)."""
+    from fsbench.report.table import render
+    from fsbench.store import Store
+
+    with Store(db) as store:
+        run = store.load_run(run_ref)
+    if as_json:
+        click.echo(run.to_json())
+    else:
+        render(run, Console())
+
+
+@cli.command()
+@click.option(
+    "--all",
+    "include_running",
+    is_flag=True,
+    help="Also release runs whose fsbench process still exists.",
+)
+def cleanup(include_running: bool) -> None:
+    """Release what an interrupted or killed run left: mounts, daemons, loops, images."""
+    from fsbench.lab.state import cleanup_all
+
+    notes, skipped = cleanup_all(include_running)
+    for n in notes:
+        click.echo(n)
+    for s in skipped:
+        click.echo(f"run {s} is still running; left alone (use --all to force)", err=True)
+    if not notes and not skipped:
+        click.echo("nothing to clean up")
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False, prog_name="fsbench")
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        click.echo("fsbench: aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except FsbenchError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        click.echo("fsbench: interrupted", err=True)
+        sys.exit(130)

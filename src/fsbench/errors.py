@@ -1,0 +1,37 @@
+"""Errors that end a command with a one-line message and a documented exit code.
+
+Exit codes (the command-line contract in the brief):
+0 every subject measured, 1 some subject or workload failed, 2 bad usage or input,
+3 this machine lacks something needed (not root, a driver or tool missing).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_ENVIRONMENT = 3
+
+
+class FsbenchError(Exception):
+    """Base: carries the exit code; the message is one line a person can act on."""
+
+    exit_code = EXIT_FAILED
+
+
+class UsageError(FsbenchError):
+    """The user asked for something that cannot be: unknown driver, bad size, bad option."""
+
+    exit_code = EXIT_USAGE
+
+
+class EnvironmentProblem(FsbenchError):
+    """The machine lacks something: root, a driver, a tool, /dev/fuse."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+class LabError(FsbenchError):
+    """Something failed while building or tearing down a lab (mkfs, mount, losetup)."""
+
+    exit_code = EXIT_FAILED

@@ -1,0 +1,1 @@
+"""The lab: backing stores, formats, drivers, the mount lifecycle and cleanup."""

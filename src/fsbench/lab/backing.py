@@ -1,0 +1,67 @@
+"""Where images live: `ram` (default), `file:DIR`, `device:PATH`, or `dir:PATH` (no lab at all)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsbench.errors import UsageError
+
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """'512M', '1G', '1.5GiB', '4096' -> bytes (binary units, as dd and fio use)."""
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise UsageError(f"bad size {text!r}; write a number with K, M, G or T, e.g. 1G")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise UsageError(f"bad size {text!r}: must be more than zero")
+    return value
+
+
+def format_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+@dataclass(frozen=True)
+class Backing:
+    kind: str  # ram | file | device | dir
+    path: str | None = None
+
+    def describe(self) -> str:
+        return self.kind if self.path is None else f"{self.kind}:{self.path}"
+
+    @property
+    def note(self) -> str:
+        return {
+            "ram": "images are files in /dev/shm attached through loop devices: the 'device' is "
+            "a loop over memory, so results show driver and CPU cost, not disk speed",
+            "file": "images are files on the file system holding them, attached through loop "
+            "devices: results include that file system and its disk",
+            "device": "a real block device, formatted for each format under test",
+            "dir": "an existing directory: nothing was formatted or mounted by fsbench",
+        }[self.kind]
+
+
+def parse_backing(text: str) -> Backing:
+    kind, sep, path = text.partition(":")
+    if kind == "ram" and not sep:
+        return Backing("ram")
+    if kind in ("file", "device", "dir") and sep and path:
+        p = Path(path)
+        if kind == "file" and not p.is_dir():
+            raise UsageError(f"file:{path}: not a directory; give a directory to hold the images")
+        if kind == "dir" and not p.is_dir():
+            raise UsageError(f"dir:{path}: not a directory")
+        if kind == "device" and not p.is_block_device():
+            raise UsageError(f"device:{path}: not a block device")
+        return Backing(kind, str(p.resolve()))
+    raise UsageError(f"bad backing {text!r}; use ram, file:DIR, device:/dev/X or dir:PATH")

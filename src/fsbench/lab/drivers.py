@@ -1,0 +1,212 @@
+"""Drivers as data: which format each reads, how it mounts, how to see its daemon and version.
+
+A driver is *available* when this machine can really mount with it: a kernel driver needs its
+file-system type in /proc/filesystems or a loadable module; a FUSE driver needs its binary and
+/dev/fuse. Capability flags let workloads declare what they need (chmod on vfat is unsupported).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsbench.lab.formats import FORMATS
+
+SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class Driver:
+    name: str
+    fs: str  # the on-disk format it reads (a key of FORMATS)
+    kind: str  # "kernel" or "fuse"
+    description: str
+    fstype: str = ""  # kernel: the type given to mount -t
+    module: str = ""  # kernel: the module that provides it
+    binary: str = ""  # fuse: the daemon started as `binary DEVICE MOUNTPOINT [-o opts]`
+    version_args: tuple[str, ...] = ()  # fuse: argv appended to binary to print its version
+    package: str = ""  # Debian package that provides it
+    # Capabilities: what the file system behind this driver can do.
+    posix_permissions: bool = True  # chmod/chown mean something
+    symlinks: bool = True
+    direct_io: bool = True  # O_DIRECT accepted (not necessarily honoured: probes check)
+    max_file_size: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def fmt(self):
+        return FORMATS[self.fs]
+
+    def mount_argv(self, device: str, mountpoint: str, options: str) -> list[str]:
+        if self.kind == "kernel":
+            argv = ["mount", "-t", self.fstype]
+            if options:
+                argv += ["-o", options]
+            return [*argv, device, mountpoint]
+        argv = [self.binary_path() or self.binary, device, mountpoint]
+        return [*argv, "-o", options] if options else argv
+
+    def binary_path(self) -> str | None:
+        return shutil.which(self.binary, path=SBIN_PATH) if self.binary else None
+
+
+GiB = 1024**3
+_FAT_NOTE = "FAT has no POSIX permissions or symlinks; chmod is reported unsupported"
+
+DRIVERS: dict[str, Driver] = {
+    d.name: d
+    for d in [
+        Driver("ext4", "ext4", "kernel", "Linux ext4", fstype="ext4", module="ext4"),
+        Driver(
+            "ext2", "ext2", "kernel", "Linux ext2 (via ext4 or ext2)", fstype="ext2", module="ext2"
+        ),
+        Driver("xfs", "xfs", "kernel", "Linux XFS", fstype="xfs", module="xfs"),
+        Driver("btrfs", "btrfs", "kernel", "Linux Btrfs", fstype="btrfs", module="btrfs"),
+        Driver(
+            "ntfs3",
+            "ntfs",
+            "kernel",
+            "Paragon NTFS3 kernel driver (Linux 5.15+)",
+            fstype="ntfs3",
+            module="ntfs3",
+        ),
+        Driver(
+            "ntfs", "ntfs", "kernel", "the new in-kernel ntfs driver", fstype="ntfs", module="ntfs"
+        ),
+        Driver(
+            "exfat",
+            "exfat",
+            "kernel",
+            "Linux exFAT kernel driver",
+            fstype="exfat",
+            module="exfat",
+            posix_permissions=False,
+            symlinks=False,
+            notes=(_FAT_NOTE,),
+        ),
+        Driver(
+            "vfat",
+            "vfat",
+            "kernel",
+            "Linux FAT32 (vfat) kernel driver",
+            fstype="vfat",
+            module="vfat",
+            posix_permissions=False,
+            symlinks=False,
+            max_file_size=4 * GiB - 1,
+            notes=(_FAT_NOTE,),
+        ),
+        Driver(
+            "ntfs-3g",
+            "ntfs",
+            "fuse",
+            "NTFS-3G FUSE driver (high-level FUSE API)",
+            binary="ntfs-3g",
+            version_args=("--version",),
+            package="ntfs-3g",
+            notes=("single-threaded daemon; ignores big_writes on volumes < 4 GiB",),
+        ),
+        Driver(
+            "lowntfs-3g",
+            "ntfs",
+            "fuse",
+            "NTFS-3G FUSE driver (low-level FUSE API)",
+            binary="lowntfs-3g",
+            version_args=("--version",),
+            package="ntfs-3g",
+        ),
+        Driver(
+            "fuse2fs",
+            "ext4",
+            "fuse",
+            "e2fsprogs' FUSE ext2/3/4 driver",
+            binary="fuse2fs",
+            version_args=("-V",),
+            package="fuse2fs",
+        ),
+        Driver(
+            "exfat-fuse",
+            "exfat",
+            "fuse",
+            "exFAT FUSE driver",
+            binary="mount.exfat-fuse",
+            version_args=("-V",),
+            package="exfat-fuse",
+            posix_permissions=False,
+            symlinks=False,
+            notes=(_FAT_NOTE,),
+        ),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""  # why not, and what to do
+
+
+def kernel_filesystems(proc_filesystems: str = "/proc/filesystems") -> set[str]:
+    try:
+        text = Path(proc_filesystems).read_text()
+    except OSError:
+        return set()
+    return {line.split()[-1] for line in text.splitlines() if line.strip()}
+
+
+def _module_exists(module: str) -> bool:
+    base = Path("/lib/modules") / platform.release()
+    if not base.is_dir():
+        return False
+    return any(base.rglob(f"{module}.ko*"))
+
+
+def availability(driver: Driver) -> Availability:
+    if driver.kind == "kernel":
+        if driver.fstype in kernel_filesystems():
+            return Availability(True)
+        if _module_exists(driver.module):
+            return Availability(True)
+        return Availability(
+            False,
+            f"this kernel ({platform.release()}) has no {driver.fstype} file system: not in "
+            f"/proc/filesystems and no {driver.module} module under /lib/modules; "
+            f"use a kernel built with it",
+        )
+    if driver.binary_path() is None:
+        return Availability(False, f"{driver.binary} not found; apt-get install {driver.package}")
+    if not os.path.exists("/dev/fuse"):
+        return Availability(False, "/dev/fuse is missing; modprobe fuse")
+    if "fuse" not in kernel_filesystems() and "fuseblk" not in kernel_filesystems():
+        return Availability(False, "the kernel has no FUSE support; modprobe fuse")
+    return Availability(True)
+
+
+_VERSION_RE = re.compile(r"\d+\.\d+[\w.+~-]*")
+
+
+def driver_version(driver: Driver) -> str | None:
+    """A version string: the kernel release for kernel drivers, the daemon's own for FUSE."""
+    if driver.kind == "kernel":
+        mod_version = Path(f"/sys/module/{driver.module}/version")
+        suffix = f" (module {mod_version.read_text().strip()})" if mod_version.exists() else ""
+        return f"Linux {platform.release()}{suffix}"
+    path = driver.binary_path()
+    if path is None:
+        return None
+    try:
+        out = subprocess.run(
+            [path, *driver.version_args], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [ln.strip() for ln in (out.stdout + "\n" + out.stderr).splitlines()]
+    versioned = [ln for ln in lines if _VERSION_RE.search(ln)]
+    # fuse2fs also prints fusermount's version; the daemon's own line names it (or FUSE).
+    own = [ln for ln in versioned if driver.binary.split(".")[0] in ln or ln.startswith("FUSE ")]
+    return (own or versioned or [None])[0]

@@ -1,0 +1,275 @@
+"""The lab: one pristine image per format, an identical copy per subject, each attached through
+a loop device and mounted by its driver; every resource released on every exit path.
+
+Lifecycle of a subject (tested for order): format -> copy -> attach -> mount -> (prepare cache
+-> measure)* -> unmount -> detach -> delete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from fsbench.errors import EnvironmentProblem, LabError, UsageError
+from fsbench.lab import loops, mounts
+from fsbench.lab.backing import Backing, format_size
+from fsbench.lab.drivers import availability
+from fsbench.lab.formats import FORMATS
+from fsbench.lab.state import StateRecord, release
+from fsbench.lab.subject import SubjectSpec
+from fsbench.lab.system import dmesg_tail, run
+
+_CHUNK = 8 * 1024 * 1024
+
+
+@dataclass
+class LabSubject:
+    spec: SubjectSpec
+    mountpoint: str
+    image: Path | None = None
+    device: str | None = None  # /dev/loopN or the real device
+    entry: mounts.MountEntry | None = None
+    daemon_pid: int | None = None
+    mkfs_command: list[str] | None = None
+    error: str | None = None
+    events: list[str] = field(default_factory=list)  # lifecycle order, for tests and debugging
+
+    @property
+    def mounted(self) -> bool:
+        return self.entry is not None
+
+    @property
+    def block_device(self) -> str | None:
+        """Kernel name of the device (loop3, sdb1) for /sys/class/block/<name>/stat."""
+        return Path(os.path.realpath(self.device)).name if self.device else None
+
+    @property
+    def workdir(self) -> str:
+        return os.path.join(self.mountpoint, "fsbench")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def fill_zeros(path: Path, size: int) -> None:
+    """Write the whole image once: first-touch of RAM pages is slow and erratic on these
+    machines, so a sparse image in /dev/shm would measure the allocator, not the driver."""
+    buf = bytes(_CHUNK)
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, _CHUNK)
+            f.write(buf[:n] if n < _CHUNK else buf)
+            left -= n
+
+
+class Lab:
+    def __init__(
+        self,
+        run_id: str,
+        backing: Backing,
+        size: int,
+        read_only: bool = False,
+        destroy_data: bool = False,
+    ) -> None:
+        self.run_id = run_id
+        self.backing = backing
+        self.size = size
+        self.read_only = read_only
+        self.destroy_data = destroy_data
+        self.subjects: list[LabSubject] = []
+        self.mkfs_commands: dict[str, list[str]] = {}
+        self.record: StateRecord | None = None
+
+    # -- set-up ---------------------------------------------------------------------------
+    def check(self, specs: list[SubjectSpec]) -> None:
+        """Everything that can be known before creating anything: root, availability, size."""
+        if not is_root():
+            raise EnvironmentProblem(
+                "formatting and mounting need root; run as root, or use --target DIR for an "
+                "existing directory"
+            )
+        for s in specs:
+            av = availability(s.driver)
+            if not av.available:
+                raise EnvironmentProblem(f"driver {s.driver.name} is not available: {av.reason}")
+            fmt = FORMATS[s.driver.fs]
+            if shutil.which(fmt.tool, path="/usr/sbin:/sbin:/usr/bin:/bin") is None:
+                raise EnvironmentProblem(
+                    f"{fmt.tool} is missing (needed to format {fmt.name}); "
+                    f"apt-get install {fmt.package}"
+                )
+            if self.size < fmt.min_size:
+                raise UsageError(
+                    f"--size {format_size(self.size)} is too small for {fmt.name}; "
+                    f"use at least {format_size(fmt.min_size)}"
+                )
+        if self.backing.kind == "ram":
+            formats = {s.driver.fs for s in specs}
+            # Pristine images are freed once copied, so at most one lives beside the copies.
+            need = self.size * (len(specs) + min(1, len(formats)))
+            avail = psutil.virtual_memory().available
+            if need > 0.7 * avail:
+                raise EnvironmentProblem(
+                    f"{len(specs)} RAM-backed images of {format_size(self.size)} need "
+                    f"{format_size(need)} but only {format_size(avail)} of memory is free; "
+                    f"use a smaller --size, fewer subjects, or --backing file:DIR"
+                )
+        if self.backing.kind == "device" and len({s.driver.fs for s in specs}) != 1:
+            raise UsageError(
+                "--backing device: compares drivers of one format at a time "
+                "(e.g. ntfs-3g lowntfs-3g); run once per format"
+            )
+
+    def _image_dir(self) -> Path:
+        if self.backing.kind == "ram":
+            return Path("/dev/shm") / f"fsbench-{self.run_id}"
+        if self.backing.kind == "file":
+            return Path(self.backing.path or ".") / f"fsbench-{self.run_id}"
+        return Path("/dev/shm") / f"fsbench-{self.run_id}"  # device: nothing stored there
+
+    def __enter__(self) -> Lab:
+        image_dir = self._image_dir()
+        mount_dir = Path("/run/fsbench") / f"fsbench-{self.run_id}"
+        self.record = StateRecord(self.run_id, os.getpid(), str(image_dir), str(mount_dir))
+        if self.backing.kind == "device" and self.backing.path:
+            self.record.devices.append(self.backing.path)
+        self.record.save()  # written before anything exists, so cleanup can always find it
+        image_dir.mkdir(parents=True, exist_ok=True)
+        mount_dir.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> list[str]:
+        if self.record is None:
+            return []
+        for s in self.subjects:
+            if s.mounted:
+                s.events.append("unmount")
+        notes = release(self.record)
+        self.record = None
+        for s in self.subjects:
+            s.entry = None
+        return notes
+
+    def _mkfs(self, fmt_name: str, device: str) -> list[str]:
+        argv = FORMATS[fmt_name].command(device)
+        run(argv, timeout=600)
+        return argv
+
+    def prepare(self, specs: list[SubjectSpec]) -> list[LabSubject]:
+        """Format once per format, copy the pristine image per subject and attach it."""
+        assert self.record is not None, "use Lab as a context manager"
+        image_dir = Path(self.record.image_dir)
+        mount_dir = Path(self.record.mount_dir)
+        for spec in specs:
+            mp = mount_dir / spec.slug
+            mp.mkdir(exist_ok=True)
+            self.subjects.append(LabSubject(spec, str(mp)))
+        if self.backing.kind == "device":
+            fs = specs[0].driver.fs
+            dev = self.backing.path or ""
+            self.mkfs_commands[fs] = self._mkfs(fs, dev)
+            for s in self.subjects:
+                s.device, s.mkfs_command = dev, self.mkfs_commands[fs]
+                s.events += ["format", "attach"]
+            return self.subjects
+        for fs in dict.fromkeys(s.driver.fs for s in specs):
+            pristine = image_dir / f"pristine.{fs}.img"
+            if self.backing.kind == "ram":
+                fill_zeros(pristine, self.size)
+            else:
+                with open(pristine, "wb") as f:
+                    f.truncate(self.size)
+            dev = loops.attach(pristine)
+            try:
+                self.mkfs_commands[fs] = self._mkfs(fs, dev)
+            finally:
+                loops.detach(dev)
+            for s in self.subjects:
+                if s.spec.driver.fs != fs:
+                    continue
+                s.image = image_dir / f"{s.spec.slug}.img"
+                # RAM: a full copy touches every page now; files: reflink/sparse, cheap.
+                sparse = (
+                    ["--sparse=never"]
+                    if self.backing.kind == "ram"
+                    else ["--reflink=auto", "--sparse=always"]
+                )
+                run(["cp", *sparse, str(pristine), str(s.image)], timeout=600)
+                s.mkfs_command = self.mkfs_commands[fs]
+                s.device = loops.attach(s.image, read_only=self.read_only)
+                s.events += ["format", "copy", "attach"]
+            pristine.unlink()
+        return self.subjects
+
+    # -- mounts ---------------------------------------------------------------------------
+    def mount(self, s: LabSubject) -> None:
+        if s.mounted:
+            return
+        if self.backing.kind == "device":
+            for other in self.subjects:  # one device: one driver at a time
+                if other is not s and other.mounted:
+                    self.unmount(other)
+        opts = s.spec.options
+        if self.read_only:
+            opts = ",".join(o for o in ("ro", opts) if o)
+        argv = s.spec.driver.mount_argv(s.device or "", s.mountpoint, opts)
+        try:
+            s.entry = mounts.mount(argv, s.mountpoint)
+        except LabError as e:
+            if s.spec.driver.kind == "kernel":
+                raise LabError(f"{e} ({dmesg_tail(2)})") from e
+            raise
+        s.events.append("mount")
+        if s.spec.driver.kind == "fuse":
+            s.daemon_pid = self._find_daemon(s)
+        if not self.read_only:
+            os.makedirs(s.workdir, exist_ok=True)
+
+    def _find_daemon(self, s: LabSubject) -> int | None:
+        # The daemon forks into the background; its command line names our unique mount point.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            pids = [p for p in mounts.processes_mentioning(s.mountpoint) if mounts.pid_running(p)]
+            if pids:
+                return min(pids)
+            time.sleep(0.05)
+        return None
+
+    def unmount(self, s: LabSubject) -> list[str]:
+        if not s.mounted:
+            return []
+        os.sync()
+        notes = mounts.unmount(s.mountpoint, [s.daemon_pid] if s.daemon_pid else [])
+        s.entry, s.daemon_pid = None, None
+        s.events.append("unmount")
+        return notes
+
+    def remount(self, s: LabSubject) -> None:
+        self.unmount(s)
+        self.mount(s)
+
+    def make_cold(self, s: LabSubject) -> None:
+        """sync, drop the page cache, and for FUSE remount (the daemon keeps caches of its own)."""
+        os.sync()
+        if s.spec.driver.kind == "fuse":
+            self.remount(s)
+        drop_caches()
+        s.events.append("cold")
+
+
+def drop_caches() -> None:
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot drop caches ({e}); run as root") from e

@@ -1,0 +1,168 @@
+"""Reading /proc/self/mountinfo, mounting, unmounting and finding FUSE daemons."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsbench.errors import LabError
+from fsbench.lab.system import run
+
+
+@dataclass(frozen=True)
+class MountEntry:
+    mount_id: int
+    major_minor: str
+    mountpoint: str
+    mount_options: str  # per-mount options (rw,noatime)
+    fstype: str
+    source: str
+    super_options: str  # per-superblock options (data=writeback, user_id=0)
+
+    @property
+    def effective_options(self) -> str:
+        opts = [*self.mount_options.split(","), *self.super_options.split(",")]
+        return ",".join(dict.fromkeys(o for o in opts if o))  # rw appears in both lists
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as octal (\040).
+    return field.encode().decode("unicode_escape") if "\\" in field else field
+
+
+def parse_mountinfo(text: str) -> list[MountEntry]:
+    entries = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        a = left.split()
+        b = right.split()
+        if len(a) < 6 or len(b) < 3:
+            continue
+        entries.append(
+            MountEntry(int(a[0]), a[2], _unescape(a[4]), a[5], b[0], _unescape(b[1]), b[2])
+        )
+    return entries
+
+
+def mountinfo(path: str = "/proc/self/mountinfo") -> list[MountEntry]:
+    return parse_mountinfo(Path(path).read_text())
+
+
+def find_mount(mountpoint: str) -> MountEntry | None:
+    found = [e for e in mountinfo() if e.mountpoint == mountpoint]
+    return found[-1] if found else None  # the top of a stack of mounts is the last one
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs whose command line contains `text` (our unique mount directory)."""
+    pids = []
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+def pid_running(pid: int) -> bool:
+    """True while the process exists and is not a zombie (a zombie has let go of its mount)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = [p for p in pids if pid_running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [p for p in alive if pid_running(p)]
+    return alive
+
+
+def kill_pids(pids: list[int], timeout: float = 5.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, sig)
+        pids = wait_gone(pids, timeout)
+        if not pids:
+            return
+
+
+def fuse_connection(entry: MountEntry) -> str | None:
+    """The /sys/fs/fuse/connections entry of a FUSE mount (named by the device minor)."""
+    if not entry.fstype.startswith("fuse"):
+        return None
+    minor = entry.major_minor.split(":")[1]
+    conn = Path("/sys/fs/fuse/connections") / minor
+    return str(conn) if conn.exists() else None
+
+
+def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> list[str]:
+    """Unmount and wait for the FUSE daemon to exit; escalate to lazy unmount, abort, kill.
+
+    Returns notes about every escalation so a caller can flag a misbehaving driver.
+    """
+    notes: list[str] = []
+    entry = find_mount(mountpoint)
+    if entry is None:
+        kill_pids([p for p in daemon_pids if pid_running(p)])
+        return notes
+    deadline = time.monotonic() + timeout
+    while True:
+        proc = run(["umount", mountpoint], timeout=timeout, check=False)
+        if proc.returncode == 0 or find_mount(mountpoint) is None:
+            break
+        if time.monotonic() > deadline:
+            notes.append(f"umount {mountpoint} kept failing ({proc.stderr.strip()}); lazy unmount")
+            conn = fuse_connection(entry)
+            if conn:
+                # Aborting the connection frees a mount whose daemon no longer answers.
+                with contextlib.suppress(OSError):
+                    Path(conn, "abort").write_text("1")
+            run(["umount", "-l", mountpoint], check=False)
+            break
+        time.sleep(0.2)
+    left = wait_gone(daemon_pids, timeout=10.0)
+    if left:
+        notes.append(f"daemon {left} still running after unmount; killed")
+        kill_pids(left)
+    return notes
+
+
+def mount(argv: list[str], mountpoint: str, timeout: float = 60.0) -> MountEntry:
+    """Mount and confirm it in mountinfo; a tool that exits 0 without mounting is a failure."""
+    proc = run(argv, timeout=timeout, check=False)
+    entry = find_mount(mountpoint)
+    if proc.returncode != 0 or entry is None:
+        msg = (proc.stderr + "\n" + proc.stdout).strip()
+        raise LabError(f"{' '.join(argv)} did not mount: {_one_line(msg)}")
+    return entry
+
+
+def _one_line(msg: str) -> str:
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    if not lines:
+        return "(no message)"
+    # FUSE drivers print a banner before the error; mount(8) a hint after it. Keep the lines
+    # that say what went wrong.
+    errs = [
+        ln
+        for ln in lines
+        if any(w in ln.lower() for w in ("error", "fail", "unknown", "bad", "invalid", "not "))
+    ]
+    return " | ".join(errs[:2]) if errs else lines[-1]

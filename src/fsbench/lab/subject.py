@@ -1,0 +1,55 @@
+"""A subject is `driver[:mount-options]`: one thing being compared."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fsbench.errors import UsageError
+from fsbench.lab.drivers import DRIVERS, Driver
+
+# Mount options reach a command line: allow what real options use and nothing a shell or
+# mount(8) could read as something else (no spaces, quotes, leading dashes).
+_OPTION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+@/-]*(=[A-Za-z0-9_.,+@/:-]*)?$")
+# Options that change what is measured or defeat the lab's own control of the mount.
+_FORBIDDEN = {"ro", "rw", "remount", "loop", "bind", "move", "defaults"}
+
+
+@dataclass(frozen=True)
+class SubjectSpec:
+    id: str
+    driver: Driver
+    options: str
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.id)
+
+
+def parse_subject(text: str) -> SubjectSpec:
+    name, _, options = text.strip().partition(":")
+    if not name:
+        raise UsageError(f"empty subject {text!r}; write driver[:mount-options], e.g. ext4:noatime")
+    driver = DRIVERS.get(name)
+    if driver is None:
+        known = ", ".join(sorted(DRIVERS))
+        raise UsageError(f"unknown driver {name!r}; known drivers: {known}")
+    opts = [o for o in options.split(",")] if options else []
+    for opt in opts:
+        if not opt or not _OPTION_RE.match(opt):
+            raise UsageError(f"bad mount option {opt!r} in subject {text!r}")
+        if opt.split("=", 1)[0] in _FORBIDDEN:
+            raise UsageError(
+                f"mount option {opt!r} in {text!r} is managed by fsbench itself; leave it out"
+            )
+    return SubjectSpec(id=text.strip(), driver=driver, options=",".join(opts))
+
+
+def parse_subjects(texts: list[str]) -> list[SubjectSpec]:
+    specs = [parse_subject(t) for t in texts]
+    seen: set[str] = set()
+    for s in specs:
+        if s.id in seen:
+            raise UsageError(f"subject {s.id!r} given twice")
+        seen.add(s.id)
+    return specs

@@ -1,0 +1,46 @@
+"""Running the tools the lab needs (mkfs, losetup, mount), with bounded waits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from fsbench.errors import LabError
+from fsbench.lab.drivers import SBIN_PATH
+
+_ENV = {**os.environ, "PATH": SBIN_PATH + ":" + os.environ.get("PATH", ""), "LC_ALL": "C"}
+
+
+def run(argv: list[str], timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a tool; on failure raise LabError with its last line of stderr (one-line reason)."""
+    try:
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=_ENV,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError as e:
+        raise LabError(f"{argv[0]} not found") from e
+    except subprocess.TimeoutExpired as e:
+        raise LabError(f"{' '.join(argv)} did not finish within {timeout:.0f} s") from e
+    if check and proc.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed: {last_line(proc.stderr or proc.stdout)}")
+    return proc
+
+
+def last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+def dmesg_tail(n: int = 3) -> str:
+    """The kernel's last words: the real reason a kernel mount failed ('Unknown parameter')."""
+    try:
+        proc = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = [ln.split("] ", 1)[-1] for ln in proc.stdout.splitlines()[-n:]]
+    return "; ".join(lines)

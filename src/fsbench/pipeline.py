@@ -1,0 +1,324 @@
+"""The pipeline behind `compare` and `run --target`: validate -> lab -> runner -> outputs.
+
+Everything that can be wrong with the input is checked before anything is created. The lab is
+a context manager, so every exit path (normal, exception, SIGINT, SIGTERM) releases it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsbench.env import capture
+from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
+from fsbench.lab.backing import Backing, format_size
+from fsbench.lab.drivers import DRIVERS, availability, driver_version
+from fsbench.lab.lab import Lab, LabSubject
+from fsbench.lab.subject import SubjectSpec, parse_subject
+from fsbench.runner import Runner, RunTarget
+from fsbench.schema import Run, Subject
+from fsbench.store import Store, default_db_path
+from fsbench.workloads.base import Target, Workload, free_bytes
+
+MiB = 1024 * 1024
+# The share of an image the workloads' files may take: room for metadata, journals and the
+# file systems that keep a reserve (btrfs, ext4's 5 %), identical for every subject.
+FILE_FRACTION = 0.4
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM: stop at once, keep what was measured, release everything."""
+
+
+@dataclass
+class Plan:
+    subjects: list[SubjectSpec] | None  # None: a directory target
+    explicit: bool
+    workloads: list[Workload]
+    repeat: int
+    backing: Backing
+    size: int
+    out_dir: Path
+    db: Path
+    command: list[str]
+    target_dir: Path | None = None
+    unavailable: list[Subject] = field(default_factory=list)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def default_out_dir(run_id: str) -> Path:
+    return default_db_path().parent / "runs" / run_id
+
+
+def check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    if (out / "results.json").exists():
+        raise UsageError(f"--out {out}: already holds a results.json; choose another directory")
+    parent = out if out.exists() else out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--out {out}: cannot write there")
+
+
+def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject], bool]:
+    """Subjects as given, or every available driver; also the drivers left out and why."""
+    if texts:
+        specs = [parse_subject(t) for t in texts]
+        if len({s.id for s in specs}) != len(specs):
+            raise UsageError("a subject is given twice")
+        return specs, [], True
+    specs, skipped = [], []
+    for d in DRIVERS.values():
+        av = availability(d)
+        if av.available:
+            specs.append(parse_subject(d.name))
+        else:
+            skipped.append(
+                Subject(
+                    id=d.name,
+                    driver=d.name,
+                    fs=d.fs,
+                    kind=d.kind,
+                    status="unavailable",
+                    error=av.reason,
+                )
+            )
+    if not specs:
+        raise EnvironmentProblem("no driver is available on this machine; see `fsbench doctor`")
+    return specs, skipped, False
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """SIGTERM (and SIGINT) raise Interrupted so `with` blocks unwind and release the lab."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _subject_record(ls: LabSubject) -> Subject:
+    d = ls.spec.driver
+    return Subject(
+        id=ls.spec.id,
+        driver=d.name,
+        fs=d.fs,
+        kind=d.kind,
+        mount_options=ls.spec.options,
+        driver_version=driver_version(d),
+        mkfs_command=ls.mkfs_command,
+    )
+
+
+def _is_option_rejection(msg: str) -> bool:
+    low = msg.lower()
+    return any(
+        w in low
+        for w in (
+            "unknown parameter",
+            "unknown option",
+            "bad option",
+            "unrecognized mount option",
+            "invalid argument",
+        )
+    )
+
+
+def execute(
+    plan: Plan,
+    on_step: Callable[[str], None] = lambda _m: None,
+    on_sample: Callable[[], None] = lambda: None,
+    on_total: Callable[[int], None] = lambda _n: None,
+) -> tuple[Run, int]:
+    """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed)."""
+    run_id = plan.out_dir.name if plan.out_dir.name.startswith("20") else new_run_id()
+    run = Run(run_id=run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), command=plan.command)
+    run.environment = capture(["fio", "losetup", "mount"])
+    run.environment.backing = plan.backing.describe()
+    run.environment.backing_note = plan.backing.note
+    run.environment.image_size = plan.size if plan.subjects is not None else None
+    run.subjects.extend(plan.unavailable)
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(plan.db)
+    store.begin_run(run, plan.out_dir)
+    runner: Runner | None = None
+    try:
+        with signals_raise():
+            lab_cm = (
+                Lab(run_id, plan.backing, plan.size)
+                if plan.subjects is not None
+                else nullcontext(None)
+            )
+            with lab_cm as lab:
+                targets = (
+                    _lab_targets(plan, lab, run, store, on_step)
+                    if lab is not None
+                    else [_dir_target(plan)]
+                )
+                on_total(len(targets) * len(plan.workloads) * plan.repeat)
+                runner = Runner(
+                    run,
+                    targets,
+                    plan.workloads,
+                    plan.repeat,
+                    sink=store,
+                    on_step=on_step,
+                    on_sample=on_sample,
+                )
+                runner.execute()
+                run.status = "complete"
+    except Interrupted as e:
+        run.status = "incomplete"
+        run.environment.interrupted_by = str(e)  # type: ignore[attr-defined]
+        if runner is not None:
+            runner.finish()
+    finally:
+        run.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if run.status == "running":
+            run.status = "incomplete"
+        if runner is not None and not run.results:
+            run.results = list(runner.results.values())
+        write_results(run, plan.out_dir)
+        store.finish_run(run)
+        store.close()
+    failed = any(s.status == "failed" for s in run.subjects) or any(
+        r.status == "failed" for r in run.results
+    )
+    if run.status == "incomplete":
+        return run, 130
+    return run, EXIT_FAILED if failed else EXIT_OK
+
+
+def write_results(run: Run, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / "results.json.tmp"
+    tmp.write_text(run.to_json())
+    os.replace(tmp, out_dir / "results.json")
+
+
+def _lab_targets(
+    plan: Plan, lab: Lab, run: Run, store: Store, on_step: Callable[[str], None]
+) -> list[RunTarget]:
+    assert plan.subjects is not None
+    lab.check(plan.subjects)
+    on_step(
+        f"formatting {len({s.driver.fs for s in plan.subjects})} image(s) of "
+        f"{format_size(plan.size)}"
+    )
+    lab_subjects = lab.prepare(plan.subjects)
+    file_size = max(MiB, int(plan.size * FILE_FRACTION) // MiB * MiB)
+    targets = []
+    rejected: list[str] = []
+    for ls in lab_subjects:
+        rec = _subject_record(ls)
+        on_step(f"mounting {ls.spec.id}")
+        try:
+            lab.mount(ls)
+            rec.effective_mount_options = ls.entry.effective_options if ls.entry else None
+        except LabError as e:
+            rec.status, rec.error = "failed", f"mount failed: {e}"
+            if plan.explicit and ls.spec.options and _is_option_rejection(str(e)):
+                rejected.append(f"{ls.spec.id}: {e}")
+        run.subjects.append(rec)
+        store.save_subject(run.run_id, rec)
+        targets.append(
+            RunTarget(
+                rec,
+                _lab_target(lab, ls, file_size),
+                ensure=_ensurer(lab, ls, file_size, rec),
+                release=(lambda ls=ls: lab.unmount(ls)) if plan.backing.kind == "device" else None,
+            )
+        )
+    if rejected:
+        # The user named an option the driver refuses: bad input, not a measurement failure.
+        raise UsageError(f"mount option rejected by the driver: {rejected[0]}")
+    return targets
+
+
+def _lab_target(lab: Lab, ls: LabSubject, file_size: int) -> Target:
+    return Target(
+        subject_id=ls.spec.id,
+        workdir=ls.workdir,
+        kind=ls.spec.driver.kind,
+        size=file_size,
+        block_device=ls.block_device,
+        daemon_pid=ls.daemon_pid,
+        fs=ls.spec.driver.fs,
+        make_cold=lambda: lab.make_cold(ls),
+        capabilities={
+            "posix_permissions": ls.spec.driver.posix_permissions,
+            "symlinks": ls.spec.driver.symlinks,
+            "direct_io": ls.spec.driver.direct_io,
+        },
+    )
+
+
+def _ensurer(lab: Lab, ls: LabSubject, file_size: int, rec: Subject) -> Callable[[], Target]:
+    def ensure() -> Target:
+        if not ls.mounted:
+            lab.mount(ls)
+        if ls.spec.driver.kind == "fuse" and ls.daemon_pid is None:
+            raise LabError(f"{ls.spec.driver.name} daemon not found after mounting")
+        if rec.effective_mount_options is None and ls.entry:
+            rec.effective_mount_options = ls.entry.effective_options
+        return _lab_target(lab, ls, file_size)
+
+    return ensure
+
+
+def _dir_target(plan: Plan) -> RunTarget:
+    assert plan.target_dir is not None
+    d = plan.target_dir
+    workdir = d / f".fsbench-{os.getpid()}"
+    size = min(1024 * MiB, int(free_bytes(str(d)) * FILE_FRACTION)) // MiB * MiB
+    if size < 16 * MiB:
+        raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
+    rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")
+    target = Target(
+        subject_id=str(d),
+        workdir=str(workdir),
+        kind="directory",
+        size=size,
+        block_device=_device_of(d),
+        fs=rec.fs,
+        make_cold=None,
+    )
+    return RunTarget(rec, target)
+
+
+def _fstype_of(path: Path) -> str:
+    from fsbench.lab.mounts import mountinfo
+
+    best = None
+    for e in mountinfo():
+        if (
+            str(path.resolve()).startswith(e.mountpoint.rstrip("/") + "/")
+            or str(path.resolve()) == e.mountpoint
+        ) and (best is None or len(e.mountpoint) >= len(best.mountpoint)):
+            best = e
+    return best.fstype if best else "unknown"
+
+
+def _device_of(path: Path) -> str | None:
+    dev = os.stat(path).st_dev
+    name = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    return Path(os.path.realpath(name)).name if os.path.exists(name) else None

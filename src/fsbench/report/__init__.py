@@ -1,0 +1,1 @@
+"""Renderers over finished run records: terminal tables (and later HTML). No measurement."""

@@ -1,0 +1,158 @@
+"""The terminal table a person reads at a glance: per workload, each subject's median ± CI,
+its ratio to the baseline (the first subject) with the ratio's interval, and where the CPU went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from fsbench import stats
+from fsbench.schema import Result, Run
+
+
+def _fmt(v: float | None, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def _ci_text(res: Result) -> str:
+    if res.median is None:
+        return "–"
+    if res.ci95 is None or not res.median:
+        return f"{_fmt(res.median)}"
+    half = max(res.median - res.ci95[0], res.ci95[1] - res.median) / res.median * 100
+    return f"{_fmt(res.median)} ±{half:.0f}%"
+
+
+def ratio_text(base: Result | None, res: Result) -> Text:
+    if base is None or base is res or not base.samples or not res.samples:
+        return Text("baseline" if base is res else "–", style="dim")
+    c = stats.compare(base.samples, res.samples)
+    if c.ratio is None:
+        return Text("–")
+    txt = f"{c.ratio:.2f}×"
+    if c.ratio_ci95:
+        txt += f" [{c.ratio_ci95[0]:.2f}–{c.ratio_ci95[1]:.2f}]"
+    if c.significant is False:
+        return Text(txt + " ≈ n.s.", style="yellow")
+    if c.significant is None:
+        return Text(txt + " ?", style="dim")
+    better = (c.ratio > 1) == res.higher_is_better
+    return Text(txt, style="green" if better else "red")
+
+
+def _cpu_text(res: Result) -> str:
+    per = res.cpu.per_gib
+    if not per:
+        return "–"
+    parts = [
+        f"{per.get('app', 0):.2f}",
+        f"{per.get('driver', 0):.2f}",
+        f"{per.get('kernel_threads', 0):.2f}",
+    ]
+    return " / ".join(parts)
+
+
+def _notes(res: Result) -> str:
+    if res.status != "ok":
+        return f"{res.status}: {res.error}"
+    notes = [w for w in res.flags if not w.startswith("kthread-vanished")]
+    return "; ".join([*notes[:2], *res.warnings[:1]])
+
+
+def workload_tables(run: Run) -> list[Table]:
+    subjects = [s.id for s in run.subjects if s.status != "unavailable"]
+    by_workload: dict[str, list[Result]] = {}
+    for res in run.results:
+        by_workload.setdefault(res.workload, []).append(res)
+    tables = []
+    for workload, results in by_workload.items():
+        results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
+        base = next((r for r in results if r.status == "ok" and r.samples), None)
+        unit = results[0].unit
+        t = Table(title=f"{workload}  ({_describe(results[0])})", title_justify="left")
+        t.add_column("subject", style="bold")
+        t.add_column(f"{unit} median ±CI95", justify="right")
+        t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
+        t.add_column("CPU s/GiB app/driver/kthr", justify="right")
+        t.add_column("n", justify="right")
+        t.add_column("cache")
+        t.add_column("notes", overflow="fold", max_width=48)
+        for r in results:
+            if r.status != "ok" or not r.samples:
+                t.add_row(
+                    r.subject,
+                    Text(r.status, style="red"),
+                    "",
+                    "",
+                    "0",
+                    "",
+                    Text(_notes(r), style="red"),
+                )
+                continue
+            t.add_row(
+                r.subject,
+                _ci_text(r),
+                ratio_text(base, r),
+                _cpu_text(r),
+                str(len(r.samples)),
+                r.cache,
+                _notes(r),
+            )
+        tables.append(t)
+    return tables
+
+
+def _describe(res: Result) -> str:
+    p = res.params
+    bits = []
+    if "block_size" in p:
+        bits.append(f"bs={p['block_size']}")
+    if "file_size" in p:
+        bits.append(f"file={p['file_size'] // 2**20} MiB")
+    if p.get("fsync") == "end":
+        bits.append("final fsync")
+    if p.get("direct"):
+        bits.append("O_DIRECT")
+    return ", ".join(bits)
+
+
+def subject_lines(run: Run) -> Iterable[Text]:
+    for s in run.subjects:
+        if s.status == "failed":
+            yield Text(f"✗ {s.id}: {s.error}", style="red")
+        elif s.status == "unavailable":
+            yield Text(f"· {s.id} not measured: {s.error}", style="dim")
+
+
+def render(run: Run, console: Console | None = None, out_dir: str | None = None) -> None:
+    console = console or Console()
+    env = run.environment
+    head = Text.assemble(
+        ("fsbench ", "bold"),
+        (run.run_id, "cyan"),
+        f"  {env.kernel} · {env.cpus} CPUs · {env.backing}",
+        ("  (incomplete)" if run.status == "incomplete" else "", "yellow"),
+    )
+    parts: list = [head]
+    if env.backing_note:
+        parts.append(Text(env.backing_note, style="dim"))
+    parts += workload_tables(run)
+    parts += list(subject_lines(run))
+    parts.append(
+        Text(
+            "ratio: median of subject / baseline with its 95 % interval; "
+            "'≈ n.s.' = difference not significant",
+            style="dim",
+        )
+    )
+    if out_dir:
+        parts.append(Text(f"results: {out_dir}/results.json", style="dim"))
+    console.print(Group(*parts))

@@ -1,0 +1,254 @@
+"""Subjects x workloads x repeats, interleaved (A B C, A B C, ...) so drift hits all alike.
+
+Measurement only: the runner fills schema records and hands each sample to the store as soon
+as it exists; it never formats output. Probes are read just before and just after each
+measured run, never inside it.
+"""
+
+from __future__ import annotations
+
+import statistics as _st
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fsbench import stats
+from fsbench.errors import FsbenchError
+from fsbench.probes.procfs import ProcFS, kthread_patterns_for
+from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
+from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
+from fsbench.workloads.base import Measurement, Target, Unsupported, Workload, WorkloadFailed
+
+GiB = 1024**3
+
+
+class SampleSink(Protocol):
+    def save_subject(self, run_id: str, subject: Subject) -> None: ...
+    def save_sample(self, run_id: str, result: Result, sample: Sample) -> None: ...
+    def save_result(self, run_id: str, result: Result) -> None: ...
+
+
+@dataclass
+class RunTarget:
+    """A subject and where it runs. `ensure` mounts it when needed; `release` unmounts it."""
+
+    subject: Subject
+    target: Target
+    ensure: Callable[[], Target] | None = None
+    release: Callable[[], None] | None = None
+
+
+@dataclass
+class Runner:
+    run: Run
+    targets: list[RunTarget]
+    workloads: list[Workload]
+    repeat: int = 3
+    sink: SampleSink | None = None
+    on_step: Callable[[str], None] = lambda _msg: None
+    on_sample: Callable[[], None] = lambda: None
+    procfs: ProcFS = field(default_factory=ProcFS)
+    results: dict[tuple[str, str], Result] = field(default_factory=dict)
+
+    def execute(self) -> Run:
+        for rt in self.targets:
+            if not any(s.id == rt.subject.id for s in self.run.subjects):
+                self.run.subjects.append(rt.subject)
+        for rep in range(self.repeat):
+            for rt in self.targets:
+                if rt.subject.status != "ok":
+                    continue
+                for wl in self.workloads:
+                    self._one(rt, wl, rep)
+                if rt.release is not None and rt.subject.status == "ok":
+                    rt.release()  # one device shared by subjects: give it back between turns
+        self.finish()
+        return self.run
+
+    def finish(self) -> None:
+        """Aggregate every result from its samples (also used after an interrupt)."""
+        for res in self.results.values():
+            aggregate(res)
+            if self.sink:
+                self.sink.save_result(self.run.run_id, res)
+        self.run.results = list(self.results.values())
+
+    def _result(self, rt: RunTarget, wl: Workload) -> Result:
+        key = (rt.subject.id, wl.name)
+        if key not in self.results:
+            self.results[key] = Result(
+                subject=rt.subject.id,
+                workload=wl.name,
+                params=wl.params(rt.target),
+                metric=wl.metric,
+                unit=wl.unit,
+                higher_is_better=wl.higher_is_better,
+            )
+        return self.results[key]
+
+    def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
+        res = self._result(rt, wl)
+        if res.status != "ok":
+            return  # failed or unsupported once: the same error again teaches nothing
+        self.on_step(f"{rt.subject.id} · {wl.name} · sample {rep + 1}/{self.repeat}")
+        try:
+            target = rt.ensure() if rt.ensure else rt.target
+            wl.prepare(target)
+            cache, cache_flags = self._prepare_cache(target, wl)
+            target = rt.ensure() if rt.ensure else target  # a FUSE remount has a new daemon
+            spec = ProbeSpec(
+                daemon_pid=target.daemon_pid,
+                block_device=target.block_device,
+                kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
+            )
+            before = take_snapshot(self.procfs, spec)
+            m = wl.run(target)
+            after = take_snapshot(self.procfs, spec)
+        except Unsupported as e:
+            res.status, res.error = "unsupported", str(e)
+            self.on_sample()
+            return
+        except WorkloadFailed as e:
+            res.status, res.error = "failed", str(e)
+            self.on_sample()
+            return
+        except FsbenchError as e:
+            # The lab failed under this subject (remount, daemon gone): it fails alone.
+            rt.subject.status, rt.subject.error = "failed", f"during {wl.name}: {e}"
+            res.status, res.error = "failed", str(e)
+            if self.sink:
+                self.sink.save_subject(self.run.run_id, rt.subject)
+            self.on_sample()
+            return
+        delta = diff(before, after)
+        sample = build_sample(m, delta, wl, cache, cache_flags)
+        res.samples.append(sample.value)
+        res.sample_details.append(sample)
+        if self.sink:
+            self.sink.save_sample(self.run.run_id, res, sample)
+        self.on_sample()
+
+    def _prepare_cache(self, target: Target, wl: Workload) -> tuple[str, list[str]]:
+        if wl.cache == "cold":
+            if target.make_cold is None:
+                return "cold-unverified", ["cannot-drop-caches: not root or not a lab mount"]
+            target.make_cold()
+            return "cold", []
+        if wl.cache == "warm":
+            return "warm", []
+        if wl.cache == "direct":
+            return "direct", []
+        return "n/a", []
+
+
+def build_sample(
+    m: Measurement, d: ProbeDelta, wl: Workload, cache: str, cache_flags: list[str]
+) -> Sample:
+    flags = [*m.flags, *cache_flags, *d.flags]
+    if cache == "cold":
+        # Cold is a claim to check: the device must have delivered (nearly) what was read.
+        if m.bytes and d.device.read_bytes >= 0.9 * m.bytes:
+            cache = "cold-verified"
+        else:
+            cache = "cold-unverified"
+            if m.bytes:
+                flags.append(
+                    f"cold-not-verified: device read {d.device.read_bytes} B of {m.bytes} B"
+                )
+    cpu = d.to_cpu(app_user_s=m.app_user_s, app_sys_s=m.app_sys_s)
+    gib = m.bytes / GiB if m.bytes else 0.0
+    if gib > 0:
+        parts = {
+            "app": cpu.app_user_s + cpu.app_sys_s,
+            "driver": cpu.driver_s,
+            "kernel_threads": cpu.kernel_threads_s,
+        }
+        cpu.per_gib = {k: v / gib for k, v in parts.items()}
+        cpu.per_gib_s = sum(parts.values()) / gib
+    ctx = d.system_ctx
+    extra = dict(m.extra)
+    extra["daemon_ctx"] = d.daemon_ctx
+    extra["app_ctx"] = m.app_ctx
+    extra["kthreads_by_name"] = d.kthreads_by_name
+    extra["kworker_s"] = d.kworker_s
+    extra["dirty_after"] = d.meminfo_after.get("Dirty")
+    extra["cached_delta"] = d.meminfo_after.get("Cached", 0) - d.meminfo_before.get("Cached", 0)
+    return Sample(
+        value=m.value,
+        seconds=m.seconds,
+        bytes=m.bytes,
+        ops=m.ops,
+        cache=cache,  # type: ignore[arg-type]
+        cpu=cpu,
+        ctx_switches=ctx,
+        device=d.device,
+        extra=extra,
+        flags=flags,
+    )
+
+
+def _median(xs: list[float]) -> float:
+    return float(_st.median(xs)) if xs else 0.0
+
+
+def aggregate(res: Result) -> None:
+    """Statistics over the samples; CPU, device and ctx as medians of the per-sample values."""
+    if not res.samples:
+        return
+    s = stats.summarize(res.samples)
+    res.median, res.ci95, res.cv = s.median, s.ci95, s.cv
+    res.outliers, res.warnings = list(s.outliers), list(s.warnings)
+    det = res.sample_details
+    cpu_fields = [
+        "app_user_s",
+        "app_sys_s",
+        "driver_s",
+        "kernel_threads_s",
+        "system_busy_s",
+        "system_iowait_s",
+    ]
+    cpu = CPU(**{f: _median([getattr(x.cpu, f) for x in det]) for f in cpu_fields})
+    per = [x.cpu.per_gib_s for x in det if x.cpu.per_gib_s is not None]
+    if per:
+        cpu.per_gib_s = _median(per)
+        cpu.per_gib = {
+            k: _median([x.cpu.per_gib.get(k, 0.0) for x in det]) for k in det[0].cpu.per_gib
+        }
+    res.cpu = cpu
+    res.device = Device(
+        **{
+            f: int(_median([getattr(x.device, f) for x in det]))
+            for f in ("read_bytes", "write_bytes", "read_ios", "write_ios")
+        }
+    )
+    res.ctx_switches = _median([x.ctx_switches for x in det])
+    moved = _median([x.bytes for x in det])
+    if moved:
+        res.ctx_switches_per_gib = res.ctx_switches / (moved / GiB)
+        wrote = any(x.device.write_bytes for x in det)
+        if getattr(res, "params", {}).get("rw", "").endswith("write") or (
+            wrote and res.workload.endswith("write")
+        ):
+            res.write_amplification = res.device.write_bytes / moved
+        else:
+            res.read_amplification = res.device.read_bytes / moved
+    caches = [x.cache for x in det]
+    res.cache = max(set(caches), key=caches.count)  # type: ignore[assignment]
+    if len(set(caches)) > 1:
+        res.flags.append(f"mixed cache states over samples: {sorted(set(caches))}")
+    flags: dict[str, None] = {}
+    for x in det:
+        for f in x.flags:
+            flags[f] = None
+    res.flags = sorted(set(res.flags) | set(flags))
+    res.params["bytes_per_sample"] = int(moved)
+    res.params["seconds_per_sample"] = round(_median([x.seconds for x in det]), 4)
+    if res.params["seconds_per_sample"] < 0.5:
+        res.warnings.append(
+            f"samples last only {res.params['seconds_per_sample']:.2f} s: too short to trust; "
+            f"use a larger --size"
+        )
+
+
+def result_key(res: Result) -> str:
+    return f"{res.subject}|{res.workload}"

@@ -1,0 +1,351 @@
+"""Statistics over repeated samples: robust summaries, median CIs and A/B comparisons.
+
+Benchmark noise on a real machine is skewed and spiky (a background job, a writeback flush,
+a cold cache), so everything here is centred on the median and on rank- or order-based methods
+that such spikes cannot drag around. Where a parametric method is used (few samples) the
+docstring says so, so a reader knows what the number assumes.
+
+The ideas follow pyperf (warn when the stdev exceeds 10 % of the mean, report the median)
+and hyperfine (flag statistical outliers and say what to do about them).
+
+Every function is deterministic: the bootstrap uses a fixed seed, so the same samples always
+give the same report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats as _sps
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "CV_WARN_THRESHOLD",
+    "MANN_WHITNEY_MIN_SAMPLES",
+    "OUTLIER_THRESHOLD",
+    "Comparison",
+    "Summary",
+    "compare",
+    "median_ci",
+    "needs_more_samples",
+    "summarize",
+]
+
+# Iglewicz & Hoaglin (1993): |modified z| > 3.5 marks a likely outlier.
+OUTLIER_THRESHOLD = 3.5
+# 0.6745 is the 0.75 quantile of the standard normal: MAD / 0.6745 estimates sigma.
+_MAD_TO_Z = 0.6745
+# sqrt(pi/2): for normal data, mean absolute deviation * sqrt(pi/2) estimates sigma.
+_MEANAD_TO_SIGMA = 1.253314
+
+# pyperf's rule of thumb: above 10 % the run is too unstable to trust small differences.
+CV_WARN_THRESHOLD = 0.10
+DEFAULT_TARGET_REL_HALFWIDTH = 0.05
+
+# Below 5 per side Mann-Whitney is nearly powerless: at 3 vs 3 its smallest possible
+# two-sided p is 0.10 (can never be significant), at 4 vs 4 it is 0.029 and needs complete
+# separation. Welch's t-test still has power there, at the price of assuming normal noise.
+MANN_WHITNEY_MIN_SAMPLES = 5
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+
+CIMethod = Literal["order-statistic", "t", "none"]
+TestName = Literal["welch", "mann-whitney", "none"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a set of repeated samples says, and what to distrust about it.
+
+    ``ci95`` is a 95 % confidence interval of the median; ``ci_method`` says how it was made
+    (see :func:`median_ci`). ``ci_halfwidth_rel`` is the larger distance from the median to
+    either end of ``ci95``, relative to the median: order-statistic intervals are asymmetric
+    and the larger side is the honest "±".
+    """
+
+    n: int
+    median: float | None
+    mean: float | None
+    stdev: float | None
+    cv: float | None
+    mad: float | None
+    ci95: tuple[float, float] | None
+    ci_halfwidth_rel: float | None
+    outliers: list[int]
+    warnings: list[str]
+    ci_method: CIMethod = "none"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``other`` against ``baseline``: ratio of medians, its CI and a significance test.
+
+    ``ratio`` is ``median(other) / median(baseline)``; ``test`` names the test whose
+    ``p_value`` is reported ("none" when either side has fewer than 2 samples).
+    """
+
+    ratio: float | None
+    ratio_ci95: tuple[float, float] | None
+    p_value: float | None
+    test: TestName
+    significant: bool | None
+
+
+def _as_array(samples: Sequence[float]) -> np.ndarray:
+    x = np.asarray(samples, dtype=float).reshape(-1)
+    # A NaN or inf means a broken measurement; silently propagating it would corrupt every
+    # statistic, so refuse it and let the caller record the sample as failed.
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples must be finite numbers (found NaN or infinity)")
+    return x
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.1f} %"
+
+
+def _order_statistic_rank(n: int, confidence: float) -> int:
+    """1-based rank j such that [x_(j), x_(n+1-j)] covers the median with >= confidence.
+
+    The number of samples below the true median is Binomial(n, 1/2), so the interval between
+    the j-th smallest and j-th largest sample misses the median with probability
+    2 * P(B <= j - 1). The largest j keeping that <= 1 - confidence gives the tightest valid
+    interval (what ``binom.ppf`` finds, counted exactly here). Returns 0 if none exists.
+    """
+    tail = (1.0 - confidence) / 2.0
+    cdf = _sps.binom.cdf(np.arange(n + 1), n, 0.5)
+    return int(np.count_nonzero(cdf <= tail))
+
+
+def _median_ci_sorted(
+    x_sorted: np.ndarray, confidence: float
+) -> tuple[CIMethod, tuple[float, float] | None]:
+    n = int(x_sorted.size)
+    if n < 2:
+        return "none", None
+    j = _order_statistic_rank(n, confidence)
+    if j >= 1:
+        return "order-statistic", (float(x_sorted[j - 1]), float(x_sorted[n - j]))
+    # Too few samples for a distribution-free interval (n < 6 at 95 %). The min..max range
+    # would be the next distribution-free choice, but it covers the median only 50 % of the
+    # time at n=2 and 75 % at n=3, which would make adaptive repeats stop far too early.
+    # A Student-t interval reaches the nominal level under roughly normal noise and is
+    # honestly wide at tiny n; centring it on the median keeps the reported value inside.
+    # An outlier inflates s and so widens it, which keeps adaptive repeats going until n >= 6,
+    # where the outlier-proof order-statistic interval takes over.
+    med = float(np.median(x_sorted))
+    sd = 0.0 if x_sorted[0] == x_sorted[-1] else float(np.std(x_sorted, ddof=1))
+    half = float(_sps.t.ppf((1.0 + confidence) / 2.0, n - 1)) * sd / math.sqrt(n)
+    return "t", (med - half, med + half)
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Confidence interval of the median; None when n < 2.
+
+    - When the distribution-free order-statistic interval exists at this confidence
+      (n >= 6 at 95 %), return ``(x_(j), x_(n+1-j))`` with the largest j such that
+      ``2 * BinomCDF(j - 1; n, 1/2) <= 1 - confidence``. Its coverage is at least
+      ``confidence`` whatever the noise distribution.
+    - Otherwise (2 <= n < 6 at 95 %) return ``median ± t_{n-1} * s / sqrt(n)``: a Student-t
+      interval, which assumes roughly normal noise, centred on the median. It is preferred
+      over the min..max range, whose coverage at n = 2, 3, 4, 5 is only 50, 75, 88, 94 %.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    return _median_ci_sorted(np.sort(_as_array(samples)), confidence)[1]
+
+
+def _outliers(x: np.ndarray, med: float, mad: float) -> list[int]:
+    dev = x - med
+    if mad > 0.0:
+        score = _MAD_TO_Z * dev / mad
+    else:
+        # MAD is 0 whenever more than half the samples are identical, as happens when a
+        # coarse timer or a deterministic count quantizes the results. The modified z-score
+        # would then be infinite for every differing sample and flag ordinary quantization
+        # steps. The mean absolute deviation uses every sample, so it stays > 0 if anything
+        # differs; scaled by sqrt(pi/2) it estimates sigma. One lone deviant is then flagged
+        # only with n >= 5, and a second sample at the same value is treated as a level,
+        # not an outlier.
+        mean_ad = float(np.mean(np.abs(dev)))
+        if mean_ad == 0.0:
+            return []
+        score = dev / (_MEANAD_TO_SIGMA * mean_ad)
+    return [int(i) for i in np.flatnonzero(np.abs(score) > OUTLIER_THRESHOLD)]
+
+
+def _outlier_warning(outliers: list[int], n: int) -> str:
+    shown = ", ".join(str(i) for i in outliers[:10]) + (", …" if len(outliers) > 10 else "")
+    if len(outliers) == 1:
+        what = f"1 outlier among {n} samples (index {shown})"
+    else:
+        what = f"{len(outliers)} outliers among {n} samples (indices {shown})"
+    return what + ": other activity may have disturbed them; re-run on a quiet machine"
+
+
+def summarize(
+    samples: Sequence[float],
+    *,
+    target_rel_halfwidth: float = DEFAULT_TARGET_REL_HALFWIDTH,
+) -> Summary:
+    """Summarize repeated samples of one metric.
+
+    ``stdev`` is the sample standard deviation (ddof=1); ``cv`` is ``stdev / |mean|``;
+    ``mad`` is the raw (unscaled) median absolute deviation. ``outliers`` are indices whose
+    modified z-score ``0.6745 * (x - median) / MAD`` exceeds 3.5 in absolute value
+    (Iglewicz-Hoaglin); when MAD is 0 the score uses the mean absolute deviation instead,
+    ``(x - median) / (1.253314 * meanAD)``. ``warnings`` are sentences a person can act on;
+    the CI one fires when ``ci_halfwidth_rel`` exceeds ``target_rel_halfwidth``.
+    """
+    x = _as_array(samples)
+    n = int(x.size)
+    if n == 0:
+        return Summary(
+            n=0,
+            median=None,
+            mean=None,
+            stdev=None,
+            cv=None,
+            mad=None,
+            ci95=None,
+            ci_halfwidth_rel=None,
+            outliers=[],
+            warnings=["no samples: nothing was measured"],
+        )
+
+    x_sorted = np.sort(x)
+    med = float(np.median(x_sorted))
+    mean = float(np.mean(x))
+    mad = float(np.median(np.abs(x - med)))
+    constant = bool(x_sorted[0] == x_sorted[-1])
+    warnings: list[str] = []
+
+    stdev: float | None = None
+    cv: float | None = None
+    if n >= 2:
+        # Exactly 0 for identical samples: floating-point rounding in the mean must not
+        # invent noise that was never measured.
+        stdev = 0.0 if constant else float(np.std(x, ddof=1))
+        cv = stdev / abs(mean) if mean != 0.0 else None
+    else:
+        warnings.append("only 1 sample: no confidence interval; use --repeat 3 or more")
+
+    if cv is not None and cv > CV_WARN_THRESHOLD:
+        warnings.append(
+            f"CV is {_pct(cv)} of the mean: the machine may be busy; "
+            "close other programs or raise --repeat"
+        )
+
+    outliers = _outliers(x, med, mad)
+    if outliers:
+        warnings.append(_outlier_warning(outliers, n))
+
+    ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
+    rel: float | None = None
+    if ci is not None:
+        lo, hi = ci
+        if lo == hi:
+            rel = 0.0  # a zero-width interval is perfectly precise, even around 0
+        elif med != 0.0:
+            rel = max(med - lo, hi - med) / abs(med)
+    if rel is not None and rel > target_rel_halfwidth:
+        warnings.append(
+            f"confidence interval is ±{_pct(rel)} of the median, wider than the "
+            f"{_pct(target_rel_halfwidth)} target; raise --repeat or quiet the machine"
+        )
+
+    return Summary(
+        n=n,
+        median=med,
+        mean=mean,
+        stdev=stdev,
+        cv=cv,
+        mad=mad,
+        ci95=ci,
+        ci_halfwidth_rel=rel,
+        outliers=outliers,
+        warnings=warnings,
+        ci_method=ci_method,
+    )
+
+
+def needs_more_samples(
+    summary: Summary,
+    target_rel_halfwidth: float = DEFAULT_TARGET_REL_HALFWIDTH,
+    min_samples: int = 3,
+) -> bool:
+    """Adaptive repeats: True while n < min_samples or the median's CI is not yet tight.
+
+    "Not tight" means ``ci_halfwidth_rel`` is None (no CI, or a median of 0) or above
+    ``target_rel_halfwidth``. The caller must cap the number of repeats itself.
+    """
+    if summary.n < min_samples:
+        return True
+    return summary.ci_halfwidth_rel is None or summary.ci_halfwidth_rel > target_rel_halfwidth
+
+
+def _bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
+    # Percentile bootstrap of median(b)/median(a), resampling each side independently.
+    # A fresh generator with a fixed seed makes the interval a pure function of the data.
+    # With very few samples it is too narrow (the median of a resample can only take a few
+    # values), which is one more reason to run enough repeats.
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    med_a = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], axis=1)
+    med_b = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], axis=1)
+    if np.any(med_a == 0.0):
+        return None  # the ratio is undefined for some resamples: no honest interval
+    lo, hi = np.percentile(med_b / med_a, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def compare(baseline: Sequence[float], other: Sequence[float], alpha: float = 0.05) -> Comparison:
+    """Compare ``other`` against ``baseline``.
+
+    - ``ratio = median(other) / median(baseline)`` (None if a side is empty or the baseline
+      median is 0).
+    - ``ratio_ci95``: percentile bootstrap of the ratio of medians, 2000 resamples per side,
+      ``numpy.random.default_rng(0)``, so identical inputs give identical intervals. None with
+      fewer than 2 samples on a side.
+    - Test: Mann-Whitney U (two-sided) when both sides have >= 5 samples, since it is robust
+      to outliers; Welch's t-test when a side has 2-4, where Mann-Whitney cannot (or can
+      barely) reach p < 0.05. Fewer than 2 on a side: no test (``test="none"``).
+    - If neither side varies, no statistic is computed: p = 1.0 when the constants are equal
+      and 0.0 when they differ; ``test`` still names the test the size rule selects.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    a = _as_array(baseline)
+    b = _as_array(other)
+
+    ratio: float | None = None
+    if a.size and b.size:
+        med_a = float(np.median(a))
+        if med_a != 0.0:
+            ratio = float(np.median(b)) / med_a
+
+    if a.size < 2 or b.size < 2:
+        return Comparison(ratio=ratio, ratio_ci95=None, p_value=None, test="none", significant=None)
+
+    ratio_ci = _bootstrap_ratio_ci(a, b) if ratio is not None else None
+    test: TestName = "mann-whitney" if min(a.size, b.size) >= MANN_WHITNEY_MIN_SAMPLES else "welch"
+
+    if a.min() == a.max() and b.min() == b.max():
+        # Zero variance on both sides means the measurement is deterministic (a byte count,
+        # a perfectly stable timer): equal constants cannot differ, and different constants
+        # differ every single time, so the difference is certain rather than chance. This is
+        # the limit of Welch's t (t -> 0 or infinity), which scipy would return as NaN or 0.
+        p = 1.0 if a[0] == b[0] else 0.0
+    elif test == "mann-whitney":
+        p = float(_sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    else:
+        p = float(_sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+    return Comparison(
+        ratio=ratio, ratio_ci95=ratio_ci, p_value=p, test=test, significant=bool(p < alpha)
+    )

@@ -1,0 +1,1 @@
+"""Workloads: fio jobs declared as data, and fsbench's own macro workloads."""

@@ -1,0 +1,125 @@
+"""What every workload plug-in provides, and what it is given to run on."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fsbench.errors import FsbenchError
+
+
+class WorkloadFailed(FsbenchError):
+    """The workload could not run on this subject (ENOSPC, EIO, a tool failed)."""
+
+
+class Unsupported(FsbenchError):
+    """The file system cannot do what the workload needs (chmod on vfat): not a failure."""
+
+
+@dataclass
+class Target:
+    """Where a workload runs: a lab subject's mount, or a user's directory.
+
+    `make_cold` empties every cache between the workload and the device (None: impossible).
+    """
+
+    subject_id: str
+    workdir: str
+    kind: str  # kernel | fuse | directory | fake
+    size: int  # bytes the workload may use
+    block_device: str | None = None
+    daemon_pid: int | None = None
+    fs: str = ""
+    make_cold: Callable[[], None] | None = None
+    capabilities: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Measurement:
+    """What one timed run of a workload returns; probes are taken around it by the runner."""
+
+    value: float
+    seconds: float
+    bytes: int = 0
+    ops: int = 0
+    app_user_s: float = 0.0
+    app_sys_s: float = 0.0
+    app_ctx: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+
+
+class Workload(Protocol):
+    name: str
+    description: str
+    metric: str
+    unit: str
+    cache: str  # what the runner must do before each sample: cold | warm | direct | none
+    higher_is_better: bool
+
+    def params(self, target: Target) -> dict[str, Any]: ...
+
+    def prepare(self, target: Target) -> None: ...
+
+    def run(self, target: Target) -> Measurement: ...
+
+
+@dataclass
+class ChildResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    user_s: float
+    sys_s: float
+    ctx: int
+
+
+def run_child(argv: list[str], cwd: str | None = None, timeout: float = 3600) -> ChildResult:
+    """Run a measured child and take its own CPU and context switches from wait4's rusage,
+    which also counts its descendants (fio's job processes) once they are reaped."""
+    t0 = time.perf_counter()
+    with subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise WorkloadFailed(f"{argv[0]} did not finish within {timeout:.0f} s") from None
+        # communicate() already reaped it; rusage of the child comes from RUSAGE_CHILDREN deltas.
+    seconds = time.perf_counter() - t0
+    return ChildResult(proc.returncode, out, err, seconds, 0.0, 0.0, 0)
+
+
+def children_usage() -> tuple[float, float, int]:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime, ru.ru_stime, ru.ru_nvcsw + ru.ru_nivcsw
+
+
+def measured_child(argv: list[str], cwd: str | None = None, timeout: float = 3600) -> ChildResult:
+    """run_child with its CPU and context switches: the RUSAGE_CHILDREN delta across it.
+
+    fsbench runs one measured child at a time, so the delta is exactly that child's tree.
+    """
+    u0, s0, c0 = children_usage()
+    res = run_child(argv, cwd=cwd, timeout=timeout)
+    u1, s1, c1 = children_usage()
+    res.user_s, res.sys_s, res.ctx = u1 - u0, s1 - s0, c1 - c0
+    return res
+
+
+def free_bytes(path: str) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize

@@ -1,0 +1,419 @@
+"""Known-value tests for fsbench.stats: every expected number is derived by hand below."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from scipy import stats as sps
+
+from fsbench.stats import (
+    Comparison,
+    Summary,
+    compare,
+    median_ci,
+    needs_more_samples,
+    summarize,
+)
+
+# t_{0.975} quantiles from a printed Student-t table (df = 1..4).
+T975 = {1: 12.706204736174707, 2: 4.302652729749464, 3: 3.182446305284263, 4: 2.7764451051977987}
+
+
+# --- summarize: degenerate sizes -------------------------------------------------------------
+
+
+def test_empty() -> None:
+    s = summarize([])
+    assert s.n == 0
+    assert s.median is None and s.mean is None and s.stdev is None and s.cv is None
+    assert s.mad is None and s.ci95 is None and s.ci_halfwidth_rel is None
+    assert s.outliers == []
+    assert s.warnings == ["no samples: nothing was measured"]
+    assert s.ci_method == "none"
+
+
+def test_single_sample_has_no_ci_and_says_what_to_do() -> None:
+    s = summarize([42.5])
+    assert s.n == 1
+    assert s.median == 42.5 and s.mean == 42.5
+    assert s.stdev is None and s.cv is None
+    assert s.mad == 0.0
+    assert s.ci95 is None and s.ci_halfwidth_rel is None
+    assert s.outliers == []
+    assert s.warnings == ["only 1 sample: no confidence interval; use --repeat 3 or more"]
+
+
+def test_all_equal_samples() -> None:
+    s = summarize([0.1, 0.1, 0.1, 0.1])
+    assert s.median == 0.1
+    assert s.stdev == 0.0  # exactly: rounding in the mean must not invent noise
+    assert s.cv == 0.0
+    assert s.mad == 0.0
+    assert s.outliers == []
+    assert s.ci95 == (0.1, 0.1)
+    assert s.ci_halfwidth_rel == 0.0
+    assert s.warnings == []
+
+
+def test_all_equal_large_n_uses_order_statistics() -> None:
+    s = summarize([7.0] * 12)
+    assert s.ci_method == "order-statistic"
+    assert s.ci95 == (7.0, 7.0)
+    assert s.ci_halfwidth_rel == 0.0
+
+
+def test_non_finite_samples_are_rejected() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        summarize([1.0, float("nan"), 2.0])
+    with pytest.raises(ValueError, match="finite"):
+        compare([1.0, 2.0], [1.0, float("inf")])
+
+
+# --- summarize: basic statistics --------------------------------------------------------------
+
+
+def test_basic_statistics_known_values() -> None:
+    # median 3, mean 3, deviations -2..2: s^2 = (4+1+0+1+4)/4 = 2.5, MAD = median(2,1,0,1,2) = 1.
+    s = summarize([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert s.n == 5
+    assert s.median == 3.0
+    assert s.mean == 3.0
+    assert s.stdev == pytest.approx(math.sqrt(2.5))
+    assert s.cv == pytest.approx(math.sqrt(2.5) / 3.0)
+    assert s.mad == 1.0
+
+
+def test_cv_none_when_mean_zero() -> None:
+    s = summarize([-1.0, 1.0])
+    assert s.stdev == pytest.approx(math.sqrt(2.0))
+    assert s.cv is None
+
+
+def test_cv_warning_text() -> None:
+    # mean 100, stdev sqrt((144 + 0 + 144) / 2) = 12 -> CV 12 %.
+    s = summarize([88.0, 100.0, 112.0])
+    assert s.cv == pytest.approx(0.12)
+    cv_warnings = [w for w in s.warnings if w.startswith("CV")]
+    assert cv_warnings == [
+        "CV is 12.0 % of the mean: the machine may be busy; close other programs or raise --repeat"
+    ]
+
+
+def test_cv_at_threshold_does_not_warn() -> None:
+    # stdev 10 on mean 100: exactly pyperf's 10 %, which is not above it.
+    s = summarize([90.0, 100.0, 110.0])
+    assert s.cv == pytest.approx(0.10)
+    assert not any(w.startswith("CV") for w in s.warnings)
+
+
+# --- outliers ----------------------------------------------------------------------------------
+
+
+def test_obvious_outlier_is_flagged() -> None:
+    # sorted 9.9, 10, 10.05, 10.1, 30: median 10.05; |dev| 0.05, 0.05, 0.15, 0.05, 19.95 so
+    # MAD = 0.05. M(30) = 0.6745 * 19.95 / 0.05 = 269; M(9.9) = 0.6745 * 0.15 / 0.05 = 2.02.
+    s = summarize([10.0, 10.1, 9.9, 10.05, 30.0])
+    assert s.median == 10.05
+    assert s.mad == pytest.approx(0.05)
+    assert s.outliers == [4]
+    assert "1 outlier among 5 samples (index 4)" in "\n".join(s.warnings)
+
+
+def test_two_outliers_warning_lists_indices() -> None:
+    # median 10, MAD 0.1; 3 and 25 are ~47 and ~101 modified-z units away.
+    s = summarize([10.0, 3.0, 10.1, 9.9, 25.0, 10.0, 10.1, 9.9])
+    assert s.outliers == [1, 4]
+    assert any(w.startswith("2 outliers among 8 samples (indices 1, 4)") for w in s.warnings)
+
+
+def test_modified_z_threshold_boundary() -> None:
+    # With x = 10 + d: median 10, |dev| = 1,1,0,1,1,0,d so MAD = 1 and M = 0.6745 * d:
+    # d = 5 -> 3.37 (kept), d = 5.3 -> 3.57 (flagged).
+    base = [9.0, 11.0, 10.0, 9.0, 11.0, 10.0]
+    assert summarize([*base, 15.0]).outliers == []
+    assert summarize([*base, 15.3]).outliers == [6]
+
+
+def test_mad_zero_lone_deviant_flagged_via_mean_absolute_deviation() -> None:
+    # MAD = 0. meanAD = 2/5 = 0.4; score = 2 / (1.253314 * 0.4) = 3.99 > 3.5.
+    s = summarize([10.0, 10.0, 10.0, 10.0, 12.0])
+    assert s.mad == 0.0
+    assert s.outliers == [4]
+
+
+def test_mad_zero_lone_deviant_not_flagged_with_four_samples() -> None:
+    # MAD = 0. meanAD = 2/4 = 0.5; score = 2 / (1.253314 * 0.5) = 3.19 <= 3.5.
+    s = summarize([10.0, 10.0, 10.0, 12.0])
+    assert s.mad == 0.0
+    assert s.outliers == []
+
+
+def test_mad_zero_two_samples_at_same_level_are_not_outliers() -> None:
+    # MAD = 0. meanAD = 4/7; score = 2 / (1.253314 * 4/7) = 2.79: a quantization level.
+    s = summarize([10.0, 10.0, 12.0, 10.0, 10.0, 12.0, 10.0])
+    assert s.mad == 0.0
+    assert s.outliers == []
+
+
+# --- median CI ---------------------------------------------------------------------------------
+
+
+def test_median_ci_order_statistic_n10() -> None:
+    # Bin(10, 1/2): P(B<=1) = 11/1024 = 0.0107 <= 0.025 < P(B<=2) = 56/1024 = 0.0547, so
+    # j = 2 and the interval is [x_(2), x_(9)] of sorted 1,3,4,6,7,8,9,11,12,15.
+    assert median_ci([12, 3, 7, 1, 9, 15, 4, 8, 11, 6]) == (3.0, 12.0)
+
+
+def test_median_ci_order_statistic_n20() -> None:
+    # P(B<=5) = 21700/2^20 = 0.0207 <= 0.025 < P(B<=6) = 60460/2^20 = 0.0577: j = 6,
+    # so [x_(6), x_(15)] of 1..20.
+    values = [float(v) for v in range(1, 21)]
+    random.Random(3).shuffle(values)
+    assert median_ci(values) == (6.0, 15.0)
+
+
+def test_median_ci_n6_is_min_max() -> None:
+    # n = 6: P(B<=0) = 1/64 = 0.0156 <= 0.025, so [x_(1), x_(6)] (coverage 96.9 %).
+    assert median_ci([4.0, 2.0, 9.0, 5.0, 3.0, 6.0]) == (2.0, 9.0)
+
+
+def test_median_ci_small_n_uses_t_interval_on_median() -> None:
+    # n = 5: P(B<=0) = 1/32 = 0.031 > 0.025, no order-statistic interval. Fallback:
+    # median 3 ± t(0.975, 4) * sqrt(2.5) / sqrt(5).
+    half = T975[4] * math.sqrt(2.5) / math.sqrt(5)
+    ci = median_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert ci is not None
+    lo, hi = ci
+    assert lo == pytest.approx(3.0 - half)
+    assert hi == pytest.approx(3.0 + half)
+    assert lo == pytest.approx(1.036757, abs=1e-6)
+
+
+def test_median_ci_t_interval_is_centred_on_median_not_mean() -> None:
+    # median 10, mean 11, deviations -1, -2, 3: s = sqrt((1 + 4 + 9) / 2) = sqrt(7).
+    half = T975[2] * math.sqrt(7.0) / math.sqrt(3)
+    ci = median_ci([10.0, 9.0, 14.0])
+    assert ci == pytest.approx((10.0 - half, 10.0 + half))
+
+
+def test_median_ci_none_below_two_and_validates_confidence() -> None:
+    assert median_ci([]) is None
+    assert median_ci([1.0]) is None
+    with pytest.raises(ValueError):
+        median_ci([1.0, 2.0], confidence=1.0)
+
+
+def test_median_ci_other_confidence() -> None:
+    # 99 %: tail 0.005. n = 10: P(B<=0) = 0.00098 <= 0.005 < P(B<=1) = 0.0107, so j = 1.
+    assert median_ci(list(range(1, 11)), confidence=0.99) == (1.0, 10.0)
+
+
+def test_summary_ci_and_asymmetric_halfwidth() -> None:
+    # n = 6 -> [min, max] = [10, 20] around median 12.5: the larger side is 7.5, i.e. ±60 %.
+    s = summarize([10.0, 11.0, 12.0, 13.0, 14.0, 20.0])
+    assert s.ci_method == "order-statistic"
+    assert s.ci95 == (10.0, 20.0)
+    assert s.ci_halfwidth_rel == pytest.approx(0.6)
+    assert (
+        "confidence interval is ±60.0 % of the median, wider than the 5.0 % target; "
+        "raise --repeat or quiet the machine"
+    ) in s.warnings
+
+
+def test_ci_warning_respects_target() -> None:
+    # n = 3, median 100, stdev 1: half = 4.3027 * 1 / sqrt(3) = 2.484 -> 2.48 %.
+    samples = [99.0, 100.0, 101.0]
+    s = summarize(samples)
+    assert s.ci_method == "t"
+    assert s.ci_halfwidth_rel == pytest.approx(T975[2] / math.sqrt(3) / 100.0)
+    assert s.warnings == []
+    tight = summarize(samples, target_rel_halfwidth=0.02)
+    assert tight.warnings == [
+        "confidence interval is ±2.5 % of the median, wider than the 2.0 % target; "
+        "raise --repeat or quiet the machine"
+    ]
+
+
+def test_halfwidth_none_when_median_zero_and_width_nonzero() -> None:
+    s = summarize([-1.0, 0.0, 1.0])
+    assert s.median == 0.0
+    assert s.ci95 is not None
+    assert s.ci_halfwidth_rel is None
+
+
+# --- needs_more_samples ------------------------------------------------------------------------
+
+
+def _summary_with(n: int, rel: float | None) -> Summary:
+    return Summary(
+        n=n,
+        median=1.0,
+        mean=1.0,
+        stdev=None,
+        cv=None,
+        mad=None,
+        ci95=None,
+        ci_halfwidth_rel=rel,
+        outliers=[],
+        warnings=[],
+    )
+
+
+def test_needs_more_samples_rules() -> None:
+    assert needs_more_samples(_summary_with(0, None)) is True
+    assert needs_more_samples(_summary_with(2, 0.0)) is True  # below min_samples=3
+    assert needs_more_samples(_summary_with(3, 0.05)) is False  # at target is enough
+    assert needs_more_samples(_summary_with(3, 0.0501)) is True
+    assert needs_more_samples(_summary_with(3, None)) is True
+    assert needs_more_samples(_summary_with(3, 0.08), target_rel_halfwidth=0.1) is False
+    assert needs_more_samples(_summary_with(4, 0.01), min_samples=5) is True
+
+
+def test_needs_more_samples_on_real_summaries() -> None:
+    assert needs_more_samples(summarize([100.0])) is True
+    # Tight, but only 2 samples.
+    assert needs_more_samples(summarize([100.0, 100.1])) is True
+    # ±2.48 % with 3 samples: done.
+    assert needs_more_samples(summarize([99.0, 100.0, 101.0])) is False
+    # ±29.8 % with 3 samples: keep going.
+    assert needs_more_samples(summarize([88.0, 100.0, 112.0])) is True
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+def test_compare_clearly_different_mann_whitney() -> None:
+    base = [100.0, 101.0, 99.0, 100.5, 99.5]
+    other = [200.0, 202.0, 198.0, 201.0, 199.0]
+    c = compare(base, other)
+    assert c.test == "mann-whitney"
+    assert c.ratio == 2.0  # 200 / 100
+    # Complete separation, 5 vs 5, exact two-sided: 2 / C(10, 5) = 2 / 252.
+    assert c.p_value == pytest.approx(2 / 252)
+    assert c.significant is True
+    assert c.ratio_ci95 is not None
+    lo, hi = c.ratio_ci95
+    # Resampled medians stay within 99..101 and 198..202.
+    assert 198 / 101 <= lo <= 2.0 <= hi <= 202 / 99
+    assert hi - lo < 0.1
+
+
+def test_compare_small_n_uses_welch() -> None:
+    base = [10.0, 11.0, 12.0]
+    other = [20.0, 21.0, 22.0]
+    c = compare(base, other)
+    assert c.test == "welch"
+    assert c.ratio == pytest.approx(21 / 11)
+    # Both variances 1: t = -10 / sqrt(1/3 + 1/3), Welch df = (2/3)^2 / (2 * (1/3)^2 / 2) = 4.
+    t = -10 / math.sqrt(2 / 3)
+    assert c.p_value == pytest.approx(2 * sps.t.sf(abs(t), 4))
+    assert c.p_value == pytest.approx(2.552e-4, rel=1e-3)
+    assert c.significant is True
+
+
+def test_compare_identical_samples_not_significant() -> None:
+    data = [10.0, 11.0, 12.0, 13.0, 14.0]
+    c = compare(data, list(reversed(data)))
+    assert c.test == "mann-whitney"
+    assert c.ratio == 1.0
+    assert c.p_value == pytest.approx(1.0)
+    assert c.significant is False
+    assert c.ratio_ci95 is not None
+    assert c.ratio_ci95[0] < 1.0 < c.ratio_ci95[1]
+
+
+def test_compare_same_distribution_not_significant() -> None:
+    rng = random.Random(7)
+    a = [rng.gauss(100.0, 2.0) for _ in range(12)]
+    b = [rng.gauss(100.0, 2.0) for _ in range(12)]
+    c = compare(a, b)
+    assert c.test == "mann-whitney"
+    assert c.significant is False
+    assert c.p_value is not None and c.p_value > 0.05
+    assert c.ratio is not None and c.ratio_ci95 is not None
+    assert c.ratio_ci95[0] <= c.ratio <= c.ratio_ci95[1]
+    assert c.ratio_ci95[0] < 1.0 < c.ratio_ci95[1]
+
+
+def test_compare_mann_whitney_resists_an_outlier() -> None:
+    # One wild baseline sample makes Welch see huge variance; ranks don't care.
+    base = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.08, 500.0]
+    other = [11.0, 11.1, 10.9, 11.05, 10.95, 11.02, 10.98, 11.08, 11.03]
+    c = compare(base, other)
+    assert c.test == "mann-whitney"
+    assert c.significant is True
+    # 8 of 9 baseline samples below all 9 others: U = 9, two-sided p ~ 0.0062.
+    assert c.p_value == pytest.approx(0.00619, abs=1e-4)
+    assert c.ratio == pytest.approx(11.02 / 10.02)
+    welch_p = sps.ttest_ind(base, other, equal_var=False).pvalue
+    assert welch_p > 0.05  # the reason Mann-Whitney is preferred when n allows
+
+
+@pytest.mark.parametrize(
+    ("n_base", "n_other", "expected"),
+    [(1, 5, "none"), (5, 1, "none"), (2, 2, "welch"), (4, 9, "welch"), (5, 5, "mann-whitney")],
+)
+def test_compare_test_choice(n_base: int, n_other: int, expected: str) -> None:
+    base = [10.0 + 0.1 * i for i in range(n_base)]
+    other = [12.0 + 0.1 * i for i in range(n_other)]
+    assert compare(base, other).test == expected
+
+
+def test_compare_too_few_samples_undecided() -> None:
+    c = compare([10.0], [20.0, 21.0])
+    assert c == Comparison(ratio=2.05, ratio_ci95=None, p_value=None, test="none", significant=None)
+    empty = compare([], [1.0, 2.0])
+    assert empty.ratio is None and empty.significant is None
+
+
+def test_compare_equal_constants() -> None:
+    c = compare([3.0, 3.0, 3.0], [3.0, 3.0, 3.0])
+    assert c.p_value == 1.0
+    assert c.significant is False
+    assert c.ratio == 1.0
+    assert c.ratio_ci95 == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_compare_different_constants_significant(n: int) -> None:
+    c = compare([3.0] * n, [4.0] * n)
+    assert c.p_value == 0.0
+    assert c.significant is True
+    assert c.ratio == pytest.approx(4 / 3)
+
+
+def test_compare_zero_baseline_median_has_no_ratio() -> None:
+    c = compare([0.0, 0.0, 1.0], [1.0, 2.0, 3.0])
+    assert c.ratio is None
+    assert c.ratio_ci95 is None
+    assert c.test == "welch"
+    assert c.p_value is not None
+
+
+def test_compare_is_reproducible() -> None:
+    rng = random.Random(11)
+    a = [rng.uniform(90, 110) for _ in range(8)]
+    b = [rng.uniform(95, 120) for _ in range(8)]
+    assert compare(a, b) == compare(a, b)
+    # Independent of any global random state.
+    random.seed(123)
+    first = compare(a, b).ratio_ci95
+    random.seed(456)
+    assert compare(a, b).ratio_ci95 == first
+
+
+def test_compare_alpha_changes_decision() -> None:
+    base = [10.0, 11.0, 12.0]
+    other = [11.0, 12.0, 13.5]
+    c = compare(base, other)
+    assert c.p_value is not None and 0.05 < c.p_value < 0.5
+    assert c.significant is False
+    assert compare(base, other, alpha=0.5).significant is True
+
+
+def test_median_ci_exact_coverage_boundary_counts() -> None:
+    # n = 6 at 1 - 2/64 = 96.875 %: [min, max] misses the median with probability exactly
+    # 2 * (1/2)^6, so it meets the level and the distribution-free interval is used.
+    assert median_ci([4.0, 2.0, 9.0, 5.0, 3.0, 6.0], confidence=1 - 2 / 64) == (2.0, 9.0)
