@@ -52,62 +52,66 @@ def _cpu_text(res: Result) -> str:
     per = res.cpu.per_gib
     if not per:
         return "–"
-    parts = [
-        f"{per.get('app', 0):.2f}",
-        f"{per.get('driver', 0):.2f}",
-        f"{per.get('kernel_threads', 0):.2f}",
-    ]
-    return " / ".join(parts)
+    return "+".join(f"{per.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads"))
 
 
-def _notes(res: Result) -> str:
+_CACHE_SHORT = {
+    "cold-verified": "cold ✓",
+    "cold-unverified": "cold ?",
+    "direct-not-honored": "direct ✗",
+    "n/a": "",
+}
+
+
+def _notes(res: Result) -> list[str]:
     if res.status != "ok":
-        return f"{res.status}: {res.error}"
-    notes = [w for w in res.flags if not w.startswith("kthread-vanished")]
-    return "; ".join([*notes[:2], *res.warnings[:1]])
+        return [f"{res.status}: {res.error}"]
+    return [
+        *(f for f in res.flags if not f.startswith(("kthread-vanished", "daemon-threads"))),
+        *res.warnings,
+    ]
 
 
-def workload_tables(run: Run) -> list[Table]:
+def workload_tables(run: Run) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
         by_workload.setdefault(res.workload, []).append(res)
-    tables = []
+    out: list[Table | Text] = []
     for workload, results in by_workload.items():
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
         base = next((r for r in results if r.status == "ok" and r.samples), None)
         unit = results[0].unit
         t = Table(title=f"{workload}  ({_describe(results[0])})", title_justify="left")
         t.add_column("subject", style="bold")
-        t.add_column(f"{unit} median ±CI95", justify="right")
+        t.add_column(f"{unit} ±CI95", justify="right")
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
-        t.add_column("CPU s/GiB app/driver/kthr", justify="right")
-        t.add_column("n", justify="right")
+        t.add_column("CPU s/GiB app+drv+kthr", justify="right")
         t.add_column("cache")
-        t.add_column("notes", overflow="fold", max_width=48)
+        t.add_column("n", justify="right")
+        notes: list[Text] = []
         for r in results:
-            if r.status != "ok" or not r.samples:
-                t.add_row(
-                    r.subject,
-                    Text(r.status, style="red"),
-                    "",
-                    "",
-                    "0",
-                    "",
-                    Text(_notes(r), style="red"),
+            mark = ""
+            if _notes(r):
+                mark = f" [{len(notes) + 1}]"
+                style = "red" if r.status != "ok" else "dim"
+                notes.append(
+                    Text(f"  [{len(notes) + 1}] {r.subject}: " + "; ".join(_notes(r)), style=style)
                 )
+            if r.status != "ok" or not r.samples:
+                t.add_row(r.subject + mark, Text(r.status, style="red"), "", "", "", "0")
                 continue
             t.add_row(
-                r.subject,
+                r.subject + mark,
                 _ci_text(r),
                 ratio_text(base, r),
                 _cpu_text(r),
+                _CACHE_SHORT.get(r.cache, r.cache),
                 str(len(r.samples)),
-                r.cache,
-                _notes(r),
             )
-        tables.append(t)
-    return tables
+        out.append(t)
+        out += notes
+    return out
 
 
 def _describe(res: Result) -> str:
@@ -148,8 +152,8 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
     parts += list(subject_lines(run))
     parts.append(
         Text(
-            "ratio: median of subject / baseline with its 95 % interval; "
-            "'≈ n.s.' = difference not significant",
+            "vs: ratio of medians to the baseline [95 % interval], ≈ n.s. = not significant · "
+            "cold ✓: the device really was read",
             style="dim",
         )
     )
