@@ -114,13 +114,14 @@ def list_(what: str, as_json: bool) -> None:
     elif what == "workloads":
         rows = [
             {
+                "id": wid,
                 "name": w.name,
                 "description": w.description,
                 "metric": w.metric,
                 "unit": w.unit,
                 "cache": w.cache,
             }
-            for w in WORKLOADS.values()
+            for wid, w in WORKLOADS.items()
         ]
     else:
         rows = [{"name": k, **v} for k, v in SUITES.items()]
@@ -128,7 +129,7 @@ def list_(what: str, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     t = Table(title=what, title_justify="left")
-    keys = [k for k in rows[0] if k != "capabilities"] if rows else []
+    keys = [k for k in rows[0] if k not in ("capabilities", "name", "metric")] if rows else []
     for k in keys:
         t.add_column(k)
     for r in rows:

@@ -14,7 +14,7 @@ from fsbench.workloads.fio import FIO_JOBS
 
 __all__ = ["DRIVERS", "FORMATS", "SUITES", "WORKLOADS", "resolve_workloads"]
 
-WORKLOADS: dict[str, Workload] = {job.name: job for job in FIO_JOBS}
+WORKLOADS: dict[str, Workload] = {job.id: job for job in FIO_JOBS}
 
 # Hidden from listings: only for tests of the scheduler, statistics and reports.
 HIDDEN_WORKLOADS: dict[str, type] = {"fake": FakeWorkload}
@@ -22,7 +22,20 @@ HIDDEN_WORKLOADS: dict[str, type] = {"fake": FakeWorkload}
 SUITES: dict[str, dict] = {
     "default": {
         "description": "sequential write (1 MiB records, final fsync) and cold sequential read",
-        "workloads": ["seq-write", "seq-read"],
+        "workloads": ["seq-write/fsync", "seq-read/cold"],
+    },
+    "micro": {
+        "description": "every fio micro workload: sequential, rewrite, reread, random 4/8 KiB "
+        "buffered and O_DIRECT, strided read",
+        "workloads": [
+            "seq-write",
+            "seq-read",
+            "rewrite",
+            "reread",
+            "rand-read",
+            "rand-write",
+            "stride-read",
+        ],
     },
 }
 
@@ -42,12 +55,15 @@ def resolve_workloads(spec: str | None, suite: str | None) -> list[Workload]:
         names = SUITES["default"]["workloads"]
     out: list[Workload] = []
     for n in names:
-        if n in WORKLOADS:
-            out.append(WORKLOADS[n])
+        matches = [w for wid, w in WORKLOADS.items() if n in (wid, w.name)]
+        if matches:
+            out += matches
         elif n in HIDDEN_WORKLOADS:
             out.append(HIDDEN_WORKLOADS[n]())
         else:
-            raise UsageError(f"unknown workload {n!r}; known: {', '.join(WORKLOADS)}")
-    if len({w.name for w in out}) != len(out):
+            known = ", ".join(dict.fromkeys(w.name for w in WORKLOADS.values()))
+            raise UsageError(f"unknown workload {n!r}; known: {known} (or NAME/VARIANT)")
+    ids = [getattr(w, "id", w.name) for w in out]
+    if len(set(ids)) != len(ids):
         raise UsageError("a workload is listed twice in --workloads")
     return out

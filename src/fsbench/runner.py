@@ -14,6 +14,7 @@ from typing import Protocol
 
 from fsbench import stats
 from fsbench.errors import FsbenchError
+from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
 from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
@@ -74,7 +75,7 @@ class Runner:
         self.run.results = list(self.results.values())
 
     def _result(self, rt: RunTarget, wl: Workload) -> Result:
-        key = (rt.subject.id, wl.name)
+        key = (rt.subject.id, workload_id(wl))
         if key not in self.results:
             self.results[key] = Result(
                 subject=rt.subject.id,
@@ -90,7 +91,7 @@ class Runner:
         res = self._result(rt, wl)
         if res.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
-        self.on_step(f"{rt.subject.id} · {wl.name} · sample {rep + 1}/{self.repeat}")
+        self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}/{self.repeat}")
         try:
             target = rt.ensure() if rt.ensure else rt.target
             wl.prepare(target)
@@ -101,9 +102,11 @@ class Runner:
                 block_device=target.block_device,
                 kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
             )
+            resident0 = device_cache(target) if cache == "direct" else None
             before = take_snapshot(self.procfs, spec)
             m = wl.run(target)
             after = take_snapshot(self.procfs, spec)
+            resident1 = device_cache(target) if cache == "direct" else None
         except Unsupported as e:
             res.status, res.error = "unsupported", str(e)
             self.on_sample()
@@ -114,14 +117,15 @@ class Runner:
             return
         except FsbenchError as e:
             # The lab failed under this subject (remount, daemon gone): it fails alone.
-            rt.subject.status, rt.subject.error = "failed", f"during {wl.name}: {e}"
+            rt.subject.status, rt.subject.error = "failed", f"during {workload_id(wl)}: {e}"
             res.status, res.error = "failed", str(e)
             if self.sink:
                 self.sink.save_subject(self.run.run_id, rt.subject)
             self.on_sample()
             return
         delta = diff(before, after)
-        sample = build_sample(m, delta, wl, cache, cache_flags)
+        growth = None if resident0 is None or resident1 is None else resident1 - resident0
+        sample = build_sample(m, delta, wl, cache, cache_flags, growth)
         res.samples.append(sample.value)
         res.sample_details.append(sample)
         if self.sink:
@@ -129,32 +133,88 @@ class Runner:
         self.on_sample()
 
     def _prepare_cache(self, target: Target, wl: Workload) -> tuple[str, list[str]]:
-        if wl.cache == "cold":
+        """Bring the caches into the state the workload asks for; the sample verifies it."""
+        if wl.cache in ("cold", "direct"):
+            # Direct I/O starts cold too, so page-cache growth during it is visible.
             if target.make_cold is None:
-                return "cold-unverified", ["cannot-drop-caches: not root or not a lab mount"]
+                return wl.cache, ["cannot-drop-caches: not a lab mount (or not root)"]
             target.make_cold()
-            return "cold", []
+            return wl.cache, []
         if wl.cache == "warm":
             return "warm", []
-        if wl.cache == "direct":
-            return "direct", []
         return "n/a", []
 
 
-def build_sample(
-    m: Measurement, d: ProbeDelta, wl: Workload, cache: str, cache_flags: list[str]
-) -> Sample:
-    flags = [*m.flags, *cache_flags, *d.flags]
+def workload_id(wl: Workload) -> str:
+    return getattr(wl, "id", wl.name)
+
+
+# Residency is read with mincore, one byte per page: bound the vector for huge real devices.
+_MAX_RESIDENCY_DEVICE = 64 * GiB
+
+
+def device_cache(target: Target) -> int | None:
+    """Bytes of the target's block device in the page cache (None: cannot tell)."""
+    if not target.block_device:
+        return None
+    path = f"/dev/{target.block_device}"
+    try:
+        with open(f"/sys/class/block/{target.block_device}/size") as f:
+            if int(f.read()) * 512 > _MAX_RESIDENCY_DEVICE:
+                return None
+    except (OSError, ValueError):
+        return None
+    return resident_bytes(path)
+
+
+def verify_cache(
+    cache: str, m: Measurement, d: ProbeDelta, is_write: bool, device_growth: int | None = None
+) -> tuple[str, list[str]]:
+    """Turn the cache state asked for into the one the counters prove."""
+    if not m.bytes:
+        return ("cold-unverified" if cache == "cold" else cache), []
+    dev_read, dev_written = d.device.read_bytes, d.device.write_bytes
+    # The device's own cache when known; else the machine's (noisier: other work moves it).
+    cached_growth = (
+        device_growth
+        if device_growth is not None
+        else d.meminfo_after.get("Cached", 0) - d.meminfo_before.get("Cached", 0)
+    )
     if cache == "cold":
         # Cold is a claim to check: the device must have delivered (nearly) what was read.
-        if m.bytes and d.device.read_bytes >= 0.9 * m.bytes:
-            cache = "cold-verified"
-        else:
-            cache = "cold-unverified"
-            if m.bytes:
-                flags.append(
-                    f"cold-not-verified: device read {d.device.read_bytes} B of {m.bytes} B"
-                )
+        if dev_read >= 0.9 * m.bytes:
+            return "cold-verified", []
+        return "cold-unverified", [f"cold-not-verified: device read {dev_read} B of {m.bytes} B"]
+    if cache == "warm":
+        if dev_read <= 0.1 * m.bytes:
+            return "warm", []
+        return "warm", [f"warm-not-verified: device read {dev_read} B of {m.bytes} B"]
+    if cache == "direct":
+        # O_DIRECT bypasses the page cache: the device sees every byte and the cache does not
+        # grow. A FUSE daemon that reads its device through the page cache fails the second.
+        reached = (dev_written if is_write else dev_read) >= 0.9 * m.bytes
+        if cached_growth > 0.5 * m.bytes or not reached:
+            return "direct-not-honored", [
+                f"direct-not-honored: {'device' if device_growth is not None else 'page'} "
+                f"cache grew {cached_growth} B, device "
+                f"{'wrote' if is_write else 'read'} {dev_written if is_write else dev_read} B "
+                f"for {m.bytes} B of O_DIRECT I/O"
+            ]
+        return "direct", []
+    return cache, []
+
+
+def build_sample(
+    m: Measurement,
+    d: ProbeDelta,
+    wl: Workload,
+    cache: str,
+    cache_flags: list[str],
+    device_growth: int | None = None,
+) -> Sample:
+    is_write = bool(getattr(wl, "is_write", False))
+    cache, verdict = verify_cache(cache, m, d, is_write, device_growth)
+    flags = [*m.flags, *cache_flags, *verdict, *d.flags]
     cpu = d.to_cpu(app_user_s=m.app_user_s, app_sys_s=m.app_sys_s)
     gib = m.bytes / GiB if m.bytes else 0.0
     if gib > 0:
@@ -236,11 +296,7 @@ def aggregate(res: Result) -> None:
     res.cache = max(set(caches), key=caches.count)  # type: ignore[assignment]
     if len(set(caches)) > 1:
         res.flags.append(f"mixed cache states over samples: {sorted(set(caches))}")
-    flags: dict[str, None] = {}
-    for x in det:
-        for f in x.flags:
-            flags[f] = None
-    res.flags = sorted(set(res.flags) | set(flags))
+    res.flags = sorted(set(res.flags) | set(collapse_flags([x.flags for x in det])))
     res.params["bytes_per_sample"] = int(moved)
     res.params["seconds_per_sample"] = round(_median([x.seconds for x in det]), 4)
     if res.params["seconds_per_sample"] < 0.5:
@@ -252,3 +308,21 @@ def aggregate(res: Result) -> None:
 
 def result_key(res: Result) -> str:
     return f"{res.subject}|{res.workload}"
+
+
+def collapse_flags(per_sample: list[list[str]]) -> list[str]:
+    """One line per kind of flag ("direct-not-honored (3/3 samples): ..."), not one per sample."""
+    first: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for flags in per_sample:
+        for kind in {f.split(":", 1)[0] for f in flags}:
+            count[kind] = count.get(kind, 0) + 1
+        for f in flags:
+            first.setdefault(f.split(":", 1)[0], f)
+    n = len(per_sample)
+    out = []
+    for kind, f in first.items():
+        detail = f.split(":", 1)[1].strip() if ":" in f else ""
+        label = kind if count[kind] == n and n == 1 else f"{kind} ({count[kind]}/{n} samples)"
+        out.append(f"{label}: {detail}" if detail else label)
+    return out

@@ -59,18 +59,37 @@ def find_mount(mountpoint: str) -> MountEntry | None:
     return found[-1] if found else None  # the top of a stack of mounts is the last one
 
 
-def processes_mentioning(text: str) -> list[int]:
-    """PIDs whose command line contains `text` (our unique mount directory)."""
+def _names_path(arg: bytes, path: bytes) -> bool:
+    """Whether one argument names `path` or something under it: `/m/ntfs-3g` is named by
+    `/m/ntfs-3g` and `--directory=/m/ntfs-3g/x`, not by `/m/ntfs-3g_big_writes`."""
+    start = arg.find(path)
+    while start >= 0:
+        end = start + len(path)
+        if end == len(arg) or arg[end : end + 1] == b"/":
+            return True
+        start = arg.find(path, start + 1)
+    return False
+
+
+def processes_mentioning(path: str) -> list[int]:
+    """PIDs with an argument naming `path` or a path under it (our unique mount directory).
+
+    Whole path components only: subjects `ntfs-3g` and `ntfs-3g:big_writes` have mount points
+    where one is a prefix of the other, and each must find its own daemon.
+    """
     pids = []
     me = os.getpid()
+    needle = path.rstrip("/").encode()
+    if not needle:
+        return pids
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            args = Path(entry.path, "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if text in cmdline:
+        if any(_names_path(a, needle) for a in args):
             pids.append(int(entry.name))
     return pids
 

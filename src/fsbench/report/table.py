@@ -76,7 +76,7 @@ def workload_tables(run: Run) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
-        by_workload.setdefault(res.workload, []).append(res)
+        by_workload.setdefault(result_title(res), []).append(res)
     out: list[Table | Text] = []
     for workload, results in by_workload.items():
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
@@ -112,6 +112,13 @@ def workload_tables(run: Run) -> list[Table | Text]:
         out.append(t)
         out += notes
     return out
+
+
+def result_title(res: Result) -> str:
+    variant = res.params.get("variant")
+    jobs = res.params.get("numjobs", 1)
+    title = f"{res.workload}/{variant}" if variant else res.workload
+    return title if jobs in (1, None) else f"{title}-j{jobs}"
 
 
 def _describe(res: Result) -> str:

@@ -1,97 +1,137 @@
-"""Micro workloads run by fio, declared as data. fio's JSON is parsed, never its text."""
+"""Micro workloads run by fio, declared as data. fio's JSON is parsed, never its text.
+
+A workload name (`rand-read`) stands for its variants (`rand-read/4k-direct`, ...); each
+variant is one result with its parameters stated: block size, file size, numjobs, direct,
+fsync and the cache state the runner prepares and then verifies.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed, measured_child
 
 MiB = 1024 * 1024
+KiB = 1024
+# Random I/O touches at most this much per sample: a cold 4 KiB read over a loop device costs
+# ~75 µs, so 64 MiB is ~1.2 s of work, long enough to measure and short enough to repeat.
+RANDOM_IO_BYTES = 64 * MiB
+# A bound on any one fio run, so a pathologically slow driver cannot stall the whole run.
+FIO_RUNTIME_CAP_S = 60
 
 
 @dataclass(frozen=True)
 class FioJob:
     """One fio job as data: everything that decides what fio does is a field here."""
 
-    name: str
+    name: str  # the workload (what users type), e.g. "rand-read"
+    variant: str  # e.g. "4k-direct"; name/variant is the result's identity
     description: str
-    rw: str  # fio's rw=: write, read, randread, randwrite, ...
+    rw: str  # fio's rw=: write, read, randread, randwrite, read:56k (strided)
     bs: str = "1M"
     direct: bool = False
     end_fsync: bool = False
     numjobs: int = 1
-    cache: str = "none"  # cold | warm | direct | none (writes)
-    fileset: str = "seq"  # jobs that share a fileset read what another one laid out
-    fresh_file: bool = False  # delete the file before each sample (a new file, as dd does)
+    cache: str = "none"  # what the runner prepares: cold | warm | direct | none (writes)
+    fileset: str = "seq"  # jobs of one fileset read what another laid out
+    fresh_file: bool = False  # delete the file first: a new file, as dd writes one
+    io_limit: int | None = None  # bytes per sample when less than the whole file
     metric: str = "throughput"
     unit: str = "MiB/s"
     higher_is_better: bool = True
 
     @property
+    def id(self) -> str:
+        base = f"{self.name}/{self.variant}"
+        return base if self.numjobs == 1 else f"{base}-j{self.numjobs}"
+
+    @property
     def is_write(self) -> bool:
-        return "write" in self.rw or self.rw in ("rw", "randrw", "trim")
+        return "write" in self.rw
+
+    def per_job_size(self, target: Target) -> int:
+        return max(MiB, (target.size // self.numjobs) // MiB * MiB)
 
     def params(self, target: Target) -> dict[str, Any]:
         return {
             "engine": "fio",
+            "variant": self.variant,
             "rw": self.rw,
             "block_size": self.bs,
-            "file_size": target.size,
+            "file_size": self.per_job_size(target),
+            "io_per_sample": self.io_limit,
             "numjobs": self.numjobs,
             "direct": self.direct,
             "fsync": "end" if self.end_fsync else "none",
+            "cache": self.cache,
             "ioengine": "psync",
         }
 
-    def argv(self, target: Target, rw: str | None = None, end_fsync: bool | None = None) -> list:
-        per_job = max(MiB, (target.size // self.numjobs) // MiB * MiB)
+    def argv(
+        self,
+        target: Target,
+        rw: str | None = None,
+        end_fsync: bool | None = None,
+        direct: bool | None = None,
+        whole: bool = False,
+    ) -> list[str]:
         fsync = self.end_fsync if end_fsync is None else end_fsync
-        return [
+        argv = [
             fio_binary(),
             "--output-format=json",
             f"--name={self.fileset}",
             f"--directory={target.workdir}",
             f"--rw={rw or self.rw}",
-            f"--bs={self.bs}",
-            f"--size={per_job}",
+            f"--bs={self.bs if rw is None else '1M'}",
+            f"--size={self.per_job_size(target)}",
             f"--numjobs={self.numjobs}",
-            f"--direct={int(self.direct)}",
+            f"--direct={int(self.direct if direct is None else direct)}",
             f"--end_fsync={int(fsync)}",
             "--ioengine=psync",
             "--group_reporting=1",
             # The runner, not fio, decides what is cached: no fadvise before the job.
             "--invalidate=0",
-            # A plain write like dd's, not posix_fallocate first (FUSE drivers vary there).
+            # A plain write like dd's, not posix_fallocate first (FUSE drivers differ there).
             "--fallocate=none",
+            f"--runtime={FIO_RUNTIME_CAP_S}",
+            "--randrepeat=1",  # the same random offsets for every subject and sample
         ]
+        if self.io_limit and not whole:
+            argv.append(f"--io_size={min(self.io_limit, self.per_job_size(target))}")
+        return argv
 
     def _files(self, target: Target) -> list[str]:
         return [os.path.join(target.workdir, f"{self.fileset}.{i}.0") for i in range(self.numjobs)]
 
     def prepare(self, target: Target) -> None:
-        """Untimed: a write job starts from no file; a read job needs its file laid out."""
+        """Untimed: a new-file write starts from no file; everything else needs its file."""
         os.makedirs(target.workdir, exist_ok=True)
         files = self._files(target)
-        per_job = max(MiB, (target.size // self.numjobs) // MiB * MiB)
         if self.fresh_file:
             for f in files:
                 if os.path.exists(f):
                     os.unlink(f)
             return
-        if all(os.path.exists(f) and os.path.getsize(f) >= per_job for f in files):
-            return
-        res = measured_child(self.argv(target, rw="write", end_fsync=True))
-        if res.returncode != 0:
-            raise WorkloadFailed(
-                f"laying out files for {self.name}: {fio_error(res.stdout, res.stderr)}"
+        size = self.per_job_size(target)
+        if not all(os.path.exists(f) and os.path.getsize(f) >= size for f in files):
+            res = measured_child(
+                self.argv(target, rw="write", end_fsync=True, direct=False, whole=True)
             )
+            if res.returncode != 0:
+                why = fio_error(res.stdout, res.stderr)
+                raise WorkloadFailed(f"laying out files for {self.id}: {why}")
+        if self.cache == "warm":
+            # Read it once so the measured read finds it cached (verified by the runner).
+            res = measured_child(self.argv(target, rw="read", direct=False, whole=True))
+            if res.returncode != 0:
+                raise WorkloadFailed(f"warming {self.id}: {fio_error(res.stdout, res.stderr)}")
 
     def run(self, target: Target) -> Measurement:
-        res = measured_child(self.argv(target))
+        res = measured_child(self.argv(target), timeout=FIO_RUNTIME_CAP_S * 3)
         if res.returncode != 0:
             raise WorkloadFailed(fio_error(res.stdout, res.stderr))
         out = parse_fio_json(res.stdout, "write" if self.is_write else "read")
@@ -156,20 +196,85 @@ def fio_error(stdout: str, stderr: str) -> str:
     return lines[-1].strip() if lines else "fio failed without a message"
 
 
+def _rand(name: str, rw: str, what: str) -> list[FioJob]:
+    jobs = []
+    for bs in ("4k", "8k"):
+        for direct in (False, True):
+            mode = "O_DIRECT" if direct else "buffered"
+            jobs.append(
+                FioJob(
+                    name,
+                    f"{bs}-{'direct' if direct else 'buffered'}",
+                    f"random {what}, {bs.upper().replace('K', ' KiB')} records, {mode}"
+                    + (" (seed 004: 8 KiB O_DIRECT)" if direct and bs == "8k" else ""),
+                    rw=rw,
+                    bs=bs,
+                    direct=direct,
+                    cache="direct" if direct else ("cold" if rw == "randread" else "none"),
+                    io_limit=RANDOM_IO_BYTES * (2 if bs == "8k" else 1),
+                )
+            )
+    return jobs
+
+
 FIO_JOBS: list[FioJob] = [
     FioJob(
         "seq-write",
+        "fsync",
         "sequential write of a new file, 1 MiB records, fsync at the end (dd bs=1M conv=fsync)",
         rw="write",
-        bs="1M",
         end_fsync=True,
         fresh_file=True,
     ),
     FioJob(
+        "seq-write",
+        "buffered",
+        "sequential write of a new file, 1 MiB records, no "
+        "fsync: what the page cache (or the FUSE daemon) absorbs",
+        rw="write",
+        fresh_file=True,
+    ),
+    FioJob(
         "seq-read",
-        "cold sequential read, 1 MiB records, after sync, drop_caches and (FUSE) a remount",
+        "cold",
+        "sequential read, 1 MiB records, after sync, drop_caches and "
+        "(FUSE) a remount; verified by the device's read counter",
         rw="read",
-        bs="1M",
+        cache="cold",
+    ),
+    FioJob(
+        "seq-read",
+        "warm",
+        "sequential read, 1 MiB records, of a file just read (cached)",
+        rw="read",
+        cache="warm",
+    ),
+    FioJob(
+        "rewrite",
+        "fsync",
+        "sequential overwrite of an existing file, 1 MiB records, final fsync (Iozone rewrite)",
+        rw="write",
+        end_fsync=True,
+    ),
+    FioJob(
+        "reread",
+        "warm",
+        "a second sequential read right after the first, 1 MiB records (Iozone reread)",
+        rw="read",
+        cache="warm",
+    ),
+    *_rand("rand-read", "randread", "read"),
+    *_rand("rand-write", "randwrite", "write"),
+    FioJob(
+        "stride-read",
+        "8k-64k",
+        "strided read: 8 KiB records every 64 KiB, cold (Iozone strided read)",
+        rw="read:56k",
+        bs="8k",
         cache="cold",
     ),
 ]
+
+
+def with_numjobs(job: FioJob, numjobs: int) -> FioJob:
+    return job if numjobs == job.numjobs else replace(job, numjobs=numjobs)
