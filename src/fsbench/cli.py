@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -145,7 +146,15 @@ def _common(f):
         help="Comma-separated workloads (see `fsbench list workloads`).",
     )(f)
     f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
-    f = click.option("--repeat", default="3", help="Samples per subject and workload (≥ 1).")(f)
+    f = click.option(
+        "--repeat", default="3", help="Samples per subject and workload (≥ 1), or 'auto'."
+    )(f)
+    f = click.option(
+        "--max-repeat", default="10", help="With --repeat auto: at most this many samples."
+    )(f)
+    f = click.option(
+        "--time-budget", default=None, help="With --repeat auto: stop adding samples after S s."
+    )(f)
     f = click.option(
         "--out",
         "out",
@@ -163,14 +172,29 @@ def _common(f):
     return f
 
 
-def _repeat(text: str) -> int:
+def _repeat(text: str) -> tuple[int, bool]:
+    """`--repeat N` or `--repeat auto` (adaptive: at least 3, until the CI is tight)."""
+    if text.strip().lower() == "auto":
+        return 3, True
     try:
         n = int(text)
     except ValueError:
-        raise UsageError(f"--repeat {text!r}: not a whole number") from None
+        raise UsageError(f"--repeat {text!r}: not a whole number or 'auto'") from None
     if not 1 <= n <= 1000:
         raise UsageError(f"--repeat {n}: must be between 1 and 1000")
-    return n
+    return n, False
+
+
+def _positive(name: str, text: str | None, kind: type = int) -> float | None:
+    if text is None:
+        return None
+    try:
+        v = kind(text)
+    except ValueError:
+        raise UsageError(f"{name} {text!r}: not a number") from None
+    if v <= 0 or v > 10**7:
+        raise UsageError(f"{name} {text!r}: must be more than zero")
+    return v
 
 
 @cli.command()
@@ -178,17 +202,7 @@ def _repeat(text: str) -> int:
 @click.option("--backing", default="ram", help="ram | file:DIR | device:/dev/X | dir:PATH")
 @click.option("--size", default="1G", help="Image size, e.g. 512M, 1G, 4G.")
 @_common
-def compare(
-    subjects: tuple[str, ...],
-    backing: str,
-    size: str,
-    workloads: str | None,
-    suite: str | None,
-    repeat: str,
-    out: Path | None,
-    db: Path | None,
-    as_json: bool,
-) -> None:
+def compare(subjects: tuple[str, ...], backing: str, size: str, **common: Any) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
     from fsbench.lab.backing import parse_backing, parse_size
     from fsbench.pipeline import resolve_subjects
@@ -197,11 +211,11 @@ def compare(
     if b.kind == "dir":
         if subjects:
             raise UsageError("dir: backing measures the directory itself; give no subjects")
-        _run_dir(Path(b.path or "."), workloads, suite, repeat, out, db, as_json)
+        _run_dir(Path(b.path or "."), **common)
         return
     nbytes = parse_size(size)
     specs, skipped, explicit = resolve_subjects(list(subjects))
-    _go(specs, explicit, skipped, b, nbytes, workloads, suite, repeat, out, db, as_json, None)
+    _go(common, subjects=specs, explicit=explicit, unavailable=skipped, backing=b, size=nbytes)
 
 
 @cli.command("run")
@@ -212,83 +226,47 @@ def compare(
     help="An existing directory to measure (nothing is formatted or mounted).",
 )
 @_common
-def run_cmd(
-    target: Path,
-    workloads: str | None,
-    suite: str | None,
-    repeat: str,
-    out: Path | None,
-    db: Path | None,
-    as_json: bool,
-) -> None:
+def run_cmd(target: Path, **common: Any) -> None:
     """Run workloads on an existing directory: no root needed."""
-    _run_dir(target, workloads, suite, repeat, out, db, as_json)
+    _run_dir(target, **common)
 
 
-def _run_dir(
-    target: Path,
-    workloads: str | None,
-    suite: str | None,
-    repeat: str,
-    out: Path | None,
-    db: Path | None,
-    as_json: bool,
-) -> None:
+def _run_dir(target: Path, **common: Any) -> None:
     from fsbench.lab.backing import Backing
 
     if not target.is_dir():
         raise UsageError(f"--target {target}: not a directory")
-    _go(
-        None,
-        True,
-        [],
-        Backing("dir", str(target.resolve())),
-        0,
-        workloads,
-        suite,
-        repeat,
-        out,
-        db,
-        as_json,
-        target.resolve(),
-    )
+    d = target.resolve()
+    _go(common, subjects=None, explicit=True, backing=Backing("dir", str(d)), size=0, target_dir=d)
 
 
-def _go(
-    specs,
-    explicit,
-    skipped,
-    backing,
-    nbytes,
-    workloads,
-    suite,
-    repeat,
-    out,
-    db,
-    as_json,
-    target_dir,
-) -> None:
+def _go(common: dict[str, Any], **plan_fields: Any) -> None:
+    """Validate the options every measuring command shares, then run the plan."""
     from fsbench.pipeline import Plan, check_out_dir, default_out_dir, execute, new_run_id
     from fsbench.registry import resolve_workloads
     from fsbench.report.table import render
     from fsbench.store import default_db_path
 
-    wl = resolve_workloads(workloads, suite)
-    n = _repeat(repeat)
+    wl = resolve_workloads(common["workloads"], common["suite"])
+    n, adaptive = _repeat(common["repeat"])
+    max_repeat = int(_positive("--max-repeat", common["max_repeat"]) or 10)
+    if adaptive and max_repeat < n:
+        raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
+    budget = _positive("--time-budget", common["time_budget"], float)
+    out = common["out"]
     out_dir = out if out is not None else default_out_dir(new_run_id())
     check_out_dir(out_dir)
+    as_json = common["as_json"]
     plan = Plan(
-        subjects=specs,
-        explicit=explicit,
         workloads=wl,
         repeat=n,
-        backing=backing,
-        size=nbytes,
+        adaptive=adaptive,
+        max_repeat=max_repeat,
+        time_budget_s=budget,
         out_dir=out_dir,
-        db=db or default_db_path(),
+        db=common["db"] or default_db_path(),
         command=sys.argv,
-        target_dir=target_dir,
-        unavailable=skipped,
+        **plan_fields,
     )
     with Progress(
         SpinnerColumn(),

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,9 @@ class Plan:
     command: list[str]
     target_dir: Path | None = None
     unavailable: list[Subject] = field(default_factory=list)
+    adaptive: bool = False
+    max_repeat: int = 10
+    time_budget_s: float | None = None
 
 
 def new_run_id() -> str:
@@ -166,7 +170,7 @@ def execute(
             lab_cm = (
                 Lab(run_id, plan.backing, plan.size)
                 if plan.subjects is not None
-                else nullcontext(None)
+                else scratch_dir(plan)
             )
             with lab_cm as lab:
                 targets = (
@@ -174,7 +178,8 @@ def execute(
                     if lab is not None
                     else [_dir_target(plan)]
                 )
-                on_total(len(targets) * len(plan.workloads) * plan.repeat)
+                rounds = plan.max_repeat if plan.adaptive else plan.repeat
+                on_total(len(targets) * len(plan.workloads) * rounds)
                 runner = Runner(
                     run,
                     targets,
@@ -183,6 +188,9 @@ def execute(
                     sink=store,
                     on_step=on_step,
                     on_sample=on_sample,
+                    adaptive=plan.adaptive,
+                    max_repeat=plan.max_repeat,
+                    time_budget_s=plan.time_budget_s,
                 )
                 runner.execute()
                 run.status = "complete"
@@ -285,10 +293,24 @@ def _ensurer(lab: Lab, ls: LabSubject, file_size: int, rec: Subject) -> Callable
     return ensure
 
 
+def _workdir(plan: Plan) -> Path:
+    assert plan.target_dir is not None
+    return plan.target_dir / f".fsbench-{os.getpid()}"
+
+
+@contextmanager
+def scratch_dir(plan: Plan) -> Iterator[None]:
+    """A directory target gets fsbench's files in one scratch directory, removed at the end."""
+    try:
+        yield None
+    finally:
+        shutil.rmtree(_workdir(plan), ignore_errors=True)
+
+
 def _dir_target(plan: Plan) -> RunTarget:
     assert plan.target_dir is not None
     d = plan.target_dir
-    workdir = d / f".fsbench-{os.getpid()}"
+    workdir = _workdir(plan)
     size = min(1024 * MiB, int(free_bytes(str(d)) * FILE_FRACTION)) // MiB * MiB
     if size < 16 * MiB:
         raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")

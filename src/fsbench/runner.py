@@ -8,6 +8,7 @@ measured run, never inside it.
 from __future__ import annotations
 
 import statistics as _st
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -50,21 +51,72 @@ class Runner:
     on_sample: Callable[[], None] = lambda: None
     procfs: ProcFS = field(default_factory=ProcFS)
     results: dict[tuple[str, str], Result] = field(default_factory=dict)
+    # Adaptive repeats: after `repeat` rounds, go on while some result's 95 % CI half-width
+    # is above the target, up to max_repeat rounds or the time budget.
+    adaptive: bool = False
+    max_repeat: int = 10
+    time_budget_s: float | None = None
+    target_rel_halfwidth: float = 0.05
 
     def execute(self) -> Run:
         for rt in self.targets:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
-        for rep in range(self.repeat):
-            for rt in self.targets:
-                if rt.subject.status != "ok":
-                    continue
-                for wl in self.workloads:
-                    self._one(rt, wl, rep)
-                if rt.release is not None and rt.subject.status == "ok":
-                    rt.release()  # one device shared by subjects: give it back between turns
+        t0 = time.monotonic()
+        rep = 0
+        while True:
+            todo = self._workloads_for_round(rep)
+            if not todo:
+                break
+            if self.adaptive and rep >= self.repeat:
+                elapsed = time.monotonic() - t0
+                if self.time_budget_s is not None and elapsed > self.time_budget_s:
+                    self._note_all("adaptive repeats stopped by the time budget")
+                    break
+            self._round(todo, rep)
+            rep += 1
         self.finish()
         return self.run
+
+    def _workloads_for_round(self, rep: int) -> list[Workload]:
+        if rep < self.repeat:
+            return self.workloads
+        if not self.adaptive or rep >= self.max_repeat:
+            if self.adaptive:
+                self._note_all(f"stopped at --max-repeat {self.max_repeat}", only_unsettled=True)
+            return []
+        # A workload gets another round, for every subject (keeping the interleaving), while
+        # any subject's interval is still wider than the target.
+        return [
+            wl
+            for wl in self.workloads
+            if any(
+                self._unsettled(res)
+                for (sid, wid), res in self.results.items()
+                if wid == workload_id(wl)
+            )
+        ]
+
+    def _unsettled(self, res: Result) -> bool:
+        if res.status != "ok" or not res.samples:
+            return False
+        return stats.needs_more_samples(
+            stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
+        )
+
+    def _note_all(self, note: str, only_unsettled: bool = False) -> None:
+        for res in self.results.values():
+            if (not only_unsettled or self._unsettled(res)) and note not in res.flags:
+                res.flags.append(note)
+
+    def _round(self, workloads: list[Workload], rep: int) -> None:
+        for rt in self.targets:
+            if rt.subject.status != "ok":
+                continue
+            for wl in workloads:
+                self._one(rt, wl, rep)
+            if rt.release is not None and rt.subject.status == "ok":
+                rt.release()  # one device shared by subjects: give it back between turns
 
     def finish(self) -> None:
         """Aggregate every result from its samples (also used after an interrupt)."""
@@ -91,7 +143,8 @@ class Runner:
         res = self._result(rt, wl)
         if res.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
-        self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}/{self.repeat}")
+        of = "" if self.adaptive else f"/{self.repeat}"
+        self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         try:
             target = rt.ensure() if rt.ensure else rt.target
             wl.prepare(target)
