@@ -297,16 +297,41 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
 
 
 @cli.command()
-@click.argument("run_ref", metavar="RUN")
+@click.argument("run_ref", metavar="RUN", required=False)
+@click.option("--list", "list_runs", is_flag=True, help="List the stored runs instead.")
 @click.option("--db", default=None, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
-def show(run_ref: str, db: Path | None, as_json: bool) -> None:
+def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -> None:
     """Print a stored run again (RUN = run id, unique prefix, or output directory)."""
     from fsbench.report.table import render
     from fsbench.store import Store
 
+    if not list_runs and not run_ref:
+        raise UsageError("give a RUN (id, prefix or output directory) or --list")
     with Store(db) as store:
-        run = store.load_run(run_ref)
+        if list_runs:
+            runs = store.list_runs(limit=50)
+        else:
+            run = store.load_run(run_ref or "")
+    if list_runs:
+        if as_json:
+            click.echo(json.dumps(runs, indent=2))
+            return
+        t = Table(title="stored runs", title_justify="left")
+        for c in ("run", "started", "status", "subjects", "results", "command"):
+            t.add_column(c)
+        for r in runs:
+            cmd = " ".join(r["command"][1:]) if isinstance(r["command"], list) else ""
+            t.add_row(
+                r["run_id"],
+                r["started"],
+                r["status"],
+                str(r["n_subjects"]),
+                str(r["n_results"]),
+                cmd,
+            )
+        Console().print(t)
+        return
     if as_json:
         click.echo(run.to_json())
     else:

@@ -350,17 +350,13 @@ def aggregate(res: Result) -> None:
     if len(set(caches)) > 1:
         res.flags.append(f"mixed cache states over samples: {sorted(set(caches))}")
     res.flags = sorted(set(res.flags) | set(collapse_flags([x.flags for x in det])))
-    res.params["bytes_per_sample"] = int(moved)
-    res.params["seconds_per_sample"] = round(_median([x.seconds for x in det]), 4)
-    if res.params["seconds_per_sample"] < 0.5:
+    # How much work one sample was (not a param: params are the result's identity).
+    seconds = round(_median([x.seconds for x in det]), 4)
+    res.work_per_sample = {"bytes": int(moved), "seconds": seconds}  # type: ignore[attr-defined]
+    if seconds < 0.5:
         res.warnings.append(
-            f"samples last only {res.params['seconds_per_sample']:.2f} s: too short to trust; "
-            f"use a larger --size"
+            f"samples last only {seconds:.2f} s: too short to trust; use a larger --size"
         )
-
-
-def result_key(res: Result) -> str:
-    return f"{res.subject}|{res.workload}"
 
 
 def collapse_flags(per_sample: list[list[str]]) -> list[str]:
