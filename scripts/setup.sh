@@ -11,7 +11,7 @@ PACKAGES=(
   fio ntfs-3g fuse2fs exfat-fuse exfatprogs xfsprogs btrfs-progs dosfstools e2fsprogs
   xxhash util-linux mount psmisc kmod
   nginx-light wrk build-essential
-  python3 python3-venv ca-certificates
+  python3 python3-venv python3-dev libxxhash-dev ca-certificates
 )
 
 if [ "$(id -u)" -ne 0 ]; then

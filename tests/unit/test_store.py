@@ -498,22 +498,16 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
 
 
 def test_concurrent_first_open_applies_migrations_once(tmp_path: Path) -> None:
+    # Processes, not threads: switching a new db to WAL raced only across processes.
     db_path = tmp_path / "fresh" / "r.db"
-    start = threading.Barrier(4)
-    errors: list[BaseException] = []
-
-    def opener() -> None:
-        try:
-            start.wait()
-            Store(db_path).close()
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=opener) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    script = "import sys; from fsbench.store import Store; Store(sys.argv[1]).close()"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(db_path)], stderr=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    for p in procs:
+        _, stderr = p.communicate(timeout=120)
+        assert p.returncode == 0, stderr.decode()
     with Store(db_path) as db:
         assert list(db.applied_migrations()) == ["0001_initial"]
+        assert db.journal_mode() == "wal"

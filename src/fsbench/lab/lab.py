@@ -235,6 +235,25 @@ class Lab:
         if not self.read_only:
             os.makedirs(s.workdir, exist_ok=True)
 
+    def mounts_without_options(self, s: LabSubject) -> bool:
+        """Whether a subject that failed to mount does mount with its own options left out:
+        tells an option the driver refuses from a broken image or driver. Leaves it unmounted."""
+        if s.mounted or not s.spec.options:
+            return False
+        if self.backing.kind == "device":
+            for other in self.subjects:  # one device: one driver at a time
+                if other is not s and other.mounted:
+                    self.unmount(other)
+        argv = s.spec.driver.mount_argv(
+            s.device or "", s.mountpoint, "ro" if self.read_only else ""
+        )
+        try:
+            mounts.mount(argv, s.mountpoint)
+        except LabError:
+            return False
+        mounts.unmount(s.mountpoint, mounts.processes_mentioning(s.mountpoint))
+        return True
+
     def _find_daemon(self, s: LabSubject) -> int | None:
         # The daemon forks into the background; its command line names our unique mount point.
         deadline = time.monotonic() + 5

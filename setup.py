@@ -1,0 +1,26 @@
+"""Native parts of fsbench: the hot loops that must not be limited by Python.
+
+_xxhtree: read + XXH128 over many files on several threads (the GIL released), for tree-hash.
+_metaops: create/stat/chmod/rename/readdir/unlink loops timed in C, for the metadata workload.
+Everything else is declared in pyproject.toml.
+"""
+
+from setuptools import Extension, setup
+
+CFLAGS = ["-O2", "-Wall", "-Wextra", "-std=gnu11"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "fsbench._xxhtree",
+            sources=["src/fsbench/native/xxhtree.c"],
+            libraries=["xxhash", "pthread"],
+            extra_compile_args=CFLAGS,
+        ),
+        Extension(
+            "fsbench._metaops",
+            sources=["src/fsbench/native/metaops.c"],
+            extra_compile_args=CFLAGS,
+        ),
+    ]
+)

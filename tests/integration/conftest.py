@@ -1,0 +1,251 @@
+"""Integration tests: real loop devices, real mounts, real FUSE daemons.
+
+Tests that need root carry `@pytest.mark.root`; the autouse fixture below skips them, with the
+reason, when this process is not root or the machine lacks /dev/loop-control or /dev/fuse.
+
+Every check of "what is left behind" here reads the system directly (/sys/block/loop*,
+/proc/self/mountinfo, /proc/*/cmdline), never through fsbench's own helpers, so a bug in those
+helpers cannot hide itself. Other fsbench runs may be going on at the same time on this machine,
+so every check is scoped to one run's own directories, and state records of runs started by the
+tests go to a private state directory (never the shared /run/fsbench/*.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fsbench.lab import state
+from fsbench.lab.drivers import DRIVERS, availability
+
+REPO = Path(__file__).resolve().parents[2]
+MiB = 1024 * 1024
+
+
+# -- skipping ----------------------------------------------------------------------------------
+def root_problem() -> str | None:
+    """Why root-only tests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root: formats images, attaches loop devices and mounts them"
+    if not os.path.exists("/dev/loop-control"):
+        return "/dev/loop-control is missing: no loop device support (modprobe loop)"
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse is missing: no FUSE support (modprobe fuse)"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _skip_without_root(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("root") is not None:
+        problem = root_problem()
+        if problem:
+            pytest.skip(problem)
+
+
+def need_drivers(*names: str) -> None:
+    """Skip unless every named driver can really mount here (and fio exists)."""
+    for name in names:
+        av = availability(DRIVERS[name])
+        if not av.available:
+            pytest.skip(f"driver {name} not available: {av.reason}")
+    if shutil.which("fio") is None:
+        pytest.skip("fio not installed")
+
+
+# -- a run's own resources, read straight from the system ------------------------------------
+def loops_backed_under(directory: str) -> list[tuple[str, str]]:
+    """(/dev/loopN, backing file) of attached loop devices whose image lies under directory."""
+    found = []
+    prefix = directory.rstrip("/") + "/"
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        try:
+            path = backing.read_text().strip().removesuffix(" (deleted)")
+        except OSError:
+            continue  # detached meanwhile
+        if path.startswith(prefix):
+            found.append(("/dev/" + backing.parts[3], path))
+    return found
+
+
+def loop_backing(device: str) -> str | None:
+    try:
+        text = Path(f"/sys/block/{Path(device).name}/loop/backing_file").read_text()
+    except OSError:
+        return None
+    return text.strip().removesuffix(" (deleted)")
+
+
+@dataclass(frozen=True)
+class Mount:
+    mountpoint: str
+    options: str  # per-mount options, then per-superblock options
+    fstype: str
+    source: str
+
+
+def _unescape(field: str) -> str:
+    return field.encode().decode("unicode_escape") if "\\" in field else field
+
+
+def system_mounts() -> list[Mount]:
+    out = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        a, b = left.split(), right.split()
+        out.append(Mount(_unescape(a[4]), a[5] + "," + b[2], b[0], _unescape(b[1])))
+    return out
+
+
+def mounts_under(directory: str) -> list[Mount]:
+    d = directory.rstrip("/")
+    return [m for m in system_mounts() if m.mountpoint == d or m.mountpoint.startswith(d + "/")]
+
+
+def mount_at(mountpoint: str) -> Mount | None:
+    found = [m for m in system_mounts() if m.mountpoint == mountpoint]
+    return found[-1] if found else None
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def processes_naming(directory: str) -> list[int]:
+    """Live processes with an argument that is `directory` or a path under it."""
+    d = directory.rstrip("/")
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        pid = int(entry.name)
+        if any(a == d or (d + "/") in a for a in cmdline(pid)) and alive(pid):
+            pids.append(pid)
+    return pids
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+@dataclass(frozen=True)
+class RunDirs:
+    run_id: str
+    image_dir: str
+    mount_dir: str
+    record: str  # the state record's path
+
+    @classmethod
+    def of(cls, run_id: str, state_dir: Path) -> RunDirs:
+        return cls(
+            run_id,
+            f"/dev/shm/fsbench-{run_id}",
+            f"/run/fsbench/fsbench-{run_id}",
+            str(state_dir / f"{run_id}.json"),
+        )
+
+    def leftovers(self) -> dict[str, object]:
+        """Everything of this run still present; empty when it was released completely."""
+        found: dict[str, object] = {
+            "loops": loops_backed_under(self.image_dir),
+            "mounts": mounts_under(self.mount_dir),
+            "processes": sorted(
+                set(processes_naming(self.mount_dir)) | set(processes_naming(self.image_dir))
+            ),
+            "image_dir": os.path.exists(self.image_dir),
+            "mount_dir": os.path.exists(self.mount_dir),
+            "record": os.path.exists(self.record),
+        }
+        return {k: v for k, v in found.items() if v}
+
+    def assert_released(self) -> None:
+        left = self.leftovers()
+        assert left == {}, f"run {self.run_id} left behind: {left}"
+
+
+# -- fixtures ------------------------------------------------------------------------------
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private state directory, for this process (STATE_DIR is read at import, so patch the
+    module) and for fsbench subprocesses (FSBENCH_STATE_DIR)."""
+    d = tmp_path / "state"
+    monkeypatch.setattr(state, "STATE_DIR", d)
+    monkeypatch.setenv("FSBENCH_STATE_DIR", str(d))
+    return d
+
+
+@pytest.fixture
+def run_id() -> str:
+    return f"itest-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+def dirs(run_id: str, state_dir: Path) -> Iterator[RunDirs]:
+    """The resources of an in-process Lab run; whatever a failing test leaves is released."""
+    d = RunDirs.of(run_id, state_dir)
+    yield d
+    if d.leftovers():
+        state.release(state.StateRecord(run_id, 0, d.image_dir, d.mount_dir, path=d.record))
+
+
+def fsbench_argv(*args: str) -> list[str]:
+    return ["uv", "run", "--quiet", "fsbench", *args]
+
+
+def fsbench(*args: str, timeout: float = 180, **kw) -> subprocess.CompletedProcess:
+    """Run the real command line (`uv run fsbench ...`) from the repository."""
+    return subprocess.run(
+        fsbench_argv(*args),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        **kw,
+    )
+
+
+def read_record(state_dir: Path, timeout: float = 60) -> dict:
+    """The state record a fsbench subprocess writes before it creates anything."""
+    assert wait_until(lambda: any(state_dir.glob("*.json")), timeout), "no state record written"
+    return json.loads(next(state_dir.glob("*.json")).read_text())
+
+
+def release_leftovers(state_dir: Path) -> None:
+    """Last resort after a failed test: release every run recorded in the private state dir."""
+    for p in state_dir.glob("*.json"):
+        try:
+            rec = state.StateRecord.load(p)
+        except (OSError, ValueError, TypeError):
+            continue
+        if alive(rec.pid):
+            os.kill(rec.pid, signal.SIGKILL)
+            wait_until(lambda rec=rec: not alive(rec.pid), 10)
+        state.release(rec)

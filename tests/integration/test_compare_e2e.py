@@ -1,0 +1,317 @@
+"""`fsbench compare` and `fsbench run --target` end to end: results, a rejected mount option,
+a subject that fails to mount on its own, and a directory measured by an unprivileged user."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import (
+    REPO,
+    MiB,
+    RunDirs,
+    fsbench,
+    mount_at,
+    need_drivers,
+    release_leftovers,
+)
+
+from fsbench.errors import EXIT_FAILED
+from fsbench.lab.backing import Backing
+from fsbench.lab.lab import Lab
+from fsbench.lab.subject import parse_subject
+from fsbench.pipeline import Plan, execute
+from fsbench.registry import resolve_workloads
+
+NOBODY = 65534
+
+
+def _run_dirs(results: dict, state_dir: Path) -> RunDirs:
+    return RunDirs.of(results["run_id"], state_dir)
+
+
+def _of(doc: dict, subject: str, workload: str) -> list[dict]:
+    found = [r for r in doc["results"] if r["subject"] == subject and r["workload"] == workload]
+    assert found, f"no {workload} result for {subject}"
+    return found
+
+
+def _asks_cold(result: dict) -> bool:
+    """A result whose samples the runner was to make cold (the seq-read the brief names)."""
+    return result["params"].get("cache", "cold") == "cold"
+
+
+@pytest.mark.root
+def test_compare_ext4_and_fuse2fs(tmp_path: Path, state_dir: Path) -> None:
+    need_drivers("ext4", "fuse2fs")
+    out = tmp_path / "out"
+    try:
+        res = fsbench(
+            "compare",
+            "ext4",
+            "fuse2fs",
+            "--size",
+            "128M",
+            "--repeat",
+            "2",
+            "--workloads",
+            "seq-write,seq-read",
+            "--out",
+            str(out),
+            "--db",
+            str(tmp_path / "results.db"),
+            "--json",
+        )
+    finally:
+        release_leftovers(state_dir)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert json.loads(res.stdout)["run_id"] == doc["run_id"]
+    assert isinstance(doc["schema_version"], int) and doc["schema_version"] >= 1
+    assert doc["status"] == "complete"
+
+    subjects = {s["id"]: s for s in doc["subjects"]}
+    assert set(subjects) == {"ext4", "fuse2fs"}
+    for s in subjects.values():
+        assert s["status"] == "ok", s
+        assert s["driver_version"] and any(c.isdigit() for c in s["driver_version"])
+        assert s["mkfs_command"][0] == "mkfs.ext4"
+        assert s["mkfs_command"][-1].startswith("/dev/loop")
+        assert "rw" in s["effective_mount_options"].split(",")
+    assert subjects["ext4"]["kind"] == "kernel" and subjects["fuse2fs"]["kind"] == "fuse"
+    # The same image, made by the same command, for both drivers of the format.
+    assert subjects["ext4"]["mkfs_command"] == subjects["fuse2fs"]["mkfs_command"]
+    assert "user_id=0" in subjects["fuse2fs"]["effective_mount_options"]
+
+    # A workload name may stand for several variants (seq-read: cold and warm); each is one
+    # result, told apart by params.variant.
+    results = {(r["subject"], r["workload"], r["params"].get("variant")): r for r in doc["results"]}
+    assert len(results) == len(doc["results"])
+    assert {(s, w) for s, w, _v in results} == {
+        (s, w) for s in ("ext4", "fuse2fs") for w in ("seq-write", "seq-read")
+    }
+    for key, r in results.items():
+        assert r["status"] == "ok", (key, r["error"])
+        assert len(r["samples"]) == 2, key
+        assert all(v > 0 for v in r["samples"]), key
+    for subject in ("ext4", "fuse2fs"):
+        cold = [r for r in _of(doc, subject, "seq-read") if _asks_cold(r)]
+        assert cold, f"no cold seq-read result for {subject}"
+        for r in cold:
+            assert r["cache"] == "cold-verified", (subject, r["cache"], r["flags"])
+            assert all(s["cache"] == "cold-verified" for s in r["sample_details"])
+    # A FUSE driver's daemon burns CPU of its own; a kernel driver has no daemon.
+    for r in _of(doc, "fuse2fs", "seq-write"):
+        assert r["cpu"]["driver_s"] > 0, r["params"]
+    for r in _of(doc, "ext4", "seq-write"):
+        assert r["cpu"]["driver_s"] == 0, r["params"]
+    _run_dirs(doc, state_dir).assert_released()
+
+
+@pytest.mark.root
+def test_rejected_mount_option_is_a_usage_error(tmp_path: Path, state_dir: Path) -> None:
+    need_drivers("ext4")
+    try:
+        res = fsbench(
+            "compare",
+            "ext4:bogusopt",
+            "--size",
+            "64M",
+            "--repeat",
+            "1",
+            "--workloads",
+            "seq-write",
+            "--out",
+            str(tmp_path / "out"),
+            "--db",
+            str(tmp_path / "results.db"),
+        )
+    finally:
+        release_leftovers(state_dir)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "bogusopt" in lines[0] and "rejected" in lines[0]
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["results"] == [] or all(not r["samples"] for r in doc["results"])
+    _run_dirs(doc, state_dir).assert_released()
+
+
+@pytest.mark.root
+def test_subject_that_fails_to_mount_fails_alone(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken image (its superblock zeroed after prepare) cannot mount, whatever its options:
+    that subject fails, the other is measured, the run exits 1 and leaves nothing behind."""
+    need_drivers("ext4")
+    original = Lab.prepare
+
+    def prepare_and_break_one(self: Lab, specs):
+        subjects = original(self, specs)
+        broken = next(s for s in subjects if s.spec.id == "ext4:noatime")
+        with open(broken.device, "r+b") as dev:  # the loop device: ext4's superblock is at 1 KiB
+            dev.write(bytes(MiB))
+            dev.flush()
+            os.fsync(dev.fileno())
+        return subjects
+
+    monkeypatch.setattr(Lab, "prepare", prepare_and_break_one)
+    out = tmp_path / "out"
+    plan = Plan(
+        subjects=[parse_subject("ext4:noatime"), parse_subject("ext4")],
+        explicit=True,
+        workloads=resolve_workloads("seq-write", None),
+        repeat=1,
+        backing=Backing("ram"),
+        size=64 * MiB,
+        out_dir=out,
+        db=tmp_path / "results.db",
+        command=["fsbench", "compare", "ext4:noatime", "ext4"],
+    )
+    try:
+        run, code = execute(plan)
+    finally:
+        release_leftovers(state_dir)
+    assert code == EXIT_FAILED
+    assert run.status == "complete"
+    subjects = {s.id: s for s in run.subjects}
+    assert subjects["ext4:noatime"].status == "failed"
+    assert "mount failed" in (subjects["ext4:noatime"].error or "")
+    assert subjects["ext4"].status == "ok"
+    measured = {r.subject: r for r in run.results}
+    assert "ext4" in measured and measured["ext4"].status == "ok"
+    assert len(measured["ext4"].samples) == 1 and measured["ext4"].samples[0] > 0
+    assert not measured.get("ext4:noatime") or not measured["ext4:noatime"].samples
+    on_disk = json.loads((out / "results.json").read_text())
+    assert {s["id"]: s["status"] for s in on_disk["subjects"]} == {
+        "ext4:noatime": "failed",
+        "ext4": "ok",
+    }
+    RunDirs.of(run.run_id, state_dir).assert_released()
+
+
+# -- run --target as an unprivileged user ----------------------------------------------------
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+def _nobody_python() -> str:
+    """An interpreter that user nobody can start with fsbench and its dependencies importable."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is missing: cannot drop to user nobody")
+    probe = "import fsbench.cli, fsbench.pipeline, numpy, scipy, pydantic, psutil"
+    proc = subprocess.run(
+        [*AS_NOBODY, str(VENV_PYTHON), "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=60,
+    )
+    if proc.returncode != 0:
+        pytest.skip(
+            f"user nobody cannot run {VENV_PYTHON} with fsbench importable "
+            f"({proc.stderr.strip().splitlines()[-1:]}); the venv's interpreter must be "
+            f"readable and executable by other users"
+        )
+    return str(VENV_PYTHON)
+
+
+@pytest.fixture
+def nobody_dirs() -> Iterator[tuple[Path, Path]]:
+    """(target, home): a 128 MiB tmpfs owned by nobody to measure, and a writable home."""
+    base = Path(tempfile.mkdtemp(prefix="fsbench-itest-nobody-"))
+    os.chmod(base, 0o755)
+    target, home = base / "target", base / "home"
+    target.mkdir()
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    # A small file system of its own, so the workload's file stays small (40 % of free space).
+    subprocess.run(
+        [
+            "mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            f"size=128m,uid={NOBODY},gid={NOBODY},mode=0755",
+            "fsbench-itest",
+            str(target),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield target, home
+    finally:
+        subprocess.run(["umount", str(target)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.root  # root is needed to become nobody and to set up the directories
+def test_run_target_as_unprivileged_user(nobody_dirs: tuple[Path, Path]) -> None:
+    need = shutil.which("fio")
+    if need is None:
+        pytest.skip("fio not installed")
+    target, home = nobody_dirs
+    python = _nobody_python()
+    out = home / "out"
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "LC_ALL": "C.UTF-8",
+    }
+    proc = subprocess.run(
+        [
+            *AS_NOBODY,
+            python,
+            "-m",
+            "fsbench",
+            "run",
+            "--target",
+            str(target),
+            "--workloads",
+            "seq-write,seq-read",
+            "--repeat",
+            "1",
+            "--out",
+            str(out),
+            "--db",
+            str(home / "results.db"),
+            "--json",
+        ],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Really written by nobody, and nothing of the workload left in the measured directory.
+    assert (out / "results.json").stat().st_uid == NOBODY
+    assert list(target.iterdir()) == []
+    assert mount_at(str(target)) is not None
+
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["status"] == "complete"
+    (subject,) = doc["subjects"]
+    assert subject["kind"] == "directory" and subject["status"] == "ok"
+    assert subject["fs"] == "tmpfs"
+    assert {r["workload"] for r in doc["results"]} == {"seq-write", "seq-read"}
+    for r in doc["results"]:
+        assert r["status"] == "ok", r["error"]
+        assert len(r["samples"]) == 1 and r["samples"][0] > 0
+    cold = [r for r in _of(doc, str(target), "seq-read") if _asks_cold(r)]
+    assert cold, "no cold seq-read result"
+    for r in cold:
+        # Not root: caches cannot be dropped, and the result says so instead of claiming cold.
+        assert r["cache"] == "cold-unverified"
+        assert any("drop" in f.lower() and "cache" in f.lower() for f in r["flags"]), r["flags"]
+        assert all(s["cache"] == "cold-unverified" for s in r["sample_details"])

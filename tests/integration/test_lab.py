@@ -1,0 +1,206 @@
+"""The lab on real loop devices and mounts: lifecycle order, mount options, FUSE daemons,
+identical images, and making a subject cold."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from conftest import (
+    MiB,
+    RunDirs,
+    alive,
+    cmdline,
+    loop_backing,
+    mount_at,
+    need_drivers,
+    wait_until,
+)
+
+from fsbench.lab.backing import Backing
+from fsbench.lab.lab import Lab, LabSubject
+from fsbench.lab.subject import parse_subject
+
+pytestmark = pytest.mark.root
+
+SIZE = 64 * MiB
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(4 * MiB):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def device_read_bytes(s: LabSubject) -> int:
+    """Bytes the subject's loop device has delivered so far (sectors read x 512)."""
+    fields = Path(f"/sys/block/{s.block_device}/stat").read_text().split()
+    return int(fields[2]) * 512
+
+
+def write_file(path: str, size: int) -> bytes:
+    data = os.urandom(size)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return data
+
+
+def read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize(
+    ("subject", "twin", "fstype"),
+    [
+        ("ext4:noatime", "ext4", "ext4"),
+        ("ntfs-3g:big_writes,noatime", "ntfs-3g", "fuseblk"),
+    ],
+)
+def test_lifecycle_options_daemon_and_identical_images(
+    dirs: RunDirs, subject: str, twin: str, fstype: str
+) -> None:
+    specs = [parse_subject(subject), parse_subject(twin)]
+    need_drivers(*{s.driver.name for s in specs})
+    fuse = specs[0].driver.kind == "fuse"
+    with Lab(dirs.run_id, Backing("ram"), SIZE) as lab:
+        lab.check(specs)
+        subs = lab.prepare(specs)
+        a, b = subs
+        assert [s.spec.id for s in subs] == [subject, twin]
+        for s in subs:
+            assert s.events == ["format", "copy", "attach"]
+            assert s.image is not None and s.image.parent == Path(dirs.image_dir)
+            assert os.path.getsize(s.image) == SIZE
+            # Each subject's own copy, attached through its own loop device.
+            assert loop_backing(s.device) == str(s.image)
+            assert mount_at(s.mountpoint) is None
+        assert a.device != b.device and a.image != b.image
+        # The copies of one format are byte-identical before anything mounts them.
+        assert sha256(a.image) == sha256(b.image)
+        # The pristine image is gone once copied.
+        assert sorted(p.name for p in Path(dirs.image_dir).iterdir()) == sorted(
+            [a.image.name, b.image.name]
+        )
+
+        for s in subs:
+            lab.mount(s)
+            assert s.events[-1] == "mount"
+            m = mount_at(s.mountpoint)
+            assert m is not None, f"{s.spec.id} not in /proc/self/mountinfo"
+            assert m.fstype == fstype
+            assert m.source == s.device
+            assert s.entry is not None and s.entry.mountpoint == s.mountpoint
+            assert os.path.isdir(s.workdir)
+
+        # The requested option is in effect, the twin (no options) does not have it.
+        assert "noatime" in m_opts(a)
+        assert "noatime" in a.entry.effective_options.split(",")
+        assert "noatime" not in m_opts(b)
+
+        if fuse:
+            assert a.daemon_pid and b.daemon_pid
+            # Each subject found its own daemon, although one mount point is a prefix of the
+            # other (…/ntfs-3g and …/ntfs-3g_big_writes_noatime).
+            assert a.daemon_pid != b.daemon_pid
+            for s in subs:
+                argv = cmdline(s.daemon_pid)
+                assert alive(s.daemon_pid)
+                assert "ntfs-3g" in Path(argv[0]).name
+                assert s.mountpoint in argv and s.device in argv
+            # big_writes is a FUSE flag, not a mount option: mountinfo cannot show it, so check
+            # that it reached the driver.
+            assert "big_writes" in ",".join(cmdline(a.daemon_pid))
+            assert "big_writes" not in ",".join(cmdline(b.daemon_pid))
+        else:
+            assert a.daemon_pid is None and b.daemon_pid is None
+
+        # Unmounting one subject leaves the other mounted (and its daemon running).
+        old_pid = a.daemon_pid
+        lab.unmount(a)
+        assert a.events == ["format", "copy", "attach", "mount", "unmount"]
+        assert mount_at(a.mountpoint) is None
+        assert mount_at(b.mountpoint) is not None
+        if fuse:
+            assert wait_until(lambda: not alive(old_pid), 10), "daemon outlived its mount"
+            assert alive(b.daemon_pid)
+        # Both images still attached until the lab closes.
+        assert loop_backing(a.device) == str(a.image)
+
+    assert a.events == ["format", "copy", "attach", "mount", "unmount"]
+    assert b.events == ["format", "copy", "attach", "mount", "unmount"]
+    if fuse:
+        assert wait_until(lambda: not alive(b.daemon_pid or 0), 10)
+    for s in subs:
+        assert loop_backing(s.device) != str(s.image)
+        assert not s.image.exists()
+    dirs.assert_released()
+
+
+def m_opts(s: LabSubject) -> list[str]:
+    m = mount_at(s.mountpoint)
+    assert m is not None
+    return m.options.split(",")
+
+
+def test_make_cold_fuse_remounts_with_a_new_daemon(dirs: RunDirs) -> None:
+    need_drivers("ntfs-3g")
+    specs = [parse_subject("ntfs-3g")]
+    with Lab(dirs.run_id, Backing("ram"), SIZE) as lab:
+        lab.check(specs)
+        (s,) = lab.prepare(specs)
+        lab.mount(s)
+        first = s.daemon_pid
+        assert first is not None and alive(first)
+        path = os.path.join(s.workdir, "data")
+        data = write_file(path, 8 * MiB)
+
+        lab.make_cold(s)
+
+        assert s.events == ["format", "copy", "attach", "mount", "unmount", "mount", "cold"]
+        assert s.daemon_pid is not None and s.daemon_pid != first
+        assert alive(s.daemon_pid)
+        assert s.mountpoint in cmdline(s.daemon_pid)
+        assert wait_until(lambda: not alive(first), 10), "the old daemon survived the remount"
+        m = mount_at(s.mountpoint)
+        assert m is not None and m.fstype == "fuseblk"
+        # Nothing of the old mount's caches is left: the data comes from the device again.
+        before = device_read_bytes(s)
+        assert read_file(path) == data
+        assert device_read_bytes(s) - before >= 8 * MiB
+    dirs.assert_released()
+
+
+def test_make_cold_kernel_drops_caches_without_remount(dirs: RunDirs) -> None:
+    need_drivers("ext4")
+    specs = [parse_subject("ext4")]
+    with Lab(dirs.run_id, Backing("ram"), SIZE) as lab:
+        lab.check(specs)
+        (s,) = lab.prepare(specs)
+        lab.mount(s)
+        mount_id = s.entry.mount_id
+        path = os.path.join(s.workdir, "data")
+        data = write_file(path, 16 * MiB)
+
+        # Warm: the file was just written, so reading it does not touch the device.
+        before = device_read_bytes(s)
+        assert read_file(path) == data
+        warm = device_read_bytes(s) - before
+        assert warm < 1 * MiB, f"warm read hit the device for {warm} bytes"
+
+        lab.make_cold(s)
+
+        assert s.events == ["format", "copy", "attach", "mount", "cold"]
+        m = mount_at(s.mountpoint)
+        assert m is not None and s.entry.mount_id == mount_id  # same mount: no remount
+        before = device_read_bytes(s)
+        assert read_file(path) == data
+        cold = device_read_bytes(s) - before
+        assert cold >= 16 * MiB, f"cold read took only {cold} bytes from the device"
+    dirs.assert_released()

@@ -1,0 +1,403 @@
+"""The scheduler and its stats wiring, driven by the fake workload (no root, no devices).
+
+A fake subject is never a measurement of anything: these tests check order, bookkeeping,
+statuses, what reaches the store and when, and what the runner does about cold caches.
+Probes read the live /proc (the default ProcFS); nothing here asserts on their values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fsbench.errors import LabError
+from fsbench.probes.procfs import ProcFS
+from fsbench.runner import Runner, RunTarget
+from fsbench.schema import Result, Run, Sample, Subject
+from fsbench.store import Store
+from fsbench.workloads.base import Target
+from fsbench.workloads.fake import FakeWorkload
+
+MiB = 1024 * 1024
+SIZE = 64 * MiB  # the fake's seconds = size / MiB / value: long enough to raise no warning
+IDS = ("subj-a", "subj-b", "subj-c")
+
+
+def _subject(sid: str) -> Subject:
+    return Subject(id=sid, driver="fake", fs="fake", kind="fake")
+
+
+def _target(
+    sid: str, workdir: Path, make_cold: Callable[[], None] | None = None, **kw
+) -> RunTarget:
+    return RunTarget(
+        _subject(sid),
+        Target(sid, str(workdir), "fake", SIZE, make_cold=make_cold),
+        **kw,
+    )
+
+
+def _runner(
+    tmp_path: Path,
+    workloads: list[FakeWorkload],
+    repeat: int = 3,
+    ids: tuple[str, ...] = IDS,
+    **kw,
+) -> Runner:
+    targets = [_target(sid, tmp_path) for sid in ids]
+    return Runner(Run(run_id="test-run", started="2025-01-01T00:00:00"), targets, workloads,
+                  repeat=repeat, **kw)  # fmt: skip
+
+
+def _by_subject(run: Run, workload: str = "fake") -> dict[str, Result]:
+    return {r.subject: r for r in run.results if r.workload == workload}
+
+
+class Recorder:
+    """A SampleSink that keeps every call in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, object]] = []
+
+    def save_subject(self, run_id: str, subject: Subject) -> None:
+        self.events.append(("subject", subject.id, subject.status))
+
+    def save_sample(self, run_id: str, result: Result, sample: Sample) -> None:
+        self.events.append(("sample", result.subject, sample.value))
+
+    def save_result(self, run_id: str, result: Result) -> None:
+        self.events.append(("result", result.subject, result.median))
+
+    def samples(self) -> list[tuple[str, object]]:
+        return [(sid, v) for kind, sid, v in self.events if kind == "sample"]
+
+
+# --- order ----------------------------------------------------------------------------------
+
+
+def test_interleaves_subjects_within_each_repeat(tmp_path: Path) -> None:
+    wl = FakeWorkload()
+    steps: list[str] = []
+    _runner(tmp_path, [wl], repeat=3, on_step=steps.append).execute()
+    one_round = [(phase, sid) for sid in IDS for phase in ("prepare", "run")]
+    assert wl.calls == one_round * 3
+    assert steps == [f"{sid} · fake · sample {rep}/3" for rep in (1, 2, 3) for sid in IDS]
+
+
+def test_all_workloads_of_a_subject_run_in_its_turn(tmp_path: Path) -> None:
+    log: list[tuple[str, str, str]] = []
+
+    class Logged(FakeWorkload):
+        def prepare(self, target: Target) -> None:
+            log.append((self.name, "prepare", target.subject_id))
+
+        def run(self, target: Target):
+            log.append((self.name, "run", target.subject_id))
+            return super().run(target)
+
+    w1, w2 = Logged(name="w1"), Logged(name="w2")
+    _runner(tmp_path, [w1, w2], repeat=2, ids=("a", "b")).execute()
+    one_round = [
+        (w, phase, sid) for sid in ("a", "b") for w in ("w1", "w2") for phase in ("prepare", "run")
+    ]
+    assert log == one_round * 2
+
+
+def test_release_is_called_after_each_turn(tmp_path: Path) -> None:
+    wl = FakeWorkload()
+    released: list[str] = []
+    targets = [
+        _target(sid, tmp_path, release=lambda sid=sid: released.append(sid)) for sid in IDS
+    ]
+    Runner(Run(run_id="r", started="t"), targets, [wl], repeat=2).execute()
+    assert released == list(IDS) * 2
+
+
+# --- values and statistics --------------------------------------------------------------------
+
+
+def test_exact_medians_from_fake_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES", "subj-a=100,101,99;subj-b=50,51,49,80,20;subj-c=10,30"
+    )
+    run = _runner(tmp_path, [FakeWorkload()], repeat=5, procfs=ProcFS()).execute()
+    res = _by_subject(run)
+    assert res["subj-a"].samples == [100, 101, 99, 100, 101]
+    assert res["subj-a"].median == 100
+    assert res["subj-b"].samples == [50, 51, 49, 80, 20]
+    assert res["subj-b"].median == 50
+    assert res["subj-c"].samples == [10, 30, 10, 30, 10]
+    assert res["subj-c"].median == 10
+    for sid in IDS:
+        r = res[sid]
+        assert r.status == "ok" and r.error is None
+        assert (r.metric, r.unit, r.higher_is_better) == ("throughput", "MiB/s", True)
+        assert r.params["engine"] == "fake" and r.params["file_size"] == SIZE
+        assert len(r.sample_details) == 5
+        assert [s.value for s in r.sample_details] == r.samples
+        assert all(s.bytes == SIZE and s.ops == 1 for s in r.sample_details)
+        # The fake's cache is "none": the runner records it as not applicable.
+        assert r.cache == "n/a"
+        assert r.ci95 is not None and r.ci95[0] <= r.median <= r.ci95[1]
+    # How much work a sample was is reported, but is not part of the result's identity.
+    assert res["subj-a"].model_dump()["work_per_sample"] == {
+        "bytes": SIZE,
+        "seconds": round(SIZE / MiB / 100, 4),
+    }
+    assert set(res["subj-a"].params) == {"engine", "file_size"}
+    assert [s.id for s in run.subjects] == list(IDS)
+    assert all(s.status == "ok" for s in run.subjects)
+
+
+def test_unlisted_subject_gets_the_fake_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=7")
+    run = _runner(tmp_path, [FakeWorkload()], repeat=2).execute()
+    res = _by_subject(run)
+    assert res["subj-a"].samples == [7, 7]
+    assert res["subj-b"].samples == [100, 100]
+
+
+# --- failures -----------------------------------------------------------------------------------
+
+
+def test_failed_subject_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100,101,99;subj-b=-1;subj-c=10,11,12")
+    wl = FakeWorkload()
+    sink = Recorder()
+    run = _runner(tmp_path, [wl], repeat=3, sink=sink).execute()
+    res = _by_subject(run)
+    failed = res["subj-b"]
+    assert failed.status == "failed"
+    assert failed.error == "fake failure: No space left on device"
+    assert failed.samples == [] and failed.median is None
+    # Tried once: the same error again teaches nothing.
+    assert wl.calls.count(("run", "subj-b")) == 1
+    assert res["subj-a"].samples == [100, 101, 99] and res["subj-a"].median == 100
+    assert res["subj-c"].samples == [10, 11, 12] and res["subj-c"].median == 11
+    assert res["subj-a"].status == res["subj-c"].status == "ok"
+    assert [sid for sid, _ in sink.samples()].count("subj-b") == 0
+    assert len(sink.samples()) == 6
+
+
+def test_unsupported_is_neither_zero_nor_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100;subj-b=-2;subj-c=10")
+    wl = FakeWorkload()
+    run = _runner(tmp_path, [wl], repeat=3).execute()
+    res = _by_subject(run)
+    r = res["subj-b"]
+    assert r.status == "unsupported"
+    assert r.error == "fake: operation not supported by this file system"
+    assert r.samples == [] and r.sample_details == []
+    assert r.median is None  # not 0
+    assert wl.calls.count(("run", "subj-b")) == 1
+    assert all(s.status == "ok" for s in run.subjects)  # the subject itself is fine
+    assert res["subj-a"].samples == [100] * 3 and res["subj-c"].samples == [10] * 3
+
+
+def test_lab_error_in_ensure_fails_that_subject_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100;subj-b=5;subj-c=10")
+    ensured: list[str] = []
+
+    def ensure_ok(sid: str) -> Callable[[], Target]:
+        def ensure() -> Target:
+            ensured.append(sid)
+            return Target(sid, str(tmp_path), "fake", SIZE)
+
+        return ensure
+
+    def ensure_broken() -> Target:
+        ensured.append("subj-b")
+        raise LabError("fuse daemon for subj-b exited")
+
+    targets = [
+        _target("subj-a", tmp_path, ensure=ensure_ok("subj-a")),
+        _target("subj-b", tmp_path, ensure=ensure_broken),
+        _target("subj-c", tmp_path, ensure=ensure_ok("subj-c")),
+    ]
+    wl = FakeWorkload()
+    sink = Recorder()
+    run = Runner(Run(run_id="r", started="t"), targets, [wl], repeat=3, sink=sink).execute()
+
+    b = next(s for s in run.subjects if s.id == "subj-b")
+    assert b.status == "failed"
+    assert b.error == "during fake: fuse daemon for subj-b exited"
+    assert ("subject", "subj-b", "failed") in sink.events
+    res = _by_subject(run)
+    assert res["subj-b"].status == "failed"
+    assert res["subj-b"].error == "fuse daemon for subj-b exited"
+    assert res["subj-b"].samples == []
+    # Never prepared or run, and not tried again in later repeats.
+    assert ("prepare", "subj-b") not in wl.calls
+    assert ensured.count("subj-b") == 1
+    assert res["subj-a"].samples == [100] * 3 and res["subj-a"].status == "ok"
+    assert res["subj-c"].samples == [10] * 3 and res["subj-c"].status == "ok"
+    # ensure is called before prepare and again after the caches were dropped.
+    assert ensured.count("subj-a") == 6
+
+
+# --- the sink sees each sample as soon as it exists -------------------------------------------
+
+
+def test_recorder_sink_gets_each_sample_before_the_next_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=1,2,3;subj-b=4,5,6;subj-c=7,8,9")
+    sink = Recorder()
+    wl = FakeWorkload()
+    seen: list[list[tuple[str, object]]] = []
+
+    def on_sample() -> None:
+        # The sample just measured is already in the sink, and nothing has been aggregated.
+        seen.append(sink.samples())
+        runs = [c for c in wl.calls if c[0] == "run"]
+        assert len(sink.samples()) == len(runs)
+        assert sink.samples()[-1][0] == runs[-1][1]
+        assert not any(kind == "result" for kind, _, _ in sink.events)
+
+    _runner(tmp_path, [wl], repeat=3, sink=sink, on_sample=on_sample).execute()
+    order = [("subj-a", 1.0), ("subj-b", 4.0), ("subj-c", 7.0)]
+    order += [("subj-a", 2.0), ("subj-b", 5.0), ("subj-c", 8.0)]
+    order += [("subj-a", 3.0), ("subj-b", 6.0), ("subj-c", 9.0)]
+    assert seen == [order[: i + 1] for i in range(9)]
+    # Aggregates come last, once per result, with the median.
+    assert sink.events[-3:] == [
+        ("result", "subj-a", 2.0),
+        ("result", "subj-b", 5.0),
+        ("result", "subj-c", 8.0),
+    ]
+
+
+def test_store_has_each_sample_committed_when_on_sample_fires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=1,2;subj-b=-1;subj-c=7,8")
+    db = tmp_path / "results.db"
+    run = Run(run_id="20250101-000000-abcd", started="2025-01-01T00:00:00")
+    wl = FakeWorkload()
+    snapshots: list[dict[str, list[float]]] = []
+
+    with Store(db) as store, Store(db) as reader:
+        store.begin_run(run)
+
+        def on_sample() -> None:
+            # A second connection sees it: the sample is committed, not merely buffered.
+            stored = reader.load_run(run.run_id)
+            assert stored.status == "incomplete"
+            snapshots.append({r.subject: list(r.samples) for r in stored.results})
+
+        targets = [_target(sid, tmp_path) for sid in IDS]
+        Runner(run, targets, [wl], repeat=2, sink=store, on_sample=on_sample).execute()
+
+    assert snapshots == [
+        {"subj-a": [1.0]},
+        {"subj-a": [1.0]},  # subj-b failed: nothing stored for it
+        {"subj-a": [1.0], "subj-c": [7.0]},
+        {"subj-a": [1.0, 2.0], "subj-c": [7.0]},
+        {"subj-a": [1.0, 2.0], "subj-c": [7.0, 8.0]},
+    ]
+
+
+def test_store_after_finish_holds_one_result_per_subject_and_workload_with_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=1,2,3;subj-b=-1;subj-c=7,8,9")
+    db = tmp_path / "results.db"
+    run = Run(run_id="20250101-000000-abcd", started="2025-01-01T00:00:00")
+    with Store(db) as store:
+        store.begin_run(run)
+        targets = [_target(sid, tmp_path) for sid in IDS]
+        Runner(run, targets, [FakeWorkload()], repeat=3, sink=store).execute()
+        run.status = "complete"
+        store.finish_run(run)
+        stored = store.load_run(run.run_id)
+    res = _by_subject(stored)
+    assert res["subj-a"].samples == [1.0, 2.0, 3.0] and res["subj-a"].median == 2.0
+    assert res["subj-c"].samples == [7.0, 8.0, 9.0] and res["subj-c"].median == 8.0
+    assert res["subj-b"].status == "failed" and res["subj-b"].samples == []
+    assert [r.subject for r in stored.results if r.median is not None] == ["subj-a", "subj-c"]
+
+
+def test_store_does_not_duplicate_results_after_aggregation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=1,2,3")
+    run = Run(run_id="20250101-000000-abcd", started="2025-01-01T00:00:00")
+    with Store(tmp_path / "results.db") as store:
+        store.begin_run(run)
+        targets = [_target("subj-a", tmp_path)]
+        Runner(run, targets, [FakeWorkload()], repeat=3, sink=store).execute()
+        run.status = "complete"
+        store.finish_run(run)
+        stored = store.load_run(run.run_id)
+    assert [(r.subject, r.workload, r.samples) for r in stored.results] == [
+        ("subj-a", "fake", [1.0, 2.0, 3.0])
+    ]
+
+
+# --- cold caches --------------------------------------------------------------------------------
+
+
+def test_cold_without_make_cold_is_unverified_and_flagged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=10,20")
+    run = _runner(tmp_path, [FakeWorkload(cache="cold")], repeat=2, ids=("subj-a",)).execute()
+    r = _by_subject(run)["subj-a"]
+    assert r.status == "ok" and r.samples == [10, 20]
+    assert [s.cache for s in r.sample_details] == ["cold-unverified"] * 2
+    for s in r.sample_details:
+        assert [f for f in s.flags if f.startswith("cannot-drop-caches:")] != []
+    assert r.cache == "cold-unverified"
+    assert any(f.startswith("cannot-drop-caches") for f in r.flags)
+
+
+def test_make_cold_runs_before_every_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=10;subj-b=20")
+    wl = FakeWorkload(cache="cold")
+
+    def cold(sid: str) -> Callable[[], None]:
+        return lambda: wl.calls.append(("cold", sid))
+
+    targets = [_target(sid, tmp_path, make_cold=cold(sid)) for sid in ("subj-a", "subj-b")]
+    run = Runner(Run(run_id="r", started="t"), targets, [wl], repeat=3).execute()
+    one_round = [
+        (phase, sid) for sid in ("subj-a", "subj-b") for phase in ("prepare", "cold", "run")
+    ]
+    assert wl.calls == one_round * 3
+    r = _by_subject(run)["subj-a"]
+    # Dropped, but with no block device the device can't confirm it: still unverified,
+    # now with the reason the check failed rather than "cannot drop".
+    assert [s.cache for s in r.sample_details] == ["cold-unverified"] * 3
+    for s in r.sample_details:
+        assert "cannot-drop-caches: not root or not a lab mount" not in s.flags
+        assert f"cold-not-verified: device read 0 B of {SIZE} B" in s.flags
+
+
+def test_warm_never_drops_caches(tmp_path: Path) -> None:
+    dropped: list[str] = []
+    targets = [_target("subj-a", tmp_path, make_cold=lambda: dropped.append("x"))]
+    run = Runner(Run(run_id="r", started="t"), targets, [FakeWorkload(cache="warm")], repeat=2)
+    r = _by_subject(run.execute())["subj-a"]
+    assert dropped == []
+    assert r.cache == "warm"
+    assert not any(f.startswith("cannot-drop-caches") for f in r.flags)
+
+
+def test_no_cache_policy_never_drops_caches(tmp_path: Path) -> None:
+    dropped: list[str] = []
+    targets = [_target("subj-a", tmp_path, make_cold=lambda: dropped.append("x"))]
+    run = Runner(Run(run_id="r", started="t"), targets, [FakeWorkload()], repeat=2).execute()
+    assert dropped == []
+    assert _by_subject(run)["subj-a"].cache == "n/a"
