@@ -147,6 +147,11 @@ def _common(f):
     )(f)
     f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
     f = click.option(
+        "--numjobs",
+        default=None,
+        help="Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
+    )(f)
+    f = click.option(
         "--repeat", default="3", help="Samples per subject and workload (≥ 1), or 'auto'."
     )(f)
     f = click.option(
@@ -183,6 +188,18 @@ def _repeat(text: str) -> tuple[int, bool]:
     if not 1 <= n <= 1000:
         raise UsageError(f"--repeat {n}: must be between 1 and 1000")
     return n, False
+
+
+def _numjobs(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--numjobs {text!r}: give whole numbers, e.g. 1,4") from None
+    if not counts or any(not 1 <= n <= 256 for n in counts) or len(set(counts)) != len(counts):
+        raise UsageError(f"--numjobs {text!r}: distinct counts between 1 and 256")
+    return counts
 
 
 def _positive(name: str, text: str | None, kind: type = int) -> float | None:
@@ -247,7 +264,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     from fsbench.report.table import render
     from fsbench.store import default_db_path
 
-    wl = resolve_workloads(common["workloads"], common["suite"])
+    wl = resolve_workloads(common["workloads"], common["suite"], _numjobs(common["numjobs"]))
     n, adaptive = _repeat(common["repeat"])
     max_repeat = int(_positive("--max-repeat", common["max_repeat"]) or 10)
     if adaptive and max_repeat < n:

@@ -10,7 +10,7 @@ from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
 from fsbench.workloads.base import Workload
 from fsbench.workloads.fake import FakeWorkload
-from fsbench.workloads.fio import FIO_JOBS
+from fsbench.workloads.fio import FIO_JOBS, FioJob, with_numjobs
 
 __all__ = ["DRIVERS", "FORMATS", "SUITES", "WORKLOADS", "resolve_workloads"]
 
@@ -40,7 +40,9 @@ SUITES: dict[str, dict] = {
 }
 
 
-def resolve_workloads(spec: str | None, suite: str | None) -> list[Workload]:
+def resolve_workloads(
+    spec: str | None, suite: str | None, numjobs: list[int] | None = None
+) -> list[Workload]:
     if spec and suite:
         raise UsageError("give --workloads or --suite, not both")
     if suite:
@@ -63,6 +65,13 @@ def resolve_workloads(spec: str | None, suite: str | None) -> list[Workload]:
         else:
             known = ", ".join(dict.fromkeys(w.name for w in WORKLOADS.values()))
             raise UsageError(f"unknown workload {n!r}; known: {known} (or NAME/VARIANT)")
+    if numjobs:
+        # Concurrency as a parameter: each fio workload once per job count.
+        out = [
+            with_numjobs(w, n) if isinstance(w, FioJob) else w
+            for w in out
+            for n in (numjobs if isinstance(w, FioJob) else [1])
+        ]
     ids = [getattr(w, "id", w.name) for w in out]
     if len(set(ids)) != len(ids):
         raise UsageError("a workload is listed twice in --workloads")

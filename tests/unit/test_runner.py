@@ -108,9 +108,7 @@ def test_all_workloads_of_a_subject_run_in_its_turn(tmp_path: Path) -> None:
 def test_release_is_called_after_each_turn(tmp_path: Path) -> None:
     wl = FakeWorkload()
     released: list[str] = []
-    targets = [
-        _target(sid, tmp_path, release=lambda sid=sid: released.append(sid)) for sid in IDS
-    ]
+    targets = [_target(sid, tmp_path, release=lambda sid=sid: released.append(sid)) for sid in IDS]
     Runner(Run(run_id="r", started="t"), targets, [wl], repeat=2).execute()
     assert released == list(IDS) * 2
 

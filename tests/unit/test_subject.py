@@ -214,9 +214,7 @@ def test_parse_size_zero_is_refused(text: str) -> None:
 def test_parse_size_refuses(text: str) -> None:
     with pytest.raises(UsageError) as exc:
         parse_size(text)
-    assert str(exc.value) == (
-        f"bad size {text!r}; write a number with K, M, G or T, e.g. 1G"
-    )
+    assert str(exc.value) == (f"bad size {text!r}; write a number with K, M, G or T, e.g. 1G")
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,8 @@ class Target:
     fs: str = ""
     make_cold: Callable[[], None] | None = None
     capabilities: dict[str, Any] = field(default_factory=dict)
+    scale: float = 1.0  # --scale: multiplies macro workloads' default amounts (file counts)
+    mountpoint: str | None = None  # the file system's root (workdir lives below it)
 
 
 @dataclass

@@ -40,6 +40,7 @@ class FioJob:
     fileset: str = "seq"  # jobs of one fileset read what another laid out
     fresh_file: bool = False  # delete the file first: a new file, as dd writes one
     io_limit: int | None = None  # bytes per sample when less than the whole file
+    file_size: int | None = None  # fixed file size (matrix suites); None: scale to the image
     metric: str = "throughput"
     unit: str = "MiB/s"
     higher_is_better: bool = True
@@ -54,6 +55,8 @@ class FioJob:
         return "write" in self.rw
 
     def per_job_size(self, target: Target) -> int:
+        if self.file_size is not None:
+            return self.file_size
         return max(MiB, (target.size // self.numjobs) // MiB * MiB)
 
     def params(self, target: Target) -> dict[str, Any]:
