@@ -242,6 +242,8 @@ def _lab_targets(
                 _lab_target(lab, ls, file_size),
                 ensure=_ensurer(lab, ls, file_size, rec),
                 release=(lambda ls=ls: lab.unmount(ls)) if plan.backing.kind == "device" else None,
+                health=lambda ls=ls: lab.health(ls),
+                discard=lambda ls=ls: lab.discard(ls),
             )
         )
     if rejected:
@@ -270,6 +272,9 @@ def _lab_target(lab: Lab, ls: LabSubject, file_size: int) -> Target:
 
 def _ensurer(lab: Lab, ls: LabSubject, file_size: int, rec: Subject) -> Callable[[], Target]:
     def ensure() -> Target:
+        broken = lab.health(ls) if ls.mounted else None
+        if broken:
+            raise LabError(broken)
         if not ls.mounted:
             lab.mount(ls)
         if ls.spec.driver.kind == "fuse" and ls.daemon_pid is None:

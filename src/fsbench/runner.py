@@ -38,6 +38,10 @@ class RunTarget:
     target: Target
     ensure: Callable[[], Target] | None = None
     release: Callable[[], None] | None = None
+    # After a failure: is the subject itself broken (FUSE daemon gone)? Returns why, or None.
+    health: Callable[[], str | None] | None = None
+    # Tear a broken subject down at once (lazy unmount) so nothing hangs on it.
+    discard: Callable[[], None] | None = None
 
 
 @dataclass
@@ -166,14 +170,16 @@ class Runner:
             return
         except WorkloadFailed as e:
             res.status, res.error = "failed", str(e)
+            broken = rt.health() if rt.health else None
+            if broken:
+                # Not the workload's fault: the driver died under it. The subject fails alone.
+                self._fail_subject(rt, f"{broken} during {workload_id(wl)}: {e}")
             self.on_sample()
             return
         except FsbenchError as e:
             # The lab failed under this subject (remount, daemon gone): it fails alone.
-            rt.subject.status, rt.subject.error = "failed", f"during {workload_id(wl)}: {e}"
             res.status, res.error = "failed", str(e)
-            if self.sink:
-                self.sink.save_subject(self.run.run_id, rt.subject)
+            self._fail_subject(rt, f"during {workload_id(wl)}: {e}")
             self.on_sample()
             return
         delta = diff(before, after)
@@ -184,6 +190,16 @@ class Runner:
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
         self.on_sample()
+
+    def _fail_subject(self, rt: RunTarget, why: str) -> None:
+        rt.subject.status, rt.subject.error = "failed", why
+        if rt.discard is not None:
+            try:
+                rt.discard()
+            except FsbenchError as e:
+                rt.subject.error += f" (teardown: {e})"
+        if self.sink:
+            self.sink.save_subject(self.run.run_id, rt.subject)
 
     def _prepare_cache(self, target: Target, wl: Workload) -> tuple[str, list[str]]:
         """Bring the caches into the state the workload asks for; the sample verifies it."""

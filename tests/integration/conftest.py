@@ -46,10 +46,12 @@ def root_problem() -> str | None:
 
 @pytest.fixture(autouse=True)
 def _skip_without_root(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("root") is not None:
+    marker = request.node.get_closest_marker("root")
+    if marker is not None:
         problem = root_problem()
         if problem:
-            pytest.skip(problem)
+            why = marker.kwargs.get("why")
+            pytest.skip(f"{problem}; {why}" if why else problem)
 
 
 def need_drivers(*names: str) -> None:

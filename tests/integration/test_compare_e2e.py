@@ -253,7 +253,7 @@ def nobody_dirs() -> Iterator[tuple[Path, Path]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.root  # root is needed to become nobody and to set up the directories
+@pytest.mark.root(why="root sets up the directories and becomes user nobody to run it")
 def test_run_target_as_unprivileged_user(nobody_dirs: tuple[Path, Path]) -> None:
     need = shutil.which("fio")
     if need is None:

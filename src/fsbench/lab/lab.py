@@ -273,6 +273,21 @@ class Lab:
         s.events.append("unmount")
         return notes
 
+    def health(self, s: LabSubject) -> str | None:
+        """Why the subject is broken (its FUSE daemon died), or None when it is fine."""
+        if s.spec.driver.kind == "fuse" and s.daemon_pid and not mounts.pid_running(s.daemon_pid):
+            return f"{s.spec.driver.name} daemon (pid {s.daemon_pid}) exited"
+        if s.mounted and mounts.find_mount(s.mountpoint) is None:
+            return f"{s.spec.id} is no longer mounted"
+        return None
+
+    def discard(self, s: LabSubject) -> None:
+        """Take a broken subject down now: bounded unmount (lazy if needed), daemon killed."""
+        pids = [s.daemon_pid] if s.daemon_pid else []
+        mounts.unmount(s.mountpoint, pids, timeout=5)
+        s.entry, s.daemon_pid = None, None
+        s.events.append("discard")
+
     def remount(self, s: LabSubject) -> None:
         self.unmount(s)
         self.mount(s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, replace
 from typing import Any
@@ -189,7 +190,15 @@ def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
     }
 
 
+_FIO_ERR = re.compile(r"err=\s*(\d+)/[^,]*,\s*func=([^,]+?)(?:, error=|$)")
+
+
 def fio_error(stdout: str, stderr: str) -> str:
+    """One line: what fio could not do and the errno's text (fio wraps its own message)."""
+    m = _FIO_ERR.search(stderr) or _FIO_ERR.search(stdout)
+    if m:
+        func = re.sub(r"\(/\S*/", "(", m.group(2).strip())  # keep the file name, not the path
+        return f"{func}: {os.strerror(int(m.group(1)))}"
     for text in (stderr, stdout):
         for line in text.splitlines():
             low = line.lower()
