@@ -218,8 +218,25 @@ def _positive(name: str, text: str | None, kind: type = int) -> float | None:
 @click.argument("subjects", nargs=-1)
 @click.option("--backing", default="ram", help="ram | file:DIR | device:/dev/X | dir:PATH")
 @click.option("--size", default="1G", help="Image size, e.g. 512M, 1G, 4G.")
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="Benchmark an existing volume (--backing device:PATH) without changing a byte.",
+)
+@click.option(
+    "--destroy-data",
+    is_flag=True,
+    help="Allow formatting a --backing device that holds a file system or partition table.",
+)
 @_common
-def compare(subjects: tuple[str, ...], backing: str, size: str, **common: Any) -> None:
+def compare(
+    subjects: tuple[str, ...],
+    backing: str,
+    size: str,
+    read_only: bool,
+    destroy_data: bool,
+    **common: Any,
+) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
     from fsbench.lab.backing import parse_backing, parse_size
     from fsbench.pipeline import resolve_subjects
@@ -232,7 +249,18 @@ def compare(subjects: tuple[str, ...], backing: str, size: str, **common: Any) -
         return
     nbytes = parse_size(size)
     specs, skipped, explicit = resolve_subjects(list(subjects))
-    _go(common, subjects=specs, explicit=explicit, unavailable=skipped, backing=b, size=nbytes)
+    if read_only and destroy_data:
+        raise UsageError("--read-only and --destroy-data contradict each other; give one")
+    _go(
+        common,
+        subjects=specs,
+        explicit=explicit,
+        unavailable=skipped,
+        backing=b,
+        size=nbytes,
+        read_only=read_only,
+        destroy_data=destroy_data,
+    )
 
 
 @cli.command("run")
@@ -271,10 +299,12 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
     budget = _positive("--time-budget", common["time_budget"], float)
     out = common["out"]
-    out_dir = out if out is not None else default_out_dir(new_run_id())
+    run_id = new_run_id()
+    out_dir = out if out is not None else default_out_dir(run_id)
     check_out_dir(out_dir)
     as_json = common["as_json"]
     plan = Plan(
+        run_id=run_id,
         workloads=wl,
         repeat=n,
         adaptive=adaptive,

@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import SubjectSpec, parse_subject
-from fsbench.runner import Runner, RunTarget
+from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
 from fsbench.workloads.base import Target, Workload, free_bytes
@@ -53,6 +54,9 @@ class Plan:
     adaptive: bool = False
     max_repeat: int = 10
     time_budget_s: float | None = None
+    read_only: bool = False
+    destroy_data: bool = False
+    run_id: str = field(default_factory=lambda: new_run_id())
 
 
 def new_run_id() -> str:
@@ -140,7 +144,21 @@ def execute(
     on_total: Callable[[int], None] = lambda _n: None,
 ) -> tuple[Run, int]:
     """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed)."""
-    run_id = plan.out_dir.name if plan.out_dir.name.startswith("20") else new_run_id()
+    run_id = plan.run_id
+    lab = (
+        Lab(run_id, plan.backing, plan.size, plan.read_only, plan.destroy_data)
+        if plan.subjects is not None
+        else None
+    )
+    # Everything that can be known to be wrong is refused before anything is created.
+    if lab is not None and plan.subjects is not None:
+        lab.check(plan.subjects)
+    if plan.read_only:
+        writers = [workload_id(w) for w in plan.workloads if not read_only_ok(w)]
+        if writers:
+            raise UsageError(
+                f"--read-only runs only read workloads; {', '.join(writers)} would write"
+            )
     run = Run(run_id=run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), command=plan.command)
     run.environment = capture(["fio", "losetup", "mount"])
     run.environment.backing = plan.backing.describe()
@@ -152,34 +170,28 @@ def execute(
     store.begin_run(run, plan.out_dir)
     runner: Runner | None = None
     try:
-        with signals_raise():
-            lab_cm = (
-                Lab(run_id, plan.backing, plan.size)
-                if plan.subjects is not None
-                else scratch_dir(plan)
+        with signals_raise(), lab if lab is not None else scratch_dir(plan):
+            targets = (
+                _lab_targets(plan, lab, run, store, on_step)
+                if lab is not None
+                else [_dir_target(plan)]
             )
-            with lab_cm as lab:
-                targets = (
-                    _lab_targets(plan, lab, run, store, on_step)
-                    if lab is not None
-                    else [_dir_target(plan)]
-                )
-                rounds = plan.max_repeat if plan.adaptive else plan.repeat
-                on_total(len(targets) * len(plan.workloads) * rounds)
-                runner = Runner(
-                    run,
-                    targets,
-                    plan.workloads,
-                    plan.repeat,
-                    sink=store,
-                    on_step=on_step,
-                    on_sample=on_sample,
-                    adaptive=plan.adaptive,
-                    max_repeat=plan.max_repeat,
-                    time_budget_s=plan.time_budget_s,
-                )
-                runner.execute()
-                run.status = "complete"
+            rounds = plan.max_repeat if plan.adaptive else plan.repeat
+            on_total(len(targets) * len(plan.workloads) * rounds)
+            runner = Runner(
+                run,
+                targets,
+                plan.workloads,
+                plan.repeat,
+                sink=store,
+                on_step=on_step,
+                on_sample=on_sample,
+                adaptive=plan.adaptive,
+                max_repeat=plan.max_repeat,
+                time_budget_s=plan.time_budget_s,
+            )
+            runner.execute()
+            run.status = "complete"
     except Interrupted as e:
         run.status = "incomplete"
         run.environment.interrupted_by = str(e)  # type: ignore[attr-defined]
@@ -213,7 +225,6 @@ def _lab_targets(
     plan: Plan, lab: Lab, run: Run, store: Store, on_step: Callable[[str], None]
 ) -> list[RunTarget]:
     assert plan.subjects is not None
-    lab.check(plan.subjects)
     on_step(
         f"formatting {len({s.driver.fs for s in plan.subjects})} image(s) of "
         f"{format_size(plan.size)}"
@@ -241,7 +252,7 @@ def _lab_targets(
                 rec,
                 _lab_target(lab, ls, file_size),
                 ensure=_ensurer(lab, ls, file_size, rec),
-                release=(lambda ls=ls: lab.unmount(ls)) if plan.backing.kind == "device" else None,
+                release=_releaser(lab, ls, rec) if plan.backing.kind == "device" else None,
                 health=lambda ls=ls: lab.health(ls),
                 discard=lambda ls=ls: lab.discard(ls),
             )
@@ -252,8 +263,48 @@ def _lab_targets(
     return targets
 
 
+def _releaser(lab: Lab, ls: LabSubject, rec: Subject) -> Callable[[], None]:
+    """Between subjects on one device: unmount, and in --read-only prove nothing was written."""
+    start = lab.device_writes()
+
+    def release() -> None:
+        nonlocal start
+        lab.unmount(ls)
+        written = lab.device_writes() - start
+        if lab.read_only and written:
+            rec.status = "failed"
+            rec.error = f"the device was written ({written} bytes) during a --read-only run"
+        start = lab.device_writes()
+
+    return release
+
+
+def _existing_file(root: str, limit: int = 20000) -> str | None:
+    """The largest file among the first `limit` entries: what a read-only fio job reads."""
+    best, best_size, seen = None, 0, 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            seen += 1
+            p = os.path.join(dirpath, f)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > best_size:
+                best, best_size = p, st.st_size
+        if seen >= limit:
+            break
+    return best
+
+
 def _lab_target(lab: Lab, ls: LabSubject, file_size: int) -> Target:
+    existing = None
+    if lab.read_only and ls.mounted:
+        existing = _existing_file(ls.mountpoint)
     return Target(
+        read_only=lab.read_only,
+        existing_file=existing,
+        mountpoint=ls.mountpoint,
         subject_id=ls.spec.id,
         workdir=ls.workdir,
         kind=ls.spec.driver.kind,
@@ -337,3 +388,8 @@ def _device_of(path: Path) -> str | None:
     dev = os.stat(path).st_dev
     name = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
     return Path(os.path.realpath(name)).name if os.path.exists(name) else None
+
+
+def read_only_ok(wl: Workload) -> bool:
+    """Whether a workload only reads (and can read what is already on a volume)."""
+    return bool(getattr(wl, "read_only_ok", False))

@@ -46,7 +46,8 @@ class Backing:
             "a loop over memory, so results show driver and CPU cost, not disk speed",
             "file": "images are files on the file system holding them, attached through loop "
             "devices: results include that file system and its disk",
-            "device": "a real block device, formatted for each format under test",
+            "device": "a real block device (formatted, or with --read-only mounted read-only "
+            "through a read-only loop device and checked for writes)",
             "dir": "an existing directory: nothing was formatted or mounted by fsbench",
         }[self.kind]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
-from fsbench.lab import loops, mounts
+from fsbench.lab import loops, mounts, safety
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
@@ -121,11 +121,22 @@ class Lab:
                     f"{format_size(need)} but only {format_size(avail)} of memory is free; "
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
-        if self.backing.kind == "device" and len({s.driver.fs for s in specs}) != 1:
+        formats = {s.driver.fs for s in specs}
+        if self.read_only and self.backing.kind != "device":
             raise UsageError(
-                "--backing device: compares drivers of one format at a time "
-                "(e.g. ntfs-3g lowntfs-3g); run once per format"
+                "--read-only benchmarks an existing volume: give --backing device:PATH"
             )
+        if self.backing.kind == "device":
+            if len(formats) != 1:
+                raise UsageError(
+                    "--backing device: compares drivers of one format at a time "
+                    "(e.g. ntfs-3g lowntfs-3g); run once per format"
+                )
+            path = self.backing.path or ""
+            if self.read_only:
+                safety.check_for_read_only(path, formats)
+            else:
+                safety.check_for_format(path, self.destroy_data)
 
     def _image_dir(self) -> Path:
         if self.backing.kind == "ram":
@@ -177,10 +188,18 @@ class Lab:
         if self.backing.kind == "device":
             fs = specs[0].driver.fs
             dev = self.backing.path or ""
-            self.mkfs_commands[fs] = self._mkfs(fs, dev)
+            if self.read_only:
+                # The volume as it is, behind a read-only loop: the kernel refuses any write
+                # a driver might try, whatever its mount options say.
+                loop = loops.attach(Path(dev), read_only=True)
+                self.record.loops.append([loop, os.path.realpath(dev)])
+                self.record.save()
+                dev, mkfs = loop, None
+            else:
+                mkfs = self.mkfs_commands[fs] = self._mkfs(fs, dev)
             for s in self.subjects:
-                s.device, s.mkfs_command = dev, self.mkfs_commands[fs]
-                s.events += ["format", "attach"]
+                s.device, s.mkfs_command = dev, mkfs
+                s.events += ["attach"] if self.read_only else ["format", "attach"]
             return self.subjects
         for fs in dict.fromkeys(s.driver.fs for s in specs):
             pristine = image_dir / f"pristine.{fs}.img"
@@ -272,6 +291,20 @@ class Lab:
         s.entry, s.daemon_pid = None, None
         s.events.append("unmount")
         return notes
+
+    def device_writes(self) -> int:
+        """Bytes written so far to the backing device (and the loop over it): must not move
+        during a --read-only run."""
+        total = 0
+        names = {Path(os.path.realpath(self.backing.path or "")).name}
+        names |= {Path(d).name for d, _ in (self.record.loops if self.record else [])}
+        for n in names:
+            try:
+                fields = Path(f"/sys/class/block/{n}/stat").read_text().split()
+                total += int(fields[6]) * 512
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
 
     def health(self, s: LabSubject) -> str | None:
         """Why the subject is broken (its FUSE daemon died), or None when it is fine."""

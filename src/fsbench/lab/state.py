@@ -29,6 +29,8 @@ class StateRecord:
     image_dir: str  # a directory fsbench created and owns entirely
     mount_dir: str  # likewise, holds one mount point per subject
     devices: list[str] = field(default_factory=list)  # device: backings (never deleted)
+    # Loops over real devices (not under image_dir), recorded right after attaching.
+    loops: list[list[str]] = field(default_factory=list)
     path: str = ""
 
     def save(self) -> None:
@@ -70,8 +72,9 @@ def release(rec: StateRecord) -> list[str]:
         if stray:
             mounts.kill_pids(stray)
             notes.append(f"killed daemons {stray}")
+        recorded = {(d, b) for d, b in rec.loops}
         for dev, back in loops.list_loops():
-            if _under(back, rec.image_dir):
+            if _under(back, rec.image_dir) or (dev, back) in recorded:
                 loops.detach(dev)
                 notes.append(f"detached {dev}")
         for d in (rec.image_dir, rec.mount_dir):

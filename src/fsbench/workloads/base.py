@@ -39,6 +39,8 @@ class Target:
     capabilities: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0  # --scale: multiplies macro workloads' default amounts (file counts)
     mountpoint: str | None = None  # the file system's root (workdir lives below it)
+    read_only: bool = False  # an existing volume mounted read-only: read what is there
+    existing_file: str | None = None  # read-only: the (largest) file fio jobs read
 
 
 @dataclass

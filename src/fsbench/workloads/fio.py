@@ -14,7 +14,13 @@ import shutil
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed, measured_child
+from fsbench.workloads.base import (
+    Measurement,
+    Target,
+    Unsupported,
+    WorkloadFailed,
+    measured_child,
+)
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -55,12 +61,27 @@ class FioJob:
     def is_write(self) -> bool:
         return "write" in self.rw
 
+    @property
+    def read_only_ok(self) -> bool:
+        # Reads can run on an existing volume (--read-only) over a file already there.
+        return not self.is_write
+
     def per_job_size(self, target: Target) -> int:
         if self.file_size is not None:
             return self.file_size
         return max(MiB, (target.size // self.numjobs) // MiB * MiB)
 
     def params(self, target: Target) -> dict[str, Any]:
+        if target.read_only and target.existing_file:
+            existing = os.path.getsize(target.existing_file)
+            return {
+                **self._params(target),
+                "file_size": min(existing, self.per_job_size(target)),
+                "existing_file": os.path.relpath(target.existing_file, target.mountpoint or "/"),
+            }
+        return self._params(target)
+
+    def _params(self, target: Target) -> dict[str, Any]:
         return {
             "engine": "fio",
             "variant": self.variant,
@@ -83,6 +104,8 @@ class FioJob:
         direct: bool | None = None,
         whole: bool = False,
     ) -> list[str]:
+        if target.read_only:
+            return self._argv_existing(target, rw, direct)
         fsync = self.end_fsync if end_fsync is None else end_fsync
         argv = [
             fio_binary(),
@@ -108,11 +131,44 @@ class FioJob:
             argv.append(f"--io_size={min(self.io_limit, self.per_job_size(target))}")
         return argv
 
+    def _argv_existing(self, target: Target, rw: str | None, direct: bool | None) -> list[str]:
+        """Read the largest file already on a read-only volume; fio opens it read-only."""
+        if not target.existing_file:
+            raise Unsupported("no file on the volume to read")
+        size = min(os.path.getsize(target.existing_file), self.per_job_size(target))
+        if size < self._min_bytes():
+            raise Unsupported(f"the largest file on the volume is too small ({size} B)")
+        argv = [
+            fio_binary(),
+            "--output-format=json",
+            "--name=existing",
+            "--filename=" + target.existing_file.replace(":", "\\:"),
+            "--readonly",
+            f"--rw={rw or self.rw}",
+            f"--bs={self.bs if rw is None else '1M'}",
+            f"--size={size}",
+            f"--direct={int(self.direct if direct is None else direct)}",
+            "--ioengine=psync",
+            "--invalidate=0",
+            f"--runtime={FIO_RUNTIME_CAP_S}",
+            "--randrepeat=1",
+        ]
+        if self.io_limit:
+            argv.append(f"--io_size={min(self.io_limit, size)}")
+        return argv
+
+    def _min_bytes(self) -> int:
+        return 64 * KiB
+
     def _files(self, target: Target) -> list[str]:
         return [os.path.join(target.workdir, f"{self.fileset}.{i}.0") for i in range(self.numjobs)]
 
     def prepare(self, target: Target) -> None:
         """Untimed: a new-file write starts from no file; everything else needs its file."""
+        if target.read_only:
+            if self.cache == "warm":
+                measured_child(self._argv_existing(target, "read", False))
+            return
         os.makedirs(target.workdir, exist_ok=True)
         files = self._files(target)
         if self.fresh_file:
