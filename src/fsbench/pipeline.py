@@ -112,6 +112,9 @@ def signals_raise() -> Iterator[None]:
     """SIGTERM (and SIGINT) raise Interrupted so `with` blocks unwind and release the lab."""
 
     def handler(signum: int, _frame: object) -> None:
+        # Wind down undisturbed: a second Ctrl-C must not cut the teardown short.
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
         raise Interrupted(signal.Signals(signum).name)
 
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -169,43 +172,44 @@ def execute(
     store = Store(plan.db)
     store.begin_run(run, plan.out_dir)
     runner: Runner | None = None
-    try:
-        with signals_raise(), lab if lab is not None else scratch_dir(plan):
-            targets = (
-                _lab_targets(plan, lab, run, store, on_step)
-                if lab is not None
-                else [_dir_target(plan)]
-            )
-            rounds = plan.max_repeat if plan.adaptive else plan.repeat
-            on_total(len(targets) * len(plan.workloads) * rounds)
-            runner = Runner(
-                run,
-                targets,
-                plan.workloads,
-                plan.repeat,
-                sink=store,
-                on_step=on_step,
-                on_sample=on_sample,
-                adaptive=plan.adaptive,
-                max_repeat=plan.max_repeat,
-                time_budget_s=plan.time_budget_s,
-            )
-            runner.execute()
-            run.status = "complete"
-    except Interrupted as e:
-        run.status = "incomplete"
-        run.environment.interrupted_by = str(e)  # type: ignore[attr-defined]
-        if runner is not None:
-            runner.finish()
-    finally:
-        run.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        if run.status == "running":
+    with signals_raise():
+        try:
+            with lab if lab is not None else scratch_dir(plan):
+                targets = (
+                    _lab_targets(plan, lab, run, store, on_step)
+                    if lab is not None
+                    else [_dir_target(plan)]
+                )
+                rounds = plan.max_repeat if plan.adaptive else plan.repeat
+                on_total(len(targets) * len(plan.workloads) * rounds)
+                runner = Runner(
+                    run,
+                    targets,
+                    plan.workloads,
+                    plan.repeat,
+                    sink=store,
+                    on_step=on_step,
+                    on_sample=on_sample,
+                    adaptive=plan.adaptive,
+                    max_repeat=plan.max_repeat,
+                    time_budget_s=plan.time_budget_s,
+                )
+                runner.execute()
+                run.status = "complete"
+        except Interrupted as e:
             run.status = "incomplete"
-        if runner is not None and not run.results:
-            run.results = list(runner.results.values())
-        write_results(run, plan.out_dir)
-        store.finish_run(run)
-        store.close()
+            run.environment.interrupted_by = str(e)  # type: ignore[attr-defined]
+            if runner is not None:
+                runner.finish()
+        finally:
+            run.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            if run.status == "running":
+                run.status = "incomplete"
+            if runner is not None and not run.results:
+                run.results = list(runner.results.values())
+            write_results(run, plan.out_dir)
+            store.finish_run(run)
+            store.close()
     failed = any(s.status == "failed" for s in run.subjects) or any(
         r.status == "failed" for r in run.results
     )
