@@ -351,15 +351,23 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
 def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -> None:
     """Print a stored run again (RUN = run id, unique prefix, or output directory)."""
     from fsbench.report.table import render
-    from fsbench.store import Store
+    from fsbench.store import Store, default_db_path
 
     if not list_runs and not run_ref:
         raise UsageError("give a RUN (id, prefix or output directory) or --list")
-    with Store(db) as store:
-        if list_runs:
-            runs = store.list_runs(limit=50)
-        else:
-            run = store.load_run(run_ref or "")
+    db_path = db or default_db_path()
+    is_path = run_ref is not None and Path(run_ref).exists()
+    if not db_path.exists() and not is_path and not list_runs:
+        # Looking must not create: no store yet means no runs yet.
+        raise UsageError(f"no run {run_ref!r}: no runs stored yet ({db_path} does not exist)")
+    if list_runs and not db_path.exists():
+        runs: list[dict] = []
+    else:
+        with Store(db_path) as store:
+            if list_runs:
+                runs = store.list_runs(limit=50)
+            else:
+                run = store.load_run(run_ref or "")
     if list_runs:
         if as_json:
             click.echo(json.dumps(runs, indent=2))
@@ -403,6 +411,13 @@ def cleanup(include_running: bool) -> None:
         click.echo(f"run {s} is still running; left alone (use --all to force)", err=True)
     if not notes and not skipped:
         click.echo("nothing to clean up")
+
+
+from fsbench.commands.verify import hash_tree as _hash  # noqa: E402
+from fsbench.commands.verify import verify as _verify  # noqa: E402
+
+cli.add_command(_verify)
+cli.add_command(_hash)
 
 
 def main() -> None:

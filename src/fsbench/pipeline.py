@@ -22,7 +22,7 @@ from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, U
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.lab import Lab, LabSubject
-from fsbench.lab.subject import SubjectSpec, parse_subject
+from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
@@ -82,10 +82,7 @@ def check_out_dir(out: Path) -> None:
 def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject], bool]:
     """Subjects as given, or every available driver; also the drivers left out and why."""
     if texts:
-        specs = [parse_subject(t) for t in texts]
-        if len({s.id for s in specs}) != len(specs):
-            raise UsageError("a subject is given twice")
-        return specs, [], True
+        return parse_subjects(texts), [], True
     specs, skipped = [], []
     for d in DRIVERS.values():
         av = availability(d)

@@ -118,9 +118,16 @@ class Runner:
             if rt.subject.status != "ok":
                 continue
             for wl in workloads:
+                if rt.subject.status != "ok":
+                    break  # failed during this turn: its first cause stays the reported one
                 self._one(rt, wl, rep)
-            if rt.release is not None and rt.subject.status == "ok":
-                rt.release()  # one device shared by subjects: give it back between turns
+            if rt.release is not None:
+                # One device shared by subjects: give it back between turns, failed or not.
+                try:
+                    rt.release()
+                except FsbenchError as e:
+                    if rt.subject.status == "ok":
+                        self._fail_subject(rt, f"releasing the device: {e}")
 
     def finish(self) -> None:
         """Aggregate every result from its samples (also used after an interrupt)."""

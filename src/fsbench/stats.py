@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats as _sps
+
+
+def _scipy_stats():
+    # scipy costs ~2 s to import; only comparisons and intervals need it.
+    from scipy import stats
+
+    return stats
+
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -119,7 +126,7 @@ def _order_statistic_rank(n: int, confidence: float) -> int:
     interval (what ``binom.ppf`` finds, counted exactly here). Returns 0 if none exists.
     """
     tail = (1.0 - confidence) / 2.0
-    cdf = _sps.binom.cdf(np.arange(n + 1), n, 0.5)
+    cdf = _scipy_stats().binom.cdf(np.arange(n + 1), n, 0.5)
     return int(np.count_nonzero(cdf <= tail))
 
 
@@ -141,7 +148,7 @@ def _median_ci_sorted(
     # where the outlier-proof order-statistic interval takes over.
     med = float(np.median(x_sorted))
     sd = 0.0 if x_sorted[0] == x_sorted[-1] else float(np.std(x_sorted, ddof=1))
-    half = float(_sps.t.ppf((1.0 + confidence) / 2.0, n - 1)) * sd / math.sqrt(n)
+    half = float(_scipy_stats().t.ppf((1.0 + confidence) / 2.0, n - 1)) * sd / math.sqrt(n)
     return "t", (med - half, med + half)
 
 
@@ -342,9 +349,9 @@ def compare(baseline: Sequence[float], other: Sequence[float], alpha: float = 0.
         # the limit of Welch's t (t -> 0 or infinity), which scipy would return as NaN or 0.
         p = 1.0 if a[0] == b[0] else 0.0
     elif test == "mann-whitney":
-        p = float(_sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        p = float(_scipy_stats().mannwhitneyu(a, b, alternative="two-sided").pvalue)
     else:
-        p = float(_sps.ttest_ind(a, b, equal_var=False).pvalue)
+        p = float(_scipy_stats().ttest_ind(a, b, equal_var=False).pvalue)
 
     return Comparison(
         ratio=ratio, ratio_ci95=ratio_ci, p_value=p, test=test, significant=bool(p < alpha)

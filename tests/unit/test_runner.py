@@ -243,12 +243,6 @@ def test_lab_error_in_ensure_fails_that_subject_alone(
     assert ensured.count("subj-a") == 6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG runner._round checks subject.status only before a subject's turn: after "
-    "ensure() fails during the first workload, the remaining workloads of that turn call "
-    "ensure() again and overwrite subject.error, losing the first cause",
-)
 def test_lab_error_stops_the_subjects_remaining_workloads(tmp_path: Path) -> None:
     calls: list[int] = []
 

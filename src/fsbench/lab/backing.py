@@ -9,7 +9,8 @@ from pathlib import Path
 from fsbench.errors import UsageError
 
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+# ASCII digits only; "iB"/"B" only after a unit letter ("1G", "1GiB", "1GB"; not "1b").
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?)?\s*$", re.IGNORECASE | re.ASCII)
 
 
 def parse_size(text: str) -> int:
@@ -17,7 +18,7 @@ def parse_size(text: str) -> int:
     m = _SIZE_RE.match(str(text))
     if not m:
         raise UsageError(f"bad size {text!r}; write a number with K, M, G or T, e.g. 1G")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    value = int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
     if value <= 0:
         raise UsageError(f"bad size {text!r}: must be more than zero")
     return value

@@ -181,8 +181,9 @@ class Lab:
         assert self.record is not None, "use Lab as a context manager"
         image_dir = Path(self.record.image_dir)
         mount_dir = Path(self.record.mount_dir)
-        for spec in specs:
-            mp = mount_dir / spec.slug
+        for i, spec in enumerate(specs):
+            # The index keeps names apart when two ids make the same slug (a:b=c, a:b_c).
+            mp = mount_dir / f"{i}-{spec.slug}"
             mp.mkdir(exist_ok=True)
             self.subjects.append(LabSubject(spec, str(mp)))
         if self.backing.kind == "device":
@@ -216,7 +217,7 @@ class Lab:
             for s in self.subjects:
                 if s.spec.driver.fs != fs:
                     continue
-                s.image = image_dir / f"{s.spec.slug}.img"
+                s.image = image_dir / f"{Path(s.mountpoint).name}.img"
                 # RAM: a full copy touches every page now; files: reflink/sparse, cheap.
                 sparse = (
                     ["--sparse=never"]

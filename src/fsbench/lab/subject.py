@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -23,7 +24,11 @@ class SubjectSpec:
 
     @property
     def slug(self) -> str:
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.id)
+        """A file name for the id; a short hash keeps ids apart that clean up alike."""
+        clean = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.id)
+        if clean == self.id:
+            return clean
+        return f"{clean}-{hashlib.sha1(self.id.encode()).hexdigest()[:6]}"
 
 
 def parse_subject(text: str) -> SubjectSpec:
@@ -36,13 +41,15 @@ def parse_subject(text: str) -> SubjectSpec:
         raise UsageError(f"unknown driver {name!r}; known drivers: {known}")
     opts = [o for o in options.split(",")] if options else []
     for opt in opts:
-        if not opt or not _OPTION_RE.match(opt):
+        if not opt or not _OPTION_RE.fullmatch(opt):
             raise UsageError(f"bad mount option {opt!r} in subject {text!r}")
         if opt.split("=", 1)[0] in _FORBIDDEN:
             raise UsageError(
                 f"mount option {opt!r} in {text!r} is managed by fsbench itself; leave it out"
             )
-    return SubjectSpec(id=text.strip(), driver=driver, options=",".join(opts))
+    joined = ",".join(opts)
+    # One spelling per subject: "ext4:" is "ext4".
+    return SubjectSpec(id=f"{name}:{joined}" if joined else name, driver=driver, options=joined)
 
 
 def parse_subjects(texts: list[str]) -> list[SubjectSpec]:
