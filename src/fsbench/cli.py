@@ -147,6 +147,11 @@ def _common(f):
     )(f)
     f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
     f = click.option(
+        "--scale",
+        default="1",
+        help="Multiply macro workloads' default amounts (file counts, tree sizes), e.g. 0.2.",
+    )(f)
+    f = click.option(
         "--numjobs",
         default=None,
         help="Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
@@ -298,6 +303,9 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     if adaptive and max_repeat < n:
         raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
     budget = _positive("--time-budget", common["time_budget"], float)
+    scale = _positive("--scale", common["scale"], float) or 1.0
+    if scale > 100:
+        raise UsageError(f"--scale {scale:g}: at most 100")
     out = common["out"]
     run_id = new_run_id()
     out_dir = out if out is not None else default_out_dir(run_id)
@@ -310,6 +318,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         adaptive=adaptive,
         max_repeat=max_repeat,
         time_budget_s=budget,
+        scale=scale,
         out_dir=out_dir,
         db=common["db"] or default_db_path(),
         command=sys.argv,

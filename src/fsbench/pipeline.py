@@ -56,6 +56,7 @@ class Plan:
     time_budget_s: float | None = None
     read_only: bool = False
     destroy_data: bool = False
+    scale: float = 1.0
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -251,8 +252,8 @@ def _lab_targets(
         targets.append(
             RunTarget(
                 rec,
-                _lab_target(lab, ls, file_size),
-                ensure=_ensurer(lab, ls, file_size, rec),
+                _lab_target(lab, ls, file_size, plan.scale),
+                ensure=_ensurer(lab, ls, file_size, rec, plan.scale),
                 release=_releaser(lab, ls, rec) if plan.backing.kind == "device" else None,
                 health=lambda ls=ls: lab.health(ls),
                 discard=lambda ls=ls: lab.discard(ls),
@@ -298,13 +299,14 @@ def _existing_file(root: str, limit: int = 20000) -> str | None:
     return best
 
 
-def _lab_target(lab: Lab, ls: LabSubject, file_size: int) -> Target:
+def _lab_target(lab: Lab, ls: LabSubject, file_size: int, scale: float = 1.0) -> Target:
     existing = None
     if lab.read_only and ls.mounted:
         existing = _existing_file(ls.mountpoint)
     return Target(
         read_only=lab.read_only,
         existing_file=existing,
+        scale=scale,
         mountpoint=ls.mountpoint,
         subject_id=ls.spec.id,
         workdir=ls.workdir,
@@ -322,7 +324,9 @@ def _lab_target(lab: Lab, ls: LabSubject, file_size: int) -> Target:
     )
 
 
-def _ensurer(lab: Lab, ls: LabSubject, file_size: int, rec: Subject) -> Callable[[], Target]:
+def _ensurer(
+    lab: Lab, ls: LabSubject, file_size: int, rec: Subject, scale: float = 1.0
+) -> Callable[[], Target]:
     def ensure() -> Target:
         broken = lab.health(ls) if ls.mounted else None
         if broken:
@@ -333,7 +337,7 @@ def _ensurer(lab: Lab, ls: LabSubject, file_size: int, rec: Subject) -> Callable
             raise LabError(f"{ls.spec.driver.name} daemon not found after mounting")
         if rec.effective_mount_options is None and ls.entry:
             rec.effective_mount_options = ls.entry.effective_options
-        return _lab_target(lab, ls, file_size)
+        return _lab_target(lab, ls, file_size, scale)
 
     return ensure
 
@@ -368,6 +372,8 @@ def _dir_target(plan: Plan) -> RunTarget:
         block_device=_device_of(d),
         fs=rec.fs,
         make_cold=None,
+        scale=plan.scale,
+        mountpoint=str(d),
     )
     return RunTarget(rec, target)
 
