@@ -1,0 +1,159 @@
+"""Random argument lists against the command line: never a traceback, only documented exit
+codes, nothing created when the input is refused.
+
+Runs in-process (fast) with the measuring step replaced by a recorder: validation is real, but
+a valid `compare` does not start a benchmark.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fsbench import cli, pipeline
+from fsbench.schema import Run
+
+COMMANDS = [
+    "compare",
+    "run",
+    "list",
+    "show",
+    "doctor",
+    "cleanup",
+    "verify",
+    "report",
+    "diff",
+    "export",
+    "bogus",
+    "",
+]
+OPTIONS = [
+    "--size",
+    "--repeat",
+    "--workloads",
+    "--suite",
+    "--backing",
+    "--out",
+    "--db",
+    "--json",
+    "--target",
+    "--numjobs",
+    "--scale",
+    "--max-repeat",
+    "--time-budget",
+    "--read-only",
+    "--destroy-data",
+    "--format",
+    "--help",
+    "--list",
+    "--all",
+    "-h",
+]
+VALUES = [
+    "ext4",
+    "ntfs-3g:big_writes",
+    "ext4:ro",
+    "zfs",
+    "ext4:a b",
+    "1G",
+    "0",
+    "-1",
+    "1.5T",
+    "12X",
+    "auto",
+    "abc",
+    "3",
+    "1000000",
+    "ram",
+    "file:/nonexistent",
+    "device:/dev/null",
+    "dir:/nonexistent",
+    "seq-write",
+    "nope",
+    "iozone-quick",
+    "drivers",
+    "workloads",
+    "1,4",
+    "0,0",
+    "",
+    ":",
+    "ext4:",
+    "\x00",
+    "é",
+    "--",
+    "csv",
+]
+
+token = st.one_of(
+    st.sampled_from(OPTIONS),
+    st.sampled_from(VALUES),
+    st.text(min_size=0, max_size=12),
+)
+argv_strategy = st.tuples(st.sampled_from(COMMANDS), st.lists(token, max_size=6)).map(
+    lambda t: ([t[0]] if t[0] else []) + t[1]
+)
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+
+    def no_measuring(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
+        return Run(run_id=plan.run_id, started="now", status="complete"), 0
+
+    monkeypatch.setattr(pipeline, "execute", no_measuring)
+    # Keep doctor and cleanup cheap and harmless: they are exercised by their own tests.
+    monkeypatch.setattr(
+        "fsbench.env.doctor",
+        lambda: {
+            "drivers": [],
+            "formats": [],
+            "tools": [],
+            "root": True,
+            "fuse": True,
+            "loop": True,
+            "kernel": "x",
+        },
+    )
+    monkeypatch.setattr("fsbench.lab.state.cleanup_all", lambda *_a: ([], []))
+    return tmp_path
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(argv=argv_strategy)
+def test_random_arguments_never_crash(sandbox: Path, argv: list[str]) -> None:
+    if any("\x00" in a for a in argv):
+        argv = [a.replace("\x00", "") for a in argv]  # the OS cannot pass NUL in argv
+    before = _files(sandbox)
+    out, err = io.StringIO(), io.StringIO()
+    old_argv = os.sys.argv
+    os.sys.argv = ["fsbench", *argv]
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                cli.main()
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        os.sys.argv = old_argv
+    text = err.getvalue()
+    assert "Traceback" not in text, (argv, text)
+    assert code in (0, 1, 2, 3), (argv, code, text)
+    if code == 2:
+        assert text.strip(), (argv, "a refusal must say why")
+        assert _files(sandbox) == before, (argv, _files(sandbox) - before)
