@@ -232,7 +232,8 @@ def _lab_targets(
         f"{format_size(plan.size)}"
     )
     lab_subjects = lab.prepare(plan.subjects)
-    file_size = max(MiB, int(plan.size * FILE_FRACTION) // MiB * MiB)
+    # --scale grows every workload's files alike (longer samples; > 2.5 fills the image).
+    file_size = max(MiB, int(plan.size * FILE_FRACTION * plan.scale) // MiB * MiB)
     targets = []
     rejected: list[str] = []
     for ls in lab_subjects:
@@ -360,7 +361,8 @@ def _dir_target(plan: Plan) -> RunTarget:
     assert plan.target_dir is not None
     d = plan.target_dir
     workdir = _workdir(plan)
-    size = min(1024 * MiB, int(free_bytes(str(d)) * FILE_FRACTION)) // MiB * MiB
+    free = free_bytes(str(d))
+    size = int(min(1024 * MiB * plan.scale, free * FILE_FRACTION)) // MiB * MiB
     if size < 16 * MiB:
         raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
     rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")

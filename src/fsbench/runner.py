@@ -143,7 +143,7 @@ class Runner:
             self.results[key] = Result(
                 subject=rt.subject.id,
                 workload=wl.name,
-                params=wl.params(rt.target),
+                params={},
                 metric=wl.metric,
                 unit=wl.unit,
                 higher_is_better=wl.higher_is_better,
@@ -151,13 +151,17 @@ class Runner:
         return self.results[key]
 
     def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
-        res = self._result(rt, wl)
-        if res.status != "ok":
+        known = self.results.get((rt.subject.id, workload_id(wl)))
+        if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
         of = "" if self.adaptive else f"/{self.repeat}"
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
+        res = known or self._result(rt, wl)
         try:
             target = rt.ensure() if rt.ensure else rt.target
+            if known is None:
+                # Parameters from the live target (read-only volumes name the file read).
+                res.params = wl.params(target)
             wl.prepare(target)
             cache, cache_flags = self._prepare_cache(target, wl)
             target = rt.ensure() if rt.ensure else target  # a FUSE remount has a new daemon
@@ -175,8 +179,10 @@ class Runner:
             res.status, res.error = "unsupported", str(e)
             self.on_sample()
             return
-        except WorkloadFailed as e:
-            res.status, res.error = "failed", str(e)
+        except (WorkloadFailed, OSError) as e:
+            # OSError: the file system refused (ENOSPC, EIO, EROFS) outside fio's own reporting.
+            msg = str(e) if isinstance(e, WorkloadFailed) else f"{e.strerror or e}"
+            res.status, res.error = "failed", msg
             broken = rt.health() if rt.health else None
             if broken:
                 # Not the workload's fault: the driver died under it. The subject fails alone.

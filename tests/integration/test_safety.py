@@ -1,0 +1,364 @@
+"""Safe on real disks and robust under faults (issue 6), on real loop devices and mounts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import (
+    REPO,
+    RunDirs,
+    fsbench,
+    fsbench_argv,
+    mounts_under,
+    need_drivers,
+    processes_naming,
+    read_record,
+    release_leftovers,
+    wait_until,
+)
+
+pytestmark = pytest.mark.root
+MiB = 1024 * 1024
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@pytest.fixture
+def volume(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A 'real device' holding data: an NTFS image with files, attached as /dev/loopN."""
+    img = Path("/dev/shm") / f"itest-volume-{tmp_path.name}.img"
+    with open(img, "wb") as f:
+        f.truncate(96 * MiB)
+    subprocess.run(
+        ["mkntfs", "-F", "-Q", "-q", "-L", "precious", str(img)], check=True, capture_output=True
+    )
+    mnt = tmp_path / "fill"
+    mnt.mkdir()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        subprocess.run(["ntfs-3g", dev, str(mnt)], check=True, capture_output=True)
+        (mnt / "big.bin").write_bytes(bytes(range(256)) * (40 * MiB // 256))
+        (mnt / "docs").mkdir()
+        for i in range(20):
+            (mnt / "docs" / f"f{i}.txt").write_text(f"file {i}\n" * 1000)
+        subprocess.run(["umount", str(mnt)], check=True)
+        wait_until(lambda: not mounts_under(str(mnt)), 10)
+        yield dev, img
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+        img.unlink(missing_ok=True)
+
+
+def test_a_formatted_device_is_refused_and_unchanged(volume, state_dir: Path, tmp_path) -> None:
+    need_drivers("ntfs-3g")
+    dev, img = volume
+    before = sha256(img)
+    proc = fsbench(
+        "compare",
+        "ntfs-3g",
+        "--backing",
+        f"device:{dev}",
+        "--repeat",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+        "--db",
+        str(tmp_path / "db"),
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "ntfs file system labelled 'precious'" in lines[0]
+    assert "--destroy-data" in lines[0]
+    assert sha256(img) == before
+    assert not (tmp_path / "out").exists() and not list(state_dir.glob("*.json"))
+
+
+def test_a_mounted_device_is_refused_even_with_destroy_data(volume, tmp_path) -> None:
+    need_drivers("ntfs-3g")
+    dev, img = volume
+    mnt = tmp_path / "busy"
+    mnt.mkdir()
+    subprocess.run(["ntfs-3g", "-o", "ro", dev, str(mnt)], check=True, capture_output=True)
+    try:
+        before = sha256(img)
+        proc = fsbench(
+            "compare",
+            "ntfs-3g",
+            "--backing",
+            f"device:{dev}",
+            "--destroy-data",
+            "--out",
+            str(tmp_path / "out"),
+            "--db",
+            str(tmp_path / "db"),
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert f"is mounted on {mnt}" in proc.stderr
+        assert sha256(img) == before
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_read_only_leaves_the_volume_byte_identical(volume, state_dir, tmp_path) -> None:
+    need_drivers("ntfs-3g", "lowntfs-3g")
+    dev, img = volume
+    before = sha256(img)
+    out = tmp_path / "out"
+    proc = fsbench(
+        "compare",
+        "ntfs-3g",
+        "lowntfs-3g",
+        "--backing",
+        f"device:{dev}",
+        "--read-only",
+        "--workloads",
+        "seq-read/cold,rand-read/4k-buffered",
+        "--repeat",
+        "2",
+        "--out",
+        str(out),
+        "--db",
+        str(tmp_path / "db"),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert {s["id"]: s["status"] for s in doc["subjects"]} == {"ntfs-3g": "ok", "lowntfs-3g": "ok"}
+    for s in doc["subjects"]:
+        assert "ro" in s["effective_mount_options"].split(","), s
+        assert s["mkfs_command"] is None  # nothing was formatted
+    for r in doc["results"]:
+        assert r["status"] == "ok" and r["median"] > 0, r
+        assert r["params"]["existing_file"] == "big.bin"
+        assert all(x["device"]["write_bytes"] == 0 for x in r["sample_details"])
+    assert sha256(img) == before
+    assert not subprocess.run(
+        ["losetup", "-j", str(dev)], capture_output=True, text=True
+    ).stdout.strip(), "the read-only loop was not detached"
+
+
+def test_read_only_refuses_writing_workloads(volume, tmp_path) -> None:
+    need_drivers("ntfs-3g")
+    dev, img = volume
+    before = sha256(img)
+    proc = fsbench(
+        "compare",
+        "ntfs-3g",
+        "--backing",
+        f"device:{dev}",
+        "--read-only",
+        "--workloads",
+        "seq-write",
+        "--out",
+        str(tmp_path / "o"),
+        "--db",
+        str(tmp_path / "db"),
+    )
+    assert proc.returncode == 2
+    assert "--read-only runs only read workloads" in proc.stderr
+    assert sha256(img) == before
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        fsbench_argv(*args),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_killing_the_fuse_daemon_fails_that_subject_only(state_dir: Path, tmp_path) -> None:
+    need_drivers("ext4", "ntfs-3g")
+    out = tmp_path / "out"
+    proc = _start(
+        tmp_path,
+        "compare",
+        "ntfs-3g",
+        "ext4",
+        "--size",
+        "256M",
+        "--repeat",
+        "3",
+        "--workloads",
+        "seq-write/fsync,seq-read/cold",
+        "--out",
+        str(out),
+        "--db",
+        str(tmp_path / "db"),
+    )
+    try:
+        rec = read_record(state_dir)
+        dirs = RunDirs.of(rec["run_id"], state_dir)
+        daemon: list[int] = []
+
+        def ntfs_daemon() -> bool:
+            daemon[:] = [
+                p
+                for p in processes_naming(dirs.mount_dir)
+                if "ntfs-3g" in Path(f"/proc/{p}/comm").read_text()
+            ]
+            return bool(daemon)
+
+        assert wait_until(ntfs_daemon, 60), "the ntfs-3g daemon never appeared"
+        time.sleep(1.0)  # let a workload start on it
+        for p in daemon:
+            subprocess.run(["kill", "-9", str(p)])
+        _stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        release_leftovers(state_dir)
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads((out / "results.json").read_text())
+    subjects = {s["id"]: s for s in doc["subjects"]}
+    assert subjects["ntfs-3g"]["status"] == "failed"
+    assert "daemon" in subjects["ntfs-3g"]["error"]
+    assert subjects["ext4"]["status"] == "ok"
+    ext4 = [r for r in doc["results"] if r["subject"] == "ext4"]
+    assert ext4 and all(len(r["samples"]) == 3 for r in ext4)
+    dirs.assert_released()
+
+
+def test_enospc_is_reported_for_that_workload(state_dir: Path, tmp_path) -> None:
+    need_drivers("ext4")
+    out = tmp_path / "out"
+    # --scale 3 asks for files of 120 % of the image: the write must fail with ENOSPC.
+    proc = fsbench(
+        "compare",
+        "ext4",
+        "--size",
+        "64M",
+        "--scale",
+        "3",
+        "--repeat",
+        "1",
+        "--workloads",
+        "seq-write/fsync",
+        "--out",
+        str(out),
+        "--db",
+        str(tmp_path / "db"),
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads((out / "results.json").read_text())
+    (res,) = doc["results"]
+    assert res["status"] == "failed"
+    assert "No space left on device" in res["error"]
+    assert "No space left on device" in proc.stdout  # the table says it too
+    RunDirs.of(doc["run_id"], state_dir).assert_released()
+
+
+def test_sigint_keeps_finished_samples(state_dir: Path, tmp_path) -> None:
+    need_drivers("ext4")
+    out, db = tmp_path / "out", tmp_path / "db"
+    proc = _start(
+        tmp_path,
+        "compare",
+        "ext4",
+        "--size",
+        "128M",
+        "--repeat",
+        "200",
+        "--workloads",
+        "seq-write/buffered",
+        "--out",
+        str(out),
+        "--db",
+        str(db),
+    )
+    try:
+        rec = read_record(state_dir)
+
+        def samples() -> int:
+            try:
+                with sqlite3.connect(db, timeout=5) as c:
+                    return c.execute("select count(*) from samples").fetchone()[0]
+            except sqlite3.Error:
+                return 0
+
+        assert wait_until(lambda: samples() >= 3, 120), "no samples were stored"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)  # a second Ctrl-C must not leave a mess either
+        _stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        release_leftovers(state_dir)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["status"] == "incomplete"
+    (res,) = doc["results"]
+    assert len(res["samples"]) >= 3 and res["median"] > 0
+    with sqlite3.connect(db) as c:
+        assert c.execute("select count(*) from samples").fetchone()[0] == len(res["samples"])
+    RunDirs.of(rec["run_id"], state_dir).assert_released()
+
+
+def test_two_runs_at_once_do_not_collide(state_dir: Path, tmp_path) -> None:
+    need_drivers("ext4", "fuse2fs")
+    db = tmp_path / "db"
+    procs = [
+        _start(
+            tmp_path,
+            "compare",
+            subject,
+            "--size",
+            "128M",
+            "--repeat",
+            "3",
+            "--workloads",
+            "seq-write/fsync,seq-read/cold",
+            "--out",
+            str(tmp_path / f"o{i}"),
+            "--db",
+            str(db),
+        )
+        for i, subject in enumerate(["ext4", "fuse2fs"])
+    ]
+    try:
+        results = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        release_leftovers(state_dir)
+    for p, (_o, e) in zip(procs, results, strict=True):
+        assert p.returncode == 0, e
+    ids = [
+        json.loads((tmp_path / f"o{i}" / "results.json").read_text())["run_id"] for i in range(2)
+    ]
+    assert ids[0] != ids[1]
+    with sqlite3.connect(db) as c:
+        stored = {r[0] for r in c.execute("select run_id from runs")}
+        n = c.execute("select count(*) from samples").fetchone()[0]
+    assert stored == set(ids)
+    assert n == 2 * 2 * 3
+    for run_id in ids:
+        RunDirs.of(run_id, state_dir).assert_released()
