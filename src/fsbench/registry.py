@@ -11,10 +11,12 @@ from fsbench.lab.formats import FORMATS
 from fsbench.workloads.base import Workload
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FIO_JOBS, FioJob, with_numjobs
+from fsbench.workloads.metadata import METADATA_JOBS
 
 __all__ = ["DRIVERS", "FORMATS", "SUITES", "WORKLOADS", "resolve_workloads"]
 
 WORKLOADS: dict[str, Workload] = {job.id: job for job in FIO_JOBS}
+WORKLOADS.update({w.id: w for w in METADATA_JOBS})
 
 # Hidden from listings: only for tests of the scheduler, statistics and reports.
 HIDDEN_WORKLOADS: dict[str, type] = {"fake": FakeWorkload}
