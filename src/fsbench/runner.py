@@ -254,6 +254,11 @@ def verify_cache(
 ) -> tuple[str, list[str]]:
     """Turn the cache state asked for into the one the counters prove."""
     if not m.bytes:
+        if cache == "cold" and m.ops:
+            # An ops workload (stat of cold inodes) reads metadata blocks, not a byte count.
+            if d.device.read_bytes > 0:
+                return "cold-verified", []
+            return "cold-unverified", ["cold-not-verified: the device was not read at all"]
         return ("cold-unverified" if cache == "cold" else cache), []
     dev_read, dev_written = d.device.read_bytes, d.device.write_bytes
     # The device's own cache when known; else the machine's (noisier: other work moves it).
@@ -381,11 +386,15 @@ def aggregate(res: Result) -> None:
     res.flags = sorted(set(res.flags) | set(collapse_flags([x.flags for x in det])))
     # How much work one sample was (not a param: params are the result's identity).
     seconds = round(_median([x.seconds for x in det]), 4)
-    res.work_per_sample = {"bytes": int(moved), "seconds": seconds}  # type: ignore[attr-defined]
+    ops = int(_median([x.ops for x in det]))
+    res.work_per_sample = {  # type: ignore[attr-defined]
+        "bytes": int(moved),
+        "ops": ops,
+        "seconds": seconds,
+    }
     if seconds < 0.5:
-        res.warnings.append(
-            f"samples last only {seconds:.2f} s: too short to trust; use a larger --size"
-        )
+        grow = "--scale" if not moved and ops else "--size or --scale"
+        res.warnings.append(f"samples last only {seconds:.2f} s: too short to trust; raise {grow}")
 
 
 def collapse_flags(per_sample: list[list[str]]) -> list[str]:

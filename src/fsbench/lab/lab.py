@@ -331,6 +331,11 @@ class Lab:
         os.sync()
         if s.spec.driver.kind == "fuse":
             self.remount(s)
+        elif s.mounted and not self.read_only:
+            # A journal keeps metadata blocks pinned until it checkpoints; freezing the file
+            # system checkpoints it, so drop_caches can evict inode tables too.
+            run(["fsfreeze", "--freeze", s.mountpoint], check=False, timeout=60)
+            run(["fsfreeze", "--unfreeze", s.mountpoint], check=False, timeout=60)
         drop_caches()
         s.events.append("cold")
 
