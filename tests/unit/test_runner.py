@@ -142,6 +142,7 @@ def test_exact_medians_from_fake_values(tmp_path: Path, monkeypatch: pytest.Monk
     # How much work a sample was is reported, but is not part of the result's identity.
     assert res["subj-a"].model_dump()["work_per_sample"] == {
         "bytes": SIZE,
+        "ops": 1,
         "seconds": round(SIZE / MiB / 100, 4),
     }
     assert set(res["subj-a"].params) == {"engine", "file_size"}
