@@ -12,10 +12,12 @@ from fsbench.workloads.base import Workload
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FIO_JOBS, FioJob, with_numjobs
 from fsbench.workloads.metadata import METADATA_JOBS
+from fsbench.workloads.treehash import TREE_HASH_JOBS
 
 __all__ = ["DRIVERS", "FORMATS", "SUITES", "WORKLOADS", "resolve_workloads"]
 
 WORKLOADS: dict[str, Workload] = {job.id: job for job in FIO_JOBS}
+WORKLOADS.update({w.id: w for w in TREE_HASH_JOBS})
 WORKLOADS.update({w.id: w for w in METADATA_JOBS})
 
 # Hidden from listings: only for tests of the scheduler, statistics and reports.

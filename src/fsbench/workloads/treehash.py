@@ -1,0 +1,422 @@
+"""`tree-hash` (seed 000: `xxhsum -H2` over a whole volume to compare NTFS drivers and to catch
+bit rot): walk a tree on the target and XXH128 every file, on native threads.
+
+The tree is laid out once per subject (untimed): a few large files, medium ones and many small
+ones in subdirectories, plus edge cases (empty, one byte, exactly one read buffer and one byte
+more). Its shape depends only on the byte budget and --scale, so every subject gets the same
+tree, and its content is generated from per-file seeds, so every digest is known in advance:
+a driver that returns other bytes fails the sample instead of being measured.
+
+The timed part is what a user's `find | xxhsum` does: the directory walk and the hashing. The
+hashing runs in this process, so the application's CPU is this process's rusage delta.
+
+On an existing volume (`--read-only`) nothing is written: the files already there are hashed,
+the first ones in walk order up to the byte budget, chosen before the sample (so the timed part
+is reading and hashing only); their digests cannot be known in advance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import resource
+import shutil
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import xxhash
+
+from fsbench.errors import UsageError
+from fsbench.manifest import default_threads, walk_tree, write_manifest
+from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed
+
+KiB = 1024
+MiB = 1024 * KiB
+READ_BUFSIZE = 256 * KiB  # the native hasher's read size (its default)
+BLOCK = 64 * KiB  # the random block each file's content repeats
+SMALL_FILES = 1000  # at --scale 1
+SMALL_RANGE = (512, 64 * KiB)
+MEDIUM_RANGE = (256 * KiB, 8 * MiB)
+SMALL_SHARE, MEDIUM_SHARE = 0.2, 0.3  # of the byte budget; large files take the rest
+LARGE_FILES = 4
+PER_DIR = 50  # small files per directory
+TREE_DIR = "tree-hash"
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    rel: str  # path below the tree's root, "/"-separated
+    size: int
+    seed: int
+
+
+def plan_tree(budget: int, scale: float = 1.0) -> list[TreeFile]:
+    """The tree for a byte budget: deterministic (a string seed goes through SHA-512)."""
+    rnd = random.Random(f"fsbench tree-hash {budget} {scale}")
+    files: list[TreeFile] = []
+
+    def add(rel: str, size: int) -> None:
+        files.append(TreeFile(rel, size, rnd.getrandbits(64)))
+
+    for rel, size in (
+        ("edge/empty", 0),
+        ("edge/one-byte", 1),
+        ("edge/one-buffer", READ_BUFSIZE),
+        ("edge/one-buffer-plus-one", READ_BUFSIZE + 1),
+    ):
+        add(rel, size)
+    used = sum(f.size for f in files)
+
+    def log_uniform(lo: int, hi: int) -> int:
+        return int(lo * (hi / lo) ** rnd.random())
+
+    small_budget = int(budget * SMALL_SHARE)
+    n_small = max(1, round(SMALL_FILES * scale))
+    small_used = 0
+    for i in range(n_small):
+        size = log_uniform(*SMALL_RANGE)
+        if small_used + size > small_budget:
+            break
+        add(f"small/d{i // PER_DIR:04d}/f{i:06d}.bin", size)
+        small_used += size
+    medium_budget = int(budget * MEDIUM_SHARE)
+    medium_used = 0
+    i = 0
+    while True:
+        size = log_uniform(*MEDIUM_RANGE)
+        if medium_used + size > medium_budget:
+            break
+        add(f"medium/m{i:04d}.bin", size)
+        medium_used += size
+        i += 1
+    rest = budget - used - small_used - medium_used
+    each = max(0, rest // LARGE_FILES) // (4 * KiB) * (4 * KiB)
+    if each:
+        for k in range(LARGE_FILES):
+            add(f"large/l{k}.bin", each)
+    return files
+
+
+def signature(files: list[TreeFile]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.rel}\0{f.size}\0{f.seed}\n".encode())
+    return h.hexdigest()
+
+
+def _chunks(f: TreeFile) -> Any:
+    """The file's content in pieces of at most 1 MiB: its random block, repeated."""
+    if f.size == 0:
+        return
+    block = random.Random(f.seed).randbytes(min(f.size, BLOCK))
+    chunk = block * max(1, MiB // len(block))
+    left = f.size
+    while left > 0:
+        piece = chunk if left >= len(chunk) else chunk[:left]
+        yield piece
+        left -= len(piece)
+
+
+def expected_digest(f: TreeFile) -> str:
+    h = xxhash.xxh3_128()
+    for piece in _chunks(f):
+        h.update(piece)
+    return h.hexdigest()
+
+
+# Digests by tree signature: computed once per process, shared by every subject and sample.
+_EXPECTED: dict[str, dict[str, str]] = {}
+# --read-only: the existing files each volume root gets hashed, chosen once per process.
+_EXISTING: dict[str, list[str]] = {}
+
+
+def existing_files(root: str, budget: int) -> list[str]:
+    """Regular files under root in walk order until their sizes reach the budget."""
+    chosen: list[str] = []
+    total = 0
+    stack = [root]
+    while stack and total < budget:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue  # an unlistable directory of someone's volume: hash the rest
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(e.path)
+                elif e.is_file(follow_symlinks=False) and total < budget:
+                    chosen.append(e.path)
+                    total += e.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+    return chosen
+
+
+def expected_digests(files: list[TreeFile]) -> dict[str, str]:
+    sig = signature(files)
+    if sig not in _EXPECTED:
+        _EXPECTED[sig] = {f.rel: expected_digest(f) for f in files}
+    return _EXPECTED[sig]
+
+
+def write_tree(root: str, files: list[TreeFile]) -> None:
+    made: set[str] = set()
+    for f in files:
+        path = os.path.join(root, f.rel)
+        d = os.path.dirname(path)
+        if d not in made:
+            os.makedirs(d, exist_ok=True)
+            made.add(d)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            for piece in _chunks(f):
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+
+@dataclass(frozen=True)
+class TreeHash:
+    """Walk and XXH128 a generated tree; `cache` says what the runner prepares (and verifies)."""
+
+    variant: str = "cold"
+    cache: str = "cold"
+    description: str = (
+        "walk a tree (a few large files, medium ones, many small ones) and XXH128 every file "
+        "on native threads, after sync, drop_caches and (FUSE) a remount (seed 000: xxhsum)"
+    )
+    threads: int | None = None  # None: one per CPU
+    manifest: str | None = None  # also write an `xxhsum -H2` manifest of the tree here
+    name: str = "tree-hash"
+    metric: str = "throughput"
+    unit: str = "MiB/s"
+    higher_is_better: bool = True
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}/{self.variant}"
+
+    @property
+    def read_only_ok(self) -> bool:
+        # On an existing volume it hashes the files already there (seed 000's use).
+        return True
+
+    def n_threads(self) -> int:
+        return self.threads or default_threads()
+
+    def layout(self, target: Target) -> list[TreeFile]:
+        return plan_tree(max(4 * MiB, target.size) // MiB * MiB, target.scale)
+
+    def params(self, target: Target) -> dict[str, Any]:
+        if target.read_only:
+            return {
+                "engine": "native-xxh128",
+                "variant": self.variant,
+                "cache": self.cache,
+                "files": "existing",
+                "byte_budget": target.size,
+                "threads": self.n_threads(),
+                "read_size": READ_BUFSIZE,
+                "timed": "read + hash",
+            }
+        files = self.layout(target)
+        return {
+            "engine": "native-xxh128",
+            "variant": self.variant,
+            "cache": self.cache,
+            "files": len(files),
+            "tree_bytes": sum(f.size for f in files),
+            "threads": self.n_threads(),
+            "read_size": READ_BUFSIZE,
+            "timed": "walk + read + hash",
+        }
+
+    def root(self, target: Target) -> str:
+        return os.path.join(target.workdir, TREE_DIR)
+
+    def prepare(self, target: Target) -> None:
+        """Untimed: lay the tree out unless this very tree is already there."""
+        if target.read_only:
+            self._prepare_existing(target)
+            return
+        files = self.layout(target)
+        sig = signature(files)
+        root = self.root(target)
+        marker = os.path.join(target.workdir, TREE_DIR + ".layout")
+        try:
+            with open(marker) as f:
+                present = json.load(f).get("signature") == sig
+        except (OSError, ValueError):
+            present = False
+        if not present:
+            try:
+                os.makedirs(target.workdir, exist_ok=True)
+                if os.path.lexists(marker):
+                    os.unlink(marker)
+                shutil.rmtree(root, ignore_errors=True)
+                write_tree(root, files)
+                with open(marker, "w") as f:
+                    json.dump({"signature": sig, "files": len(files)}, f)
+            except OSError as e:
+                # A partial tree would only take the space other workloads need.
+                shutil.rmtree(root, ignore_errors=True)
+                raise WorkloadFailed(f"laying out the tree: {e.strerror or e}") from e
+        expected_digests(files)  # untimed too
+        if self.cache == "warm":
+            # Read it all once so the measured run finds it cached (the runner verifies).
+            from fsbench._xxhtree import hash_files
+
+            hash_files(walk_tree(root)[0], self.n_threads(), READ_BUFSIZE)
+
+    def _existing_root(self, target: Target) -> str:
+        return target.mountpoint or target.workdir
+
+    def _prepare_existing(self, target: Target) -> None:
+        root = self._existing_root(target)
+        if root not in _EXISTING:
+            _EXISTING[root] = existing_files(root, target.size)
+        if not _EXISTING[root]:
+            raise Unsupported("no files on the volume to hash")
+        if self.cache == "warm":
+            from fsbench._xxhtree import hash_files
+
+            hash_files(_EXISTING[root], self.n_threads(), READ_BUFSIZE)
+
+    def _run_existing(self, target: Target) -> Measurement:
+        from fsbench._xxhtree import hash_files
+
+        root = self._existing_root(target)
+        paths = _EXISTING.get(root) or existing_files(root, target.size)
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.perf_counter()
+        results = hash_files(paths, self.n_threads(), READ_BUFSIZE)
+        t1 = time.perf_counter()
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        for p, (_d, _size, err) in zip(paths, results, strict=True):
+            if err:
+                raise WorkloadFailed(f"reading {p}: {os.strerror(err)}")
+        if self.manifest:
+            digests = (d for d, _s, _e in results)
+            write_manifest(zip(paths, digests, strict=True), self.manifest, root)
+        return self._measurement(paths, results, t0, t0, t1, ru0, ru1)
+
+    def run(self, target: Target) -> Measurement:
+        from fsbench._xxhtree import hash_files
+
+        if target.read_only:
+            return self._run_existing(target)
+        files = self.layout(target)
+        expected = expected_digests(files)
+        root = self.root(target)
+        threads = self.n_threads()
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.perf_counter()
+        paths, walk_errors = walk_tree(root)
+        t1 = time.perf_counter()
+        results = hash_files(paths, threads, READ_BUFSIZE)
+        t2 = time.perf_counter()
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+
+        if walk_errors:
+            p, err = walk_errors[0]
+            raise WorkloadFailed(f"listing {p}: {os.strerror(err)}")
+        for p, (_d, _size, err) in zip(paths, results, strict=True):
+            if err:
+                raise WorkloadFailed(f"reading {p}: {os.strerror(err)}")
+        prefix = len(root) + 1
+        got = {
+            p[prefix:].replace(os.sep, "/"): d
+            for p, (d, _s, _e) in zip(paths, results, strict=True)
+        }
+        if set(got) != set(expected):
+            lost, extra = set(expected) - set(got), set(got) - set(expected)
+            what = f"{len(lost)} file(s) missing" if lost else f"{len(extra)} unexpected file(s)"
+            raise WorkloadFailed(f"the tree is not as written: {what}, e.g. {min(lost or extra)}")
+        bad = sorted(rel for rel, d in got.items() if d != expected[rel])
+        if bad:
+            raise WorkloadFailed(
+                f"content differs from what was written in {len(bad)} file(s), e.g. {bad[0]}"
+            )
+        if self.manifest:
+            write_manifest(
+                zip(paths, (d for d, _s, _e in results), strict=True), self.manifest, root
+            )
+
+        return self._measurement(paths, results, t0, t1, t2, ru0, ru1)
+
+    def _measurement(
+        self,
+        paths: list[str],
+        results: list[tuple[str | None, int, int]],
+        t0: float,
+        t1: float,
+        t2: float,
+        ru0: Any,
+        ru1: Any,
+    ) -> Measurement:
+        """t0..t1 the walk (none on an existing volume), t1..t2 the hashing."""
+        threads = self.n_threads()
+        seconds = t2 - t0
+        nbytes = sum(size for _d, size, _e in results)
+        user = ru1.ru_utime - ru0.ru_utime
+        sys_ = ru1.ru_stime - ru0.ru_stime
+        ctx = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw)
+        return Measurement(
+            value=nbytes / MiB / seconds if seconds > 0 else 0.0,
+            seconds=seconds,
+            bytes=nbytes,
+            ops=len(paths),
+            app_user_s=user,
+            app_sys_s=sys_,
+            app_ctx=ctx,
+            extra={
+                "files": len(paths),
+                "walk_s": round(t1 - t0, 6),
+                "hash_s": round(t2 - t1, 6),
+                "threads": threads,
+                # (user + sys) / wall of this process: seed 000's "73 % of real time"; above
+                # 1.0 means more than one core was busy.
+                "cpu_share_of_wall": round((user + sys_) / seconds, 4) if seconds > 0 else None,
+                "files_per_s": round(len(paths) / seconds, 1) if seconds > 0 else None,
+            },
+        )
+
+
+def with_manifest(wl: TreeHash, path: str) -> TreeHash:
+    """The same workload, also writing an `xxhsum -H2` manifest (names relative to the tree's
+    root; the tree is identical on every subject, verified against the known digests)."""
+    return replace(wl, manifest=path)
+
+
+def apply_manifest(workloads: list[Any], path: str) -> list[Any]:
+    """`--manifest FILE` for compare/run: the first tree-hash workload of the list also writes
+    FILE after each sample (same content every time). Checked before anything runs."""
+    idx = next((i for i, w in enumerate(workloads) if isinstance(w, TreeHash)), None)
+    if idx is None:
+        raise UsageError("--manifest needs the tree-hash workload (--workloads tree-hash)")
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise UsageError(f"--manifest {path}: cannot write a file there")
+    out = list(workloads)
+    out[idx] = with_manifest(out[idx], os.path.abspath(path))
+    return out
+
+
+TREE_HASH_JOBS: list[TreeHash] = [
+    TreeHash(),
+    TreeHash(
+        variant="warm",
+        cache="warm",
+        description="walk a tree and XXH128 every file on native threads, the tree just read "
+        "(cached): fsbench's hashing and the driver's cached path, not the device",
+    ),
+]
