@@ -120,7 +120,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 90) -> tuple[int, str, str]
 
 
 def _fio_running(mount_dir: str) -> bool:
-    return any(Path(cmdline(p)[0]).name == "fio" for p in processes_naming(mount_dir) if cmdline(p))
+    return any(Path("".join(cmdline(p)[:1])).name == "fio" for p in processes_naming(mount_dir))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -130,6 +130,10 @@ def test_signal_releases_everything_and_keeps_results(
     proc = _start_compare(tmp_path)
     try:
         dirs = _wait_mounted(proc, state_dir)
+        daemons = [
+            p for p in processes_naming(dirs.mount_dir) if "ntfs-3g" in "".join(cmdline(p)[:1])
+        ]
+        assert daemons, "no ntfs-3g daemon found while mounted"
         if sig == signal.SIGINT:
             # As Ctrl-C in a terminal: the whole process group (uv, fsbench, fio) gets it, and
             # uv forwards it once more: fsbench sees it twice.
@@ -155,6 +159,7 @@ def test_signal_releases_everything_and_keeps_results(
     assert results["environment"]["interrupted_by"] == sig.name
     assert {s["id"] for s in results["subjects"]} == {"ext4", "ntfs-3g"}
     dirs.assert_released()
+    assert not any(alive(p) for p in daemons)
 
 
 def _make_foreign(tmp_path: Path) -> tuple[str, str, Path]:
@@ -197,7 +202,7 @@ def test_sigkill_leaves_resources_and_cleanup_releases_only_its_own(
         left = dirs.leftovers()
         assert len(left.get("loops", [])) == 2, left
         assert sorted(m.fstype for m in left.get("mounts", [])) == ["ext4", "fuseblk"], left
-        daemons = [p for p in left.get("processes", []) if "ntfs-3g" in cmdline(p)[0]]
+        daemons = [p for p in left.get("processes", []) if "ntfs-3g" in "".join(cmdline(p)[:1])]
         assert daemons, f"no ntfs-3g daemon left running: {left}"
         assert left.get("image_dir") and left.get("mount_dir") and left.get("record"), left
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -139,9 +140,17 @@ def test_rejected_mount_option_is_a_usage_error(tmp_path: Path, state_dir: Path)
     assert len(lines) == 1, res.stderr
     assert "Traceback" not in res.stderr
     assert "bogusopt" in lines[0] and "rejected" in lines[0]
-    doc = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert doc["results"] == [] or all(not r["samples"] for r in doc["results"])
-    _run_dirs(doc, state_dir).assert_released()
+    # The run is named by the mount point in the message (and by results.json, if written).
+    m = re.search(r"/run/fsbench/fsbench-([^/\s]+)/", lines[0])
+    assert m, lines[0]
+    run_dirs = RunDirs.of(m.group(1), state_dir)
+    results = tmp_path / "out" / "results.json"
+    if results.exists():
+        doc = json.loads(results.read_text())
+        assert doc["run_id"] == run_dirs.run_id
+        assert all(not r["samples"] for r in doc["results"])
+    assert list(state_dir.glob("*.json")) == []
+    run_dirs.assert_released()
 
 
 @pytest.mark.root
@@ -203,7 +212,13 @@ AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-group
 
 
 def _nobody_python() -> str:
-    """An interpreter that user nobody can start with fsbench and its dependencies importable."""
+    """An interpreter that user nobody can start with fsbench and its dependencies importable.
+
+    On a machine where the venv's interpreter links into a directory nobody cannot enter
+    (pyenv under /root), `sh -c .venv/bin/python` fails for nobody, but setpriv still holds
+    root's capabilities at its own execve, so the binary starts, and the loader falls back to
+    the system's libpython of the same minor version: the probe below is what decides.
+    """
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is missing: cannot drop to user nobody")
     probe = "import fsbench.cli, fsbench.pipeline, numpy, scipy, pydantic, psutil"

@@ -106,8 +106,7 @@ def test_lifecycle_options_daemon_and_identical_images(
 
         if fuse:
             assert a.daemon_pid and b.daemon_pid
-            # Each subject found its own daemon, although one mount point is a prefix of the
-            # other (…/ntfs-3g and …/ntfs-3g_big_writes_noatime).
+            # Each subject found its own daemon (two of one driver, side by side).
             assert a.daemon_pid != b.daemon_pid
             for s in subs:
                 argv = cmdline(s.daemon_pid)
