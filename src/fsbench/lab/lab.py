@@ -20,7 +20,7 @@ from fsbench.lab import loops, mounts, safety
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
-from fsbench.lab.state import StateRecord, release
+from fsbench.lab.state import StateRecord, process_start, release
 from fsbench.lab.subject import SubjectSpec
 from fsbench.lab.system import dmesg_tail, run
 
@@ -148,7 +148,13 @@ class Lab:
     def __enter__(self) -> Lab:
         image_dir = self._image_dir()
         mount_dir = Path("/run/fsbench") / f"fsbench-{self.run_id}"
-        self.record = StateRecord(self.run_id, os.getpid(), str(image_dir), str(mount_dir))
+        self.record = StateRecord(
+            self.run_id,
+            os.getpid(),
+            str(image_dir),
+            str(mount_dir),
+            pid_start=process_start(os.getpid()),
+        )
         if self.backing.kind == "device" and self.backing.path:
             self.record.devices.append(self.backing.path)
         self.record.save()  # written before anything exists, so cleanup can always find it

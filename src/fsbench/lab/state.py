@@ -31,6 +31,8 @@ class StateRecord:
     devices: list[str] = field(default_factory=list)  # device: backings (never deleted)
     # Loops over real devices (not under image_dir), recorded right after attaching.
     loops: list[list[str]] = field(default_factory=list)
+    # The owner's start time (clock ticks since boot): a PID alone may be reused.
+    pid_start: int = 0
     path: str = ""
 
     def save(self) -> None:
@@ -102,14 +104,27 @@ def records() -> list[StateRecord]:
     return out
 
 
-def owner_alive(rec: StateRecord) -> bool:
-    if rec.pid == os.getpid():
-        return False
+def process_start(pid: int) -> int:
+    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); 0 if
+    it is gone."""
     try:
-        cmdline = Path(f"/proc/{rec.pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def owner_alive(rec: StateRecord) -> bool:
+    """Whether the process that made the record still runs (the same process, not a reused
+    PID), so its resources are in use and not ours to release."""
+    if rec.pid == os.getpid() or not mounts.pid_running(rec.pid):
+        return False
+    if rec.pid_start:
+        return process_start(rec.pid) == rec.pid_start
+    try:  # records without a start time: the best remaining evidence is the command line
+        return b"fsbench" in Path(f"/proc/{rec.pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"fsbench" in cmdline and mounts.pid_running(rec.pid)
 
 
 def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
