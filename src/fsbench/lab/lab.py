@@ -22,7 +22,7 @@ from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.state import StateRecord, process_start, release
 from fsbench.lab.subject import SubjectSpec
-from fsbench.lab.system import dmesg_tail, run
+from fsbench.lab.system import dmesg_mark, dmesg_since, run
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -249,11 +249,21 @@ class Lab:
         if self.read_only:
             opts = ",".join(o for o in ("ro", opts) if o)
         argv = s.spec.driver.mount_argv(s.device or "", s.mountpoint, opts)
+        mark = dmesg_mark() if s.spec.driver.kind == "kernel" else ""
         try:
             s.entry = mounts.mount(argv, s.mountpoint)
         except LabError as e:
             if s.spec.driver.kind == "kernel":
-                raise LabError(f"{e} ({dmesg_tail(2)})") from e
+                # mount(8) says "wrong fs type, bad option, bad superblock" whatever happened;
+                # the kernel's log names the real reason.
+                dev, fstype = s.block_device or "", s.spec.driver.fstype
+                kernel_says = dmesg_since(mark, [f"({dev})", f"{fstype}:"])
+                if kernel_says:
+                    raise LabError(
+                        f"{fstype} refused to mount {s.device} with "
+                        f"'{opts or 'defaults'}': {kernel_says}"
+                    ) from e
+                raise
             raise
         s.events.append("mount")
         if s.spec.driver.kind == "fuse":

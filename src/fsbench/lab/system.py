@@ -36,11 +36,25 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "(no message)"
 
 
-def dmesg_tail(n: int = 3) -> str:
-    """The kernel's last words: the real reason a kernel mount failed ('Unknown parameter')."""
+def _dmesg() -> list[str]:
     try:
         proc = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
-    lines = [ln.split("] ", 1)[-1] for ln in proc.stdout.splitlines()[-n:]]
-    return "; ".join(lines)
+        return []
+    return proc.stdout.splitlines()
+
+
+def dmesg_mark() -> str:
+    """The kernel log's last line now: what comes after it is new."""
+    lines = _dmesg()
+    return lines[-1] if lines else ""
+
+
+def dmesg_since(mark: str, words: list[str], n: int = 2) -> str:
+    """The kernel's words since `mark` about this mount ('Unknown parameter'): only new lines
+    naming one of `words`, so another run's messages are not blamed on this one."""
+    lines = _dmesg()
+    if mark in lines:
+        lines = lines[len(lines) - lines[::-1].index(mark) :]
+    mine = [ln.split("] ", 1)[-1] for ln in lines if any(w and w in ln for w in words)]
+    return "; ".join(mine[-n:])
