@@ -9,16 +9,22 @@ from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
 from fsbench.workloads.base import Workload
+from fsbench.workloads.compile import COMPILE_JOBS
+from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FIO_JOBS, FioJob, with_numjobs
 from fsbench.workloads.metadata import METADATA_JOBS
 from fsbench.workloads.treehash import TREE_HASH_JOBS
+from fsbench.workloads.webserve import WEB_SERVE_JOBS
 
 __all__ = ["DRIVERS", "FORMATS", "SUITES", "WORKLOADS", "resolve_workloads"]
 
 WORKLOADS: dict[str, Workload] = {job.id: job for job in FIO_JOBS}
 WORKLOADS.update({w.id: w for w in TREE_HASH_JOBS})
 WORKLOADS.update({w.id: w for w in METADATA_JOBS})
+WORKLOADS.update({w.id: w for w in COPY_JOBS})
+WORKLOADS.update({w.id: w for w in COMPILE_JOBS})
+WORKLOADS.update({w.id: w for w in WEB_SERVE_JOBS})
 
 # Hidden from listings: only for tests of the scheduler, statistics and reports.
 HIDDEN_WORKLOADS: dict[str, type] = {"fake": FakeWorkload}
