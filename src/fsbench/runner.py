@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics as _st
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from fsbench import stats
@@ -22,6 +22,7 @@ from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
 from fsbench.workloads.base import Measurement, Target, Unsupported, Workload, WorkloadFailed
 
 GiB = 1024**3
+MiB = 1024**2
 
 
 class SampleSink(Protocol):
@@ -129,8 +130,23 @@ class Runner:
                     if rt.subject.status == "ok":
                         self._fail_subject(rt, f"releasing the device: {e}")
 
+    def close_workloads(self) -> None:
+        """Give workloads their clean-up (scratch areas outside the target), once."""
+        for wl in self.workloads:
+            close = getattr(wl, "close", None)
+            if callable(close):
+                close()
+
+    def space_share(self, wl: Workload) -> float:
+        """The part of the file budget this workload may fill: the budget is split between the
+        workloads whose files stay on the target (fio jobs of one fileset share theirs)."""
+        groups = {space_group(w) for w in self.workloads} - {None}
+        group = space_group(wl)
+        return 1.0 if group is None or not groups else 1.0 / len(groups)
+
     def finish(self) -> None:
         """Aggregate every result from its samples (also used after an interrupt)."""
+        self.close_workloads()
         for res in self.results.values():
             aggregate(res)
             if self.sink:
@@ -158,13 +174,14 @@ class Runner:
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
         try:
-            target = rt.ensure() if rt.ensure else rt.target
+            target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
             if known is None:
                 # Parameters from the live target (read-only volumes name the file read).
                 res.params = wl.params(target)
             wl.prepare(target)
             cache, cache_flags = self._prepare_cache(target, wl)
-            target = rt.ensure() if rt.ensure else target  # a FUSE remount has a new daemon
+            if rt.ensure:  # a FUSE remount has a new daemon
+                target = self._sized(rt.ensure(), wl)
             spec = ProbeSpec(
                 daemon_pid=target.daemon_pid,
                 block_device=target.block_device,
@@ -204,6 +221,12 @@ class Runner:
             self.sink.save_sample(self.run.run_id, res, sample)
         self.on_sample()
 
+    def _sized(self, target: Target, wl: Workload) -> Target:
+        share = self.space_share(wl)
+        if share >= 1.0:
+            return target
+        return replace(target, size=max(MiB, int(target.size * share) // MiB * MiB))
+
     def _fail_subject(self, rt: RunTarget, why: str) -> None:
         rt.subject.status, rt.subject.error = "failed", why
         if rt.discard is not None:
@@ -229,6 +252,14 @@ class Runner:
 
 def workload_id(wl: Workload) -> str:
     return getattr(wl, "id", wl.name)
+
+
+def space_group(wl: Workload) -> str | None:
+    """Which files a workload keeps on the target (None: too few to count)."""
+    if hasattr(wl, "space_group"):
+        return wl.space_group  # type: ignore[no-any-return]
+    fileset = getattr(wl, "fileset", None)
+    return f"fio:{fileset}" if fileset else wl.name
 
 
 # Residency is read with mincore, one byte per page: bound the vector for huge real devices.

@@ -321,6 +321,8 @@ class Compile:
     metric: str = "time"
     unit: str = "s"
     higher_is_better: bool = False
+    # Few, small files: no share of the file budget needed (see runner.space_share).
+    space_group: str | None = None
     # Sources were just written or read in prepare: the page cache holds them.
     cache: str = "warm"
     _projects: dict[int, Project] = field(default_factory=dict, repr=False)

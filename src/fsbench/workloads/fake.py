@@ -22,6 +22,8 @@ class FakeWorkload:
     unit: str = "MiB/s"
     cache: str = "none"
     higher_is_better: bool = True
+    # Few, small files: no share of the file budget needed (see runner.space_share).
+    space_group: str | None = None
     calls: list[tuple[str, str]] = field(default_factory=list)  # (phase, subject) in order
     _counters: dict[str, int] = field(default_factory=dict)
 

@@ -150,6 +150,8 @@ class MetadataOp:
     metric: str = "ops"
     unit: str = "ops/s"
     higher_is_better: bool = True
+    # Few, small files: no share of the file budget needed (see runner.space_share).
+    space_group: str | None = None
 
     @property
     def variant(self) -> str:
