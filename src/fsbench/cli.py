@@ -147,6 +147,12 @@ def _common(f):
     )(f)
     f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
     f = click.option(
+        "--manifest",
+        default=None,
+        type=click.Path(path_type=Path),
+        help="With tree-hash: write an `xxhsum -H2` manifest of the hashed tree to FILE.",
+    )(f)
+    f = click.option(
         "--scale",
         default="1",
         help="Multiply macro workloads' default amounts (file counts, tree sizes), e.g. 0.2.",
@@ -298,6 +304,10 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     from fsbench.store import default_db_path
 
     wl = resolve_workloads(common["workloads"], common["suite"], _numjobs(common["numjobs"]))
+    if common.get("manifest"):
+        from fsbench.workloads.treehash import apply_manifest
+
+        wl = apply_manifest(wl, str(common["manifest"]))
     n, adaptive = _repeat(common["repeat"])
     max_repeat = int(_positive("--max-repeat", common["max_repeat"]) or 10)
     if adaptive and max_repeat < n:
