@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fsbench import stats
+from fsbench.lab.backing import format_size
 from fsbench.schema import Result, Run
 
 
@@ -82,7 +83,11 @@ def workload_tables(run: Run) -> list[Table | Text]:
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
         base = next((r for r in results if r.status == "ok" and r.samples), None)
         unit = results[0].unit
-        t = Table(title=f"{workload}  ({_describe(results[0])})", title_justify="left")
+        described = _describe(results[0])
+        title = f"{workload}  ({described})" if described else workload
+        if not results[0].higher_is_better:
+            title += "  — lower is better"
+        t = Table(title=title, title_justify="left")
         t.add_column("subject", style="bold")
         t.add_column(f"{unit} ±CI95", justify="right")
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
@@ -126,8 +131,10 @@ def _describe(res: Result) -> str:
     bits = []
     if "block_size" in p:
         bits.append(f"bs={p['block_size']}")
-    if "file_size" in p:
-        bits.append(f"file={p['file_size'] // 2**20} MiB")
+    if isinstance(p.get("file_size"), int) and p["file_size"]:
+        bits.append(f"file={format_size(p['file_size'])}")
+    if p.get("numjobs", 1) not in (1, None):
+        bits.append(f"{p['numjobs']} jobs")
     if p.get("fsync") == "end":
         bits.append("final fsync")
     if p.get("direct"):
