@@ -335,14 +335,18 @@ def build_sample(
     flags = [*m.flags, *cache_flags, *verdict, *d.flags]
     cpu = d.to_cpu(app_user_s=m.app_user_s, app_sys_s=m.app_sys_s)
     gib = m.bytes / GiB if m.bytes else 0.0
+    parts = {
+        "app": cpu.app_user_s + cpu.app_sys_s,
+        "driver": cpu.driver_s,
+        "kernel_threads": cpu.kernel_threads_s,
+    }
     if gib > 0:
-        parts = {
-            "app": cpu.app_user_s + cpu.app_sys_s,
-            "driver": cpu.driver_s,
-            "kernel_threads": cpu.kernel_threads_s,
-        }
         cpu.per_gib = {k: v / gib for k, v in parts.items()}
         cpu.per_gib_s = sum(parts.values()) / gib
+    elif m.ops:
+        # Metadata moves no bytes: its cost is per operation (CPU ms per 1000 ops).
+        kops = m.ops / 1000
+        cpu.per_kop_ms = {k: 1000 * v / kops for k, v in parts.items()}  # type: ignore[attr-defined]
     ctx = d.system_ctx
     extra = dict(m.extra)
     extra["daemon_ctx"] = d.daemon_ctx
@@ -392,6 +396,9 @@ def aggregate(res: Result) -> None:
         cpu.per_gib = {
             k: _median([x.cpu.per_gib.get(k, 0.0) for x in det]) for k in det[0].cpu.per_gib
         }
+    per_kop = [x.cpu.per_kop_ms for x in det if getattr(x.cpu, "per_kop_ms", None)]
+    if per_kop:
+        cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}  # type: ignore[attr-defined]
     res.cpu = cpu
     res.device = Device(
         **{

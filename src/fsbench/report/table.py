@@ -52,6 +52,12 @@ def ratio_text(base: Result | None, res: Result) -> Text:
 def _cpu_text(res: Result) -> str:
     per = res.cpu.per_gib
     if not per:
+        per_kop = getattr(res.cpu, "per_kop_ms", None)
+        if per_kop:
+            parts = "+".join(
+                f"{per_kop.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads")
+            )
+            return f"{parts} ms/kop"
         return "–"
     return "+".join(f"{per.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads"))
 
