@@ -15,6 +15,7 @@ import pytest
 from conftest import (
     REPO,
     RunDirs,
+    cmdline,
     fsbench,
     fsbench_argv,
     mounts_under,
@@ -220,8 +221,16 @@ def test_killing_the_fuse_daemon_fails_that_subject_only(state_dir: Path, tmp_pa
             ]
             return bool(daemon)
 
-        assert wait_until(ntfs_daemon, 60), "the ntfs-3g daemon never appeared"
-        time.sleep(1.0)  # let a workload start on it
+        def fio_on_ntfs() -> bool:
+            # Kill while fio works on the ntfs-3g mount, not between workloads (a remount for
+            # a cold read would replace the daemon and hide the fault).
+            return ntfs_daemon() and any(
+                "fio" in Path(f"/proc/{p}/comm").read_text()
+                and any("ntfs-3g" in a for a in cmdline(p))
+                for p in processes_naming(dirs.mount_dir)
+            )
+
+        assert wait_until(fio_on_ntfs, 120, interval=0.01), "fio never ran on ntfs-3g"
         for p in daemon:
             subprocess.run(["kill", "-9", str(p)])
         _stdout, stderr = proc.communicate(timeout=300)
