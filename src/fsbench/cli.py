@@ -439,6 +439,15 @@ cli.add_command(_verify)
 cli.add_command(_hash)
 
 
+from fsbench.commands.report import diff as _diff  # noqa: E402
+from fsbench.commands.report import export as _export  # noqa: E402
+from fsbench.commands.report import report as _report  # noqa: E402
+
+cli.add_command(_report)
+cli.add_command(_diff)
+cli.add_command(_export)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False, prog_name="fsbench")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
+from fsbench.workloads import iozone
 from fsbench.workloads.base import Workload
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
@@ -28,6 +29,11 @@ WORKLOADS.update({w.id: w for w in WEB_SERVE_JOBS})
 
 # Hidden from listings: only for tests of the scheduler, statistics and reports.
 HIDDEN_WORKLOADS: dict[str, type] = {"fake": FakeWorkload}
+
+# The Iozone matrix: hundreds of generated cells, resolvable by id (or all as "iozone") but kept
+# out of `fsbench list workloads`; suites name a subset through WORKLOAD_GROUPS.
+MATRIX_WORKLOADS: dict[str, Workload] = {job.id: job for job in iozone.FULL_JOBS}
+WORKLOAD_GROUPS: dict[str, list[str]] = iozone.groups()
 
 SUITES: dict[str, dict] = {
     "default": {
@@ -50,6 +56,9 @@ SUITES: dict[str, dict] = {
 }
 
 
+SUITES.update(iozone.suites())
+
+
 def resolve_workloads(
     spec: str | None, suite: str | None, numjobs: list[int] | None = None
 ) -> list[Workload]:
@@ -65,9 +74,11 @@ def resolve_workloads(
             raise UsageError("--workloads is empty; e.g. --workloads seq-write,seq-read")
     else:
         names = SUITES["default"]["workloads"]
+    names = [m for n in names for m in WORKLOAD_GROUPS.get(n, [n])]
+    pool = {**WORKLOADS, **MATRIX_WORKLOADS}
     out: list[Workload] = []
     for n in names:
-        matches = [w for wid, w in WORKLOADS.items() if n in (wid, w.name)]
+        matches = [w for wid, w in pool.items() if n in (wid, w.name)]
         if matches:
             out += matches
         elif n in HIDDEN_WORKLOADS:

@@ -1,0 +1,241 @@
+"""`fsbench report`, `fsbench diff` and `fsbench export`: what a stored run says, as a page, as a
+comparison with another run, or as data. They read runs; they never measure.
+
+RUN is a run id, a unique prefix of one, or a run's output directory (see `fsbench show --list`).
+Bad input (an unknown run, a bad format, an unwritable path) is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fsbench.errors import UsageError
+
+if TYPE_CHECKING:
+    # Imported where used: `fsbench --help` should not pay for pydantic and matplotlib.
+    from fsbench.report.diff import ResultDiff, RunDiff
+    from fsbench.schema import Run
+    from fsbench.store import Store
+
+_DB_HELP = "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db)."
+
+
+def _load(store: Store, ref: str) -> Run:
+    return store.load_run(ref)
+
+
+def _store(db: Path | None, refs: list[str]) -> Store:
+    """The results store, or (when none exists yet) an in-memory one that can still read run
+    directories: looking at runs must not create a database."""
+    from fsbench.store import Store, default_db_path
+
+    db_path = db or default_db_path()
+    if db_path.exists():
+        return Store(db_path)
+    for ref in refs:
+        if not ref.strip() or not Path(ref).expanduser().exists():
+            raise UsageError(f"no run {ref!r}: no runs stored yet ({db_path} does not exist)")
+    return Store(":memory:")
+
+
+def _out_dir_of(store: Store, ref: str, run: Run) -> Path | None:
+    """Where the run's results.json lives: the directory given, or the one the store recorded."""
+    p = Path(ref).expanduser()
+    if p.is_dir():
+        return p
+    if p.is_file():
+        return p.parent
+    for row in store.list_runs(limit=1_000_000):
+        if row["run_id"] == run.run_id and row.get("out_dir"):
+            d = Path(row["out_dir"])
+            return d if d.is_dir() else None
+    return None
+
+
+def _default_html(store: Store, ref: str, run: Run) -> Path:
+    d = _out_dir_of(store, ref, run)
+    if d is not None and os.access(d, os.W_OK):
+        return d / "report.html"
+    return Path.cwd() / f"report-{run.run_id}.html"
+
+
+def _check_writable(path: Path, what: str) -> Path:
+    if path.is_dir():
+        path = path / "report.html"
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{what} {path}: cannot write there")
+    return path
+
+
+@click.command("report")
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to write the page (default: report.html in the run's output directory, "
+    "else ./report-RUN_ID.html).",
+)
+@click.option(
+    "--with",
+    "others",
+    multiple=True,
+    metavar="RUN",
+    help="Also show this run against another one (repeatable): what differs between the "
+    "environments and, per matching result, the ratio and its significance.",
+)
+@click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
+def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Path | None) -> None:
+    """Write the self-contained HTML report of a stored RUN (no network needed to view it)."""
+    with _store(db, [run_ref, *others]) as store:
+        run = _load(store, run_ref)
+        other_runs = [_load(store, o) for o in others]
+        path = html_path if html_path is not None else _default_html(store, run_ref, run)
+    path = _check_writable(path, "--html")
+    # matplotlib (imported with the renderer) writes caches under $HOME: only once the input
+    # is known to be good, so a refused command leaves nothing behind.
+    from fsbench.report.html import render_html
+
+    page = render_html(run, compare_with=other_runs or None)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, path)
+    click.echo(str(path))
+
+
+@click.command("diff")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compare even when kernel, driver versions, mount or mkfs options, fio or the "
+    "backing differ (they are then listed as warnings).",
+)
+@click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
+def diff(run_a: str, run_b: str, as_json: bool, force: bool, db: Path | None) -> None:
+    """Per matching result of RUN_A and RUN_B: both medians, B / A with its 95 % interval,
+    and whether the difference is significant (Welch or Mann-Whitney)."""
+    from fsbench.report.diff import diff_runs
+
+    with _store(db, [run_a, run_b]) as store:
+        a = _load(store, run_a)
+        b = _load(store, run_b)
+    d = diff_runs(a, b)
+    if not d.results:
+        raise UsageError(
+            f"runs {a.run_id} and {b.run_id} share no result (same subject, workload and "
+            "parameters): nothing to compare"
+        )
+    matters = d.mattering
+    if matters and not force:
+        shown = "; ".join(f"{e.what}: {e.a} → {e.b}" for e in matters[:3])
+        more = f" (and {len(matters) - 3} more)" if len(matters) > 3 else ""
+        raise UsageError(
+            f"the runs' environments differ in ways that change results: {shown}{more}; "
+            "use --force to compare anyway"
+        )
+    for e in matters:
+        click.echo(f"fsbench: warning: {e.what} differs: {e.a} → {e.b}", err=True)
+    info = [e.what for e in d.environment if not e.matters]
+    if info:
+        click.echo(f"fsbench: note: also different (for information): {', '.join(info)}", err=True)
+    if as_json:
+        click.echo(json.dumps(d.to_dict(), indent=2))
+        return
+    _print_diff(d)
+
+
+def _print_diff(d: RunDiff) -> None:
+    from fsbench.report.diff import ratio_text, verdict_class
+    from fsbench.report.summary import fmt_value
+
+    styles = {"better": "green", "worse": "red", "ns": "yellow", "dim": "dim"}
+    t = Table(title=f"B = {d.run_b}  against  A = {d.run_a}", title_justify="left")
+    t.add_column("subject", style="bold")
+    t.add_column("workload", overflow="fold")
+    t.add_column("A", justify="right")
+    t.add_column("B", justify="right")
+    t.add_column("unit")
+    t.add_column("B / A [95 %]", justify="right")
+    t.add_column("signif.")
+    for r in d.results:
+        a = fmt_value(r.median_a) if r.status_a == "ok" else r.status_a
+        b = fmt_value(r.median_b) if r.status_b == "ok" else r.status_b
+        t.add_row(
+            r.subject,
+            r.title,
+            a,
+            b,
+            r.unit,
+            Text(ratio_text(r).replace(" – ", "–"), style=styles[verdict_class(r)]),
+            Text(_short_test(r), style="dim"),
+        )
+    con = Console()
+    con.print(t)
+    if d.only_a:
+        con.print(Text(f"only in A ({len(d.only_a)}): " + ", ".join(d.only_a[:8]), style="dim"))
+    if d.only_b:
+        con.print(Text(f"only in B ({len(d.only_b)}): " + ", ".join(d.only_b[:8]), style="dim"))
+    con.print(
+        Text(
+            "B / A: ratio of medians with a bootstrap 95 % interval; green/red: significantly "
+            "better/worse for B, yellow: not significant",
+            style="dim",
+        )
+    )
+
+
+def _short_test(r: ResultDiff) -> str:
+    if r.p_value is None:
+        return "untested"
+    name = {"welch": "Welch", "mann-whitney": "M-W"}.get(r.test, r.test)
+    return f"{'yes' if r.significant else 'no'} ({name} p={r.p_value:.2g})"
+
+
+@click.command("export")
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--format", "fmt", default="json", help="json (results.json) or csv (a row per result)."
+)
+@click.option(
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write to FILE instead of standard output.",
+)
+@click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
+def export(run_ref: str, fmt: str, output: Path | None, db: Path | None) -> None:
+    """Print (or write) a stored RUN as JSON or CSV."""
+    from fsbench.report.export import export as do_export
+
+    if fmt.strip().lower() not in ("json", "csv"):
+        raise UsageError(f"--format {fmt!r}: give json or csv")
+    if output is not None:
+        if output.is_dir():
+            raise UsageError(f"--output {output}: is a directory; give a file name")
+        parent = output.parent if str(output.parent) else Path(".")
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise UsageError(f"--output {output}: cannot write there")
+    with _store(db, [run_ref]) as store:
+        run = _load(store, run_ref)
+    text = do_export(run, fmt)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.write_text(text, encoding="utf-8")

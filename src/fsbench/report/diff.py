@@ -1,0 +1,213 @@
+"""Two runs side by side: per matching result both medians, the ratio B / A with its interval and
+whether the difference is significant; and what differs between the two environments.
+
+A result matches another when subject, workload, metric and parameters are equal (parameters
+that only describe how much work a sample was are ignored). Environment differences that change
+what a result means (kernel, driver version, mount and mkfs options, fio, backing) "matter";
+the others (host, CPU, memory, sysctl, tools) are shown for information.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fsbench.report.summary import fmt_ratio, quiet_compare, usable
+from fsbench.report.table import result_title
+from fsbench.schema import Result, Run, Subject
+
+# Parameters older runs stored that say how much work a sample was, not what was measured.
+_VOLATILE_PARAMS = frozenset({"bytes_per_sample", "seconds_per_sample"})
+
+
+@dataclass
+class ResultDiff:
+    subject: str
+    workload: str
+    title: str
+    params: dict[str, Any]
+    metric: str
+    unit: str
+    higher_is_better: bool
+    status_a: str
+    status_b: str
+    median_a: float | None
+    median_b: float | None
+    ci_a: tuple[float, float] | None
+    ci_b: tuple[float, float] | None
+    n_a: int
+    n_b: int
+    ratio: float | None = None  # median B / median A
+    ratio_ci95: tuple[float, float] | None = None
+    p_value: float | None = None
+    test: str = "none"
+    significant: bool | None = None
+
+    @property
+    def verdict(self) -> str:
+        """better | worse | same (not significant) | untested | n/a, for B against A."""
+        if self.ratio is None:
+            return "n/a"
+        if self.significant is None:
+            return "untested"
+        if not self.significant:
+            return "same"
+        return "better" if (self.ratio > 1) == self.higher_is_better else "worse"
+
+
+@dataclass
+class EnvDifference:
+    what: str  # "kernel", "ntfs-3g: driver version", ...
+    a: str
+    b: str
+    matters: bool
+
+
+@dataclass
+class RunDiff:
+    run_a: str
+    run_b: str
+    results: list[ResultDiff]
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+    environment: list[EnvDifference] = field(default_factory=list)
+
+    @property
+    def mattering(self) -> list[EnvDifference]:
+        return [e for e in self.environment if e.matters]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "environment_differences": [asdict(e) for e in self.environment],
+            "results": [{**asdict(r), "verdict": r.verdict} for r in self.results],
+            "only_in_a": self.only_a,
+            "only_in_b": self.only_b,
+        }
+
+
+def match_key(res: Result) -> str:
+    params = {k: v for k, v in res.params.items() if k not in _VOLATILE_PARAMS}
+    return json.dumps([res.subject, res.workload, res.metric, params], sort_keys=True)
+
+
+def _label(res: Result) -> str:
+    return f"{res.subject} · {result_title(res)}"
+
+
+def diff_results(a: Result, b: Result) -> ResultDiff:
+    d = ResultDiff(
+        subject=a.subject,
+        workload=a.workload,
+        title=result_title(a),
+        params=dict(a.params),
+        metric=a.metric,
+        unit=a.unit,
+        higher_is_better=a.higher_is_better,
+        status_a=a.status,
+        status_b=b.status,
+        median_a=a.median,
+        median_b=b.median,
+        ci_a=a.ci95,
+        ci_b=b.ci95,
+        n_a=len(a.samples),
+        n_b=len(b.samples),
+    )
+    if usable(a) and usable(b):
+        c = quiet_compare(a.samples, b.samples)
+        d.ratio, d.ratio_ci95 = c.ratio, c.ratio_ci95
+        d.p_value, d.test, d.significant = c.p_value, c.test, c.significant
+    return d
+
+
+def diff_runs(a: Run, b: Run) -> RunDiff:
+    """B against A: per matching result, in A's order."""
+    in_b = {match_key(r): r for r in b.results}
+    in_a = {match_key(r): r for r in a.results}
+    rows = [diff_results(r, in_b[k]) for k, r in in_a.items() if k in in_b]
+    return RunDiff(
+        run_a=a.run_id,
+        run_b=b.run_id,
+        results=rows,
+        only_a=[_label(r) for k, r in in_a.items() if k not in in_b],
+        only_b=[_label(r) for k, r in in_b.items() if k not in in_a],
+        environment=environment_differences(a, b),
+    )
+
+
+def _mkfs(s: Subject) -> str:
+    # The device argument names whichever loop device was free: not an option.
+    if not s.mkfs_command:
+        return ""
+    return shlex.join(a for a in s.mkfs_command if not a.startswith("/dev/"))
+
+
+def _text(v: object) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, str):
+        return v or "–"
+    return json.dumps(v, sort_keys=True)
+
+
+def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
+    out: list[EnvDifference] = []
+
+    def add(what: str, va: object, vb: object, matters: bool) -> None:
+        if _text(va) != _text(vb):
+            out.append(EnvDifference(what, _text(va), _text(vb), matters))
+
+    ea, eb = a.environment, b.environment
+    add("kernel", ea.kernel, eb.kernel, True)
+    add("fio version", ea.fio_version, eb.fio_version, True)
+    add("backing", ea.backing, eb.backing, True)
+    add("image size", ea.image_size, eb.image_size, False)
+    add("CPU", ea.cpu_model, eb.cpu_model, False)
+    add("CPUs", ea.cpus, eb.cpus, False)
+    add("memory", ea.memory_bytes, eb.memory_bytes, False)
+    add("host", ea.hostname, eb.hostname, False)
+    add("fsbench version", ea.fsbench_version, eb.fsbench_version, False)
+    for k in sorted(set(ea.tools) | set(eb.tools)):
+        if k != "fio":
+            add(f"tool {k}", ea.tools.get(k), eb.tools.get(k), False)
+    for k in sorted(set(ea.sysctl) | set(eb.sysctl)):
+        add(f"sysctl {k}", ea.sysctl.get(k), eb.sysctl.get(k), False)
+    sa = {s.id: s for s in a.subjects}
+    sb = {s.id: s for s in b.subjects}
+    for sid in [s for s in sa if s in sb]:
+        x, y = sa[sid], sb[sid]
+        add(f"{sid}: driver version", x.driver_version, y.driver_version, True)
+        add(f"{sid}: mount options", x.mount_options, y.mount_options, True)
+        add(
+            f"{sid}: effective mount options",
+            x.effective_mount_options,
+            y.effective_mount_options,
+            True,
+        )
+        add(f"{sid}: mkfs", _mkfs(x), _mkfs(y), True)
+    return out
+
+
+# -- shared text ---------------------------------------------------------------------------------
+def ratio_text(r: ResultDiff) -> str:
+    if r.ratio is None:
+        return "–"
+    text = fmt_ratio(r.ratio)
+    if r.ratio_ci95:
+        text += f" [{fmt_ratio(r.ratio_ci95[0])} – {fmt_ratio(r.ratio_ci95[1])}]"
+    return text
+
+
+def test_text(r: ResultDiff) -> str:
+    if r.test == "none" or r.p_value is None:
+        return "no test (fewer than 2 samples)" if r.ratio is not None else ""
+    name = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(r.test, r.test)
+    verdict = "significant" if r.significant else "not significant"
+    return f"{verdict} ({name}, p = {r.p_value:.2g})"
+
+
+def verdict_class(r: ResultDiff) -> str:
+    return {"better": "better", "worse": "worse", "same": "ns"}.get(r.verdict, "dim")

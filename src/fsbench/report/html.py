@@ -1,0 +1,391 @@
+"""The self-contained HTML report: one file, inline CSS and SVG plots, no script, no network.
+
+`render_html(run)` returns the page; `write_report(run, out_dir)` writes `report.html` there.
+Reads finished `Run` records only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from fsbench import __version__
+from fsbench.report import diff as diffmod
+from fsbench.report.plots import Plot, baseline, colours, plan
+from fsbench.report.summary import (
+    Finding,
+    Group,
+    compare,
+    findings,
+    fmt_ratio,
+    fmt_value,
+    groups,
+    measured_subjects,
+    size_text,
+    usable,
+)
+from fsbench.report.table import result_title
+from fsbench.schema import Result, Run
+
+REPORT_NAME = "report.html"
+
+_CACHE_TEXT = {
+    "cold-verified": "cold ✓",
+    "cold-unverified": "cold ?",
+    "warm": "warm",
+    "direct": "direct",
+    "direct-not-honored": "direct ✗",
+    "n/a": "",
+}
+
+
+@dataclass
+class Row:
+    """One subject's line in a workload table."""
+
+    subject: str
+    colour: str
+    status: str
+    error: str | None = None
+    median: str = ""
+    ci: str = ""
+    ratio: str = ""
+    ratio_class: str = ""
+    test: str = ""
+    cpu: str = ""
+    cpu_parts: str = ""
+    ctx: str = ""
+    amp: str = ""
+    cache: str = ""
+    n: int = 0
+    best: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WorkloadView:
+    key: str
+    title: str
+    description: str
+    unit: str
+    rows: list[Row]
+    plot: Plot | None
+
+
+@dataclass
+class MatrixView:
+    plots: list[Plot]
+    tables: list[dict[str, Any]]
+    skipped: list[str]
+
+
+def _ci_text(res: Result) -> str:
+    if res.ci95 is None or not res.median:
+        return ""
+    lo, hi = res.ci95
+    return f"{fmt_value(lo)} – {fmt_value(hi)}"
+
+
+def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
+    """(ratio text, css class, test text) of res against the baseline result."""
+    if base is None or base is res or not usable(base) or not usable(res):
+        return ("baseline" if base is res else "–"), "dim", ""
+    c = compare(base, res)
+    if c.ratio is None:
+        return "–", "dim", ""
+    text = fmt_ratio(c.ratio)
+    if c.ratio_ci95:
+        text += f" [{fmt_ratio(c.ratio_ci95[0])} – {fmt_ratio(c.ratio_ci95[1])}]"
+    test = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(c.test, c.test)
+    if c.p_value is not None:
+        test += f" p={c.p_value:.2g}"
+    if c.significant is None:
+        return text + " ?", "dim", "too few samples"
+    if not c.significant:
+        return text + " ≈ n.s.", "ns", test
+    better = (c.ratio > 1) == res.higher_is_better
+    return text, "better" if better else "worse", test
+
+
+def _cpu_parts(res: Result) -> str:
+    per = res.cpu.per_gib
+    if not per:
+        return ""
+    return " + ".join(f"{per.get(k, 0.0):.2f}" for k in ("app", "driver", "kernel_threads"))
+
+
+def _amp(res: Result) -> str:
+    bits = []
+    if res.read_amplification is not None:
+        bits.append(f"read {res.read_amplification:.2f}")
+    if res.write_amplification is not None:
+        bits.append(f"write {res.write_amplification:.2f}")
+    return ", ".join(bits)
+
+
+def _notes(res: Result) -> list[str]:
+    return [*res.flags, *res.warnings]
+
+
+def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
+    if res.status != "ok" or not usable(res):
+        return Row(res.subject, colour, res.status, res.error or "no samples")
+    ratio, cls, test = _ratio(base, res)
+    return Row(
+        subject=res.subject,
+        colour=colour,
+        status="ok",
+        median=fmt_value(res.median),
+        ci=_ci_text(res),
+        ratio=ratio,
+        ratio_class=cls,
+        test=test,
+        cpu="" if res.cpu.per_gib_s is None else f"{res.cpu.per_gib_s:.2f}",
+        cpu_parts=_cpu_parts(res),
+        ctx="" if res.ctx_switches_per_gib is None else f"{res.ctx_switches_per_gib:,.0f}",
+        amp=_amp(res),
+        cache=_CACHE_TEXT.get(res.cache, res.cache),
+        n=len(res.samples),
+        best=best,
+        notes=_notes(res),
+    )
+
+
+def _best(results: list[Result]) -> Result | None:
+    ok = [r for r in results if usable(r)]
+    if len(ok) < 2:
+        return None
+    hib = ok[0].higher_is_better
+    return (max if hib else min)(ok, key=lambda r: r.median or 0.0)
+
+
+def _description(res: Result) -> str:
+    p = res.params
+    bits = []
+    if p.get("block_size"):
+        bits.append(f"records {p['block_size']}")
+    if p.get("numjobs") not in (None, 1):
+        bits.append(f"{p['numjobs']} jobs")
+    if isinstance(p.get("file_size"), int):
+        bits.append(f"file {size_text(p['file_size'])}")
+    if p.get("fsync") not in (None, "none"):
+        bits.append(f"fsync {p['fsync']}")
+    if p.get("direct"):
+        bits.append("O_DIRECT")
+    if p.get("cache") not in (None, "none"):
+        bits.append(f"cache {p['cache']}")
+    return ", ".join(bits)
+
+
+def _workload_views(run: Run, gs: list[Group], plots: dict[str, Plot]) -> list[WorkloadView]:
+    order = measured_subjects(run)
+    col = colours(order)
+    base_subject = baseline(run)
+    views = []
+    for g in gs:
+        if g.matrix:
+            continue
+        per = next(iter(g.cells.values()))
+        subjects = g.subjects(order)
+        base = per.get(base_subject) if base_subject else None
+        best = _best(list(per.values()))
+        rows = [_row(per[s], base, col.get(s, "#888"), per[s] is best) for s in subjects]
+        first = per[subjects[0]]
+        views.append(
+            WorkloadView(g.key, g.title, _description(first), g.unit, rows, plots.get(g.key))
+        )
+    return views
+
+
+def _matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixView | None:
+    op_groups = [g for g in gs if g.matrix]
+    if not op_groups:
+        return None
+    order = measured_subjects(run)
+    skipped: dict[str, int] = {}
+    tables = []
+    for g in op_groups:
+        subjects = g.subjects(order)
+        rows = []
+        for (fs, rs), per in g.cells.items():  # type: ignore[misc]
+            if not any(usable(r) for r in per.values()):
+                for r in per.values():
+                    why = (r.error or r.status).split(";")[0]
+                    skipped[f"{r.status}: {why}"] = skipped.get(f"{r.status}: {why}", 0) + 1
+                continue
+            best = _best(list(per.values()))
+            cells = []
+            for s in subjects:
+                r = per.get(s)
+                if r is None:
+                    cells.append({"text": "", "cls": "dim"})
+                elif not usable(r):
+                    cells.append({"text": r.status, "cls": "bad", "title": r.error or ""})
+                else:
+                    cells.append(
+                        {
+                            "text": fmt_value(r.median),
+                            "cls": "best" if r is best else "",
+                            "title": _ci_text(r),
+                        }
+                    )
+            base = per.get(subjects[0]) if subjects else None
+            ratios = []
+            for s in subjects[1:]:
+                r = per.get(s)
+                if r is not None and base is not None:
+                    text, cls, _ = _ratio(base, r)
+                    ratios.append({"text": text, "cls": cls})
+            rows.append(
+                {"file": size_text(fs), "record": size_text(rs), "cells": cells, "ratios": ratios}
+            )
+        tables.append(
+            {
+                "op": g.label,
+                "unit": g.unit,
+                "subjects": subjects,
+                "ratio_heads": [f"{s} / {subjects[0]}" for s in subjects[1:]],
+                "rows": rows,
+            }
+        )
+    skipped_lines = [f"{n} results {why}" for why, n in skipped.items()]
+    return MatrixView(matrix_plots, tables, skipped_lines)
+
+
+def _env_rows(run: Run) -> list[tuple[str, str]]:
+    env = run.environment
+    rows = [
+        ("kernel", env.kernel),
+        ("CPU", f"{env.cpu_model} × {env.cpus}" if env.cpus else env.cpu_model),
+        ("memory", size_text(env.memory_bytes) if env.memory_bytes else ""),
+        ("backing", env.backing),
+        ("image size", size_text(env.image_size) if env.image_size else ""),
+        ("fio", env.fio_version or ""),
+        ("host", env.hostname),
+        ("Python", env.python),
+        ("fsbench", env.fsbench_version),
+    ]
+    rows += [(f"tool: {k}", v or "missing") for k, v in sorted(env.tools.items()) if k != "fio"]
+    rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]
+    for k, v in sorted((env.model_extra or {}).items()):
+        rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
+    return [(k, str(v)) for k, v in rows if v not in (None, "")]
+
+
+def _subject_rows(run: Run) -> list[dict[str, str]]:
+    out = []
+    for s in run.subjects:
+        out.append(
+            {
+                "id": s.id,
+                "driver": s.driver,
+                "fs": s.fs,
+                "kind": s.kind,
+                "version": s.driver_version or "",
+                "options": s.mount_options or "(defaults)",
+                "effective": s.effective_mount_options or "",
+                "mkfs": shlex.join(s.mkfs_command) if s.mkfs_command else "",
+                "status": s.status,
+                "error": s.error or "",
+            }
+        )
+    return out
+
+
+def _comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
+    out = []
+    for other in others:
+        d = diffmod.diff_runs(run, other)
+        out.append(
+            {
+                "run_id": other.run_id,
+                "env": [
+                    {
+                        "what": e.what,
+                        "a": e.a,
+                        "b": e.b,
+                        "matters": e.matters,
+                    }
+                    for e in d.environment
+                ],
+                "rows": [
+                    {
+                        "subject": r.subject,
+                        "title": r.title,
+                        "a": fmt_value(r.median_a),
+                        "b": fmt_value(r.median_b),
+                        "unit": r.unit,
+                        "ratio": diffmod.ratio_text(r),
+                        "cls": diffmod.verdict_class(r),
+                        "test": diffmod.test_text(r),
+                    }
+                    for r in d.results
+                ],
+                "only_a": d.only_a,
+                "only_b": d.only_b,
+            }
+        )
+    return out
+
+
+def _jinja() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("fsbench.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["svg"] = lambda p: Markup(p.svg) if p else ""
+    return env
+
+
+def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
+    """The report of a run as one self-contained HTML page (optionally against other runs)."""
+    gs = groups(run)
+    plots = plan(run)
+    found: list[Finding] = findings(run)
+    subjects = measured_subjects(run)
+    col = colours(subjects)
+    problems = [
+        {"id": s.id, "status": s.status, "error": s.error or ""}
+        for s in run.subjects
+        if s.status != "ok"
+    ]
+    template = _jinja().get_template("report.html")
+    return template.render(
+        run=run,
+        title=f"fsbench {run.run_id}",
+        command=shlex.join(run.command[1:]) if run.command else "",
+        findings=[f for f in found if f.sentences or f.problems],
+        subjects=[{"id": s, "colour": col[s]} for s in subjects],
+        baseline=baseline(run),
+        problems=problems,
+        matrix=_matrix_view(run, gs, plots.matrix),
+        workloads=_workload_views(run, gs, plots.workloads),
+        costs=plots.costs,
+        env_rows=_env_rows(run),
+        subject_rows=_subject_rows(run),
+        comparisons=_comparisons(run, compare_with or []),
+        n_plots=len(plots.all()),
+        version=__version__,
+        result_title=result_title,
+    )
+
+
+def write_report(run: Run, out_dir: str | os.PathLike[str]) -> Path:
+    """Write `report.html` into out_dir (atomically: a reader never sees half a page)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / REPORT_NAME
+    tmp = out / (REPORT_NAME + ".tmp")
+    tmp.write_text(render_html(run), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

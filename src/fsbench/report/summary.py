@@ -1,0 +1,389 @@
+"""What a run says, in words: per workload (and per Iozone operation) the fastest subject and
+by how much, with the CPU it cost. Also the grouping every report renderer shares.
+
+Only reads finished `Run` records; every number comes from the results and `stats.compare`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from fsbench import stats
+from fsbench.report.table import result_title
+from fsbench.schema import Result, Run
+
+MATRIX_WORKLOAD = "iozone"
+OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
+
+
+# -- grouping ------------------------------------------------------------------------------------
+def is_matrix(res: Result) -> bool:
+    return res.workload == MATRIX_WORKLOAD and "op" in res.params
+
+
+def measured_subjects(run: Run) -> list[str]:
+    """Subjects in run order, those that were not measured at all left out."""
+    return [s.id for s in run.subjects if s.status != "unavailable"]
+
+
+def usable(res: Result | None) -> bool:
+    return res is not None and res.status == "ok" and res.median is not None and bool(res.samples)
+
+
+def size_text(n: int | float) -> str:
+    """64 KiB, 1 MiB, 1.5 GiB."""
+    for unit, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if n >= unit:
+            v = n / unit
+            return f"{v:.0f} {suffix}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {suffix}"
+    return f"{int(n)} B"
+
+
+def cell_of(res: Result) -> tuple[int, int]:
+    """(file size, record size) of an Iozone result."""
+    return int(res.params.get("file_size", 0)), int(res.params.get("record_size", 0))
+
+
+@dataclass
+class Group:
+    """Results compared with each other: one workload variant, or one Iozone op over its cells.
+
+    `cells` maps a cell key (a result's title, or (file size, record size) in the matrix)
+    to the result of each subject there.
+    """
+
+    key: str
+    title: str
+    matrix: bool
+    cells: dict[object, dict[str, Result]] = field(default_factory=dict)
+    op: str = ""  # the Iozone operation of a matrix group
+    label: str = ""  # op, or op with its job count ("write-j4"): what plots and tables name
+
+    def results(self) -> list[Result]:
+        return [r for per in self.cells.values() for r in per.values()]
+
+    def subjects(self, order: Sequence[str]) -> list[str]:
+        present = {r.subject for r in self.results()}
+        return [s for s in order if s in present] + sorted(present - set(order))
+
+    @property
+    def higher_is_better(self) -> bool:
+        rs = self.results()
+        return rs[0].higher_is_better if rs else True
+
+    @property
+    def unit(self) -> str:
+        rs = self.results()
+        return rs[0].unit if rs else ""
+
+
+def groups(run: Run) -> list[Group]:
+    """Non-matrix workloads by title (run order), then Iozone ops in Iozone's order."""
+    plain: dict[str, Group] = {}
+    ops: dict[str, Group] = {}
+    for res in run.results:
+        if is_matrix(res):
+            op = str(res.params["op"])
+            jobs = res.params.get("numjobs") or 1
+            label = op if jobs == 1 else f"{op}-j{jobs}"
+            g = ops.setdefault(
+                label, Group(f"iozone/{label}", f"Iozone {label}", True, op=op, label=label)
+            )
+            g.cells.setdefault(cell_of(res), {})[res.subject] = res
+        else:
+            title = result_title(res)
+            g = plain.setdefault(title, Group(title, title, False))
+            g.cells.setdefault(title, {})[res.subject] = res
+    ordered_ops = sorted(
+        ops.values(),
+        key=lambda g: (OP_ORDER.index(g.op) if g.op in OP_ORDER else 99, g.label),
+    )
+    for g in ordered_ops:
+        g.cells = dict(sorted(g.cells.items(), key=lambda kv: kv[0]))  # type: ignore[arg-type,return-value]
+    return [*plain.values(), *ordered_ops]
+
+
+# -- comparisons ----------------------------------------------------------------------------------
+def gmean(xs: Iterable[float]) -> float | None:
+    vals = [x for x in xs if x > 0 and math.isfinite(x)]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(x) for x in vals) / len(vals))
+
+
+def compare(base: Result, other: Result) -> stats.Comparison:
+    """stats.compare of the two results' samples (memoized: a report asks several times)."""
+    return _compare(tuple(base.samples), tuple(other.samples))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compare(base: tuple[float, ...], other: tuple[float, ...]) -> stats.Comparison:
+    return quiet_compare(base, other)
+
+
+def quiet_compare(base: Sequence[float], other: Sequence[float]) -> stats.Comparison:
+    """stats.compare without scipy's precision warning for near-identical samples (the
+    p-value is still right there: the samples simply do not differ), which would otherwise
+    land on the user's terminal from a report command."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return stats.compare(base, other)
+
+
+def cpu_ratio(base: Result, other: Result) -> float | None:
+    a, b = base.cpu.per_gib_s, other.cpu.per_gib_s
+    if a is None or b is None or a <= 0:
+        return None
+    return b / a
+
+
+def fmt_ratio(r: float | None) -> str:
+    """0.05×, 0.61×, 1.2×, 12×: two significant digits, as a reader compares them."""
+    if r is None or not math.isfinite(r):
+        return "–"
+    if r >= 10:
+        return f"{r:.0f}×"
+    if r >= 1:
+        return f"{r:.1f}×"
+    return f"{r:.2g}×"
+
+
+def fmt_value(v: float | None) -> str:
+    if v is None:
+        return "–"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
+
+
+def _better(a: float, b: float, higher_is_better: bool) -> bool:
+    return a > b if higher_is_better else a < b
+
+
+@dataclass
+class Standing:
+    """One subject against the group's best: per-cell ratios (other / best) and their tests."""
+
+    subject: str
+    ratios: list[float]
+    cpu_ratios: list[float]
+    significant: int  # cells where the difference is significant
+    tested: int  # cells with a test at all
+    not_significant: int
+    cells: int
+    single: stats.Comparison | None = None  # the comparison when the group has one cell
+
+    @property
+    def ratio(self) -> float | None:
+        return gmean(self.ratios)
+
+    @property
+    def cpu(self) -> float | None:
+        return gmean(self.cpu_ratios)
+
+
+@dataclass
+class Finding:
+    """The summary of one group: who is fastest, by how much, and the sentences that say it."""
+
+    key: str
+    title: str
+    best: str | None
+    best_value: float | None
+    unit: str
+    standings: list[Standing]
+    sentences: list[str]
+    problems: list[str]
+
+
+def _score(group: Group, subject: str, cells: list[object]) -> float | None:
+    if len(cells) == 1:
+        return group.cells[cells[0]][subject].median  # exactly, not exp(log(x))
+    return gmean(group.cells[c][subject].median or 0.0 for c in cells)
+
+
+def _common_cells(group: Group, subjects: Sequence[str]) -> list[object]:
+    return [c for c, per in group.cells.items() if all(usable(per.get(s)) for s in subjects)]
+
+
+def _doing(res: Result, matrix: bool) -> str:
+    """What a subject does in this group, as a verb phrase: 'writes 1 MiB records'."""
+    p = res.params
+    if matrix:
+        op = str(p.get("op"))
+        return {
+            "write": "writes new files",
+            "rewrite": "rewrites files",
+            "read": "reads files cold",
+            "reread": "rereads cached files",
+            "rand-read": "reads random records cold",
+            "rand-write": "writes random records",
+            "stride-read": "reads strided records cold",
+        }.get(op, f"does {op}")
+    rw = str(p.get("rw", ""))
+    bs = p.get("block_size")
+    recs = f"{size_text(_bytes(bs))} records" if bs else "records"
+    if rw.startswith("randwrite"):
+        text = f"writes random {recs}"
+    elif rw.startswith("randread"):
+        text = f"reads random {recs}"
+    elif rw.startswith("write"):
+        text = f"writes {recs}"
+    elif rw.startswith("read"):
+        text = f"reads {recs}" + (" strided" if ":" in rw else "")
+    else:
+        return f"runs {result_title(res)}"
+    if p.get("direct"):
+        text += " with O_DIRECT"
+    if p.get("fsync") == "end":
+        text += " (final fsync)"
+    cache = p.get("cache")
+    if cache == "cold":
+        text += " cold"
+    elif cache == "warm":
+        text += " cached"
+    return text
+
+
+def _bytes(text: object) -> int:
+    """'1M' / '8k' / 65536 -> bytes."""
+    if isinstance(text, int | float):
+        return int(text)
+    s = str(text).strip().lower()
+    mult = {"k": 2**10, "m": 2**20, "g": 2**30}
+    if s and s[-1] in mult:
+        try:
+            return int(float(s[:-1]) * mult[s[-1]])
+        except ValueError:
+            return 0
+    try:
+        return int(s)
+    except ValueError:
+        return 0
+
+
+def _problems(group: Group) -> list[str]:
+    out: dict[str, list[str]] = {}
+    for r in group.results():
+        if r.status != "ok":
+            why = (r.error or r.status).split(";")[0]
+            out.setdefault(f"{r.subject} {r.status}: {why}", []).append(r.subject)
+    lines = []
+    for text, who in out.items():
+        lines.append(text if len(who) == 1 else f"{text} ({len(who)} cells)")
+    return lines
+
+
+def finding(group: Group, order: Sequence[str]) -> Finding:
+    subjects = group.subjects(order)
+    ok_subjects = [s for s in subjects if any(usable(per.get(s)) for per in group.cells.values())]
+    problems = _problems(group)
+    hib = group.higher_is_better
+    if not ok_subjects:
+        return Finding(group.key, group.title, None, None, group.unit, [], [], problems)
+    cells = _common_cells(group, ok_subjects) if len(ok_subjects) > 1 else []
+    if len(ok_subjects) == 1 or not cells:
+        s = ok_subjects[0]
+        vals = [per[s].median for per in group.cells.values() if usable(per.get(s))]
+        value = gmean(v for v in vals if v is not None)
+        what = (
+            f"{s} alone was measured: {fmt_value(value)} {group.unit}"
+            if len(ok_subjects) == 1
+            else "the subjects share no measured cell; nothing to compare"
+        )
+        return Finding(group.key, group.title, s, value, group.unit, [], [what], problems)
+    scores = {s: _score(group, s, cells) for s in ok_subjects}
+    best = ok_subjects[0]
+    for s in ok_subjects[1:]:
+        if (scores[s] or 0) and _better(scores[s] or 0, scores[best] or 0, hib):
+            best = s
+    standings = []
+    for s in ok_subjects:
+        if s == best:
+            continue
+        ratios, cpus, sig, tested, ns = [], [], 0, 0, 0
+        single = None
+        for c in cells:
+            b, o = group.cells[c][best], group.cells[c][s]
+            cmp_ = compare(b, o)
+            single = cmp_ if len(cells) == 1 else None
+            if cmp_.ratio is not None:
+                ratios.append(cmp_.ratio)
+            cr = cpu_ratio(b, o)
+            if cr is not None:
+                cpus.append(cr)
+            if cmp_.significant is not None:
+                tested += 1
+                sig += int(cmp_.significant)
+                ns += int(not cmp_.significant)
+        standings.append(Standing(s, ratios, cpus, sig, tested, ns, len(cells), single))
+    sentences = _sentences(group, best, scores[best], standings, cells)
+    return Finding(
+        group.key, group.title, best, scores[best], group.unit, standings, sentences, problems
+    )
+
+
+def _sentences(
+    group: Group, best: str, value: float | None, standings: list[Standing], cells: list[object]
+) -> list[str]:
+    hib = group.higher_is_better
+    one = len(cells) == 1
+    if one:
+        head = f"{best} is {'fastest' if hib else 'quickest'}: {fmt_value(value)} {group.unit}"
+    else:
+        head = (
+            f"{best} is {'fastest' if hib else 'quickest'} over the {len(cells)} cells all "
+            f"subjects ran (geometric mean {fmt_value(value)} {group.unit})"
+        )
+    out = [head + "."]
+    for st in standings:
+        r = st.ratio
+        if r is None:
+            continue
+        doing = _doing(group.cells[cells[0]][st.subject], group.matrix)
+        if hib:
+            rate = f"{doing} at {fmt_ratio(r)} {best}'s rate"
+        else:
+            rate = f"takes {fmt_ratio(r)} as long as {best}"
+        if one and st.single is not None and st.single.ratio_ci95:
+            lo, hi = st.single.ratio_ci95
+            rate += f" [95 % interval {fmt_ratio(lo)}–{fmt_ratio(hi)}]"
+        elif not one:
+            rate += f" (geometric mean; {fmt_ratio(min(st.ratios))}–{fmt_ratio(max(st.ratios))})"
+        text = f"{st.subject} {rate}"
+        if st.cpu is not None:
+            text += f" and spends {fmt_ratio(st.cpu)} the CPU per GiB"
+        if one and st.single is not None:
+            c = st.single
+            if c.significant is False:
+                text += f"; not significant ({_test_name(c.test)}, p = {c.p_value:.2g})"
+            elif c.significant is None:
+                text += "; too few samples to test"
+        elif not one:
+            ahead = sum(1 for r in st.ratios if _better(r, 1.0, hib))
+            if ahead:
+                text += f"; it is ahead in {ahead} of {len(st.ratios)} cells"
+            if st.tested:
+                text += f"; the difference is significant in {st.significant} of {st.tested}"
+        out.append(text + ".")
+    return out
+
+
+def _test_name(test: str) -> str:
+    return {"welch": "Welch's t-test", "mann-whitney": "Mann-Whitney U"}.get(test, test)
+
+
+def findings(run: Run) -> list[Finding]:
+    order = measured_subjects(run)
+    return [finding(g, order) for g in groups(run)]
+
+
+def headline(run: Run) -> list[str]:
+    """One line per group for the top of a report (the first sentence and the comparisons)."""
+    return [" ".join(f.sentences) for f in findings(run) if f.sentences]

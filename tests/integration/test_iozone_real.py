@@ -1,0 +1,88 @@
+"""The Iozone-quick suite for real: ext4 against ntfs-3g on a 1 GiB RAM image, one sample each
+(about two minutes on a 2-core machine). Every one of the seven operations gives a result for
+both subjects, reads are verifiably cold, and the stored run feeds `report`, `diff` and `export`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import RunDirs, fsbench, need_drivers, release_leftovers
+
+OPS = {"write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read"}
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_iozone_quick_ext4_vs_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
+    need_drivers("ext4", "ntfs-3g")
+    out, db = tmp_path / "out", tmp_path / "db"
+    try:
+        res = fsbench(
+            "compare",
+            "ext4",
+            "ntfs-3g",
+            "--size",
+            "1G",
+            "--suite",
+            "iozone-quick",
+            "--repeat",
+            "1",
+            "--out",
+            str(out),
+            "--db",
+            str(db / "results.db"),
+            timeout=900,
+        )
+    finally:
+        release_leftovers(state_dir)
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads((out / "results.json").read_text())
+    RunDirs.of(doc["run_id"], state_dir).assert_released()
+
+    matrix = [r for r in doc["results"] if r["workload"] == "iozone"]
+    assert matrix and len(matrix) == len(doc["results"])
+    for subject in ("ext4", "ntfs-3g"):
+        mine = [r for r in matrix if r["subject"] == subject]
+        assert {r["params"]["op"] for r in mine} == OPS, subject
+        for r in mine:
+            key = (subject, r["params"]["variant"])
+            assert r["status"] == "ok", (key, r["error"])
+            assert r["median"] and r["median"] > 0, key
+            p = r["params"]
+            assert p["record_size"] <= p["file_size"], key
+            assert r["work_per_sample"]["bytes"] > 0, key
+            if p["cache"] == "cold":
+                assert r["cache"] == "cold-verified", (key, r["flags"])
+            if p["op"] == "reread":
+                assert r["cache"] == "warm", (key, r["flags"])
+    # The FUSE daemon's CPU is seen on ntfs-3g writes, and never on ext4.
+    writes = {r["subject"]: r for r in matrix if r["params"]["variant"] == "write-64m-128k"}
+    assert writes["ntfs-3g"]["cpu"]["driver_s"] > 0
+    assert writes["ext4"]["cpu"]["driver_s"] == 0
+
+    # The stored run: a report with all seven op plots, a diff against itself, a CSV.
+    page = tmp_path / "report.html"
+    res = fsbench("report", str(out), "--html", str(page), "--db", str(db / "results.db"))
+    assert res.returncode == 0, res.stderr
+    html = page.read_text()
+    for op in OPS:
+        assert f'id="matrix-{op}"' in html
+    assert html.count("<svg") >= len(OPS) + 2  # + strided-vs-record, ratio heatmap, costs
+    for subject in ("ext4", "ntfs-3g"):
+        assert f">{subject}</text>" in html or f"{subject}</" in html
+
+    res = fsbench("diff", doc["run_id"], str(out), "--json", "--db", str(db / "results.db"))
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout)
+    assert len(d["results"]) == len(doc["results"]) and not d["environment_differences"]
+
+    res = fsbench("export", doc["run_id"], "--format", "csv", "--db", str(db / "results.db"))
+    assert res.returncode == 0, res.stderr
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert len(rows) == len(doc["results"])
+    assert {r["op"] for r in rows} == OPS

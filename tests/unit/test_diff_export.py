@@ -1,0 +1,246 @@
+"""`diff` and `export` on synthetic runs: matching, ratios and significance, environment
+differences that matter (refused without --force), CSV columns and rows; and the three
+commands as a user runs them (exit codes, one-line errors)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsbench import stats
+from fsbench.errors import UsageError
+from fsbench.report.diff import diff_runs, environment_differences
+from fsbench.report.export import CSV_COLUMNS, export, to_csv
+from fsbench.schema import CPU, Environment, Result, Run, Subject
+from fsbench.store import Store
+
+MiB = 1024**2
+
+
+def _result(subject: str, variant: str, samples: list[float], **params) -> Result:
+    s = stats.summarize(samples) if samples else None
+    return Result(
+        subject=subject,
+        workload="seq-write",
+        params={"engine": "fio", "variant": variant, "block_size": "1M", **params},
+        metric="throughput",
+        unit="MiB/s",
+        samples=samples,
+        median=s.median if s else None,
+        ci95=s.ci95 if s else None,
+        cpu=CPU(per_gib_s=2.5, per_gib={"app": 2.0, "driver": 0.4, "kernel_threads": 0.1}),
+        ctx_switches_per_gib=1234.0,
+        cache="n/a",
+        status="ok" if samples else "failed",
+        error=None if samples else "No space left on device",
+    )
+
+
+def _run(
+    run_id: str,
+    values: dict[str, list[float]],
+    kernel: str = "6.1.0",
+    ntfs_version: str = "ntfs-3g 2022.10.3",
+    options: str = "",
+) -> Run:
+    return Run(
+        run_id=run_id,
+        started="2025-01-01T00:00:00",
+        status="complete",
+        environment=Environment(
+            kernel=kernel, fio_version="fio-3.33", backing="ram", cpus=2, hostname=run_id
+        ),
+        subjects=[
+            Subject(
+                id="ext4",
+                driver="ext4",
+                fs="ext4",
+                kind="kernel",
+                mkfs_command=["mkfs.ext4", "-q", f"/dev/loop{len(run_id) % 7}"],
+            ),
+            Subject(
+                id="ntfs-3g",
+                driver="ntfs-3g",
+                fs="ntfs",
+                kind="fuse",
+                driver_version=ntfs_version,
+                mount_options=options,
+            ),
+        ],
+        results=[_result(k.split("/")[0], k.split("/")[1], v) for k, v in values.items()],
+    )
+
+
+A = {
+    "ext4/fsync": [600.0, 605.0, 610.0, 602.0, 608.0],
+    "ntfs-3g/fsync": [50.0, 51.0, 49.0, 50.5, 49.5],
+    "ntfs-3g/buffered": [80.0, 82.0, 81.0],
+}
+B = {
+    "ext4/fsync": [601.0, 606.0, 609.0, 603.0, 607.0],  # the same, within noise
+    "ntfs-3g/fsync": [100.0, 101.0, 99.0, 100.5, 99.5],  # twice as fast
+    "ext4/buffered": [4000.0, 4100.0, 3900.0],
+}
+
+
+def test_diff_matches_results_and_tests_each() -> None:
+    d = diff_runs(_run("run-a", A), _run("run-b", B))
+    rows = {(r.subject, r.title): r for r in d.results}
+    assert set(rows) == {("ext4", "seq-write/fsync"), ("ntfs-3g", "seq-write/fsync")}
+    same = rows[("ext4", "seq-write/fsync")]
+    assert same.median_a == 605.0 and same.median_b == 606.0
+    assert same.ratio == pytest.approx(606 / 605)
+    assert same.test == "mann-whitney" and same.significant is False and same.verdict == "same"
+    faster = rows[("ntfs-3g", "seq-write/fsync")]
+    assert faster.ratio == pytest.approx(2.0)
+    lo, hi = faster.ratio_ci95 or (0, 0)
+    assert lo <= 2.0 <= hi
+    assert faster.significant is True and faster.verdict == "better"
+    assert faster.test == "mann-whitney" and faster.p_value is not None and faster.p_value < 0.05
+    assert d.only_a == ["ntfs-3g · seq-write/buffered"]
+    assert d.only_b == ["ext4 · seq-write/buffered"]
+    assert d.environment and not d.mattering  # only the host name differs
+
+
+def test_few_samples_use_welch() -> None:
+    a = _run("a", {"ext4/fsync": [600.0, 610.0, 620.0]})
+    b = _run("b", {"ext4/fsync": [300.0, 305.0, 310.0]})
+    (r,) = diff_runs(a, b).results
+    assert r.test == "welch" and r.significant is True and r.verdict == "worse"
+
+
+def test_environment_differences_that_matter() -> None:
+    a = _run("a", A)
+    b = _run("b", A, kernel="6.9.0", ntfs_version="ntfs-3g 2023.1", options="big_writes")
+    diffs = {e.what: e for e in environment_differences(a, b)}
+    assert diffs["kernel"].matters and diffs["kernel"].b == "6.9.0"
+    assert diffs["ntfs-3g: driver version"].matters
+    assert diffs["ntfs-3g: mount options"].matters
+    assert not diffs["host"].matters
+    # mkfs differs only in which loop device was free: not a difference.
+    assert "ext4: mkfs" not in diffs
+
+
+def test_csv_has_a_row_per_result_and_the_promised_columns() -> None:
+    run = _run("run-a", {**A, "ext4/broken": []})
+    rows = list(csv.DictReader(io.StringIO(to_csv(run))))
+    assert len(rows) == len(run.results) == 4
+    for col in (
+        "subject",
+        "workload",
+        "variant",
+        "params",
+        "metric",
+        "unit",
+        "median",
+        "ci_low",
+        "ci_high",
+        "cpu_per_gib_s",
+        "cache",
+        "status",
+    ):
+        assert col in CSV_COLUMNS
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    first = rows[0]
+    assert first["subject"] == "ext4" and first["variant"] == "fsync"
+    assert float(first["median"]) == 605.0
+    assert float(first["ci_low"]) <= 605.0 <= float(first["ci_high"])
+    assert float(first["cpu_per_gib_s"]) == 2.5 and first["status"] == "ok"
+    assert json.loads(first["params"])["block_size"] == "1M"
+    broken = rows[-1]
+    assert broken["status"] == "failed" and broken["median"] == "" and "No space" in broken["error"]
+
+
+def test_json_export_is_the_results_document() -> None:
+    run = _run("run-a", A)
+    assert Run.model_validate_json(export(run, "JSON")) == run
+    with pytest.raises(UsageError, match="give json or csv"):
+        export(run, "xml")
+
+
+# -- the commands --------------------------------------------------------------------------------
+def _fsbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fsbench", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+Stored = tuple[dict[str, str], Path, Path]
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Stored:
+    """Two runs with output directories, in a private store; (env, dir A, dir B)."""
+    db = tmp_path / "db" / "results.db"
+    dirs = []
+    with Store(db) as store:
+        for run_id, values, kernel in (
+            ("20250101-000000-aaaa", A, "6.1.0"),
+            ("20250102-000000-bbbb", B, "6.9.0"),
+        ):
+            run = _run(run_id, values, kernel=kernel)
+            out = tmp_path / run_id
+            out.mkdir()
+            (out / "results.json").write_text(run.to_json())
+            store.begin_run(run, out)
+            store.finish_run(run)
+            dirs.append(out)
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "db-home")}
+    env["FSBENCH_TEST_DB"] = str(db)
+    return env, dirs[0], dirs[1]
+
+
+def test_diff_refuses_when_the_kernel_differs(stored: Stored) -> None:
+    env, a, b = stored
+    db = env["FSBENCH_TEST_DB"]
+    res = _fsbench("diff", str(a), str(b), "--db", db, env=env)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "kernel: 6.1.0 → 6.9.0" in res.stderr
+    assert "--force" in res.stderr
+    res = _fsbench("diff", "20250101", "20250102", "--db", db, "--force", "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "warning: kernel differs" in res.stderr
+    doc = json.loads(res.stdout)
+    assert {r["verdict"] for r in doc["results"]} == {"same", "better"}
+    assert doc["environment_differences"][0]["what"] == "kernel"
+
+
+def test_export_and_report_commands(stored: Stored, tmp_path: Path) -> None:
+    env, a, _b = stored
+    db = env["FSBENCH_TEST_DB"]
+    res = _fsbench("export", "20250101-000000-aaaa", "--format", "csv", "--db", db, env=env)
+    assert res.returncode == 0, res.stderr
+    assert len(list(csv.DictReader(io.StringIO(res.stdout)))) == 3
+    out = tmp_path / "x.json"
+    res = _fsbench("export", str(a), "--output", str(out), "--db", db, env=env)
+    assert res.returncode == 0 and json.loads(out.read_text())["run_id"] == "20250101-000000-aaaa"
+    res = _fsbench("export", str(a), "--format", "yaml", "--db", db, env=env)
+    assert (
+        res.returncode == 2 and res.stderr.strip() == "fsbench: --format 'yaml': give json or csv"
+    )
+    res = _fsbench("export", "nosuchrun", "--db", db, env=env)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    # report: by default into the run's output directory
+    res = _fsbench("report", "20250101-000000-aaaa", "--db", db, env=env)
+    assert res.returncode == 0, res.stderr
+    assert Path(res.stdout.strip()) == a / "report.html" and (a / "report.html").is_file()
+    page = tmp_path / "page.html"
+    res = _fsbench("report", str(a), "--html", str(page), "--with", "20250102", "--db", db, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "Against other runs" in page.read_text()
+    res = _fsbench(
+        "report", str(a), "--html", str(tmp_path / "no" / "dir.html"), "--db", db, env=env
+    )
+    assert res.returncode == 2 and "does not exist" in res.stderr
