@@ -208,12 +208,23 @@ def execute(
             write_results(run, plan.out_dir)
             store.finish_run(run)
             store.close()
+            write_report_safely(run, plan.out_dir)
     failed = any(s.status == "failed" for s in run.subjects) or any(
         r.status == "failed" for r in run.results
     )
     if run.status == "incomplete":
         return run, 130
     return run, EXIT_FAILED if failed else EXIT_OK
+
+
+def write_report_safely(run: Run, out_dir: Path) -> None:
+    """report.html beside results.json; a rendering problem must never cost the run's data."""
+    from fsbench.report.html import write_report
+
+    try:
+        write_report(run, out_dir)
+    except Exception as e:
+        run.environment.report_error = f"report.html not written: {e}"  # type: ignore[attr-defined]
 
 
 def write_results(run: Run, out_dir: Path) -> None:

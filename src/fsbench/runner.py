@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics as _st
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Protocol
 
 from fsbench import stats
@@ -62,6 +62,8 @@ class Runner:
     max_repeat: int = 10
     time_budget_s: float | None = None
     target_rel_halfwidth: float = 0.05
+    # A sample lasts at least this long (iterations are added until it does).
+    min_sample_s: float = 1.0
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -174,24 +176,16 @@ class Runner:
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
         try:
-            target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
-            if known is None:
-                # Parameters from the live target (read-only volumes name the file read).
-                res.params = wl.params(target)
-            wl.prepare(target)
-            cache, cache_flags = self._prepare_cache(target, wl)
-            if rt.ensure:  # a FUSE remount has a new daemon
-                target = self._sized(rt.ensure(), wl)
-            spec = ProbeSpec(
-                daemon_pid=target.daemon_pid,
-                block_device=target.block_device,
-                kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
-            )
-            resident0 = device_cache(target) if cache == "direct" else None
-            before = take_snapshot(self.procfs, spec)
-            m = wl.run(target)
-            after = take_snapshot(self.procfs, spec)
-            resident1 = device_cache(target) if cache == "direct" else None
+            # A sample is as many prepare+run iterations as it takes to last long enough to
+            # measure (a 0.1 s read says little); the result records how much work that was.
+            runs: list[tuple[Measurement, ProbeDelta, int | None]] = []
+            cache, cache_flags = "n/a", []
+            while True:
+                cache, cache_flags, m, delta, growth = self._iteration(rt, wl, res)
+                runs.append((m, delta, growth))
+                spent = sum(r[0].seconds for r in runs)
+                if spent >= self._min_time(wl) or len(runs) >= MAX_ITERATIONS or spent <= 0:
+                    break
         except Unsupported as e:
             res.status, res.error = "unsupported", str(e)
             self.on_sample()
@@ -212,14 +206,42 @@ class Runner:
             self._fail_subject(rt, f"during {workload_id(wl)}: {e}")
             self.on_sample()
             return
-        delta = diff(before, after)
-        growth = None if resident0 is None or resident1 is None else resident1 - resident0
+        m, delta, growth = merge_iterations(runs, wl)
         sample = build_sample(m, delta, wl, cache, cache_flags, growth)
         res.samples.append(sample.value)
         res.sample_details.append(sample)
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
         self.on_sample()
+
+    def _min_time(self, wl: Workload) -> float:
+        own = getattr(wl, "min_sample_s", None)
+        return self.min_sample_s if own is None else float(own)
+
+    def _iteration(
+        self, rt: RunTarget, wl: Workload, res: Result
+    ) -> tuple[str, list[str], Measurement, ProbeDelta, int | None]:
+        """prepare, bring the cache to its state, and run once between two probe snapshots."""
+        target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
+        if not res.params:
+            # Parameters from the live target (read-only volumes name the file read).
+            res.params = wl.params(target)
+        wl.prepare(target)
+        cache, cache_flags = self._prepare_cache(target, wl)
+        if rt.ensure:  # a FUSE remount has a new daemon
+            target = self._sized(rt.ensure(), wl)
+        spec = ProbeSpec(
+            daemon_pid=target.daemon_pid,
+            block_device=target.block_device,
+            kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
+        )
+        resident0 = device_cache(target) if cache == "direct" else None
+        before = take_snapshot(self.procfs, spec)
+        m = wl.run(target)
+        after = take_snapshot(self.procfs, spec)
+        resident1 = device_cache(target) if cache == "direct" else None
+        growth = None if resident0 is None or resident1 is None else resident1 - resident0
+        return cache, cache_flags, m, diff(before, after), growth
 
     def _sized(self, target: Target, wl: Workload) -> Target:
         share = self.space_share(wl)
@@ -248,6 +270,56 @@ class Runner:
         if wl.cache == "warm":
             return "warm", []
         return "n/a", []
+
+
+MAX_ITERATIONS = 20
+
+
+def merge_iterations(
+    runs: list[tuple[Measurement, ProbeDelta, int | None]], wl: Workload
+) -> tuple[Measurement, ProbeDelta, int | None]:
+    """One sample from its iterations: amounts and probe deltas add up; a rate is total work
+    over total time, any other value the mean."""
+    if len(runs) == 1:
+        return runs[0]
+    ms = [r[0] for r in runs]
+    seconds = sum(m.seconds for m in ms)
+    if wl.unit.endswith("/s") and seconds > 0:
+        value = sum(m.value * m.seconds for m in ms) / seconds
+    else:
+        value = sum(m.value for m in ms) / len(ms)
+    m = Measurement(
+        value=value,
+        seconds=seconds,
+        bytes=sum(x.bytes for x in ms),
+        ops=sum(x.ops for x in ms),
+        app_user_s=sum(x.app_user_s for x in ms),
+        app_sys_s=sum(x.app_sys_s for x in ms),
+        app_ctx=sum(x.app_ctx for x in ms),
+        extra={**ms[-1].extra, "iterations": len(ms)},
+        flags=list(dict.fromkeys(f for x in ms for f in x.flags)),
+    )
+    ds = [r[1] for r in runs]
+    d = ProbeDelta()
+    for f in fields(ProbeDelta):
+        vals = [getattr(x, f.name) for x in ds]
+        if isinstance(vals[0], int | float):
+            setattr(d, f.name, sum(vals))
+    d.device = Device(
+        **{
+            k: sum(getattr(x.device, k) for x in ds)
+            for k in ("read_bytes", "write_bytes", "read_ios", "write_ios")
+        }
+    )
+    d.kthreads_by_name = {}
+    for x in ds:
+        for k, v in x.kthreads_by_name.items():
+            d.kthreads_by_name[k] = d.kthreads_by_name.get(k, 0.0) + v
+    d.meminfo_before, d.meminfo_after = ds[0].meminfo_before, ds[-1].meminfo_after
+    d.flags = list(dict.fromkeys(f for x in ds for f in x.flags))
+    growths = [r[2] for r in runs]
+    growth = None if any(g is None for g in growths) else sum(g for g in growths if g is not None)
+    return m, d, growth
 
 
 def workload_id(wl: Workload) -> str:

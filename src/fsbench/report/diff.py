@@ -14,8 +14,8 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench.report.naming import result_title
 from fsbench.report.summary import fmt_ratio, quiet_compare, usable
-from fsbench.report.table import result_title
 from fsbench.schema import Result, Run, Subject
 
 # Parameters older runs stored that say how much work a sample was, not what was measured.

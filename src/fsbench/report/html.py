@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from fsbench import __version__
 from fsbench.report import diff as diffmod
+from fsbench.report.naming import result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.summary import (
     Finding,
@@ -31,7 +32,6 @@ from fsbench.report.summary import (
     size_text,
     usable,
 )
-from fsbench.report.table import result_title
 from fsbench.schema import Result, Run
 
 REPORT_NAME = "report.html"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from fsbench import stats
-from fsbench.report.table import result_title
+from fsbench.report.naming import result_title
 from fsbench.schema import Result, Run
 
 MATRIX_WORKLOAD = "iozone"

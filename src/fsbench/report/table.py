@@ -5,6 +5,7 @@ its ratio to the baseline (the first subject) with the ratio's interval, and whe
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -12,6 +13,9 @@ from rich.text import Text
 
 from fsbench import stats
 from fsbench.lab.backing import format_size
+from fsbench.report.matrix_table import has_matrix, matrix_tables
+from fsbench.report.naming import result_title
+from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 
 
@@ -83,6 +87,8 @@ def workload_tables(run: Run) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
+        if is_matrix(res):
+            continue  # the matrix has tables of its own (matrix_table.py)
         by_workload.setdefault(result_title(res), []).append(res)
     out: list[Table | Text] = []
     for workload, results in by_workload.items():
@@ -125,13 +131,6 @@ def workload_tables(run: Run) -> list[Table | Text]:
     return out
 
 
-def result_title(res: Result) -> str:
-    variant = res.params.get("variant")
-    jobs = res.params.get("numjobs", 1)
-    title = f"{res.workload}/{variant}" if variant else res.workload
-    return title if jobs in (1, None) else f"{title}-j{jobs}"
-
-
 def _describe(res: Result) -> str:
     p = res.params
     bits = []
@@ -169,6 +168,8 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
     parts += workload_tables(run)
+    if has_matrix(run):
+        parts += matrix_tables(run)
     parts += list(subject_lines(run))
     parts.append(
         Text(
@@ -178,5 +179,7 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
         )
     )
     if out_dir:
-        parts.append(Text(f"results: {out_dir}/results.json", style="dim"))
+        report = Path(out_dir) / "report.html"
+        also = f" · report: {report}" if report.exists() else ""
+        parts.append(Text(f"results: {out_dir}/results.json{also}", style="dim"))
     console.print(Group(*parts))
