@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up on Debian 12 as root: the Debian packages fsbench drives, uv, and the
 # project's Python environment from the lockfile. Safe to run again: it installs only what
-# is missing.
+# is missing. `setup.sh --test` also installs what the tests need (Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,11 @@ PACKAGES=(
   nginx-light wrk build-essential
   python3 python3-venv python3-dev libxxhash-dev ca-certificates
 )
+
+# --test adds what only the test suite needs: a real browser for the report's test.
+if [ "${1:-}" = "--test" ]; then
+  PACKAGES+=(chromium)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "setup.sh: run as root (it installs Debian packages): sudo bash scripts/setup.sh" >&2
@@ -26,8 +31,8 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 # uv from PyPI into its own venv (Debian's pip refuses system-wide installs, PEP 668).

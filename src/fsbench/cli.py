@@ -130,7 +130,8 @@ def list_(what: str, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     t = Table(title=what, title_justify="left")
-    keys = [k for k in rows[0] if k not in ("capabilities", "name", "metric")] if rows else []
+    hidden = {"capabilities", "metric"} | ({"name"} if what == "workloads" else set())
+    keys = [k for k in rows[0] if k not in hidden] if rows else []
     for k in keys:
         t.add_column(k)
     for r in rows:

@@ -87,10 +87,29 @@ def read_sysctls() -> dict[str, str]:
     return out
 
 
+def cpu_caches() -> dict[str, int]:
+    """CPU cache sizes in bytes by level ({"L1d": ..., "L2": ..., "L3": ...}) of cpu0."""
+    out: dict[str, int] = {}
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (d / "level").read_text().strip()
+            kind = (d / "type").read_text().strip()
+            size = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        name = f"L{level}" + ({"Data": "d", "Instruction": "i"}.get(kind, ""))
+        mult = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(size[-1:], 1)
+        try:
+            out[name] = int(size.rstrip("KMG")) * mult
+        except ValueError:
+            continue
+    return out
+
+
 def capture(tools: list[str] | None = None) -> Environment:
     names = tools if tools is not None else ["fio", "losetup"]
     versions = {n: tool_version(n) for n in names}
-    return Environment(
+    env = Environment(
         kernel=platform.release(),
         cpu_model=cpu_model(),
         cpus=os.cpu_count() or 0,
@@ -102,6 +121,8 @@ def capture(tools: list[str] | None = None) -> Environment:
         python=sys.version.split()[0],
         fsbench_version=__version__,
     )
+    env.cpu_caches = cpu_caches()  # type: ignore[attr-defined]
+    return env
 
 
 def doctor() -> dict[str, Any]:

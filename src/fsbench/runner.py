@@ -502,7 +502,7 @@ def aggregate(res: Result) -> None:
         "ops": ops,
         "seconds": seconds,
     }
-    if seconds < 0.5:
+    if seconds < 0.2:
         grow = "--scale" if not moved and ops else "--size or --scale"
         res.warnings.append(f"samples last only {seconds:.2f} s: too short to trust; raise {grow}")
 

@@ -312,7 +312,9 @@ def test_runner_reports_every_variant_ok(tmp_path: Path) -> None:
         assert r.status == "ok", (r.params["variant"], r.error)
         assert (r.workload, r.unit) == ("metadata", "ops/s")
         assert len(r.samples) == 2 and all(v > 0 for v in r.samples)
-        assert all(s.ops == 100 and s.bytes == 0 for s in r.sample_details)
+        assert all(
+            s.ops == 100 * s.extra.get("iterations", 1) and s.bytes == 0 for s in r.sample_details
+        )
 
 
 # --- what a file system cannot do -------------------------------------------------------------
