@@ -73,6 +73,8 @@ def doctor(as_json: bool) -> None:
             d["version"] if d["available"] else f"[dim]{d['reason']}[/]",
         )
     con.print(t)
+    for note in info.get("notes", []):
+        con.print(f"[yellow]note:[/] {note}")
     t = Table(title="formats and tools", title_justify="left")
     for c in ("name", "available", "version / install"):
         t.add_column(c)
@@ -147,6 +149,11 @@ def _common(f):
         help="Comma-separated workloads (see `fsbench list workloads`).",
     )(f)
     f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
+    f = click.option(
+        "--warmup",
+        default="1",
+        help="Discarded runs before each subject's first sample of a workload (0 for none).",
+    )(f)
     f = click.option(
         "--manifest",
         default=None,
@@ -315,6 +322,12 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
     budget = _positive("--time-budget", common["time_budget"], float)
     scale = _positive("--scale", common["scale"], float) or 1.0
+    try:
+        warmup = int(common["warmup"])
+    except ValueError:
+        raise UsageError(f"--warmup {common['warmup']!r}: not a whole number") from None
+    if not 0 <= warmup <= 100:
+        raise UsageError(f"--warmup {warmup}: must be between 0 and 100")
     if scale > 100:
         raise UsageError(f"--scale {scale:g}: at most 100")
     out = common["out"]
@@ -330,6 +343,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         max_repeat=max_repeat,
         time_budget_s=budget,
         scale=scale,
+        warmup=warmup,
         out_dir=out_dir,
         db=common["db"] or default_db_path(),
         command=sys.argv,

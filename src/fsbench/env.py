@@ -87,6 +87,30 @@ def read_sysctls() -> dict[str, str]:
     return out
 
 
+PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+
+
+def memory_notes() -> list[str]:
+    """What on this machine makes memory-bound results erratic, and how to stop it.
+
+    Free page reporting (virtio-balloon) hands freed memory back to the hypervisor; touching it
+    again is up to 10x slower. Page cache emptied for a cold read, or a file deleted on tmpfs,
+    is freed and reused all the time in a benchmark, so results swing with it.
+    """
+    notes = []
+    try:
+        order = int(PAGE_REPORTING.read_text())
+    except (OSError, ValueError):
+        return notes
+    if order <= 10:  # MAX_PAGE_ORDER on x86: blocks of this order or larger are reported
+        notes.append(
+            f"free page reporting is on (order {order}): freed memory goes back to the "
+            f"hypervisor and is slow to reuse, so RAM-bound samples vary; to stop it: "
+            f"echo 11 > {PAGE_REPORTING}"
+        )
+    return notes
+
+
 def cpu_caches() -> dict[str, int]:
     """CPU cache sizes in bytes by level ({"L1d": ..., "L2": ..., "L3": ...}) of cpu0."""
     out: dict[str, int] = {}
@@ -122,6 +146,7 @@ def capture(tools: list[str] | None = None) -> Environment:
         fsbench_version=__version__,
     )
     env.cpu_caches = cpu_caches()  # type: ignore[attr-defined]
+    env.notes = memory_notes()  # type: ignore[attr-defined]
     return env
 
 
@@ -166,6 +191,7 @@ def doctor() -> dict[str, Any]:
         )
     loop_ok = os.path.exists("/dev/loop-control")
     return {
+        "notes": memory_notes(),
         "root": os.geteuid() == 0,
         "fuse": os.path.exists("/dev/fuse"),
         "loop": loop_ok,

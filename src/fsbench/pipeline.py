@@ -57,6 +57,7 @@ class Plan:
     read_only: bool = False
     destroy_data: bool = False
     scale: float = 1.0
+    warmup: int = 1
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -191,6 +192,7 @@ def execute(
                     adaptive=plan.adaptive,
                     max_repeat=plan.max_repeat,
                     time_budget_s=plan.time_budget_s,
+                    warmup=plan.warmup,
                 )
                 runner.execute()
                 run.status = "complete"

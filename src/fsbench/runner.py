@@ -64,6 +64,8 @@ class Runner:
     target_rel_halfwidth: float = 0.05
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
+    # Discarded iterations before the first sample of each subject and workload.
+    warmup: int = 1
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -178,6 +180,11 @@ class Runner:
         try:
             # A sample is as many prepare+run iterations as it takes to last long enough to
             # measure (a 0.1 s read says little); the result records how much work that was.
+            if known is None:
+                # Warm-up iterations, discarded: the first run touches memory (page cache,
+                # daemon heaps) for the first time, which is slow and erratic on VMs.
+                for _ in range(self._warmup(wl)):
+                    self._iteration(rt, wl, res)
             runs: list[tuple[Measurement, ProbeDelta, int | None]] = []
             cache, cache_flags = "n/a", []
             while True:
@@ -213,6 +220,10 @@ class Runner:
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
         self.on_sample()
+
+    def _warmup(self, wl: Workload) -> int:
+        own = getattr(wl, "warmup", None)
+        return self.warmup if own is None else int(own)
 
     def _min_time(self, wl: Workload) -> float:
         own = getattr(wl, "min_sample_s", None)

@@ -167,6 +167,8 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
     parts: list = [head]
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
+    for note in getattr(env, "notes", None) or []:
+        parts.append(Text(f"note: {note}", style="yellow"))
     parts += workload_tables(run)
     if has_matrix(run):
         parts += matrix_tables(run)

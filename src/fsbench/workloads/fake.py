@@ -25,6 +25,7 @@ class FakeWorkload:
     # Few, small files: no share of the file budget needed (see runner.space_share).
     space_group: str | None = None
     min_sample_s: float = 0.0  # one run per sample: tests count calls exactly
+    warmup: int = 0
     calls: list[tuple[str, str]] = field(default_factory=list)  # (phase, subject) in order
     _counters: dict[str, int] = field(default_factory=dict)
 

@@ -1,0 +1,34 @@
+"""Environment capture and the doctor's notes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsbench import env
+
+
+@pytest.mark.parametrize(("order", "noted"), [("9\n", True), ("10\n", True), ("11\n", False)])
+def test_free_page_reporting_is_noted_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, noted: bool
+) -> None:
+    param = tmp_path / "page_reporting_order"
+    param.write_text(order)
+    monkeypatch.setattr(env, "PAGE_REPORTING", param)
+    notes = env.memory_notes()
+    assert bool(notes) is noted
+    if noted:
+        assert f"order {order.strip()}" in notes[0] and f"echo 11 > {param}" in notes[0]
+
+
+def test_no_page_reporting_module_no_note(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(env, "PAGE_REPORTING", tmp_path / "absent")
+    assert env.memory_notes() == []
+
+
+def test_cpu_caches_are_bytes_by_level() -> None:
+    caches = env.cpu_caches()
+    if not caches:
+        pytest.skip("this machine exposes no cache sizes under /sys/devices/system/cpu")
+    assert all(k.startswith("L") and v > 0 for k, v in caches.items())
