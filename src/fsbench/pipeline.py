@@ -21,7 +21,7 @@ from fsbench.env import capture
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
-from fsbench.lab.lab import Lab, LabSubject
+from fsbench.lab.lab import Lab, LabSubject, drop_caches
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
@@ -379,6 +379,7 @@ def _dir_target(plan: Plan) -> RunTarget:
     if size < 16 * MiB:
         raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
     rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")
+    make_cold, why_not = _dir_cold(rec.fs)
     target = Target(
         subject_id=str(d),
         workdir=str(workdir),
@@ -386,11 +387,22 @@ def _dir_target(plan: Plan) -> RunTarget:
         size=size,
         block_device=_device_of(d),
         fs=rec.fs,
-        make_cold=None,
+        make_cold=make_cold,
+        cold_impossible=why_not,
         scale=plan.scale,
         mountpoint=str(d),
     )
     return RunTarget(rec, target)
+
+
+def _dir_cold(fstype: str) -> tuple[Callable[[], None] | None, str | None]:
+    """How to make an existing directory cold, or why it cannot be."""
+    if fstype in ("tmpfs", "ramfs", "devtmpfs"):
+        return None, f"{fstype} lives in the page cache: it cannot be made cold"
+    if os.geteuid() != 0:
+        return None, "dropping caches needs root"
+    # On FUSE, drop_caches leaves the daemon's own caches: the device counters will tell.
+    return drop_caches, None
 
 
 def _fstype_of(path: Path) -> str:

@@ -275,7 +275,8 @@ class Runner:
         if wl.cache in ("cold", "direct"):
             # Direct I/O starts cold too, so page-cache growth during it is visible.
             if target.make_cold is None:
-                return wl.cache, ["cannot-drop-caches: not a lab mount (or not root)"]
+                why = target.cold_impossible or "not a lab mount"
+                return wl.cache, [f"cannot-drop-caches: {why}"]
             target.make_cold()
             return wl.cache, []
         if wl.cache == "warm":

@@ -91,3 +91,45 @@ def test_table_shows_ratio_and_cpu(run_doc: dict) -> None:
 
 def test_everything_released(run_doc: dict, tmp_path: Path) -> None:
     RunDirs.of(run_doc["run_id"], Path("/run/fsbench")).assert_released()
+
+
+def test_run_target_on_a_real_mount_is_made_cold_as_root(tmp_path: Path) -> None:
+    """An existing directory on a block device: as root, fsbench drops caches and the device's
+    read counter verifies the cold read (no lab: nothing formatted or mounted by fsbench)."""
+    import subprocess
+
+    need_drivers("ext4")
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(256 * 2**20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    try:
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        try:
+            proc = fsbench(
+                "run",
+                "--target",
+                str(mnt),
+                "--workloads",
+                "seq-read/cold",
+                "--repeat",
+                "1",
+                "--out",
+                str(tmp_path / "out"),
+                "--db",
+                str(tmp_path / "db"),
+            )
+            assert proc.returncode == 0, proc.stderr
+            doc = json.loads((tmp_path / "out" / "results.json").read_text())
+            (res,) = doc["results"]
+            assert res["cache"] == "cold-verified", res["flags"]
+            assert sorted(p.name for p in mnt.iterdir()) == ["lost+found"]  # scratch removed
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)

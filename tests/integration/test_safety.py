@@ -131,7 +131,7 @@ def test_read_only_leaves_the_volume_byte_identical(volume, state_dir, tmp_path)
         f"device:{dev}",
         "--read-only",
         "--workloads",
-        "seq-read/cold,rand-read/4k-buffered",
+        "tree-hash/cold,seq-read/cold,rand-read/4k-buffered",
         "--repeat",
         "2",
         "--out",
@@ -146,10 +146,14 @@ def test_read_only_leaves_the_volume_byte_identical(volume, state_dir, tmp_path)
     for s in doc["subjects"]:
         assert "ro" in s["effective_mount_options"].split(","), s
         assert s["mkfs_command"] is None  # nothing was formatted
+    assert {r["workload"] for r in doc["results"]} == {"tree-hash", "seq-read", "rand-read"}
     for r in doc["results"]:
         assert r["status"] == "ok" and r["median"] > 0, r
-        assert r["params"]["existing_file"] == "big.bin"
+        if r["workload"] != "tree-hash":
+            assert r["params"]["existing_file"] == "big.bin"
         assert all(x["device"]["write_bytes"] == 0 for x in r["sample_details"])
+    hashed = [r for r in doc["results"] if r["workload"] == "tree-hash"]
+    assert len(hashed) == 2 and all(r["cache"] == "cold-verified" for r in hashed)
     assert sha256(img) == before
     assert not subprocess.run(
         ["losetup", "-j", str(dev)], capture_output=True, text=True

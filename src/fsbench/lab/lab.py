@@ -325,8 +325,11 @@ class Lab:
 
     def health(self, s: LabSubject) -> str | None:
         """Why the subject is broken (its FUSE daemon died), or None when it is fine."""
-        if s.spec.driver.kind == "fuse" and s.daemon_pid and not mounts.pid_running(s.daemon_pid):
-            return f"{s.spec.driver.name} daemon (pid {s.daemon_pid}) exited"
+        if s.spec.driver.kind == "fuse" and s.daemon_pid:
+            if not mounts.pid_running(s.daemon_pid):
+                return f"{s.spec.driver.name} daemon (pid {s.daemon_pid}) exited"
+            if mounts.pid_stopped(s.daemon_pid):
+                return f"{s.spec.driver.name} daemon (pid {s.daemon_pid}) is stopped (unresponsive)"
         if s.mounted and mounts.find_mount(s.mountpoint) is None:
             return f"{s.spec.id} is no longer mounted"
         return None

@@ -103,6 +103,15 @@ def pid_running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def pid_stopped(pid: int) -> bool:
+    """Stopped (SIGSTOP) or traced: a daemon in this state answers no FUSE request."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
 def wait_gone(pids: list[int], timeout: float) -> list[int]:
     deadline = time.monotonic() + timeout
     alive = [p for p in pids if pid_running(p)]

@@ -36,6 +36,7 @@ class Target:
     daemon_pid: int | None = None
     fs: str = ""
     make_cold: Callable[[], None] | None = None
+    cold_impossible: str | None = None  # why make_cold is None, in words
     capabilities: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0  # --scale: multiplies macro workloads' default amounts (file counts)
     mountpoint: str | None = None  # the file system's root (workdir lives below it)
