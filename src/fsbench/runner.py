@@ -19,7 +19,14 @@ from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
 from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
-from fsbench.workloads.base import Measurement, Target, Unsupported, Workload, WorkloadFailed
+from fsbench.workloads.base import (
+    Measurement,
+    Target,
+    Unsupported,
+    Workload,
+    WorkloadFailed,
+    watched,
+)
 
 GiB = 1024**3
 MiB = 1024**2
@@ -237,7 +244,8 @@ class Runner:
         if not res.params:
             # Parameters from the live target (read-only volumes name the file read).
             res.params = wl.params(target)
-        wl.prepare(target)
+        with watched(rt.health):
+            wl.prepare(target)
         cache, cache_flags = self._prepare_cache(target, wl)
         if rt.ensure:  # a FUSE remount has a new daemon
             target = self._sized(rt.ensure(), wl)
@@ -248,7 +256,8 @@ class Runner:
         )
         resident0 = device_cache(target) if cache == "direct" else None
         before = take_snapshot(self.procfs, spec)
-        m = wl.run(target)
+        with watched(rt.health):
+            m = wl.run(target)
         after = take_snapshot(self.procfs, spec)
         resident1 = device_cache(target) if cache == "direct" else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0

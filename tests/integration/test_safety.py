@@ -255,6 +255,64 @@ def test_killing_the_fuse_daemon_fails_that_subject_only(state_dir: Path, tmp_pa
     dirs.assert_released()
 
 
+def test_a_stopped_daemon_is_detected_and_released(state_dir: Path, tmp_path) -> None:
+    """An unresponsive FUSE daemon (SIGSTOP) hangs every request: the run must notice within a
+    bounded wait, fail that subject, force the mount away and go on."""
+    need_drivers("ext4", "ntfs-3g")
+    out = tmp_path / "out"
+    proc = _start(
+        tmp_path,
+        "compare",
+        "ntfs-3g",
+        "ext4",
+        "--size",
+        "256M",
+        "--repeat",
+        "2",
+        "--workloads",
+        "seq-write/fsync",
+        "--out",
+        str(out),
+        "--db",
+        str(tmp_path / "db"),
+    )
+    t0 = time.monotonic()
+    try:
+        rec = read_record(state_dir)
+        dirs = RunDirs.of(rec["run_id"], state_dir)
+        daemon: list[int] = []
+
+        def fio_on_ntfs() -> bool:
+            daemon[:] = [
+                p
+                for p in processes_naming(dirs.mount_dir)
+                if "ntfs-3g" in Path(f"/proc/{p}/comm").read_text()
+            ]
+            return bool(daemon) and any(
+                "fio" in Path(f"/proc/{p}/comm").read_text()
+                and any("ntfs-3g" in a for a in cmdline(p))
+                for p in processes_naming(dirs.mount_dir)
+            )
+
+        assert wait_until(fio_on_ntfs, 120, interval=0.01), "fio never ran on ntfs-3g"
+        for p in daemon:
+            subprocess.run(["kill", "-STOP", str(p)])
+        _stdout, stderr = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        release_leftovers(state_dir)
+    assert time.monotonic() - t0 < 200
+    assert proc.returncode == 1, stderr
+    doc = json.loads((out / "results.json").read_text())
+    subjects = {s["id"]: s for s in doc["subjects"]}
+    assert subjects["ntfs-3g"]["status"] == "failed"
+    assert "stopped (unresponsive)" in subjects["ntfs-3g"]["error"]
+    assert subjects["ext4"]["status"] == "ok"
+    dirs.assert_released()
+
+
 def test_enospc_is_reported_for_that_workload(state_dir: Path, tmp_path) -> None:
     need_drivers("ext4")
     out = tmp_path / "out"

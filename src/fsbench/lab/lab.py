@@ -337,7 +337,10 @@ class Lab:
     def discard(self, s: LabSubject) -> None:
         """Take a broken subject down now: bounded unmount (lazy if needed), daemon killed."""
         pids = [s.daemon_pid] if s.daemon_pid else []
-        mounts.unmount(s.mountpoint, pids, timeout=5)
+        # A broken daemon is not asked to shut down nicely: SIGKILL reaches even a stopped
+        # one, and the kernel then fails its requests so the unmount cannot hang.
+        mounts.kill_pids([p for p in pids if mounts.pid_running(p)], timeout=5)
+        mounts.unmount(s.mountpoint, pids, timeout=10)
         s.entry, s.daemon_pid = None, None
         s.events.append("discard")
 

@@ -140,29 +140,44 @@ def fuse_connection(entry: MountEntry) -> str | None:
     return str(conn) if conn.exists() else None
 
 
-def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> list[str]:
-    """Unmount and wait for the FUSE daemon to exit; escalate to lazy unmount, abort, kill.
+def _abort_fuse(entry: MountEntry) -> None:
+    # Aborting the connection frees a mount whose daemon no longer answers.
+    conn = fuse_connection(entry)
+    if conn:
+        with contextlib.suppress(OSError):
+            Path(conn, "abort").write_text("1")
 
-    Returns notes about every escalation so a caller can flag a misbehaving driver.
+
+def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> list[str]:
+    """Unmount and wait for the FUSE daemon to exit; escalate to abort, lazy unmount, kill.
+
+    Every wait is bounded: a daemon that no longer answers (stopped, wedged) cannot hang the
+    run. Returns notes about every escalation so a caller can flag a misbehaving driver.
     """
     notes: list[str] = []
     entry = find_mount(mountpoint)
     if entry is None:
         kill_pids([p for p in daemon_pids if pid_running(p)])
         return notes
+    if any(pid_stopped(p) for p in daemon_pids):
+        notes.append(f"daemon {daemon_pids} was stopped; connection aborted")
+        _abort_fuse(entry)
     deadline = time.monotonic() + timeout
     while True:
-        proc = run(["umount", mountpoint], timeout=timeout, check=False)
-        if proc.returncode == 0 or find_mount(mountpoint) is None:
+        try:
+            left_s = max(1.0, deadline - time.monotonic())
+            proc = run(["umount", mountpoint], timeout=min(10.0, left_s), check=False)
+            why = proc.stderr.strip()
+            done = proc.returncode == 0
+        except LabError as e:  # umount itself hung on an unresponsive daemon
+            done, why = False, str(e)
+        if done or find_mount(mountpoint) is None:
             break
         if time.monotonic() > deadline:
-            notes.append(f"umount {mountpoint} kept failing ({proc.stderr.strip()}); lazy unmount")
-            conn = fuse_connection(entry)
-            if conn:
-                # Aborting the connection frees a mount whose daemon no longer answers.
-                with contextlib.suppress(OSError):
-                    Path(conn, "abort").write_text("1")
-            run(["umount", "-l", mountpoint], check=False)
+            notes.append(f"umount {mountpoint} kept failing ({why}); lazy unmount")
+            _abort_fuse(entry)
+            with contextlib.suppress(LabError):
+                run(["umount", "-l", mountpoint], check=False, timeout=10)
             break
         time.sleep(0.2)
     left = wait_gone(daemon_pids, timeout=10.0)

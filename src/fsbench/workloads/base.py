@@ -6,7 +6,9 @@ import os
 import resource
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -85,10 +87,24 @@ class ChildResult:
     ctx: int
 
 
+# The runner's check on the subject while a child runs (e.g. "the FUSE daemon is stopped"):
+# a workload's child that can never finish is stopped at once instead of at its timeout.
+_watchdog: ContextVar[Callable[[], str | None] | None] = ContextVar("watchdog", default=None)
+
+
+@contextmanager
+def watched(check: Callable[[], str | None] | None) -> Iterator[None]:
+    token = _watchdog.set(check)
+    try:
+        yield
+    finally:
+        _watchdog.reset(token)
+
+
 def run_child(argv: list[str], cwd: str | None = None, timeout: float = 3600) -> ChildResult:
-    """Run a measured child and take its own CPU and context switches from wait4's rusage,
-    which also counts its descendants (fio's job processes) once they are reaped."""
+    """Run a measured child; bounded by `timeout` and by the runner's watchdog."""
     t0 = time.perf_counter()
+    check = _watchdog.get()
     with subprocess.Popen(
         argv,
         cwd=cwd,
@@ -97,13 +113,18 @@ def run_child(argv: list[str], cwd: str | None = None, timeout: float = 3600) ->
         text=True,
         stdin=subprocess.DEVNULL,
     ) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise WorkloadFailed(f"{argv[0]} did not finish within {timeout:.0f} s") from None
-        # communicate() already reaped it; rusage of the child comes from RUSAGE_CHILDREN deltas.
+        deadline = t0 + timeout
+        while True:
+            try:
+                out, err = proc.communicate(timeout=1.0 if check else timeout)
+                break
+            except subprocess.TimeoutExpired:
+                broken = check() if check else None
+                if broken or time.perf_counter() > deadline:
+                    proc.kill()
+                    proc.communicate()
+                    why = broken or f"did not finish within {timeout:.0f} s"
+                    raise WorkloadFailed(f"{os.path.basename(argv[0])} stopped: {why}") from None
     seconds = time.perf_counter() - t0
     return ChildResult(proc.returncode, out, err, seconds, 0.0, 0.0, 0)
 
