@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from fsbench.report.naming import styled_ratio
 from fsbench.report.summary import (
     compare,
     fmt_ratio,
@@ -41,13 +42,7 @@ def _ratio(base: Result | None, res: Result | None) -> Text:
     c = compare(base, res)
     if c.ratio is None:
         return Text("–", style="dim")
-    text = fmt_ratio(c.ratio)
-    if c.significant is False:
-        return Text(text + " ≈", style="yellow")
-    if c.significant is None:
-        return Text(text + " ?", style="dim")
-    better = (c.ratio > 1) == res.higher_is_better
-    return Text(text, style="green" if better else "red")
+    return styled_ratio(c, fmt_ratio(c.ratio), res.higher_is_better)
 
 
 def matrix_tables(run: Run) -> list[Table | Text]:

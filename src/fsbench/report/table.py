@@ -14,7 +14,7 @@ from rich.text import Text
 from fsbench import stats
 from fsbench.lab.backing import format_size
 from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.naming import result_title
+from fsbench.report.naming import result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 
@@ -45,12 +45,7 @@ def ratio_text(base: Result | None, res: Result) -> Text:
     txt = f"{c.ratio:.2f}×"
     if c.ratio_ci95:
         txt += f" [{c.ratio_ci95[0]:.2f}–{c.ratio_ci95[1]:.2f}]"
-    if c.significant is False:
-        return Text(txt + " ≈ n.s.", style="yellow")
-    if c.significant is None:
-        return Text(txt + " ?", style="dim")
-    better = (c.ratio > 1) == res.higher_is_better
-    return Text(txt, style="green" if better else "red")
+    return styled_ratio(c, txt, res.higher_is_better, ns=" ≈ n.s.")
 
 
 def _cpu_text(res: Result) -> str:
