@@ -143,6 +143,8 @@ class IozoneJob(FioJob):
     # Hundreds of cells: a shorter floor per sample keeps the quick suite quick (each cell
     # already works through several files).
     min_sample_s: float = 0.25
+    # Cells follow one another over the same files and pages: the matrix warms itself.
+    warmup: int = 0
 
     # -- geometry ------------------------------------------------------------------------
     @property
