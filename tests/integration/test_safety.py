@@ -193,6 +193,28 @@ def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
     )
 
 
+def ntfs_daemon_while_fio_runs(dirs: RunDirs) -> list[int]:
+    """The ntfs-3g daemon's PIDs, once fio works on its mount: a fault injected then hits a
+    workload, not the gap between two (a remount for a cold read would replace the daemon)."""
+    daemon: list[int] = []
+
+    def comm(pid: int) -> str:
+        try:
+            return Path(f"/proc/{pid}/comm").read_text()
+        except OSError:  # gone meanwhile
+            return ""
+
+    def fio_on_ntfs() -> bool:
+        here = processes_naming(dirs.mount_dir)
+        daemon[:] = [p for p in here if "ntfs-3g" in comm(p)]
+        return bool(daemon) and any(
+            "fio" in comm(p) and any("ntfs-3g" in a for a in cmdline(p)) for p in here
+        )
+
+    assert wait_until(fio_on_ntfs, 120, interval=0.01), "fio never ran on ntfs-3g"
+    return daemon
+
+
 def test_killing_the_fuse_daemon_fails_that_subject_only(state_dir: Path, tmp_path) -> None:
     need_drivers("ext4", "ntfs-3g")
     out = tmp_path / "out"
@@ -215,26 +237,7 @@ def test_killing_the_fuse_daemon_fails_that_subject_only(state_dir: Path, tmp_pa
     try:
         rec = read_record(state_dir)
         dirs = RunDirs.of(rec["run_id"], state_dir)
-        daemon: list[int] = []
-
-        def ntfs_daemon() -> bool:
-            daemon[:] = [
-                p
-                for p in processes_naming(dirs.mount_dir)
-                if "ntfs-3g" in Path(f"/proc/{p}/comm").read_text()
-            ]
-            return bool(daemon)
-
-        def fio_on_ntfs() -> bool:
-            # Kill while fio works on the ntfs-3g mount, not between workloads (a remount for
-            # a cold read would replace the daemon and hide the fault).
-            return ntfs_daemon() and any(
-                "fio" in Path(f"/proc/{p}/comm").read_text()
-                and any("ntfs-3g" in a for a in cmdline(p))
-                for p in processes_naming(dirs.mount_dir)
-            )
-
-        assert wait_until(fio_on_ntfs, 120, interval=0.01), "fio never ran on ntfs-3g"
+        daemon = ntfs_daemon_while_fio_runs(dirs)
         for p in daemon:
             subprocess.run(["kill", "-9", str(p)])
         _stdout, stderr = proc.communicate(timeout=300)
@@ -280,21 +283,7 @@ def test_a_stopped_daemon_is_detected_and_released(state_dir: Path, tmp_path) ->
     try:
         rec = read_record(state_dir)
         dirs = RunDirs.of(rec["run_id"], state_dir)
-        daemon: list[int] = []
-
-        def fio_on_ntfs() -> bool:
-            daemon[:] = [
-                p
-                for p in processes_naming(dirs.mount_dir)
-                if "ntfs-3g" in Path(f"/proc/{p}/comm").read_text()
-            ]
-            return bool(daemon) and any(
-                "fio" in Path(f"/proc/{p}/comm").read_text()
-                and any("ntfs-3g" in a for a in cmdline(p))
-                for p in processes_naming(dirs.mount_dir)
-            )
-
-        assert wait_until(fio_on_ntfs, 120, interval=0.01), "fio never ran on ntfs-3g"
+        daemon = ntfs_daemon_while_fio_runs(dirs)
         for p in daemon:
             subprocess.run(["kill", "-STOP", str(p)])
         _stdout, stderr = proc.communicate(timeout=240)
