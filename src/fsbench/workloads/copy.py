@@ -315,11 +315,86 @@ class _Copy:
         except OSError as e:
             raise _failed(self.id, e) from None
 
-    def _prepare(self, target: Target) -> None:
+    # What a kind of copy defines: how much (bytes or files), where, how, and what to expect.
+    def amount(self, target: Target) -> int:
         raise NotImplementedError
 
-    def _run(self, target: Target) -> Measurement:
+    def _source(self, amount: int) -> str:
         raise NotImplementedError
+
+    def _dest(self, target: Target) -> str:
+        raise NotImplementedError
+
+    def _out_path(self) -> str:
+        raise NotImplementedError
+
+    def _complete(self, dest: str, amount: int) -> bool:
+        raise NotImplementedError
+
+    def _copy(self, src: str, dst: str, st: CopyState, fsync: bool) -> None:
+        raise NotImplementedError
+
+    def _expect(self, amount: int) -> tuple[int, int]:
+        """(files, bytes) a full copy moves."""
+        raise NotImplementedError
+
+    def _extra(self, st: CopyState, seconds: float) -> dict[str, Any]:
+        return {}
+
+    def _prepare(self, target: Target) -> None:
+        self._collect_garbage()
+        amount = self.amount(target)
+        src = self._source(amount)
+        dest = self._dest(target)
+        try:
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            if self.variant == "in":
+                remove_path(dest)  # a new copy each time, as a copy makes one
+                return
+            if not self._complete(dest, amount):
+                remove_path(dest)
+                self._copy(src, dest, self._state(), fsync=True)
+        except OSError as e:
+            remove_path(dest)
+            raise _failed(f"preparing {self.id}", e) from None
+        remove_path(self._out_path())
+
+    def _run(self, target: Target) -> Measurement:
+        amount = self.amount(target)
+        if self.variant == "in":
+            src, dst = self._source(amount), self._dest(target)
+        else:
+            src, dst = self._dest(target), self._out_path()
+        st = self._state()
+        u0, s0, c0 = _thread_usage()
+        t0 = time.perf_counter()
+        try:
+            self._copy(src, dst, st, fsync=self.variant == "in")
+        except OSError as e:
+            remove_path(dst)  # half a copy would only take the space of later workloads
+            raise _failed(f"copying {self.id}", e) from None
+        seconds = time.perf_counter() - t0
+        u1, s1, c1 = _thread_usage()
+        if self.variant == "out":
+            self._garbage.append(dst)
+        files, nbytes = self._expect(amount)
+        if st.files != files or st.bytes != nbytes:
+            raise WorkloadFailed(
+                f"copied {st.files} files, {st.bytes} bytes; expected {files}, {nbytes}"
+            )
+        extra, flags = self._method_outcome(st)
+        extra.update(self._extra(st, seconds))
+        return Measurement(
+            value=st.bytes / MiB / seconds if seconds > 0 else 0.0,
+            seconds=seconds,
+            bytes=st.bytes,
+            ops=st.files,
+            app_user_s=u1 - u0,
+            app_sys_s=s1 - s0,
+            app_ctx=c1 - c0,
+            extra=extra,
+            flags=flags,
+        )
 
     def close(self) -> None:
         """Remove this workload's tmpfs files (the target's are the lab's to delete)."""
@@ -379,56 +454,17 @@ class CopyLarge(_Copy):
     def _out_path(self) -> str:
         return self.area.ensure(f"{self.name}-out.bin")
 
-    def _prepare(self, target: Target) -> None:
-        self._collect_garbage()
-        size = self.size(target)
-        src = self._source(size)
-        dest = self._dest(target)
-        try:
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            if self.variant == "in":
-                remove_path(dest)  # a new file each time, as a copy makes one
-                return
-            if not (os.path.exists(dest) and os.path.getsize(dest) == size):
-                remove_path(dest)
-                copy_file(src, dest, self._state(), fsync=True)
-        except OSError as e:
-            remove_path(dest)
-            raise _failed(f"preparing {self.id}", e) from None
-        remove_path(self._out_path())
+    def amount(self, target: Target) -> int:
+        return self.size(target)
 
-    def _run(self, target: Target) -> Measurement:
-        size = self.size(target)
-        if self.variant == "in":
-            src, dst = self._source(size), self._dest(target)
-        else:
-            src, dst = self._dest(target), self._out_path()
-        st = self._state()
-        u0, s0, c0 = _thread_usage()
-        t0 = time.perf_counter()
-        try:
-            n = copy_file(src, dst, st, fsync=self.variant == "in")
-        except OSError as e:
-            remove_path(dst)  # half a file would only take the space of later workloads
-            raise _failed(f"copying {self.id}", e) from None
-        seconds = time.perf_counter() - t0
-        u1, s1, c1 = _thread_usage()
-        if self.variant == "out":
-            self._garbage.append(dst)
-        if n != size:
-            raise WorkloadFailed(f"copied {n} of {size} bytes")
-        extra, flags = self._method_outcome(st)
-        return Measurement(
-            value=n / MiB / seconds if seconds > 0 else 0.0,
-            seconds=seconds,
-            bytes=n,
-            ops=1,
-            app_user_s=u1 - u0,
-            app_sys_s=s1 - s0,
-            app_ctx=c1 - c0,
-            extra=extra,
-            flags=flags,
-        )
+    def _complete(self, dest: str, size: int) -> bool:
+        return os.path.exists(dest) and os.path.getsize(dest) == size
+
+    def _copy(self, src: str, dst: str, st: CopyState, fsync: bool) -> None:
+        copy_file(src, dst, st, fsync)
+
+    def _expect(self, size: int) -> tuple[int, int]:
+        return 1, size
 
 
 @dataclass(eq=False)
@@ -499,58 +535,17 @@ class CopySmall(_Copy):
                 return False
         return True
 
-    def _prepare(self, target: Target) -> None:
-        self._collect_garbage()
-        n = self.count(target)
-        src = self._source(n)
-        dest = self._dest(target)
-        try:
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            if self.variant == "in":
-                remove_path(dest)
-                return
-            if not self._complete(dest, n):
-                remove_path(dest)
-                copy_tree(src, dest, self._state(), fsync=True)
-        except OSError as e:
-            remove_path(dest)
-            raise _failed(f"preparing {self.id}", e) from None
-        remove_path(self._out_path())
+    def amount(self, target: Target) -> int:
+        return self.count(target)
 
-    def _run(self, target: Target) -> Measurement:
-        n = self.count(target)
-        if self.variant == "in":
-            src, dst = self._source(n), self._dest(target)
-        else:
-            src, dst = self._dest(target), self._out_path()
-        st = self._state()
-        u0, s0, c0 = _thread_usage()
-        t0 = time.perf_counter()
-        try:
-            copy_tree(src, dst, st, fsync=self.variant == "in")
-        except OSError as e:
-            remove_path(dst)
-            raise _failed(f"copying {self.id}", e) from None
-        seconds = time.perf_counter() - t0
-        u1, s1, c1 = _thread_usage()
-        if self.variant == "out":
-            self._garbage.append(dst)
-        want = n * self.file_bytes
-        if st.files != n or st.bytes != want:
-            raise WorkloadFailed(f"copied {st.files} files, {st.bytes} bytes; expected {n}, {want}")
-        extra, flags = self._method_outcome(st)
-        extra["files_per_s"] = n / seconds if seconds > 0 else 0.0
-        return Measurement(
-            value=st.bytes / MiB / seconds if seconds > 0 else 0.0,
-            seconds=seconds,
-            bytes=st.bytes,
-            ops=n,
-            app_user_s=u1 - u0,
-            app_sys_s=s1 - s0,
-            app_ctx=c1 - c0,
-            extra=extra,
-            flags=flags,
-        )
+    def _copy(self, src: str, dst: str, st: CopyState, fsync: bool) -> None:
+        copy_tree(src, dst, st, fsync)
+
+    def _expect(self, n: int) -> tuple[int, int]:
+        return n, n * self.file_bytes
+
+    def _extra(self, st: CopyState, seconds: float) -> dict[str, Any]:
+        return {"files_per_s": st.files / seconds if seconds > 0 else 0.0}
 
 
 COPY_JOBS: list[_Copy] = [
