@@ -243,6 +243,12 @@ def _positive(name: str, text: str | None, kind: type = int) -> float | None:
     help="Benchmark an existing volume (--backing device:PATH) without changing a byte.",
 )
 @click.option(
+    "--no-tune",
+    "no_tune",
+    is_flag=True,
+    help="Leave free page reporting on during the run (it makes RAM-bound samples erratic).",
+)
+@click.option(
     "--destroy-data",
     is_flag=True,
     help="Allow formatting a --backing device that holds a file system or partition table.",
@@ -254,6 +260,7 @@ def compare(
     size: str,
     read_only: bool,
     destroy_data: bool,
+    no_tune: bool,
     **common: Any,
 ) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
@@ -279,6 +286,7 @@ def compare(
         size=nbytes,
         read_only=read_only,
         destroy_data=destroy_data,
+        tune=not no_tune,
     )
 
 

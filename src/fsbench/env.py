@@ -105,7 +105,8 @@ def memory_notes() -> list[str]:
     if order <= 10:  # MAX_PAGE_ORDER on x86: blocks of this order or larger are reported
         notes.append(
             f"free page reporting is on (order {order}): freed memory goes back to the "
-            f"hypervisor and is slow to reuse, so RAM-bound samples vary; to stop it: "
+            f"hypervisor and is slow to reuse, so RAM-bound samples vary; fsbench compare "
+            f"holds it off during its runs (unless --no-tune); to stop it for good: "
             f"echo 11 > {PAGE_REPORTING}"
         )
     return notes

@@ -58,6 +58,7 @@ class Plan:
     destroy_data: bool = False
     scale: float = 1.0
     warmup: int = 1
+    tune: bool = True  # hold free page reporting off during a lab run
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -148,7 +149,7 @@ def execute(
     """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed)."""
     run_id = plan.run_id
     lab = (
-        Lab(run_id, plan.backing, plan.size, plan.read_only, plan.destroy_data)
+        Lab(run_id, plan.backing, plan.size, plan.read_only, plan.destroy_data, plan.tune)
         if plan.subjects is not None
         else None
     )
@@ -174,6 +175,10 @@ def execute(
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan):
+                if lab is not None and lab.tuned:
+                    # The run is no longer exposed to what the note warns about: say what
+                    # was done instead.
+                    run.environment.notes = list(lab.tuned)  # type: ignore[attr-defined]
                 targets = (
                     _lab_targets(plan, lab, run, store, on_step)
                     if lab is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -422,3 +423,54 @@ def test_two_runs_at_once_do_not_collide(state_dir: Path, tmp_path) -> None:
     assert n == 2 * 2 * 3
     for run_id in ids:
         RunDirs.of(run_id, state_dir).assert_released()
+
+
+PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+
+
+@pytest.mark.skipif(not PAGE_REPORTING.exists(), reason="no free page reporting on this kernel")
+def test_page_reporting_is_held_and_restored_even_after_sigkill(state_dir, tmp_path) -> None:
+    need_drivers("ext4")
+    original = PAGE_REPORTING.read_text().strip()
+    if int(original) > 10:
+        pytest.skip("free page reporting is already off here: nothing to hold")
+    out = tmp_path / "out"
+    proc = _start(
+        tmp_path,
+        "compare",
+        "ext4",
+        "--size",
+        "128M",
+        "--repeat",
+        "100",
+        "--workloads",
+        "seq-write/buffered",
+        "--out",
+        str(out),
+        "--db",
+        str(tmp_path / "db"),
+    )
+    try:
+        rec = read_record(state_dir)
+        assert wait_until(lambda: PAGE_REPORTING.read_text().strip() == "11", 60)
+        assert wait_until(
+            lambda: json.loads(Path(rec_path(state_dir)).read_text()).get("restore"), 10
+        )
+        os.kill(rec["pid"], signal.SIGKILL)  # fsbench itself: no chance to restore anything
+        proc.wait(timeout=30)
+        assert PAGE_REPORTING.read_text().strip() == "11"
+        done = fsbench("cleanup")
+        assert done.returncode == 0, done.stderr
+        assert f"restored {PAGE_REPORTING} = {original}" in done.stdout
+        assert PAGE_REPORTING.read_text().strip() == original
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        release_leftovers(state_dir)
+        PAGE_REPORTING.write_text(original)
+    RunDirs.of(rec["run_id"], state_dir).assert_released()
+
+
+def rec_path(state_dir: Path) -> str:
+    return str(next(state_dir.glob("*.json")))

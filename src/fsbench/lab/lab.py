@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from fsbench.env import PAGE_REPORTING
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.lab import loops, mounts, safety
 from fsbench.lab.backing import Backing, format_size
@@ -77,12 +78,15 @@ class Lab:
         size: int,
         read_only: bool = False,
         destroy_data: bool = False,
+        tune_memory: bool = True,
     ) -> None:
         self.run_id = run_id
         self.backing = backing
         self.size = size
         self.read_only = read_only
         self.destroy_data = destroy_data
+        self.tune_memory = tune_memory
+        self.tuned: list[str] = []  # what was held for the run, in words
         self.subjects: list[LabSubject] = []
         self.mkfs_commands: dict[str, list[str]] = {}
         self.record: StateRecord | None = None
@@ -158,9 +162,32 @@ class Lab:
         if self.backing.kind == "device" and self.backing.path:
             self.record.devices.append(self.backing.path)
         self.record.save()  # written before anything exists, so cleanup can always find it
+        if self.tune_memory:
+            self._hold_page_reporting()
         image_dir.mkdir(parents=True, exist_ok=True)
         mount_dir.mkdir(parents=True, exist_ok=True)
         return self
+
+    def _hold_page_reporting(self) -> None:
+        """Free page reporting hands freed memory to the hypervisor, and every page cache
+        dropped for a cold read or file deleted is then slow to reuse: samples swing by 10x.
+        Held off for the run (order above the largest block) and put back by `release`, which
+        also runs in `fsbench cleanup` after a SIGKILL."""
+        assert self.record is not None
+        path = str(PAGE_REPORTING)
+        try:
+            old = PAGE_REPORTING.read_text().strip()
+            if int(old) > 10:
+                return
+            self.record.restore[path] = old
+            self.record.save()  # recorded before it is changed
+            PAGE_REPORTING.write_text("11")
+        except (OSError, ValueError):
+            self.record.restore.pop(path, None)
+            return
+        self.tuned.append(
+            f"free page reporting held off during the run (order {old} -> 11, restored after)"
+        )
 
     def __exit__(self, *exc: object) -> None:
         self.close()

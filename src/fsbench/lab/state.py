@@ -33,6 +33,8 @@ class StateRecord:
     loops: list[list[str]] = field(default_factory=list)
     # The owner's start time (clock ticks since boot): a PID alone may be reused.
     pid_start: int = 0
+    # Kernel settings the run changed, with the values to put back: {sysfs path: value}.
+    restore: dict[str, str] = field(default_factory=dict)
     path: str = ""
 
     def save(self) -> None:
@@ -79,6 +81,11 @@ def release(rec: StateRecord) -> list[str]:
             if _under(back, rec.image_dir) or (dev, back) in recorded:
                 loops.detach(dev)
                 notes.append(f"detached {dev}")
+        for path, value in rec.restore.items():
+            if path.startswith("/sys/module/"):  # only what a run may tune
+                with contextlib.suppress(OSError):
+                    Path(path).write_text(value)
+                notes.append(f"restored {path} = {value}")
         for d in (rec.image_dir, rec.mount_dir):
             if d and Path(d).exists() and Path(d).name.startswith("fsbench-"):
                 shutil.rmtree(d, ignore_errors=True)
