@@ -34,8 +34,11 @@ MiB = 1024 * 1024
 FILE_FRACTION = 0.4
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM: stop at once, keep what was measured, release everything."""
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM: stop at once, keep what was measured, release everything.
+
+    A KeyboardInterrupt, so no `except Exception` on the way swallows it and the command line
+    reports it as an interruption (exit 130), wherever it lands."""
 
 
 @dataclass
