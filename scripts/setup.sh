@@ -20,7 +20,7 @@ if [ "${1:-}" = "--test" ]; then
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "setup.sh: run as root (it installs Debian packages): sudo bash scripts/setup.sh" >&2
+  echo "setup.sh: run as root (it installs Debian packages)" >&2
   exit 3
 fi
 
