@@ -31,6 +31,14 @@ TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "make": (("--version",), "make", "the compile workload"),
     "nginx": (("-v",), "nginx-light", "the web-serve workload's HTTP server"),
     "wrk": (("--version",), "wrk", "the web-serve workload's load client"),
+    # mkfs tools: their versions decide the on-disk layout every driver is measured on.
+    "mkfs.ext4": (("-V",), "e2fsprogs", "formats ext4 images"),
+    "mkfs.ext2": (("-V",), "e2fsprogs", "formats ext2 images"),
+    "mkfs.xfs": (("-V",), "xfsprogs", "formats xfs images"),
+    "mkfs.btrfs": (("--version",), "btrfs-progs", "formats btrfs images"),
+    "mkntfs": (("--version",), "ntfs-3g", "formats NTFS images"),
+    "mkfs.exfat": (("-V",), "exfatprogs", "formats exFAT images"),
+    "mkfs.vfat": (("--help",), "dosfstools", "formats FAT images"),
 }
 
 SYSCTLS = [

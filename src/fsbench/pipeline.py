@@ -21,6 +21,7 @@ from fsbench.env import capture
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
+from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.runner import Runner, RunTarget, workload_id
@@ -130,6 +131,19 @@ def signals_raise() -> Iterator[None]:
             signal.signal(s, h)
 
 
+def tools_used(plan: Plan) -> list[str]:
+    """Every outside tool whose version can move a result: the lab's, each format's mkfs and
+    each workload's own (nginx, wrk, cc, ...). Drivers' versions are on their subjects."""
+    names = ["fio", "losetup", "mount"]
+    for spec in plan.subjects or []:
+        fmt = FORMATS.get(spec.driver.fs)
+        if fmt is not None:
+            names.append(fmt.mkfs[0])
+    for wl in plan.workloads:
+        names.extend(getattr(wl, "tools", ()))
+    return list(dict.fromkeys(names))
+
+
 def _subject_record(ls: LabSubject) -> Subject:
     d = ls.spec.driver
     return Subject(
@@ -166,7 +180,7 @@ def execute(
                 f"--read-only runs only read workloads; {', '.join(writers)} would write"
             )
     run = Run(run_id=run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), command=plan.command)
-    run.environment = capture(["fio", "losetup", "mount"])
+    run.environment = capture(tools_used(plan))
     run.environment.backing = plan.backing.describe()
     run.environment.backing_note = plan.backing.note
     run.environment.image_size = plan.size if plan.subjects is not None else None
@@ -215,10 +229,12 @@ def execute(
                 run.status = "incomplete"
             if runner is not None and not run.results:
                 run.results = list(runner.results.values())
+            # The report first: a rendering failure is then recorded in results.json and the
+            # store, and the terminal says so, instead of being lost after the data is written.
+            write_report_safely(run, plan.out_dir)
             write_results(run, plan.out_dir)
             store.finish_run(run)
             store.close()
-            write_report_safely(run, plan.out_dir)
     failed = any(s.status == "failed" for s in run.subjects) or any(
         r.status == "failed" for r in run.results
     )

@@ -7,6 +7,7 @@ measured run, never inside it.
 
 from __future__ import annotations
 
+import os
 import statistics as _st
 import time
 from collections.abc import Callable
@@ -288,6 +289,8 @@ class Runner:
                 return wl.cache, [f"cannot-drop-caches: {why}"]
             target.make_cold()
             return wl.cache, []
+        # Writeback left by the previous workload or subject must not land inside this sample.
+        os.sync()
         if wl.cache == "warm":
             return "warm", []
         return "n/a", []

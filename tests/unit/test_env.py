@@ -32,3 +32,21 @@ def test_cpu_caches_are_bytes_by_level() -> None:
     if not caches:
         pytest.skip("this machine exposes no cache sizes under /sys/devices/system/cpu")
     assert all(k.startswith("L") and v > 0 for k, v in caches.items())
+
+
+def test_environment_names_every_tool_that_can_move_a_result() -> None:
+    """mkfs of each format in use and each workload's own tools, not only fio and mount."""
+    from types import SimpleNamespace
+
+    from fsbench.lab.subject import parse_subject
+    from fsbench.pipeline import tools_used
+    from fsbench.registry import resolve_workloads
+
+    plan = SimpleNamespace(
+        subjects=[parse_subject("ext4"), parse_subject("ntfs-3g")],
+        workloads=resolve_workloads("seq-write/fsync,compile,web-serve", None),
+    )
+    tools = tools_used(plan)  # type: ignore[arg-type]
+    for name in ("fio", "losetup", "mount", "mkfs.ext4", "mkntfs", "cc", "make", "nginx", "wrk"):
+        assert name in tools, name
+    assert len(tools) == len(set(tools))

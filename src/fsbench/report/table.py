@@ -179,4 +179,7 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
         report = Path(out_dir) / "report.html"
         also = f" · report: {report}" if report.exists() else ""
         parts.append(Text(f"results: {out_dir}/results.json{also}", style="dim"))
+    report_error = getattr(run.environment, "report_error", None)
+    if report_error:
+        parts.append(Text(report_error, style="bold red"))
     console.print(Group(*parts))

@@ -318,6 +318,7 @@ class Compile:
     per_module: int = SOURCES_PER_MODULE
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     name: str = "compile"
+    tools: tuple[str, ...] = ("cc", "make")  # their versions go into the environment
     metric: str = "time"
     unit: str = "s"
     higher_is_better: bool = False

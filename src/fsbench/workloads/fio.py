@@ -50,6 +50,7 @@ class FioJob:
     file_size: int | None = None  # fixed file size (matrix suites); None: scale to the image
     # Strided reads move only part of the file; without a limit fio wraps around and re-reads.
     io_fraction: float | None = None
+    tools: tuple[str, ...] = ("fio",)  # their versions go into the environment
     metric: str = "throughput"
     unit: str = "MiB/s"
     higher_is_better: bool = True
@@ -237,6 +238,12 @@ def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
         raise WorkloadFailed(f"could not read fio's JSON output ({e})") from e
     if job.get("error"):
         raise WorkloadFailed(f"fio job error {job['error']}: {os.strerror(job['error'])}")
+    if int(part.get("io_bytes", 0)) > 0 and float(part.get("runtime", 0)) <= 0:
+        # fio rounds to whole milliseconds: a job that moved data in "0 ms" cannot give a rate,
+        # and a sample of value 0 would read as the slowest result of all.
+        raise WorkloadFailed(
+            f"fio reported {part['io_bytes']} B in 0 ms: too little work to time; raise --scale"
+        )
     lat = part.get("clat_ns") or part.get("lat_ns") or {}
     pct = lat.get("percentile") or {}
     pick = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
@@ -279,7 +286,13 @@ def _rand(name: str, rw: str, what: str) -> list[FioJob]:
                     name,
                     f"{bs}-{'direct' if direct else 'buffered'}",
                     f"random {what}, {bs.upper().replace('K', ' KiB')} records, {mode}"
-                    + (" (seed 004: 8 KiB O_DIRECT)" if direct and bs == "8k" else ""),
+                    + (" (seed 004: 8 KiB O_DIRECT)" if direct and bs == "8k" else "")
+                    + (
+                        " without fsync: kernel drivers report page-cache speed, FUSE drivers"
+                        " without a writeback cache write through to their daemon"
+                        if rw == "randwrite" and not direct
+                        else ""
+                    ),
                     rw=rw,
                     bs=bs,
                     direct=direct,

@@ -405,6 +405,7 @@ class WebServe:
     port: int | None = None  # fixed port (tests); None: a free one per sample
     tmp_root: str | None = None
     name: str = "web-serve"
+    tools: tuple[str, ...] = ("nginx", "wrk")  # their versions go into the environment
     metric: str = "throughput"
     unit: str = "MiB/s"
     higher_is_better: bool = True
