@@ -337,10 +337,9 @@ def _existing_file(root: str, limit: int = 20000) -> str | None:
     return best
 
 
-def _lab_target(lab: Lab, ls: LabSubject, file_size: int, scale: float = 1.0) -> Target:
-    existing = None
-    if lab.read_only and ls.mounted:
-        existing = _existing_file(ls.mountpoint)
+def _lab_target(
+    lab: Lab, ls: LabSubject, file_size: int, scale: float = 1.0, existing: str | None = None
+) -> Target:
     return Target(
         read_only=lab.read_only,
         existing_file=existing,
@@ -365,6 +364,8 @@ def _lab_target(lab: Lab, ls: LabSubject, file_size: int, scale: float = 1.0) ->
 def _ensurer(
     lab: Lab, ls: LabSubject, file_size: int, rec: Subject, scale: float = 1.0
 ) -> Callable[[], Target]:
+    chosen: list[str | None] = []  # the existing file a --read-only run reads, chosen once
+
     def ensure() -> Target:
         broken = lab.health(ls) if ls.mounted else None
         if broken:
@@ -375,7 +376,11 @@ def _ensurer(
             raise LabError(f"{ls.spec.driver.name} daemon not found after mounting")
         if rec.effective_mount_options is None and ls.entry:
             rec.effective_mount_options = ls.entry.effective_options
-        return _lab_target(lab, ls, file_size, scale)
+        if lab.read_only and not chosen:
+            # Walking the volume reads its metadata: done once, at the first mount, never
+            # again after make_cold (it would warm the very caches the sample wants cold).
+            chosen.append(_existing_file(ls.mountpoint))
+        return _lab_target(lab, ls, file_size, scale, chosen[0] if chosen else None)
 
     return ensure
 

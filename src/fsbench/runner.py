@@ -12,7 +12,7 @@ import statistics as _st
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from fsbench import stats
 from fsbench.errors import FsbenchError
@@ -320,7 +320,7 @@ def merge_iterations(
         app_user_s=sum(x.app_user_s for x in ms),
         app_sys_s=sum(x.app_sys_s for x in ms),
         app_ctx=sum(x.app_ctx for x in ms),
-        extra={**ms[-1].extra, "iterations": len(ms)},
+        extra={**merge_extras(ms, seconds), "iterations": len(ms)},
         flags=list(dict.fromkeys(f for x in ms for f in x.flags)),
     )
     ds = [r[1] for r in runs]
@@ -344,6 +344,65 @@ def merge_iterations(
     growths = [r[2] for r in runs]
     growth = None if any(g is None for g in growths) else sum(g for g in growths if g is not None)
     return m, d, growth
+
+
+# How each per-iteration figure of Measurement.extra becomes the sample's: amounts add up,
+# rates are recomputed over the whole sample, distributions are summarized across iterations
+# (the median of the per-iteration percentiles: exact percentiles would need the histograms).
+EXTRA_MERGE: dict[str, str] = {
+    "walk_s": "sum",
+    "hash_s": "sum",
+    "files": "sum",
+    "failed": "sum",
+    "wire_bytes": "sum",
+    "iops": "rate:ops",
+    "requests_per_s": "rate:ops",
+    "files_per_s": "rate:ops",
+    "cpu_share_of_wall": "rate:cpu",
+    "lat_max_us": "max",
+    "lat_mean_us": "mean",
+    "lat_us": "median",
+    "latency_us": "median",
+}
+
+
+def merge_extras(ms: list[Measurement], seconds: float) -> dict[str, Any]:
+    """The extras of a sample's iterations merged by EXTRA_MERGE; anything else is the last
+    iteration's and named in `last_iteration_only`, so no figure claims more than it is."""
+    out: dict[str, Any] = dict(ms[-1].extra)
+    merged: dict[str, str] = {}
+    last_only: list[str] = []
+    for key in ms[-1].extra:
+        how = EXTRA_MERGE.get(key)
+        vals = [m.extra.get(key) for m in ms]
+        if how is None or any(v is None for v in vals):
+            if any(m.extra.get(key) != ms[-1].extra.get(key) for m in ms):
+                last_only.append(key)
+            continue
+        if how == "sum":
+            out[key] = sum(vals)
+        elif how == "max":
+            out[key] = max(vals)
+        elif how == "mean":
+            out[key] = sum(vals) / len(vals)
+        elif how == "rate:ops":
+            out[key] = sum(m.ops for m in ms) / seconds if seconds > 0 else None
+        elif how == "rate:cpu":
+            cpu = sum(m.app_user_s + m.app_sys_s for m in ms)
+            out[key] = round(cpu / seconds, 4) if seconds > 0 else None
+        elif how == "median":
+            if all(isinstance(v, dict) for v in vals):
+                out[key] = {
+                    k: _median([v[k] for v in vals if k in v]) for k in vals[-1] if k in vals[0]
+                }
+            else:
+                out[key] = _median(vals)
+            merged[key] = "median over iterations"
+    if merged:
+        out["merged"] = merged
+    if last_only:
+        out["last_iteration_only"] = sorted(last_only)
+    return out
 
 
 def workload_id(wl: Workload) -> str:

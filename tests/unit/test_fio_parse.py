@@ -46,3 +46,35 @@ def test_buffered_random_writes_say_they_have_no_fsync() -> None:
     assert buffered
     for job in buffered:
         assert "without fsync" in job.description
+
+
+def _prepare_argvs(job_id: str, tmp_path, monkeypatch) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    from types import SimpleNamespace
+
+    import fsbench.workloads.fio as fio
+    from fsbench.workloads.base import Target
+
+    calls: list[list[str]] = []
+
+    def child(argv: list[str], **_kw):  # type: ignore[no-untyped-def]
+        calls.append(argv)
+        (tmp_path / "seq.0.0").write_bytes(b"\0" * (1 << 20))
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(fio, "measured_child", child)
+    job = next(j for j in FIO_JOBS if j.id == job_id)
+    job.prepare(Target("s", str(tmp_path), "kernel", 1 << 20))
+    return calls
+
+
+def test_reread_and_seq_read_warm_are_different_experiments(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """reread reads a file just read; seq-read/warm reads a file just written (Iozone's read
+    follows its write): the same fio job under two names would measure one thing twice."""
+    warm = _prepare_argvs("seq-read/warm", tmp_path, monkeypatch)
+    assert len(warm) == 1 and "--rw=write" in warm[0]
+    reread = _prepare_argvs("reread/warm", tmp_path, monkeypatch)
+    assert "--rw=read" in reread[-1]
+    assert not any("--rw=write" in argv for argv in reread)  # the file was laid out already
+    by_id = {j.id: j for j in FIO_JOBS}
+    assert by_id["reread/warm"].read_only_ok
+    assert not by_id["seq-read/warm"].read_only_ok  # warming it means writing it

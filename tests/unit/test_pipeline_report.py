@@ -49,3 +49,33 @@ def test_report_failure_is_in_results_json_and_the_store(
     console = Console(record=True, width=100)
     render(run, console, out_dir=str(out))
     assert "report.html not written: template exploded" in console.export_text()
+
+
+def test_read_only_volume_is_walked_once_not_before_every_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Choosing the file to read walks the volume (metadata reads): after make_cold that walk
+    would warm the caches the timed run wants cold, so it happens at the first mount only."""
+    from types import SimpleNamespace
+
+    from fsbench.schema import Subject
+
+    walks: list[str] = []
+
+    def walk(root: str, limit: int = 20000) -> str:
+        walks.append(root)
+        return f"{root}/big.iso"
+
+    monkeypatch.setattr(pipeline, "_existing_file", walk)
+    driver = SimpleNamespace(name="ext4", kind="kernel", fs="ext4", posix_permissions=True,
+                             symlinks=True, direct_io=True)  # fmt: skip
+    ls = SimpleNamespace(
+        mounted=True, mountpoint="/mnt/vol", workdir="/mnt/vol", block_device="loop9",
+        daemon_pid=None, entry=None, spec=SimpleNamespace(id="ext4", driver=driver),
+    )  # fmt: skip
+    lab = SimpleNamespace(read_only=True, health=lambda _ls: None, make_cold=lambda _ls: None)
+    rec = Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel")
+    ensure = pipeline._ensurer(lab, ls, 1 << 20, rec)  # type: ignore[arg-type]
+    targets = [ensure() for _ in range(4)]
+    assert walks == ["/mnt/vol"]
+    assert {t.existing_file for t in targets} == {"/mnt/vol/big.iso"}

@@ -429,3 +429,35 @@ def test_sync_before_every_sample_without_cold_preparation(
     Runner(Run(run_id="r", started="t"), targets, [wl], repeat=2, warmup=0).execute()
     phases = [phase for phase, _ in wl.calls]
     assert phases == ["prepare", "sync", "run"] * 2
+
+
+def test_iteration_extras_merge_honestly() -> None:
+    """Amounts add up, rates are over the whole sample, percentiles say they are a median over
+    iterations, and a figure that is only the last iteration's says so."""
+    from fsbench.runner import merge_extras
+    from fsbench.workloads.base import Measurement
+
+    a = Measurement(
+        value=1.0, seconds=1.0, ops=100, app_user_s=0.2, app_sys_s=0.3,
+        extra={"iops": 100.0, "lat_us": {"p50": 10.0, "p99": 50.0}, "walk_s": 0.1,
+               "lat_max_us": 70.0, "fio_version": "fio-3.33", "threads": 4},
+    )  # fmt: skip
+    b = Measurement(
+        value=1.0, seconds=3.0, ops=500, app_user_s=0.5, app_sys_s=0.5,
+        extra={"iops": 166.7, "lat_us": {"p50": 20.0, "p99": 90.0}, "walk_s": 0.4,
+               "lat_max_us": 95.0, "fio_version": "fio-3.33", "threads": 8},
+    )  # fmt: skip
+    c = Measurement(
+        value=1.0, seconds=4.0, ops=200, app_user_s=0.1, app_sys_s=0.1,
+        extra={"iops": 50.0, "lat_us": {"p50": 30.0, "p99": 60.0}, "walk_s": 0.5,
+               "lat_max_us": 80.0, "fio_version": "fio-3.33", "threads": 8},
+    )  # fmt: skip
+    got = merge_extras([a, b, c], seconds=8.0)
+    assert got["iops"] == pytest.approx(800 / 8.0)
+    assert got["walk_s"] == pytest.approx(1.0)
+    assert got["lat_max_us"] == 95.0
+    assert got["lat_us"] == {"p50": 20.0, "p99": 60.0}
+    assert got["merged"] == {"lat_us": "median over iterations"}
+    assert got["fio_version"] == "fio-3.33"  # the same in every iteration: nothing to say
+    assert got["last_iteration_only"] == ["threads"]
+    assert got["threads"] == 8
