@@ -551,7 +551,8 @@ def cpu_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
         _svg(fig, "cost-cpu"),
         "CPU seconds per GiB moved, stacked: the benchmark process (application: fio or "
         "fsbench's worker, user + system), the driver's daemon (FUSE, all threads) and the "
-        "kernel threads serving the device (loop, kworker, jbd2, …). Medians over samples; for "
+        "kernel threads: the device's own (loop, jbd2, …) and every kworker on the machine, "
+        "whose names do not say which device they served. Medians over samples; for "
         "an Iozone operation, the median over its cells.",
     )
 
