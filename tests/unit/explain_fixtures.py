@@ -62,7 +62,13 @@ def fuse_trace(
 def kernel_trace(seconds: float = 1.0, window: int = 131072) -> dict[str, Any]:
     """A kernel driver's Result.trace: no FUSE part; larger device requests."""
     return {
-        "probes": {"fuse": "ok", "readahead": "ok", "block": "ok", "writeback": "ok", "sched": "ok"},
+        "probes": {
+            "fuse": "ok",
+            "readahead": "ok",
+            "block": "ok",
+            "writeback": "ok",
+            "sched": "ok",
+        },
         "readahead": {"windows": {str(window): 12}, "count": 12},
         "block": {
             "requests": {"read": 0, "write": 1024},

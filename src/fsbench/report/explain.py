@@ -42,7 +42,7 @@ PLACEMENT_WORDS = {
 }
 
 
-# -- reading the inputs ----------------------------------------------------------------------------
+# -- reading the inputs ---------------------------------------------------------------------------
 def trace_of(obj: Any) -> dict[str, Any] | None:
     """The probe data of a Result or Sample: the schema's `trace` field when it has one, the
     model's extra fields before (one accessor, so both old and new records read the same)."""
@@ -120,7 +120,7 @@ def hist_median(h: dict[int, float]) -> int | None:
     return None
 
 
-# -- formatting ------------------------------------------------------------------------------------
+# -- formatting -----------------------------------------------------------------------------------
 def fmt_count(n: float) -> str:
     return f"{n:,.0f}" if n >= 10 else f"{n:.2g}"
 
@@ -166,18 +166,19 @@ def _size_phrase(h: dict[int, float], mean: float | None) -> tuple[str, int | No
     return "", None
 
 
-# -- what was measured about one result -------------------------------------------------------------
+# -- what was measured about one result -----------------------------------------------------------
 @dataclass
 class OpFigures:
     """FUSE requests of one opcode, or block requests of one direction, per unit of work."""
 
     count: float
-    size_hist: dict[int, float]
+    size_hist: dict[int, float]  # bucket (lower bound, bytes) -> requests per unit of work
     mean_size: float | None
     p50_us: float | None
     p99_us: float | None
     seconds: float | None  # total latency per unit of work
     mean_us: float | None  # per request
+    latency_hist: dict[int, float] = field(default_factory=dict)  # µs bucket -> per unit
 
 
 @dataclass
@@ -269,12 +270,15 @@ def _ops(part: dict[str, Any], key: str, amount: float) -> dict[str, OpFigures]:
         total = _num(lat.get("total"))
         out[op] = OpFigures(
             count=count / amount,
-            size_hist=_hist((part.get(key) or {}).get(op)),
+            size_hist={k: v / amount for k, v in _hist((part.get(key) or {}).get(op)).items()},
             mean_size=nbytes / count if nbytes else None,
             p50_us=_num(lat.get("p50")),
             p99_us=_num(lat.get("p99")),
             seconds=total / 1e6 / amount if total is not None else None,
             mean_us=total / count if total is not None else None,
+            latency_hist={
+                k: v / amount for k, v in _hist((part.get("latency_hist_us") or {}).get(op)).items()
+            },
         )
     return out
 
@@ -303,7 +307,7 @@ def profile(res: Result, run: Run) -> Profile:
             ra = trace["readahead"]
             windows = _hist(ra.get("windows"))
             count = _num(ra.get("count")) or sum(windows.values())
-            p.readahead = (count / amount, windows)
+            p.readahead = (count / amount, {k: v / amount for k, v in windows.items()})
         if _probe_ok(trace, "block", u):
             p.block = _ops(trace["block"], "size_hist", amount)
         if _probe_ok(trace, "writeback", u):
@@ -339,7 +343,7 @@ def profile(res: Result, run: Run) -> Profile:
     return p
 
 
-# -- the explanation -------------------------------------------------------------------------------
+# -- the explanation ------------------------------------------------------------------------------
 @dataclass
 class Factor:
     """One measured reason, with its number; what every renderer shows."""
@@ -489,17 +493,13 @@ def _block_factors(
     out = []
     for d, f in (prof.block or {}).items():
         bf = (base.block or {}).get(d) if base is not None and base.block is not None else None
-        if base is not None and base.block is not None and bf is not None:
-            if not any(
-                _differs(x, y)
-                for x, y in (
-                    (f.count, bf.count),
-                    (f.mean_size, bf.mean_size),
-                    (f.p50_us, bf.p50_us),
-                )
-                if x is not None and y is not None
-            ):
-                continue  # the device sees what it sees for the baseline
+        pairs = (
+            [(f.count, bf.count), (f.mean_size, bf.mean_size), (f.p50_us, bf.p50_us)] if bf else []
+        )
+        if bf is not None and not any(
+            _differs(x, y) for x, y in pairs if x is not None and y is not None
+        ):
+            continue  # the device sees what it sees for the baseline
         size, _ = _size_phrase(f.size_hist, f.mean_size)
         text = f"{fmt_count(f.count)} device {d} requests per {prof.per}"
         brief = f"dev {d} {fmt_count(f.count)}/{prof.per}"
@@ -735,7 +735,9 @@ def _placement_factors(
     """Other placements of the same subject and workload against this one."""
     out = []
     here = placement_of(res)
-    for where in sorted(siblings, key=lambda w: list(PLACEMENT_WORDS).index(w) if w in PLACEMENT_WORDS else 9):
+    for where in sorted(
+        siblings, key=lambda w: list(PLACEMENT_WORDS).index(w) if w in PLACEMENT_WORDS else 9
+    ):
         other = siblings[where]
         if where == here or not usable(other) or not usable(res):
             continue
@@ -744,7 +746,12 @@ def _placement_factors(
             continue
         faster = c.ratio if res.higher_is_better else 1 / c.ratio
         words = PLACEMENT_WORDS.get(where, f"placement {where}")
-        how = f"{fmt_ratio(faster)} faster" if faster >= 1 else f"{fmt_ratio(1 / faster)} slower"
+        if c.significant is False:
+            how = f"no different ({fmt_ratio(faster)} the speed)"
+        elif faster >= 1:
+            how = f"{fmt_ratio(faster)} faster"
+        else:
+            how = f"{fmt_ratio(1 / faster)} slower"
         text = f"{words} ({where}) {how} than {here}"
         if c.significant is None:
             text += " (too few samples to test)"
@@ -752,7 +759,7 @@ def _placement_factors(
             test = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(c.test, c.test)
             verdict = "significant" if c.significant else "not significant"
             text += f" ({verdict}, {test} p = {c.p_value:.2g})"
-        brief = f"{words} {how}" + (" n.s." if c.significant is False else "")
+        brief = f"{words} {how}"
         out.append(
             Factor(
                 f"placement {where}",
@@ -858,10 +865,10 @@ def run_json(run: Run) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
-# -- the terminal ------------------------------------------------------------------------------------
+# -- the terminal ---------------------------------------------------------------------------------
 def brief_lines(e: Explanation, width: int = 100, max_lines: int = 2) -> list[str]:
     """The explanation in at most `max_lines` lines of `width` columns: the ranked factors that
-    fit, in rank order; a placement remark is kept in preference to lower-ranked ones."""
+    fit, in rank order; a placement remark is kept in preference to all but the first."""
     head = f"  {e.subject}" + (f" [{e.placement}]" if e.placement != "free" else "") + ": "
     indent = "    "
     ranked = [f.brief for f in e.factors if not f.name.startswith("placement")]
@@ -871,7 +878,7 @@ def brief_lines(e: Explanation, width: int = 100, max_lines: int = 2) -> list[st
         lines, line = [], head
         for i, item in enumerate(items):
             piece = item + (";" if i < len(items) - 1 else "")
-            if len(line) + len(piece) > width and line.strip() and line != head:
+            if len(line) + len(piece) > width and line != indent:
                 lines.append(line.rstrip())
                 line = indent
             if len(line) + len(piece) > width:
@@ -880,19 +887,20 @@ def brief_lines(e: Explanation, width: int = 100, max_lines: int = 2) -> list[st
         lines.append(line.rstrip())
         return lines if len(lines) <= max_lines else None
 
-    chosen: list[str] = []
-    for item in ranked:
+    # The first-ranked factor comes first, then the placement remark, then what still fits.
+    chosen: list[str] = ranked[:1] if ranked and pack(ranked[:1]) else []
+    if pack([*chosen, *place]) is None:
+        place = []
+    for item in ranked[len(chosen) :]:
         if pack([*chosen, item, *place]) is None:
             break
         chosen.append(item)
-    if pack([*chosen, *place]) is None:
-        place = []
     if not chosen and not place:
         return []
     return pack([*chosen, *place]) or []
 
 
-# -- diff ---------------------------------------------------------------------------------------------
+# -- diff -----------------------------------------------------------------------------------------
 def _fmt_figure(v: float, how: str) -> str:
     if how == "bytes":
         return size_text(v)

@@ -14,8 +14,8 @@ from rich.text import Text
 
 from fsbench import stats
 from fsbench.lab.backing import format_size
-from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.explain import brief_lines, explain_run
+from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import baseline_result, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
