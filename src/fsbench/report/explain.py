@@ -137,6 +137,8 @@ def fmt_short(n: float) -> str:
 def fmt_time(seconds: float) -> str:
     """36 µs, 4.1 ms, 9.4 s."""
     a = abs(seconds)
+    if a == 0:
+        return "0 s"
     if a < 1e-3:
         return f"{seconds * 1e6:.2g} µs" if a * 1e6 < 10 else f"{seconds * 1e6:.0f} µs"
     if a < 1:

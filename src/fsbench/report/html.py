@@ -370,6 +370,7 @@ def _comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
                         "ratio": diffmod.ratio_text(r),
                         "cls": diffmod.verdict_class(r),
                         "test": diffmod.test_text(r),
+                        "probes": "; ".join(r.probe_changes),
                     }
                     for r in d.results
                 ],
