@@ -42,7 +42,7 @@ def factor(e: Explanation, name: str):
     return next((f for f in e.factors if f.name == name), None)
 
 
-# -- words follow numbers -----------------------------------------------------------------------------
+# -- words follow numbers -------------------------------------------------------------------------
 def test_fuse_request_count_size_and_latency_are_quoted_from_the_trace() -> None:
     e = explained(ntfs_vs_ext4())
     assert e.baseline == "ext4" and not e.is_baseline
@@ -156,7 +156,9 @@ def test_placement_remark_is_the_ratio_of_medians_with_its_significance() -> Non
     back = factor(explained(_placements([140.0, 145.0, 150.0]), placement="same"), "placement free")
     assert back is not None and "unpinned (free) 3.6× slower than same" in back.sentence
     flat = factor(explained(_placements([39.0, 40.0, 42.0])), "placement same")
-    assert flat is not None and "no different" in flat.sentence and "not significant" in flat.sentence
+    assert (
+        flat is not None and "no different" in flat.sentence and "not significant" in flat.sentence
+    )
     # Each placement is compared with the baseline at the same placement.
     assert explained(_placements([140.0, 145.0, 150.0]), placement="same").baseline == "ext4"
 
@@ -179,7 +181,7 @@ def test_trace_is_read_from_a_declared_field_too() -> None:
     assert "262,144 FUSE WRITE requests per GiB" in explained(r).sentence()
 
 
-# -- renderers -----------------------------------------------------------------------------------------
+# -- renderers ------------------------------------------------------------------------------------
 def test_terminal_lines_fit_and_skip_the_baseline() -> None:
     r = _placements([140.0, 145.0, 150.0])
     r.environment.wakeup_us = {"same_cpu": 2.0, "cross_cpu": 20.0}  # type: ignore[attr-defined]
@@ -245,7 +247,7 @@ def test_json_output_adds_explanations_and_still_loads() -> None:
     assert Run.model_validate_json(run_json(r)).results[1].subject == "ntfs-3g"
 
 
-# -- diff ----------------------------------------------------------------------------------------------
+# -- diff -----------------------------------------------------------------------------------------
 def test_diff_names_the_probe_figures_that_changed() -> None:
     a = ntfs_vs_ext4()
     b = ntfs_vs_ext4(requests=8192, size=131072, latency_total_us=2e6, seconds=2.5)
@@ -256,3 +258,15 @@ def test_diff_names_the_probe_figures_that_changed() -> None:
     assert "FUSE WRITE request size 4 KiB → 128 KiB" in changes
     assert rows["ext4"].probe_changes == []  # same figures: nothing to say
     assert diff_runs(a, b).to_dict()["results"][1]["probe_changes"] == changes
+
+
+def test_diff_prints_the_changed_figures_under_its_table(capsys: pytest.CaptureFixture) -> None:
+    from fsbench.commands.report import _print_diff
+
+    a = ntfs_vs_ext4()
+    b = ntfs_vs_ext4(requests=8192, size=131072, latency_total_us=2e6, seconds=2.5)
+    _print_diff(diff_runs(a, b))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ntfs-3g · seq-write/fsync: FUSE WRITE requests per GiB 262,144 → 8,192; " in out
+    assert "FUSE WRITE request size 4 KiB → 128 KiB" in out
+    assert "ext4 · seq-write/fsync:" not in out
