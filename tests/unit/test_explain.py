@@ -270,3 +270,37 @@ def test_diff_prints_the_changed_figures_under_its_table(capsys: pytest.CaptureF
     assert "ntfs-3g · seq-write/fsync: FUSE WRITE requests per GiB 262,144 → 8,192; " in out
     assert "FUSE WRITE request size 4 KiB → 128 KiB" in out
     assert "ext4 · seq-write/fsync:" not in out
+
+
+def test_fuse_against_fuse_says_only_what_differs() -> None:
+    def against(**kw: Any) -> Explanation:
+        r = run(
+            [
+                result("ntfs-3g", [100.0, 101.0], fuse_trace(), ctx=1e6),
+                result("ntfs-3g:big_writes", [300.0, 301.0], fuse_trace(**kw), ctx=1e6),
+            ],
+            image_size=5 * GiB,
+            subjects=("ntfs-3g", "ntfs-3g:big_writes"),
+        )
+        return explained(r, "ntfs-3g:big_writes")
+
+    f = factor(against(requests=8192, size=131072, latency_total_us=2e6, seconds=3.0), "fuse WRITE")
+    assert f is not None and f.baseline == 262144
+    assert "8,192 FUSE WRITE requests per GiB, 128 KiB each" in f.sentence
+    assert "(ntfs-3g: 262,144, 4 KiB)" in f.sentence
+    assert factor(against(), "fuse WRITE") is None  # same requests as the baseline's
+
+
+def test_a_kernel_subject_against_a_fuse_baseline_names_what_it_saves() -> None:
+    r = run(
+        [
+            result("ntfs-3g", [100.0, 101.0], fuse_trace()),
+            result("ext4", [1000.0, 1010.0], kernel_trace()),
+        ],
+        subjects=("ntfs-3g", "ext4"),
+    )
+    e = explained(r, "ext4")
+    f = e.factors[0]
+    assert f.name == "fuse WRITE" and f.figure == 0
+    assert f.sentence.startswith("no FUSE WRITE requests (in the kernel); ntfs-3g sends 262,144")
+    assert f.accounts == pytest.approx(9.4 / 9.0)  # (0 - 9.4 s) of the (1 - 10 s) gap

@@ -301,7 +301,7 @@ def profile(res: Result, run: Run) -> Profile:
         p.unavailable.append("trace: no probe data in this result (tracing off or an older run)")
     elif amount > 0:
         u = p.unavailable
-        if p.kind != "fuse":
+        if p.kind == "kernel":
             p.fuse = {}  # a kernel driver sends no FUSE requests: measured as none
         if _probe_ok(trace, "fuse", u):
             p.fuse = _ops(trace["fuse"], "size_hist", amount)
@@ -432,9 +432,21 @@ def _fuse_factors(
     out = []
     ops = prof.fuse or {}
     total = sum(f.count for f in ops.values())
+    base_ops = base.fuse if base is not None else None
     for op, f in ops.items():
         if total and f.count / total < 0.01 and (f.seconds or 0) < 0.01 * (prof.seconds or 1):
             continue  # a handful of GETATTRs beside 262,144 WRITEs says nothing
+        same = (base_ops or {}).get(op)
+        if same is not None and not any(
+            _differs(x, y)
+            for x, y in (
+                (f.count, same.count),
+                (f.mean_size, same.mean_size),
+                (f.mean_us, same.mean_us),
+            )
+            if x is not None and y is not None
+        ):
+            continue  # as many, as large and as slow as the baseline's: not what separates them
         size, dom = _size_phrase(f.size_hist, f.mean_size)
         text = f"{fmt_count(f.count)} FUSE {op} requests per {prof.per}"
         brief = f"{fmt_count(f.count)} FUSE {op}/{prof.per}"
@@ -470,8 +482,10 @@ def _fuse_factors(
                 text += f" ({base_name}: {fmt_count(bf.count)}" + (
                     f", {bsize.replace(' each', '')})" if bsize else ")"
                 )
-            elif base.kind != "fuse":
+            elif base.kind == "kernel":
                 text += f" ({base_name} is in the kernel: no FUSE requests)"
+            else:
+                text += f" ({base_name}: none)"
         out.append(
             _time_factor(
                 f"fuse {op}",
@@ -486,6 +500,32 @@ def _fuse_factors(
                 bf.count if bf is not None else (0.0 if base_seconds == 0.0 else None),
             )
         )
+    # The other way round: the baseline spends time in FUSE requests this subject never sends.
+    base_total = sum(bf.count for bf in (base_ops or {}).values())
+    if prof.fuse is not None and base is not None:
+        for op, bf in (base_ops or {}).items():
+            if op in ops or bf.count < 0.01 * base_total or bf.seconds is None:
+                continue
+            why = " (in the kernel)" if prof.kind == "kernel" else ""
+            text = (
+                f"no FUSE {op} requests{why}; {base_name} sends {fmt_count(bf.count)} per "
+                f"{prof.per} = {fmt_time(bf.seconds)} per {prof.per}"
+            )
+            brief = f"no FUSE {op} ({base_name}: {fmt_time(bf.seconds)}/{prof.per})"
+            out.append(
+                _time_factor(
+                    f"fuse {op}",
+                    0.0,
+                    f"requests/{prof.per}",
+                    text,
+                    brief,
+                    0.0,
+                    bf.seconds,
+                    prof,
+                    gap,
+                    bf.count,
+                )
+            )
     return out
 
 

@@ -223,6 +223,12 @@ def _workload_views(
     order = measured_subjects(run)
     col = colours(order)
     explained = {id(run.results[e.index]): e for e in explain_run(run)}
+    # A result no view shows (two placements under one title) is explained under its workload.
+    shown = {id(r) for g in gs for r in g.results()}
+    hidden: dict[str, list[Explanation]] = {}
+    for e in explained.values():
+        if id(run.results[e.index]) not in shown:
+            hidden.setdefault(e.title, []).append(e)
     views = []
     for g in gs:
         if g.matrix:
@@ -234,6 +240,7 @@ def _workload_views(
         rows = [_row(per[s], base, col.get(s, "#888"), per[s] is best) for s in subjects]
         first = per[subjects[0]]
         exps = [explained[id(per[s])] for s in subjects if id(per[s]) in explained]
+        exps += hidden.pop(workload_key(first), [])
         views.append(
             WorkloadView(
                 g.key,
