@@ -304,3 +304,20 @@ def test_a_kernel_subject_against_a_fuse_baseline_names_what_it_saves() -> None:
     assert f.name == "fuse WRITE" and f.figure == 0
     assert f.sentence.startswith("no FUSE WRITE requests (in the kernel); ntfs-3g sends 262,144")
     assert f.accounts == pytest.approx(9.4 / 9.0)  # (0 - 9.4 s) of the (1 - 10 s) gap
+
+
+def test_malformed_probe_data_gives_no_claim_and_no_crash() -> None:
+    r = ntfs_vs_ext4()
+    bad = {
+        "probes": "all fine",
+        "fuse": {"requests": [1, 2], "bytes": "a", "latency_us": {"WRITE": 3}},
+        "block": {"requests": {"write": "many", "read": True}},
+        "readahead": {"windows": {"abc": 3, "4096": "x"}, "count": None},
+        "writeback": [],
+        "sched": {"wakeups": 5},
+        "work": "nope",
+    }
+    setattr(r.results[1], "trace", bad)  # noqa: B010
+    e = explained(r)
+    assert not any(f.name.startswith(("fuse", "block", "readahead")) for f in e.factors)
+    assert "ntfs-3g" in render_html(r)

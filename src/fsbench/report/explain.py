@@ -80,8 +80,15 @@ def workload_key(res: Result) -> str:
     return result_title(res.model_copy(update={"params": params}))
 
 
+def _d(v: Any) -> dict[str, Any]:
+    """v when it is a dict, else an empty one: probe data from another version is read, not
+    trusted."""
+    return v if isinstance(v, dict) else {}
+
+
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None
 
 
 def _hist(h: Any) -> dict[int, float]:
@@ -240,7 +247,7 @@ _PART_WORDS = {"app": "app", "driver": "daemon", "kernel_threads": "kernel threa
 
 
 def _work(res: Result, trace: dict[str, Any] | None) -> tuple[str, float, float | None]:
-    w = (trace or {}).get("work") or {}
+    w = _d(_d(trace).get("work"))
     nbytes = _num(w.get("bytes")) or float(sum(s.bytes for s in res.sample_details))
     ops = _num(w.get("ops")) or float(sum(s.ops for s in res.sample_details))
     secs = _num(w.get("seconds")) or float(sum(s.seconds for s in res.sample_details))
@@ -254,7 +261,7 @@ def _work(res: Result, trace: dict[str, Any] | None) -> tuple[str, float, float 
 
 
 def _probe_ok(trace: dict[str, Any], name: str, unavailable: list[str]) -> bool:
-    status = (trace.get("probes") or {}).get(name)
+    status = _d(trace.get("probes")).get(name)
     if status is not None and status != "ok":
         unavailable.append(f"{name}: {status}")
         return False
@@ -263,23 +270,23 @@ def _probe_ok(trace: dict[str, Any], name: str, unavailable: list[str]) -> bool:
 
 def _ops(part: dict[str, Any], key: str, amount: float) -> dict[str, OpFigures]:
     out = {}
-    for op, n in (part.get("requests") or {}).items():
+    for op, n in _d(part.get("requests")).items():
         count = _num(n)
         if not count:
             continue
-        nbytes = _num((part.get("bytes") or {}).get(op))
-        lat = (part.get("latency_us") or {}).get(op) or {}
+        nbytes = _num(_d(part.get("bytes")).get(op))
+        lat = _d(_d(part.get("latency_us")).get(op))
         total = _num(lat.get("total"))
         out[op] = OpFigures(
             count=count / amount,
-            size_hist={k: v / amount for k, v in _hist((part.get(key) or {}).get(op)).items()},
+            size_hist={k: v / amount for k, v in _hist(_d(part.get(key)).get(op)).items()},
             mean_size=nbytes / count if nbytes else None,
             p50_us=_num(lat.get("p50")),
             p99_us=_num(lat.get("p99")),
             seconds=total / 1e6 / amount if total is not None else None,
             mean_us=total / count if total is not None else None,
             latency_hist={
-                k: v / amount for k, v in _hist((part.get("latency_hist_us") or {}).get(op)).items()
+                k: v / amount for k, v in _hist(_d(part.get("latency_hist_us")).get(op)).items()
             },
         )
     return out
@@ -324,7 +331,7 @@ def profile(res: Result, run: Run) -> Profile:
             sc = trace["sched"]
 
             def total(key: str) -> float:
-                return sum(_num(v) or 0.0 for v in (sc.get(key) or {}).values())
+                return sum(_num(v) or 0.0 for v in _d(sc.get(key)).values())
 
             p.sched = (
                 total("wakeups") / amount,
