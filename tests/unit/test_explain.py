@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -321,3 +322,21 @@ def test_malformed_probe_data_gives_no_claim_and_no_crash() -> None:
     e = explained(r)
     assert not any(f.name.startswith(("fuse", "block", "readahead")) for f in e.factors)
     assert "ntfs-3g" in render_html(r)
+
+
+def test_show_json_of_a_stored_run_carries_the_explanations(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fsbench.cli import cli
+    from fsbench.store import Store
+
+    r = ntfs_vs_ext4()
+    db = tmp_path / "results.db"
+    with Store(db) as store:
+        store.begin_run(r, tmp_path)
+        store.finish_run(r)
+    out = CliRunner().invoke(cli, ["show", r.run_id, "--db", str(db), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    ntfs = next(e for e in doc["explanations"] if e["subject"] == "ntfs-3g")
+    assert ntfs["factors"][0]["name"] == "fuse WRITE"  # the probe data survived the store
