@@ -192,9 +192,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
     stands for and the share of the gap to the baseline it accounts for."""
     factors = []
     for f in e.factors:
-        bits = []
-        if f.share is not None:
-            bits.append(f"{fmt_pct(f.share)} of the sample")
+        bits = []  # the sentence gives the share of the sample already
         if f.accounts is not None:
             bits.append(f"{fmt_pct(f.accounts)} of the gap to {e.baseline}")
         factors.append({"name": f.name, "sentence": f.sentence, "weight": "; ".join(bits)})

@@ -692,7 +692,7 @@ def trace_plot(
         return None
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig = _figure(7.2 if cols == 2 else 4.6, 2.4 * rows + 0.4)
+    fig = _figure(7.2 if cols == 2 else 4.6, 2.1 * rows + 0.4)
     axes = fig.subplots(rows, cols, squeeze=False)
     for i, (title, series, xlabel, ylabel) in enumerate(panels):
         ax = axes[i // cols][i % cols]
