@@ -719,8 +719,11 @@ def _cpu_factor(prof: Profile, base: Profile | None, base_name: str) -> list[Fac
     if base is not None and base.cpu:
         text += f" ({base_name}: {parts(base.cpu) or fmt_time(btotal or 0)})"
     brief = f"CPU {fmt_time(total)}/{prof.per}"
-    if prof.cpu.get("driver"):
-        brief += f" (daemon {fmt_time(prof.cpu['driver'])})"
+    inner = [f"daemon {fmt_time(prof.cpu['driver'])}"] if prof.cpu.get("driver") else []
+    if btotal is not None:
+        inner.append(f"{base_name} {fmt_time(btotal)}")
+    if inner:
+        brief += f" ({'; '.join(inner)})"
     return [
         Factor(
             "cpu",
@@ -744,6 +747,7 @@ def _ctx_factor(prof: Profile, base: Profile | None, base_name: str) -> list[Fac
     brief = f"{fmt_short(prof.ctx)} ctx switches/GiB"
     if bctx is not None:
         text += f" ({base_name}: {fmt_count(bctx)})"
+        brief += f" ({base_name} {fmt_short(bctx)})"
     return [
         Factor(
             "context switches",

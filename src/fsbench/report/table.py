@@ -80,7 +80,7 @@ def _notes(res: Result) -> list[str]:
     ]
 
 
-def workload_tables(run: Run) -> list[Table | Text]:
+def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
@@ -130,7 +130,7 @@ def workload_tables(run: Run) -> list[Table | Text]:
         for r in results:
             e = explained.get(id(r))
             if e is not None and not e.is_baseline:
-                out += [Text(line) for line in brief_lines(e)]
+                out += [Text(line) for line in brief_lines(e, min(width, 100))]
     return out
 
 
@@ -172,7 +172,7 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
         parts.append(Text(env.backing_note, style="dim"))
     for note in getattr(env, "notes", None) or []:
         parts.append(Text(f"note: {note}", style="yellow"))
-    parts += workload_tables(run)
+    parts += workload_tables(run, console.width)
     if has_matrix(run):
         parts += matrix_tables(run)
     parts += list(subject_lines(run))
