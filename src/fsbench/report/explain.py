@@ -606,7 +606,9 @@ def _readahead_factor(prof: Profile, base: Profile | None, base_name: str) -> li
         return []
     d = dominant(windows)
     how = "" if d and d[1] >= DOMINANT else "mostly "
-    text = f"readahead windows {how}{size_text(window)} ({fmt_count(count)} per {prof.per})"
+    text = (
+        f"readahead (prefetch) windows {how}{size_text(window)} ({fmt_count(count)} per {prof.per})"
+    )
     if bwin is not None:
         text += f" ({base_name}: {size_text(bwin)})"
     brief = f"readahead {size_text(window)}" + (f" ({base_name} {size_text(bwin)})" if bwin else "")

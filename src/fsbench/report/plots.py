@@ -25,6 +25,7 @@ from fsbench.report.summary import (
     Group,
     compare,
     groups,
+    is_matrix,
     measured_subjects,
     size_text,
     usable,
@@ -720,7 +721,7 @@ def placement_plot(run: Run) -> Plot | None:
     more than one placement."""
     by: dict[tuple[str, str], dict[str, Result]] = {}
     for r in run.results:
-        if usable(r):
+        if usable(r) and not is_matrix(r):  # a bar per Iozone cell would bury the others
             by.setdefault((workload_key(r), r.subject), {})[placement_of(r)] = r
     rows = [(k, v) for k, v in by.items() if len(v) > 1]
     if not rows:
@@ -766,7 +767,7 @@ def trace_plots(run: Run) -> dict[str, Plot]:
     subjects = measured_subjects(run)
     by: dict[str, list[tuple[str, Profile]]] = {}
     for r in run.results:
-        if not usable(r):
+        if not usable(r) or is_matrix(r):  # the report shows no Iozone cell on its own
             continue
         p = profile(r, run)
         if not (p.fuse or p.readahead or p.block):
