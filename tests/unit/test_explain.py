@@ -340,3 +340,15 @@ def test_show_json_of_a_stored_run_carries_the_explanations(tmp_path: Path) -> N
     doc = json.loads(out.output)
     ntfs = next(e for e in doc["explanations"] if e["subject"] == "ntfs-3g")
     assert ntfs["factors"][0]["name"] == "fuse WRITE"  # the probe data survived the store
+
+
+def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
+    from fsbench.report.plots import plan
+
+    r = ntfs_vs_ext4()
+    for res in r.results:
+        res.workload = "iozone"
+        res.params = {**res.params, "op": "write", "variant": "write-1g-1m"}
+    assert [e.subject for e in explain_run(r)] == ["ext4", "ntfs-3g"]
+    p = plan(r)
+    assert p.traces == {} and p.placement is None
