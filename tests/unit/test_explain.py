@@ -349,6 +349,7 @@ def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
     for res in r.results:
         res.workload = "iozone"
         res.params = {**res.params, "op": "write", "variant": "write-1g-1m"}
+        res.params.update(file_size=GiB, record_size=2**20)
     assert [e.subject for e in explain_run(r)] == ["ext4", "ntfs-3g"]
     p = plan(r)
     assert p.traces == {} and p.placement is None
