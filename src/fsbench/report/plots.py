@@ -842,11 +842,10 @@ def plan(run: Run) -> Plots:
 
 
 def _baseline(run: Run, subjects: Sequence[str]) -> str | None:
-    """The first subject with any usable result: what ratios are relative to."""
-    for s in subjects:
-        if any(r.subject == s and usable(r) for r in run.results):
-            return s
-    return None
+    """The run's baseline (the matrix's ratios are relative to it): the shared rule over all
+    of the run's results."""
+    first = baseline_result((r for r in run.results if usable(r)), subjects)
+    return first.subject if first else None
 
 
 def baseline(run: Run) -> str | None:
