@@ -375,7 +375,9 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
             on_total=lambda total: progress.update(task, total=total),
         )
     if as_json:
-        click.echo(run.to_json())
+        from fsbench.report.explain import run_json
+
+        click.echo(run_json(run))
     else:
         render(run, Console(), str(out_dir))
     if code == 130:
@@ -430,7 +432,9 @@ def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -
         Console().print(t)
         return
     if as_json:
-        click.echo(run.to_json())
+        from fsbench.report.explain import run_json
+
+        click.echo(run_json(run))
     else:
         render(run, Console())
 

@@ -187,6 +187,9 @@ def _print_diff(d: RunDiff) -> None:
         )
     con = Console()
     con.print(t)
+    for r in d.results:
+        if r.probe_changes:
+            con.print(Text(f"  {r.subject} · {r.title}: " + "; ".join(r.probe_changes)))
     if d.only_a:
         con.print(Text(f"only in A ({len(d.only_a)}): " + ", ".join(d.only_a[:8]), style="dim"))
     if d.only_b:

@@ -1,5 +1,6 @@
-"""Two runs side by side: per matching result both medians, the ratio B / A with its interval and
-whether the difference is significant; and what differs between the two environments.
+"""Two runs side by side: per matching result both medians, the ratio B / A with its interval,
+whether the difference is significant, and which kernel-probe figures changed with it; and what
+differs between the two environments.
 
 A result matches another when subject, workload, metric and parameters are equal (parameters
 that only describe how much work a sample was are ignored). Environment differences that change
@@ -14,6 +15,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench.report.explain import changed_figures
 from fsbench.report.naming import result_title
 from fsbench.report.summary import fmt_ratio, quiet_compare, usable
 from fsbench.schema import Result, Run, Subject
@@ -44,6 +46,8 @@ class ResultDiff:
     p_value: float | None = None
     test: str = "none"
     significant: bool | None = None
+    # Kernel-probe figures that changed along with the rate (explain.changed_figures).
+    probe_changes: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -98,7 +102,9 @@ def _label(res: Result) -> str:
     return f"{res.subject} · {result_title(res)}"
 
 
-def diff_results(a: Result, b: Result) -> ResultDiff:
+def diff_results(
+    a: Result, b: Result, run_a: Run | None = None, run_b: Run | None = None
+) -> ResultDiff:
     d = ResultDiff(
         subject=a.subject,
         workload=a.workload,
@@ -120,6 +126,8 @@ def diff_results(a: Result, b: Result) -> ResultDiff:
         c = quiet_compare(a.samples, b.samples)
         d.ratio, d.ratio_ci95 = c.ratio, c.ratio_ci95
         d.p_value, d.test, d.significant = c.p_value, c.test, c.significant
+    if run_a is not None and run_b is not None and a.status == "ok" and b.status == "ok":
+        d.probe_changes = changed_figures(a, run_a, b, run_b)
     return d
 
 
@@ -127,7 +135,7 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
     """B against A: per matching result, in A's order."""
     in_b = {match_key(r): r for r in b.results}
     in_a = {match_key(r): r for r in a.results}
-    rows = [diff_results(r, in_b[k]) for k, r in in_a.items() if k in in_b]
+    rows = [diff_results(r, in_b[k], a, b) for k, r in in_a.items() if k in in_b]
     return RunDiff(
         run_a=a.run_id,
         run_b=b.run_id,

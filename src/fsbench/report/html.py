@@ -18,7 +18,8 @@ from markupsafe import Markup
 
 from fsbench import __version__
 from fsbench.report import diff as diffmod
-from fsbench.report.naming import result_title
+from fsbench.report.explain import Explanation, explain_run, fmt_pct, fmt_time, workload_key
+from fsbench.report.naming import baseline_result, result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.summary import (
     Finding,
@@ -77,6 +78,8 @@ class WorkloadView:
     unit: str
     rows: list[Row]
     plot: Plot | None
+    explanations: list[dict[str, Any]] = field(default_factory=list)
+    trace_plot: Plot | None = None
 
 
 @dataclass
@@ -184,22 +187,69 @@ def _description(res: Result) -> str:
     return ", ".join(bits)
 
 
-def _workload_views(run: Run, gs: list[Group], plots: dict[str, Plot]) -> list[WorkloadView]:
+def _explanation_view(e: Explanation) -> dict[str, Any]:
+    """An explanation as the template shows it: the sentences, with the seconds each factor
+    stands for and the share of the gap to the baseline it accounts for."""
+    factors = []
+    for f in e.factors:
+        bits = []  # the sentence gives the share of the sample already
+        if f.accounts is not None:
+            bits.append(f"{fmt_pct(f.accounts)} of the gap to {e.baseline}")
+        factors.append({"name": f.name, "sentence": f.sentence, "weight": "; ".join(bits)})
+    head = e.subject + (f" [{e.placement}]" if e.placement != "free" else "")
+    gap = ""
+    if e.seconds is not None and e.baseline_seconds is not None:
+        gap = (
+            f"{fmt_time(e.seconds)} per {e.per} against {e.baseline}'s "
+            f"{fmt_time(e.baseline_seconds)}"
+        )
+    elif e.seconds is not None:
+        gap = f"{fmt_time(e.seconds)} per {e.per}"
+    return {
+        "subject": head,
+        "baseline": e.baseline,
+        "is_baseline": e.is_baseline,
+        "gap": gap,
+        "factors": factors,
+        "unavailable": e.unavailable,
+    }
+
+
+def _workload_views(
+    run: Run, gs: list[Group], plots: dict[str, Plot], traces: dict[str, Plot]
+) -> list[WorkloadView]:
     order = measured_subjects(run)
     col = colours(order)
-    base_subject = baseline(run)
+    explained = {id(run.results[e.index]): e for e in explain_run(run)}
+    # A result no view shows (two placements under one title) is explained under its workload.
+    shown = {id(r) for g in gs for r in g.results()}
+    hidden: dict[str, list[Explanation]] = {}
+    for e in explained.values():
+        if id(run.results[e.index]) not in shown:
+            hidden.setdefault(e.title, []).append(e)
     views = []
     for g in gs:
         if g.matrix:
             continue
         per = next(iter(g.cells.values()))
         subjects = g.subjects(order)
-        base = per.get(base_subject) if base_subject else None
+        base = baseline_result(per.values(), order)
         best = _best(list(per.values()))
         rows = [_row(per[s], base, col.get(s, "#888"), per[s] is best) for s in subjects]
         first = per[subjects[0]]
+        exps = [explained[id(per[s])] for s in subjects if id(per[s]) in explained]
+        exps += hidden.pop(workload_key(first), [])
         views.append(
-            WorkloadView(g.key, g.title, _description(first), g.unit, rows, plots.get(g.key))
+            WorkloadView(
+                g.key,
+                g.title,
+                _description(first),
+                g.unit,
+                rows,
+                plots.get(g.key),
+                [_explanation_view(e) for e in exps if e.factors or e.unavailable],
+                traces.get(workload_key(first)),
+            )
         )
     return views
 
@@ -325,6 +375,7 @@ def _comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
                         "ratio": diffmod.ratio_text(r),
                         "cls": diffmod.verdict_class(r),
                         "test": diffmod.test_text(r),
+                        "probes": "; ".join(r.probe_changes),
                     }
                     for r in d.results
                 ],
@@ -369,7 +420,8 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         baseline=baseline(run),
         problems=problems,
         matrix=_matrix_view(run, gs, plots.matrix),
-        workloads=_workload_views(run, gs, plots.workloads),
+        workloads=_workload_views(run, gs, plots.workloads, plots.traces),
+        placement=plots.placement,
         costs=plots.costs,
         env_rows=_env_rows(run),
         subject_rows=_subject_rows(run),

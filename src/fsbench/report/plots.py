@@ -11,7 +11,7 @@ import io
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 import matplotlib
@@ -19,10 +19,13 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
+from fsbench.report.explain import Profile, placement_of, profile, workload_key
+from fsbench.report.naming import baseline_result
 from fsbench.report.summary import (
     Group,
     compare,
     groups,
+    is_matrix,
     measured_subjects,
     size_text,
     usable,
@@ -622,6 +625,164 @@ def amplification_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | N
     )
 
 
+# -- kernel probes and placement ------------------------------------------------------------------
+def _hist_panel(ax, title: str, series: list[Series], xlabel: str, ylabel: str) -> None:
+    """One histogram panel: a line per series (label, colour, line style, marker, bucket ->
+    count) over power-of-two buckets on a log2 axis."""
+    buckets: set[int] = set()
+    for label, colour, style, marker, h in series:
+        xs = sorted(k for k in h if k > 0)
+        buckets.update(xs)
+        ax.plot(
+            xs, [h[x] for x in xs], marker=marker, ms=4, lw=1.2, ls=style, color=colour, label=label
+        )
+    ax.set_title(title, loc="left")
+    _log2_axis(ax, sorted(buckets))
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="best")
+
+
+def _us_label(n: int) -> str:
+    return f"{n} µs" if n < 1000 else f"{n / 1000:g} ms"
+
+
+_STYLES = ("-", "--", ":", "-.")
+# A marker per placement, so one subject's placements stay apart in its colour.
+_MARKERS = {"free": "o", "same": "s", "split": "^"}
+Series = tuple[str, str, str, str, dict[int, float]]
+
+
+@_styled
+def trace_plot(
+    key: str, profiles: list[tuple[str, Profile]], subjects: Sequence[str]
+) -> Plot | None:
+    """The kernel probes' distributions of one workload, a line per subject: FUSE request sizes
+    and latencies (per opcode), the readahead windows the kernel chose, block request sizes."""
+    col = colours(subjects)
+    fuse_sizes: list[Series] = []
+    fuse_lat: list[Series] = []
+    windows: list[Series] = []
+    block: list[Series] = []
+    per = profiles[0][1].per if profiles else "GiB"
+    for label, p in profiles:
+        c = col.get(p.result.subject, "#888")
+        place = placement_of(p.result)
+        mk = _MARKERS.get(place, "D")
+        shift = list(_MARKERS).index(place) if place in _MARKERS else 3
+        for i, (op, f) in enumerate(sorted((p.fuse or {}).items(), key=lambda kv: -kv[1].count)):
+            style = _STYLES[(i + shift) % len(_STYLES)]
+            if f.size_hist:
+                fuse_sizes.append((f"{label} {op}", c, style, mk, f.size_hist))
+            if f.latency_hist:
+                fuse_lat.append((f"{label} {op}", c, style, mk, f.latency_hist))
+        if p.readahead and p.readahead[1]:
+            windows.append((label, c, _STYLES[shift % len(_STYLES)], mk, p.readahead[1]))
+        for i, (d, f) in enumerate(sorted((p.block or {}).items())):
+            if f.size_hist:
+                style = _STYLES[(i + shift) % len(_STYLES)]
+                block.append((f"{label} {d}", c, style, mk, f.size_hist))
+    panels = [
+        ("FUSE request sizes", fuse_sizes, "request size", f"requests per {per}"),
+        ("FUSE request latency", fuse_lat, "latency (send → end)", f"requests per {per}"),
+        ("Readahead windows", windows, "window size", f"windows per {per}"),
+        ("Block request sizes", block, "request size at the device", f"requests per {per}"),
+    ]
+    panels = [pn for pn in panels if pn[1]]
+    if not panels:
+        return None
+    cols = min(2, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig = _figure(7.2 if cols == 2 else 4.6, 2.1 * rows + 0.4)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for i, (title, series, xlabel, ylabel) in enumerate(panels):
+        ax = axes[i // cols][i % cols]
+        _hist_panel(ax, title, series, xlabel, ylabel)
+        if title == "FUSE request latency":
+            vals = sorted({k for *_, h in series for k in h if k > 0})
+            ax.set_xticklabels([_us_label(v) for v in vals])
+    for j in range(len(panels), rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    fig.suptitle(f"What the kernel saw: {key}", x=0.01, ha="left", fontsize=10)
+    pid = f"trace-{_slug(key)}"
+    return Plot(
+        pid,
+        f"Kernel probes: {key}",
+        _svg(fig, pid),
+        "From the kernel's tracepoints during the timed samples, per "
+        f"{per} moved: each point is a power-of-two bucket (its lower bound) and how many "
+        "events fell in it.",
+    )
+
+
+@_styled
+def placement_plot(run: Run) -> Plot | None:
+    """Median rate with 95 % CI per placement, for every subject and workload measured under
+    more than one placement."""
+    by: dict[tuple[str, str], dict[str, Result]] = {}
+    for r in run.results:
+        if usable(r) and not is_matrix(r):  # a bar per Iozone cell would bury the others
+            by.setdefault((workload_key(r), r.subject), {})[placement_of(r)] = r
+    rows = [(k, v) for k, v in by.items() if len(v) > 1]
+    if not rows:
+        return None
+    order = ["free", "same", "split"]
+    places = sorted(
+        {p for _, v in rows for p in v}, key=lambda p: order.index(p) if p in order else 9
+    )
+    shade = dict(zip(places, ("#4c72b0", "#dd8452", "#55a868", "#8172b3"), strict=False))
+    fig = _figure(7.2, 0.3 * len(rows) * len(places) + 0.9)
+    ax = fig.subplots(1, 1)
+    h = 0.8 / len(places)
+    ys = list(range(len(rows)))[::-1]
+    for y, (_, per) in zip(ys, rows, strict=True):
+        for i, place in enumerate(places):
+            r = per.get(place)
+            if r is None:
+                continue
+            below, above = _err(r)
+            yy = y + 0.4 - h * (i + 0.5)
+            ax.barh(yy, r.median, height=h * 0.9, color=shade[place], label=place)
+            ax.errorbar(r.median, yy, xerr=[[below], [above]], color="black", capsize=2, lw=0.8)
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles, strict=True))
+    ax.legend(uniq.values(), uniq.keys(), loc="best")
+    ax.set_yticks(ys, [f"{key} · {subject}" for key, subject in (k for k, _ in rows)], fontsize=7)
+    unit = rows[0][1][next(iter(rows[0][1]))].unit
+    ax.set_xlabel(f"{unit} (median, 95 % CI)")
+    ax.set_xlim(left=0)
+    ax.grid(axis="y", visible=False)
+    fig.suptitle("Where the processes ran: CPU placement", x=0.01, ha="left", fontsize=10)
+    return Plot(
+        "placement",
+        "CPU placement",
+        _svg(fig, "placement"),
+        "free: no pinning; same: the application and the driver's daemon on one CPU; split: on "
+        "different CPUs. The explanation gives the ratios and whether they are significant.",
+    )
+
+
+def trace_plots(run: Run) -> dict[str, Plot]:
+    """A kernel-probe plot per workload (by `workload_key`) whose results carry probe data."""
+    subjects = measured_subjects(run)
+    by: dict[str, list[tuple[str, Profile]]] = {}
+    for r in run.results:
+        if not usable(r) or is_matrix(r):  # the report shows no Iozone cell on its own
+            continue
+        p = profile(r, run)
+        if not (p.fuse or p.readahead or p.block):
+            continue
+        label = r.subject if placement_of(r) == "free" else f"{r.subject} [{placement_of(r)}]"
+        by.setdefault(workload_key(r), []).append((label, p))
+    out = {}
+    for key, profs in by.items():
+        plot = trace_plot(key, profs, subjects)
+        if plot:
+            out[key] = plot
+    return out
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
@@ -632,9 +793,12 @@ class Plots:
     matrix: list[Plot]
     workloads: dict[str, Plot]  # by group key
     costs: list[Plot]
+    traces: dict[str, Plot] = field(default_factory=dict)  # by explain.workload_key
+    placement: Plot | None = None
 
     def all(self) -> list[Plot]:
-        return [*self.matrix, *self.workloads.values(), *self.costs]
+        extra = [self.placement] if self.placement else []
+        return [*self.matrix, *self.workloads.values(), *self.traces.values(), *extra, *self.costs]
 
 
 def plan(run: Run) -> Plots:
@@ -661,7 +825,8 @@ def plan(run: Run) -> Plots:
     per_workload: dict[str, Plot] = {}
     for g in gs:
         if not g.matrix:
-            p = workload_plot(g, subjects, base)
+            first = baseline_result(next(iter(g.cells.values()), {}).values(), subjects)
+            p = workload_plot(g, subjects, first.subject if first else None)
             if p:
                 per_workload[g.key] = p
     rows = cost_rows(run)
@@ -674,15 +839,14 @@ def plan(run: Run) -> Plots:
         )
         if p
     ]
-    return Plots(matrix, per_workload, costs)
+    return Plots(matrix, per_workload, costs, trace_plots(run), placement_plot(run))
 
 
 def _baseline(run: Run, subjects: Sequence[str]) -> str | None:
-    """The first subject with any usable result: what ratios are relative to."""
-    for s in subjects:
-        if any(r.subject == s and usable(r) for r in run.results):
-            return s
-    return None
+    """The run's baseline (the matrix's ratios are relative to it): the shared rule over all
+    of the run's results."""
+    first = baseline_result((r for r in run.results if usable(r)), subjects)
+    return first.subject if first else None
 
 
 def baseline(run: Run) -> str | None:

@@ -1,5 +1,6 @@
 """The terminal table a person reads at a glance: per workload, each subject's median ± CI,
-its ratio to the baseline (the first subject) with the ratio's interval, and where the CPU went.
+its ratio to the baseline (the first subject) with the ratio's interval, where the CPU went, and
+under the table the measured reasons each subject differs from the baseline (explain.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from rich.text import Text
 
 from fsbench import stats
 from fsbench.lab.backing import format_size
+from fsbench.report.explain import brief_lines, explain_run
 from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.naming import result_title, styled_ratio
+from fsbench.report.naming import baseline_result, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 
@@ -78,17 +80,19 @@ def _notes(res: Result) -> list[str]:
     ]
 
 
-def workload_tables(run: Run) -> list[Table | Text]:
+def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
         if is_matrix(res):
             continue  # the matrix has tables of its own (matrix_table.py)
         by_workload.setdefault(result_title(res), []).append(res)
+    # Why each subject differs from the baseline: a line or two under the table.
+    explained = {id(run.results[e.index]): e for e in explain_run(run)}
     out: list[Table | Text] = []
     for workload, results in by_workload.items():
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
-        base = next((r for r in results if r.status == "ok" and r.samples), None)
+        base = baseline_result(results, subjects)
         unit = results[0].unit
         described = _describe(results[0])
         title = f"{workload}  ({described})" if described else workload
@@ -123,6 +127,10 @@ def workload_tables(run: Run) -> list[Table | Text]:
             )
         out.append(t)
         out += notes
+        for r in results:
+            e = explained.get(id(r))
+            if e is not None and not e.is_baseline:
+                out += [Text(line) for line in brief_lines(e, min(width, 100))]
     return out
 
 
@@ -164,7 +172,7 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
         parts.append(Text(env.backing_note, style="dim"))
     for note in getattr(env, "notes", None) or []:
         parts.append(Text(f"note: {note}", style="yellow"))
-    parts += workload_tables(run)
+    parts += workload_tables(run, console.width)
     if has_matrix(run):
         parts += matrix_tables(run)
     parts += list(subject_lines(run))
