@@ -128,6 +128,23 @@ def test_environment_differences_that_matter() -> None:
     assert "ext4: mkfs" not in diffs
 
 
+def test_a_difference_that_matters_takes_the_verdict_of_what_it_concerns() -> None:
+    """A driver's new version leaves the other subjects' verdicts standing; a tool both runs
+    recorded in another version (mkfs makes the layout) takes every verdict."""
+    a = _run("a", A)
+    b = _run("b", A, ntfs_version="ntfs-3g 2023.1")
+    rows = {r.subject: r for r in diff_runs(a, b).results}
+    assert rows["ntfs-3g"].verdict == "not comparable"
+    assert rows["ntfs-3g"].not_comparable == ["ntfs-3g: driver version"]
+    assert rows["ext4"].verdict == "same" and rows["ext4"].not_comparable == []
+    a.environment.tools["mkfs.ext4"] = "mke2fs 1.47.0"
+    b.environment.tools["mkfs.ext4"] = "mke2fs 1.47.1"
+    b.environment.tools["nginx"] = "nginx/1.22.1"  # recorded by B only: context, not a verdict
+    d = diff_runs(a, b)
+    assert {r.verdict for r in d.results} == {"not comparable"}
+    assert "tool nginx" in {e.what for e in d.environment if not e.matters}
+
+
 def test_csv_has_a_row_per_result_and_the_promised_columns() -> None:
     run = _run("run-a", {**A, "ext4/broken": []})
     rows = list(csv.DictReader(io.StringIO(to_csv(run))))
@@ -213,7 +230,10 @@ def test_diff_refuses_when_the_kernel_differs(stored: Stored) -> None:
     assert res.returncode == 0, res.stderr
     assert "warning: kernel differs" in res.stderr
     doc = json.loads(res.stdout)
-    assert {r["verdict"] for r in doc["results"]} == {"same", "better"}
+    # Forced, the rows are shown, but a verdict across kernels would compare apples with
+    # oranges: none is given.
+    assert {r["verdict"] for r in doc["results"]} == {"not comparable"}
+    assert all(r["not_comparable"] == ["kernel"] for r in doc["results"])
     assert doc["environment_differences"][0]["what"] == "kernel"
 
 

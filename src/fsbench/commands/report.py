@@ -204,6 +204,8 @@ def _print_diff(d: RunDiff) -> None:
 
 
 def _short_test(r: ResultDiff) -> str:
+    if r.not_comparable:
+        return "not comparable"
     if r.p_value is None:
         return "untested"
     name = {"welch": "Welch", "mann-whitney": "M-W"}.get(r.test, r.test)

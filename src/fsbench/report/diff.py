@@ -48,12 +48,17 @@ class ResultDiff:
     significant: bool | None = None
     # Kernel-probe figures that changed along with the rate (explain.changed_figures).
     probe_changes: list[str] = field(default_factory=list)
+    # Environment differences that change what this result means (kernel, its driver's
+    # version, mkfs, ...): with any, B and A measured different things and get no verdict.
+    not_comparable: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
-        """better | worse | same (not significant) | untested | n/a, for B against A."""
+        """better | worse | same (not significant) | untested | not comparable | n/a."""
         if self.ratio is None:
             return "n/a"
+        if self.not_comparable:
+            return "not comparable"
         if self.significant is None:
             return "untested"
         if not self.significant:
@@ -136,13 +141,21 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
     in_b = {match_key(r): r for r in b.results}
     in_a = {match_key(r): r for r in a.results}
     rows = [diff_results(r, in_b[k], a, b) for k, r in in_a.items() if k in in_b]
+    env = environment_differences(a, b)
+    for row in rows:
+        # "ext4: mkfs" concerns ext4's results only; "kernel" or "tool mkntfs" concerns all.
+        row.not_comparable = [
+            e.what
+            for e in env
+            if e.matters and (": " not in e.what or e.what.split(": ", 1)[0] == row.subject)
+        ]
     return RunDiff(
         run_a=a.run_id,
         run_b=b.run_id,
         results=rows,
         only_a=[_label(r) for k, r in in_a.items() if k not in in_b],
         only_b=[_label(r) for k, r in in_b.items() if k not in in_a],
-        environment=environment_differences(a, b),
+        environment=env,
     )
 
 
@@ -180,7 +193,10 @@ def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
     add("fsbench version", ea.fsbench_version, eb.fsbench_version, False)
     for k in sorted(set(ea.tools) | set(eb.tools)):
         if k != "fio":
-            add(f"tool {k}", ea.tools.get(k), eb.tools.get(k), False)
+            # Recorded by both runs, a tool's version is part of what was measured (mkfs makes
+            # the on-disk layout, nginx serves the files); recorded by one only, it is context.
+            both = k in ea.tools and k in eb.tools
+            add(f"tool {k}", ea.tools.get(k), eb.tools.get(k), both)
     for k in sorted(set(ea.sysctl) | set(eb.sysctl)):
         add(f"sysctl {k}", ea.sysctl.get(k), eb.sysctl.get(k), False)
     sa = {s.id: s for s in a.subjects}
@@ -210,6 +226,8 @@ def ratio_text(r: ResultDiff) -> str:
 
 
 def test_text(r: ResultDiff) -> str:
+    if r.not_comparable:
+        return "not comparable: " + ", ".join(r.not_comparable) + " differ"
     if r.test == "none" or r.p_value is None:
         return "no test (fewer than 2 samples)" if r.ratio is not None else ""
     name = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(r.test, r.test)
@@ -218,4 +236,6 @@ def test_text(r: ResultDiff) -> str:
 
 
 def verdict_class(r: ResultDiff) -> str:
+    if r.not_comparable:
+        return "dim"
     return {"better": "better", "worse": "worse", "same": "ns"}.get(r.verdict, "dim")
