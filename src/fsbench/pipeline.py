@@ -275,6 +275,8 @@ def _lab_targets(
     rejected: list[str] = []
     for ls in lab_subjects:
         rec = _subject_record(ls)
+        # Listed before mounting: an interrupt during the mount still names the subject.
+        run.subjects.append(rec)
         on_step(f"mounting {ls.spec.id}")
         try:
             lab.mount(ls)
@@ -285,7 +287,6 @@ def _lab_targets(
             # subject that mounts once its options are left out was refused for its options.
             if plan.explicit and ls.spec.options and lab.mounts_without_options(ls):
                 rejected.append(f"{ls.spec.id}: {e}")
-        run.subjects.append(rec)
         store.save_subject(run.run_id, rec)
         targets.append(
             RunTarget(
