@@ -154,8 +154,8 @@ def capture(tools: list[str] | None = None) -> Environment:
         python=sys.version.split()[0],
         fsbench_version=__version__,
     )
-    env.cpu_caches = cpu_caches()  # type: ignore[attr-defined]
-    env.notes = memory_notes()  # type: ignore[attr-defined]
+    env.cpu_caches = cpu_caches()
+    env.notes = memory_notes()
     return env
 
 

@@ -13,7 +13,7 @@ from fsbench.probes.sample import ProbeDelta
 from fsbench.runner import Runner, RunTarget, aggregate, build_sample, merge_iterations
 from fsbench.runner import verify_cache as verify
 from fsbench.schema import Device, Result, Run, Sample, Subject
-from fsbench.workloads.base import Measurement, Target
+from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fake import FakeWorkload
 
 MiB, GiB = 1024**2, 1024**3
@@ -219,3 +219,52 @@ def test_read_amplification_for_reads() -> None:
     aggregate(res)
     assert res.read_amplification == pytest.approx(1.25)
     assert res.write_amplification is None
+
+
+# -- the workload contract ---------------------------------------------------------------------
+def test_every_workload_honours_the_declared_contract() -> None:
+    """Registered workloads are declared records with every required member, and nothing
+    outside base.py reads a workload's optional members by name (only through hook())."""
+    import dataclasses
+    import re
+
+    import fsbench
+    from fsbench.registry import WORKLOADS
+    from fsbench.workloads.base import Workload
+
+    required = [*Workload.__annotations__, "params", "prepare", "run"]
+    for wl in WORKLOADS.values():
+        assert dataclasses.is_dataclass(wl), wl
+        missing = [m for m in required if not hasattr(wl, m)]
+        assert not missing, (wl, missing)
+    src = Path(fsbench.__file__).parent
+    by_name = re.compile(r"(getattr|hasattr)\((wl|workload|job)\b")
+    offenders = [
+        f"{p.relative_to(src)}:{i}"
+        for p in src.rglob("*.py")
+        if p.name != "base.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if by_name.search(line)
+    ]
+    assert offenders == []
+
+
+def test_hook_defaults_apply_to_a_workload_without_them() -> None:
+    class Bare:
+        name = "bare"
+        fileset = "seq"
+
+    assert hook(Bare(), "id") == "bare"
+    assert hook(Bare(), "space_group") == "fio:seq"
+    assert hook(Bare(), "is_write") is False
+    assert hook(Bare(), "warmup") is None
+    with pytest.raises(KeyError):
+        hook(Bare(), "not_a_hook")
+
+
+def test_results_carry_workload_id_and_variant(tmp_path: Path) -> None:
+    wl = FakeWorkload()
+    wl.id = "fake/v1"  # type: ignore[attr-defined]
+    wl.variant = "v1"  # type: ignore[attr-defined]
+    res = _run(tmp_path, [wl], repeat=1).results[0]
+    assert (res.workload, res.workload_id, res.variant) == ("fake", "fake/v1", "v1")
