@@ -264,6 +264,8 @@ def test_compile_phases_build_a_program_that_runs_and_installs(tmp_path: Path) -
     assert out.stdout == expected
     assert (installed / "lib" / "libgen.a").exists()
     assert len(list((installed / "include" / "gen").glob("*.h"))) == 4
+    # One install operation is one file installed: the count is what the stage holds.
+    assert m.ops == sum(1 for f in installed.rglob("*") if f.is_file())
     # make's prepare cleans, so the sample builds everything again.
     phases["make"].prepare(t)
     assert not (proj / "build").exists()
