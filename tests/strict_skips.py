@@ -1,7 +1,8 @@
-"""Shared by every test: in CI (FSBENCH_STRICT_SKIPS=1, set by .ci/run) a test skipped for a
-missing tool, driver or privilege fails instead, since CI installs everything and runs as root:
-a skip there would hide a test that never ran. Skips that are about the machine's state, not
-about what is installed, say so by starting their reason with NOT_APPLICABLE."""
+"""A pytest plugin (loaded by pyproject's addopts) for every test. In CI
+(FSBENCH_STRICT_SKIPS=1, set by .ci/run) a test skipped for a missing tool, driver or
+privilege fails instead: CI installs everything and runs as root, so a skip there would hide a
+test that never ran. Skips about the machine's state, not about what is installed, say so by
+starting their reason with NOT_APPLICABLE."""
 
 from __future__ import annotations
 
