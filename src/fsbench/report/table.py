@@ -19,14 +19,11 @@ from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import baseline_result, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
+from fsbench.units import fmt_value
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
-    if v is None:
-        return "–"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}f}"
+    return fmt_value(v, digits)
 
 
 def _ci_text(res: Result) -> str:

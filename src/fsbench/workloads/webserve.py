@@ -32,6 +32,7 @@ from fsbench.services.nginx import (
     nginx_version,
 )
 from fsbench.services.wrk import find_wrk, parse_wrk, run_wrk, wrk_script
+from fsbench.units import size_text
 from fsbench.workloads.base import (
     Measurement,
     Target,
@@ -59,8 +60,7 @@ NGINX_CHOICES = {
 }
 
 
-def _label(nbytes: int) -> str:
-    return f"{nbytes // MiB} MiB" if nbytes >= MiB else f"{nbytes // KiB} KiB"
+_label = size_text  # one size formatter for everything (fsbench.units)
 
 
 # -- the workload ----------------------------------------------------------------------------
