@@ -25,6 +25,7 @@ def test_interrupted_at_random_moments_nothing_left_behind(tmp_path: Path) -> No
     seed = int(os.environ.get("FSBENCH_CHAOS_SEED") or random.randrange(1, 1_000_000))
     lines: list[str] = []
     outcomes = run_trials(seed, TRIALS, tmp_path, report=lines.append)
+    print("\n".join([*lines, summary(outcomes, seed)]))  # shown with -rP, kept in CI logs
     failed = [o for o in outcomes if not o.clean]
     assert not failed, (
         f"{summary(outcomes, seed)}; replay with FSBENCH_CHAOS_SEED={seed}\n" + "\n".join(lines)
