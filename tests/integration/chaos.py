@@ -289,7 +289,10 @@ def run_trial(trial: Trial, work: Path) -> Outcome:
 
 def _check_exit(trial: Trial, code: int | None, err: str, out_dir: Path) -> list[str]:
     problems = []
-    if "Traceback" in err:
+    # A Ctrl-C during the interpreter's own start-up (site, encodings: no fsbench frame yet)
+    # prints Python's traceback before any fsbench code can run; from fsbench's first line on
+    # it must not.
+    if "Traceback" in err and (trial.signal != "SIGINT" or "fsbench" in err.split("Traceback")[1]):
         problems.append("a traceback on stderr: " + err.strip()[-1500:])
     results = out_dir / "results.json"
     if trial.signal == "SIGKILL":
