@@ -1,3 +1,3 @@
-from fsbench.cli import main
+from fsbench._entry import main
 
 main()

@@ -447,7 +447,8 @@ def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -
     help="Also release runs whose fsbench process still exists.",
 )
 def cleanup(include_running: bool) -> None:
-    """Release what an interrupted or killed run left: mounts, daemons, loops, images."""
+    """Release what an interrupted or killed run left: mounts, daemons, loops, images, and
+    loops over deleted fsbench images that a file system frozen at the kill still pins."""
     from fsbench.lab.state import cleanup_all
 
     notes, skipped = cleanup_all(include_running)

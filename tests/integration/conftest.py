@@ -19,7 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,3 +251,114 @@ def release_leftovers(state_dir: Path) -> None:
             os.kill(rec.pid, signal.SIGKILL)
             wait_until(lambda rec=rec: not alive(rec.pid), 10)
         state.release(rec)
+
+
+# -- what a run may leave anywhere on the system: a list other moving parts extend ------------
+# Each check reads the system directly and returns what of one run it finds, in words. A new
+# kind of resource (a qemu guest, a trace session, a fio server) adds its check here with
+# @leftover_check, and the chaos test and every caller of `leftovers_anywhere` cover it.
+LeftoverCheck = Callable[[RunDirs], list[str]]
+LEFTOVER_CHECKS: dict[str, LeftoverCheck] = {}
+
+
+def leftover_check(name: str) -> Callable[[LeftoverCheck], LeftoverCheck]:
+    def register(fn: LeftoverCheck) -> LeftoverCheck:
+        LEFTOVER_CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def leftovers_anywhere(dirs: RunDirs) -> dict[str, list[str]]:
+    """Every check's findings for one run; empty when nothing of it is left anywhere."""
+    found = {name: check(dirs) for name, check in LEFTOVER_CHECKS.items()}
+    return {k: v for k, v in found.items() if v}
+
+
+def loops_of_run(dirs: RunDirs) -> dict[str, str]:
+    """{loopN: backing file} of loops over the run's images, deleted or not."""
+    return {Path(dev).name: back for dev, back in loops_backed_under(dirs.image_dir)}
+
+
+def mount_namespaces() -> dict[str, int]:
+    """{mount namespace: one PID in it} over every process."""
+    found: dict[str, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.setdefault(os.readlink(entry / "ns" / "mnt"), int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+@leftover_check("loop devices")
+def _loops(dirs: RunDirs) -> list[str]:
+    return [f"/dev/{n} over {b}" for n, b in sorted(loops_of_run(dirs).items())]
+
+
+@leftover_check("mounts in any namespace")
+def _mounts_any_ns(dirs: RunDirs) -> list[str]:
+    devs = {f"/dev/{n}" for n in loops_of_run(dirs)}
+    found = []
+    for ns, pid in mount_namespaces().items():
+        try:
+            text = Path(f"/proc/{pid}/mountinfo").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            left, _, right = line.partition(" - ")
+            a, b = left.split(), right.split()
+            mp, src = _unescape(a[4]), _unescape(b[1]) if len(b) > 1 else ""
+            if _within(mp, dirs.mount_dir) or _within(src, dirs.image_dir) or src in devs:
+                found.append(f"{b[0]} {src} on {mp} ({ns})")
+    return found
+
+
+# Where the kernel lists a live superblock by device name, mounted or not.
+SUPERBLOCK_DIRS = ("/proc/fs/ext4", "/proc/fs/jbd2", "/sys/fs/xfs", "/sys/fs/f2fs", "/sys/fs/ext4")
+
+
+@leftover_check("superblocks")
+def _superblocks(dirs: RunDirs) -> list[str]:
+    names = set(loops_of_run(dirs))
+    found = []
+    for d in SUPERBLOCK_DIRS:
+        for entry in Path(d).glob("loop*"):
+            # jbd2 names its journals loop0-8.
+            if entry.name.split("-")[0] in names:
+                found.append(str(entry))
+    for dev in Path("/sys/fs/btrfs").glob("*/devices/loop*"):
+        if dev.name in names:
+            found.append(str(dev))
+    return found
+
+
+@leftover_check("processes")
+def _processes(dirs: RunDirs) -> list[str]:
+    """Anything whose command line names the run's directories or its id: FUSE daemons, fio,
+    and whatever else a run starts (trace sessions, guests, fio servers)."""
+    needles = [dirs.image_dir, dirs.mount_dir, dirs.run_id]
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        args = cmdline(int(entry.name))
+        if any(n in a for a in args for n in needles) and alive(int(entry.name)):
+            found.append(f"{entry.name}: {' '.join(args)[:200]}")
+    return found
+
+
+@leftover_check("files")
+def _files(dirs: RunDirs) -> list[str]:
+    paths = [dirs.image_dir, dirs.mount_dir, dirs.record, dirs.record.removesuffix("json") + "tmp"]
+    return [p for p in paths if os.path.exists(p)]
+
+
+@leftover_check("network namespaces")
+def _netns(dirs: RunDirs) -> list[str]:
+    return sorted(p.name for p in Path("/run/netns").glob("fsbench-*") if dirs.run_id in p.name)

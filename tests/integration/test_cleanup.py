@@ -294,3 +294,73 @@ def test_cleanup_spares_lookalike_mounts_loops_and_daemons(tmp_path: Path, dirs:
         if other_mnt.exists():
             time.sleep(0.1)
             other_mnt.rmdir()
+
+
+def _leak_frozen(image_dir: Path, name: str, tmp_path: Path) -> str:
+    """What a run before issue 14 left after an interrupt in the freeze window: an ext4 image
+    frozen, unmounted lazily and deleted with its directory; the superblock lives on with no
+    mount and pins the loop device and the image."""
+    image_dir.mkdir()
+    image = image_dir / name
+    with open(image, "wb") as f:
+        f.truncate(32 * MiB)
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+    mnt = tmp_path / f"mnt-{image_dir.name}"
+    mnt.mkdir()
+    subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+    subprocess.run(["fsfreeze", "--freeze", str(mnt)], check=True)
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+    subprocess.run(["losetup", "-d", dev], check=False)  # autoclear: it stays, pinned
+    image.unlink()
+    image_dir.rmdir()
+    return dev
+
+
+def _superblock_alive(dev: str) -> bool:
+    return Path("/proc/fs/ext4", Path(dev).name).exists()
+
+
+def _rescue(dev: str, tmp_path: Path) -> None:
+    if loop_backing(dev) is None:
+        return
+    where = tmp_path / f"rescue-{Path(dev).name}"
+    where.mkdir(exist_ok=True)
+    if subprocess.run(["mount", dev, str(where)], capture_output=True).returncode == 0:
+        subprocess.run(["fsfreeze", "--unfreeze", str(where)], capture_output=True)
+        subprocess.run(["umount", str(where)], capture_output=True)
+    subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def test_cleanup_thaws_and_releases_a_frozen_orphan_and_nothing_else(
+    tmp_path: Path, state_dir: Path, run_id: str
+) -> None:
+    """No record names it any more; `fsbench cleanup` still finds the loop over the deleted
+    fsbench image, mounts it again, thaws, unmounts and detaches it. A loop over a deleted
+    image of another program, frozen the same way, is left alone."""
+    ours = Path(f"/dev/shm/fsbench-{run_id}")
+    theirs = Path(f"/dev/shm/other-{run_id}")
+    devs: list[str] = []
+    try:
+        devs.append(_leak_frozen(ours, "0-ext4.img", tmp_path))
+        devs.append(_leak_frozen(theirs, "0-ext4.img", tmp_path))
+        orphan, other = devs
+        assert loop_backing(orphan) == f"{ours}/0-ext4.img" and _superblock_alive(orphan)
+        assert _superblock_alive(other)
+
+        res = fsbench("cleanup", timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert "Traceback" not in res.stderr
+        line = next((ln for ln in res.stdout.splitlines() if orphan in ln), "")
+        assert "thawed" in line and "detached" in line and str(ours) in line, res.stdout
+        assert wait_until(lambda: loop_backing(orphan) is None, 10), res.stdout
+        assert not _superblock_alive(orphan)
+
+        # Not an fsbench image: untouched, still frozen and pinned.
+        assert other not in res.stdout
+        assert loop_backing(other) == f"{theirs}/0-ext4.img" and _superblock_alive(other)
+    finally:
+        for dev in devs:
+            _rescue(dev, tmp_path)

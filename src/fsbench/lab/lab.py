@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -381,12 +384,52 @@ class Lab:
         if s.spec.driver.kind == "fuse":
             self.remount(s)
         elif s.mounted and not self.read_only:
-            # A journal keeps metadata blocks pinned until it checkpoints; freezing the file
-            # system checkpoints it, so drop_caches can evict inode tables too.
-            run(["fsfreeze", "--freeze", s.mountpoint], check=False, timeout=60)
-            run(["fsfreeze", "--unfreeze", s.mountpoint], check=False, timeout=60)
+            self._checkpoint(s)
         drop_caches()
         s.events.append("cold")
+
+    def _checkpoint(self, s: LabSubject) -> None:
+        """Freeze and thaw at once: a journal keeps metadata blocks pinned until it
+        checkpoints, and freezing checkpoints it, so drop_caches can evict inode tables too.
+
+        Nothing may end the run in between: a frozen file system that is unmounted keeps its
+        loop device and image until reboot. So the freeze is recorded before it happens (a
+        SIGKILL leaves `release` a note to thaw) and SIGINT/SIGTERM wait until the thaw."""
+        assert self.record is not None
+        with signals_deferred():
+            self.record.frozen.append(s.mountpoint)
+            self.record.save()
+            try:
+                mounts.freeze(s.mountpoint)
+            except OSError:
+                pass  # cannot be frozen (busy, unsupported): the caches drop all the same
+            finally:
+                why = mounts.try_thaw(s.mountpoint)
+            if why is not None:
+                raise LabError(f"{s.spec.id}: {why}")  # left in the record: release retries
+            self.record.frozen.remove(s.mountpoint)
+            self.record.save()
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then deliver them to the handlers that
+    were in place. A handler swap, not a signal mask: a mask does not stop another thread from
+    taking the signal and the main thread from raising in the middle of the block."""
+    pending: list[int] = []
+    old: dict[int, object] = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, lambda signum, _frame: pending.append(signum))
+    except ValueError:  # not the main thread: no handler of ours can interrupt it
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)
 
 
 def drop_caches() -> None:

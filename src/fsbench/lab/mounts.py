@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import signal
 import time
@@ -148,17 +150,62 @@ def _abort_fuse(entry: MountEntry) -> None:
             Path(conn, "abort").write_text("1")
 
 
+# linux/fs.h: _IOWR('X', 119, int) and _IOWR('X', 120, int).
+FIFREEZE = 0xC0045877
+FITHAW = 0xC0045878
+
+
+def freeze(mountpoint: str) -> None:
+    """Freeze a kernel file system (checkpoints its journal). The ioctl, not fsfreeze(8): no
+    child process that a Ctrl-C to the process group could kill between freeze and thaw."""
+    fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, FIFREEZE, 0)
+    finally:
+        os.close(fd)
+
+
+def thaw(mountpoint: str) -> bool:
+    """Thaw a kernel file system: True when it was frozen (thawed now), False when it was not
+    (EINVAL). OSError when it could not be thawed: it may still be frozen."""
+    fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, FITHAW, 0)
+    except OSError as e:
+        if e.errno in (errno.EINVAL, errno.ENOTTY, errno.EOPNOTSUPP):
+            return False
+        raise
+    finally:
+        os.close(fd)
+    return True
+
+
+def try_thaw(mountpoint: str) -> str | None:
+    """Thaw; None when the file system is not frozen now, else why it may still be."""
+    try:
+        thaw(mountpoint)
+    except OSError as e:
+        return f"cannot thaw {mountpoint}: {e.strerror}"
+    return None
+
+
 def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> list[str]:
-    """Unmount and wait for the FUSE daemon to exit; escalate to abort, lazy unmount, kill.
+    """Thaw, unmount and wait for the FUSE daemon to exit; escalate to abort, lazy unmount,
+    kill.
 
     Every wait is bounded: a daemon that no longer answers (stopped, wedged) cannot hang the
-    run. Returns notes about every escalation so a caller can flag a misbehaving driver.
+    run. Returns notes about every escalation so a caller can flag a misbehaving driver. A
+    kernel file system is thawed first and never unmounted lazily while it may be frozen: a
+    frozen superblock without a mount pins its loop device and image until reboot.
     """
     notes: list[str] = []
     entry = find_mount(mountpoint)
     if entry is None:
         kill_pids([p for p in daemon_pids if pid_running(p)])
         return notes
+    # FUSE cannot be frozen, and opening a mount whose daemon is gone would hang.
+    kernel = not entry.fstype.startswith("fuse")
+    frozen = try_thaw(mountpoint) if kernel else None
     if any(pid_stopped(p) for p in daemon_pids):
         notes.append(f"daemon {daemon_pids} was stopped; connection aborted")
         _abort_fuse(entry)
@@ -174,6 +221,13 @@ def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> l
         if done or find_mount(mountpoint) is None:
             break
         if time.monotonic() > deadline:
+            frozen = try_thaw(mountpoint) if kernel else None
+            if frozen is not None:
+                notes.append(
+                    f"umount {mountpoint} kept failing ({why}) and it may still be frozen "
+                    f"({frozen}); left mounted rather than unmounted lazily"
+                )
+                break
             notes.append(f"umount {mountpoint} kept failing ({why}); lazy unmount")
             _abort_fuse(entry)
             with contextlib.suppress(LabError):

@@ -14,10 +14,13 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fsbench.errors import LabError
 from fsbench.lab import loops, mounts
+from fsbench.lab.system import run
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
 
@@ -35,6 +38,9 @@ class StateRecord:
     pid_start: int = 0
     # Kernel settings the run changed, with the values to put back: {sysfs path: value}.
     restore: dict[str, str] = field(default_factory=dict)
+    # Mount points frozen for a cold-cache checkpoint, recorded before the freeze and cleared
+    # after the thaw: a run killed in between leaves them frozen for `release` to thaw.
+    frozen: list[str] = field(default_factory=list)
     path: str = ""
 
     def save(self) -> None:
@@ -68,6 +74,17 @@ def release(rec: StateRecord) -> list[str]:
             signal.signal(s, signal.SIG_IGN)
     try:
         ours = [e for e in mounts.mountinfo() if _under(e.mountpoint, rec.mount_dir)]
+        # Thaw before any unmount: a frozen file system unmounted keeps its superblock, loop
+        # device and image alive until reboot. Every kernel mount of the run, not only those
+        # recorded: thawing one that is not frozen is harmless (EINVAL).
+        for entry in ours:
+            if entry.fstype.startswith("fuse"):
+                continue
+            try:
+                if mounts.thaw(entry.mountpoint):
+                    notes.append(f"thawed {entry.mountpoint}")
+            except OSError as e:
+                notes.append(f"cannot thaw {entry.mountpoint}: {e.strerror}")
         for entry in reversed(ours):  # innermost first
             daemons = mounts.processes_mentioning(entry.mountpoint)
             notes += mounts.unmount(entry.mountpoint, daemons, timeout=15)
@@ -135,11 +152,117 @@ def owner_alive(rec: StateRecord) -> bool:
 
 
 def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
-    """Release every record whose run is gone. Returns (notes, skipped run ids)."""
-    notes, skipped = [], []
+    """Release every record whose run is gone, then what no record names any more (orphans).
+    Returns (notes, skipped run ids)."""
+    notes, skipped, live = [], [], set()
     for rec in records():
         if owner_alive(rec) and not include_running:
             skipped.append(rec.run_id)
+            live.add(rec.image_dir)
             continue
         notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
+    notes += release_orphans(live)
     return notes, skipped
+
+
+def orphan_loops(live_dirs: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """(/dev/loopN, image) of loop devices a dead run left over its deleted image.
+
+    Only a loop whose backing file was deleted, named *.img in a directory named fsbench-*
+    that no longer exists (the run's own image directory, removed by its teardown), and that
+    nothing mounts in any namespace or holds open. The usual cause is a file system unmounted
+    while frozen: its superblock lives on with no mount and pins the loop and the image.
+    """
+    found = []
+    for bf in Path("/sys/block").glob("loop*/loop/backing_file"):
+        try:
+            text = bf.read_text().strip()
+        except OSError:
+            continue
+        if not text.endswith(" (deleted)"):
+            continue
+        image = Path(text.removesuffix(" (deleted)"))
+        if (
+            image.suffix != ".img"
+            or not image.parent.name.startswith("fsbench-")
+            or str(image.parent) in live_dirs
+            or image.parent.exists()
+        ):
+            continue
+        dev = "/dev/" + bf.parts[3]
+        if _mounted_anywhere(dev) or _held_open(dev):
+            continue
+        found.append((dev, str(image)))
+    return found
+
+
+def _mounted_anywhere(dev: str) -> bool:
+    """Whether any mount namespace mounts the device (by device number, as mountinfo says)."""
+    try:
+        rdev = os.stat(dev).st_rdev
+    except OSError:
+        return False
+    number = f"{os.major(rdev)}:{os.minor(rdev)}"
+    seen: set[str] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            ns = os.readlink(f"/proc/{entry.name}/ns/mnt")
+            if ns in seen:
+                continue
+            seen.add(ns)
+            text = Path(f"/proc/{entry.name}/mountinfo").read_text()
+        except OSError:
+            continue
+        if any(line.split()[2:3] == [number] for line in text.splitlines()):
+            return True
+    return False
+
+
+def _held_open(dev: str) -> bool:
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == dev:
+                return True
+    return False
+
+
+def _kernel_filesystems() -> set[str]:
+    try:
+        lines = Path("/proc/filesystems").read_text().splitlines()
+    except OSError:
+        return set()
+    return {ln.split()[-1] for ln in lines if ln.strip() and not ln.startswith("nodev")}
+
+
+def release_orphans(live_dirs: set[str] = frozenset()) -> list[str]:
+    """Release orphan loops (see orphan_loops): mount the file system again in a private
+    directory, thaw it, unmount it, detach the loop. Returns what was done, in words."""
+    notes = []
+    for dev, image in orphan_loops(live_dirs):
+        what = []
+        fstype = run(["blkid", "-o", "value", "-s", "TYPE", dev], check=False).stdout.strip()
+        if fstype in _kernel_filesystems():
+            # Mounting it again gives back its live superblock, which can then be thawed.
+            where = tempfile.mkdtemp(prefix="fsbench-orphan-")
+            try:
+                if run(["mount", "-t", fstype, dev, where], check=False, timeout=60).returncode:
+                    what.append(f"could not mount its {fstype} file system again")
+                else:
+                    try:
+                        if mounts.thaw(where):
+                            what.append(f"thawed its frozen {fstype} file system")
+                    except OSError as e:
+                        what.append(f"could not thaw its {fstype} file system ({e.strerror})")
+                    proc = run(["umount", where], check=False, timeout=60)
+                    what.append("unmounted it" if proc.returncode == 0 else "could not unmount")
+            except LabError as e:
+                what.append(str(e))
+            finally:
+                with contextlib.suppress(OSError):
+                    os.rmdir(where)
+        loops.detach(dev)
+        what.append("detached")
+        notes.append(f"[orphan] {dev} over deleted {image}: {', '.join(what)}")
+    return notes
