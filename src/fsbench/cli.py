@@ -155,6 +155,12 @@ def _common(f):
         help="Discarded runs before each subject's first sample of a workload (0 for none).",
     )(f)
     f = click.option(
+        "--min-sample-time",
+        default="1",
+        help="Seconds a sample lasts at least (runs are repeated until it does); matrix cells "
+        "do one pass of their work.",
+    )(f)
+    f = click.option(
         "--manifest",
         default=None,
         type=click.Path(path_type=Path),
@@ -194,6 +200,16 @@ def _common(f):
     )(f)
     f = click.option("--json", "as_json", is_flag=True, help="Print results.json to stdout.")(f)
     return f
+
+
+def _min_sample(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"--min-sample-time {text!r}: not a number of seconds") from None
+    if not 0 <= v <= 600:
+        raise UsageError(f"--min-sample-time {text}: must be between 0 and 600 seconds")
+    return v
 
 
 def _repeat(text: str) -> tuple[int, bool]:
@@ -338,6 +354,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         raise UsageError(f"--warmup {warmup}: must be between 0 and 100")
     if scale > 100:
         raise UsageError(f"--scale {scale:g}: at most 100")
+    min_sample = _min_sample(common["min_sample_time"])
     out = common["out"]
     run_id = new_run_id()
     out_dir = out if out is not None else default_out_dir(run_id)
@@ -352,6 +369,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         time_budget_s=budget,
         scale=scale,
         warmup=warmup,
+        min_sample_s=min_sample,
         out_dir=out_dir,
         db=common["db"] or default_db_path(),
         command=sys.argv,

@@ -62,6 +62,7 @@ class Plan:
     destroy_data: bool = False
     scale: float = 1.0
     warmup: int = 1
+    min_sample_s: float = 1.0
     tune: bool = True  # hold free page reporting off during a lab run
     run_id: str = field(default_factory=lambda: new_run_id())
 
@@ -215,6 +216,7 @@ def execute(
                     max_repeat=plan.max_repeat,
                     time_budget_s=plan.time_budget_s,
                     warmup=plan.warmup,
+                    min_sample_s=plan.min_sample_s,
                 )
                 runner.execute()
                 run.status = "complete"

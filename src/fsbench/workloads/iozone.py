@@ -142,7 +142,7 @@ class IozoneJob(FioJob):
     sample_bytes: int = SAMPLE_BYTES
     # Hundreds of cells: a shorter floor per sample keeps the quick suite quick (each cell
     # already works through several files).
-    min_sample_s: float = 0.25
+    min_sample_s: float = 0.0
     # Cells follow one another over the same files and pages: the matrix warms itself.
     warmup: int = 0
 
