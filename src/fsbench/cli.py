@@ -12,7 +12,14 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from fsbench import __version__
@@ -199,6 +206,9 @@ def _common(f):
         help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
     )(f)
     f = click.option("--json", "as_json", is_flag=True, help="Print results.json to stdout.")(f)
+    f = click.option(
+        "--verbose", "-v", is_flag=True, help="Every subject's notes under each table."
+    )(f)
     return f
 
 
@@ -381,6 +391,8 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=err,
         transient=True,
         disable=not err.is_terminal,
@@ -397,7 +409,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
 
         click.echo(run_json(run))
     else:
-        render(run, Console(), str(out_dir))
+        render(run, Console(), str(out_dir), verbose=common["verbose"])
     if code == 130:
         click.echo(
             "fsbench: interrupted; finished samples are kept (run marked incomplete)", err=True
