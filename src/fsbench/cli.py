@@ -184,7 +184,11 @@ def _common(f):
         help="Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
     )(f)
     f = click.option(
-        "--repeat", default="3", help="Samples per subject and workload (≥ 1), or 'auto'."
+        "--repeat",
+        default="3",
+        help="Samples per subject and workload (≥ 1), or 'auto': at least 3, then more only "
+        "for subjects whose ratio to the baseline is still open (interval spans 1 and is "
+        "wider than ±2 %), up to --max-repeat or --time-budget.",
     )(f)
     f = click.option(
         "--max-repeat", default="10", help="With --repeat auto: at most this many samples."

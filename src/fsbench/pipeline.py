@@ -213,6 +213,7 @@ def execute(
                     on_step=on_step,
                     on_sample=on_sample,
                     adaptive=plan.adaptive,
+                    settle=plan.adaptive,
                     max_repeat=plan.max_repeat,
                     time_budget_s=plan.time_budget_s,
                     warmup=plan.warmup,
