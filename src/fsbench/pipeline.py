@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.env import capture
+from fsbench.env import capture, noise_floor
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
@@ -193,6 +193,9 @@ def execute(
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan):
+                if lab is not None and lab.record is not None:
+                    # In the run's own image directory, which release() removes.
+                    run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
                 if lab is not None and lab.tuned:
                     # The run is no longer exposed to what the note warns about: say what
                     # was done instead.

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-SCHEMA_VERSION = 1
+# 2 - environment.noise_floor: the same raw fio job repeated (MiB/s of each run, CV).
+SCHEMA_VERSION = 2
 
 CacheState = Literal[
     "cold-verified",
@@ -117,6 +118,8 @@ class Environment(_Model):
     hostname: str = ""
     python: str = ""
     fsbench_version: str = ""
+    # The machine's own spread: {"job", "runs", "mib_s": [...], "cv"} (env.noise_floor).
+    noise_floor: dict[str, Any] | None = None
 
 
 class Run(_Model):

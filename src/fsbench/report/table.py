@@ -218,6 +218,15 @@ def render(
     parts: list = [head]
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
+    noise = env.noise_floor
+    if noise and noise.get("cv") is not None:
+        parts.append(
+            Text(
+                f"machine noise floor: CV {noise['cv'] * 100:.1f} % over {noise['runs']} "
+                "identical raw fio runs (a spread no subject can beat here)",
+                style="dim",
+            )
+        )
     for note in getattr(env, "notes", None) or []:
         parts.append(Text(f"note: {note}", style="yellow"))
     parts += workload_tables(run, console.width, verbose)
