@@ -57,7 +57,7 @@ def test_compare_ext4_and_fuse2fs(tmp_path: Path, state_dir: Path) -> None:
             "ext4",
             "fuse2fs",
             "--size",
-            "128M",
+            "64M",
             "--repeat",
             "2",
             "--warmup",

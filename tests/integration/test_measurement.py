@@ -12,7 +12,9 @@ from conftest import RunDirs, fsbench, need_drivers
 pytestmark = pytest.mark.root
 
 
-@pytest.fixture(scope="module")
+# Session scope: xdist may run other modules' tests on this worker between these, which
+# would tear a module-scoped fixture down and run the compare again.
+@pytest.fixture(scope="session")
 def run_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
     need_drivers("ext4", "ntfs-3g")
     tmp = tmp_path_factory.mktemp("measure")
