@@ -39,6 +39,7 @@ SUITES: dict[str, dict] = {
     "default": {
         "description": "sequential write (1 MiB records, final fsync) and cold sequential read",
         "workloads": ["seq-write/fsync", "seq-read/cold"],
+        "takes": "DEFAULT_TAKES",
     },
     "micro": {
         "description": "every fio micro workload: sequential, rewrite, reread, random 4/8 KiB "
@@ -52,6 +53,7 @@ SUITES: dict[str, dict] = {
             "rand-write",
             "stride-read",
         ],
+        "takes": "not measured",
     },
 }
 

@@ -32,21 +32,6 @@ REPO = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
 
 
-# -- one at a time -------------------------------------------------------------------------------
-HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup`, pyproject.toml).
-    Unit tests touch nothing shared and spread over both. These tests share loop devices, the
-    global drop_caches, the page cache and the CPUs, and assert on what they measure (warm
-    rereads, cold device counters, daemon CPU): one test's drop_caches would spoil another's
-    warm read. So all of them form one xdist group, which one worker runs in order."""
-    for item in items:
-        if HERE in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.xdist_group("lab"))
-
-
 # -- skipping ----------------------------------------------------------------------------------
 def root_problem() -> str | None:
     """Why root-only tests cannot run here, or None."""

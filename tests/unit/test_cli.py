@@ -203,12 +203,7 @@ def _key(argv: list[str]) -> str:
     return " ".join(argv)
 
 
-# One run of them all per worker (session scope survives xdist interleaving other modules'
-# tests), and the tests that read it on one worker (the xdist group).
-BAD_INPUT_GROUP = pytest.mark.xdist_group("bad-input")
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def bad_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Traced]:
     """Every bad-input command, each in its own sandbox, run side by side once."""
     boxes = {}
@@ -217,7 +212,6 @@ def bad_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Traced]:
     return run_traced(boxes)
 
 
-@BAD_INPUT_GROUP
 @pytest.mark.parametrize(("argv", "message"), BAD_INPUT, ids=[_key(c[0]) for c in BAD_INPUT])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(
     bad_runs: dict[str, Traced], argv: list[str], message: str
@@ -227,7 +221,6 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(
     assert t.created == []
 
 
-@BAD_INPUT_GROUP
 @pytest.mark.skipif(not IS_ROOT, reason="lab checks run only as root (else exit 3 first)")
 def test_size_too_small_for_the_format_exits_2_and_creates_nothing(
     bad_runs: dict[str, Traced],
@@ -243,7 +236,6 @@ def _kernel_has(fstype: str) -> bool:
     return fstype in fs or (mods.is_dir() and any(mods.rglob(f"{fstype}.ko*")))
 
 
-@BAD_INPUT_GROUP
 @pytest.mark.skipif(not IS_ROOT, reason="without root the root check answers first")
 @pytest.mark.skipif(_kernel_has("vfat"), reason="vfat is available on this kernel")
 def test_unavailable_driver_exits_3_and_creates_nothing(bad_runs: dict[str, Traced]) -> None:
@@ -308,6 +300,7 @@ def test_list_suites_json_names_only_known_workloads(sandbox: Sandbox) -> None:
     assert "default" in by_name
     for s in suites:
         assert s["workloads"] and set(s["workloads"]) <= known
+        assert s["takes"], s["name"]  # what it takes here, measured, or "not measured"
 
 
 # --- doctor ------------------------------------------------------------------------------------

@@ -235,8 +235,8 @@ def render(
     parts += list(subject_lines(run))
     parts.append(
         Text(
-            "vs: ratio of medians ±95 % CI; ▲ better ▼ worse ≈ not significant · "
-            "CPU: app+driver+kthreads · cold ✓: device read",
+            "vs: ratio ±95 % CI, ▲ better ▼ worse ≈ n.s. · CPU s/GiB app+driver+kthreads · "
+            "cold ✓ device read",
             style="dim",
         )
     )
