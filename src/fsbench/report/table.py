@@ -91,8 +91,8 @@ def _notes(res: Result) -> list[str]:
 # behind --verbose and in the HTML report).
 _SHARED_NOTES: tuple[tuple[str, str], ...] = (
     ("confidence interval is", "CI wider than {target} for {k} of {n} subjects"),
-    ("CV is", "CV above 10 % for {k} of {n} subjects"),
-    ("outlier", "outliers for {k} of {n} subjects"),
+    ("CV is", "CV > 10 %: {k}"),
+    ("outlier", "outliers: {k}"),
 )
 _ADVICE = " — use --repeat auto or --time-budget"
 
@@ -128,7 +128,12 @@ def _note_lines(results: list[Result], verbose: bool) -> list[Text]:
         _SHARED_NOTES[k][1].format(k=c, n=n, target=target) for k, c in sorted(counts.items())
     ]
     if shared:
-        lines.append(Text("  " + "; ".join(shared) + _ADVICE, style="yellow"))
+        head = shared[0] if counts.get(0) else ""
+        rest = ", ".join(shared[1:] if head else shared)
+        if head:
+            lines.append(Text("  " + head + _ADVICE, style="yellow"))
+        if rest:
+            lines.append(Text(f"  also: {rest} of {n} subjects (--verbose)", style="yellow"))
     if other:
         lines.append(Text(f"  {other} other notes: --verbose or the HTML report", style="dim"))
     return lines
@@ -197,11 +202,19 @@ def _describe(res: Result) -> str:
 
 
 def subject_lines(run: Run) -> Iterable[Text]:
+    # Unavailable subjects with the same reason (but their own name in it) share one line.
+    unavailable: dict[str, list[str]] = {}
     for s in run.subjects:
         if s.status == "failed":
             yield Text(f"✗ {s.id}: {s.error}", style="red")
         elif s.status == "unavailable":
-            yield Text(f"· {s.id} not measured: {s.error}", style="dim")
+            why = (s.error or "").replace(s.id, "<fs>")
+            unavailable.setdefault(why, []).append(s.id)
+    for why, ids in unavailable.items():
+        if len(ids) == 1:
+            yield Text(f"· {ids[0]} not measured: {why.replace('<fs>', ids[0])}", style="dim")
+        else:
+            yield Text(f"· not measured: {', '.join(ids)} — {why}", style="dim")
 
 
 def render(
