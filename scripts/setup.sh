@@ -35,6 +35,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# --test: Iozone itself, the reference bench/matrix_vs_iozone.py measures fsbench's matrix
+# against. It is in Debian's non-free component, which this machine's sources need not list:
+# a private sources list and package lists, so the system's apt configuration stays as it is.
+if [ "${1:-}" = "--test" ] && ! command -v iozone >/dev/null 2>&1; then
+  apt_dir=/var/lib/fsbench/apt
+  mkdir -p "$apt_dir/lists/partial"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
+    "http://deb.debian.org/debian bookworm main non-free" >"$apt_dir/sources.list"
+  private=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=$apt_dir/lists")
+  echo "setup.sh: installing iozone3 (Debian non-free, through a private sources list)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get "${private[@]}" update -qq
+  apt-get "${private[@]}" install -y -qq --no-install-recommends iozone3 >/dev/null
+fi
+
 # uv from PyPI into its own venv (Debian's pip refuses system-wide installs, PEP 668).
 if ! command -v uv >/dev/null 2>&1; then
   python3 -m venv /opt/fsbench-uv

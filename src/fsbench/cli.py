@@ -12,7 +12,14 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from fsbench import __version__
@@ -155,6 +162,12 @@ def _common(f):
         help="Discarded runs before each subject's first sample of a workload (0 for none).",
     )(f)
     f = click.option(
+        "--min-sample-time",
+        default="1",
+        help="Seconds a sample lasts at least (runs are repeated until it does); matrix cells "
+        "do one pass of their work.",
+    )(f)
+    f = click.option(
         "--manifest",
         default=None,
         type=click.Path(path_type=Path),
@@ -171,7 +184,11 @@ def _common(f):
         help="Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
     )(f)
     f = click.option(
-        "--repeat", default="3", help="Samples per subject and workload (≥ 1), or 'auto'."
+        "--repeat",
+        default="3",
+        help="Samples per subject and workload (≥ 1), or 'auto': at least 3, then more only "
+        "for subjects whose ratio to the baseline is still open (interval spans 1 and is "
+        "wider than ±2 %), up to --max-repeat or --time-budget.",
     )(f)
     f = click.option(
         "--max-repeat", default="10", help="With --repeat auto: at most this many samples."
@@ -193,7 +210,20 @@ def _common(f):
         help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
     )(f)
     f = click.option("--json", "as_json", is_flag=True, help="Print results.json to stdout.")(f)
+    f = click.option(
+        "--verbose", "-v", is_flag=True, help="Every subject's notes under each table."
+    )(f)
     return f
+
+
+def _min_sample(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"--min-sample-time {text!r}: not a number of seconds") from None
+    if not 0 <= v <= 600:
+        raise UsageError(f"--min-sample-time {text}: must be between 0 and 600 seconds")
+    return v
 
 
 def _repeat(text: str) -> tuple[int, bool]:
@@ -338,6 +368,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         raise UsageError(f"--warmup {warmup}: must be between 0 and 100")
     if scale > 100:
         raise UsageError(f"--scale {scale:g}: at most 100")
+    min_sample = _min_sample(common["min_sample_time"])
     out = common["out"]
     run_id = new_run_id()
     out_dir = out if out is not None else default_out_dir(run_id)
@@ -352,6 +383,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         time_budget_s=budget,
         scale=scale,
         warmup=warmup,
+        min_sample_s=min_sample,
         out_dir=out_dir,
         db=common["db"] or default_db_path(),
         command=sys.argv,
@@ -363,6 +395,8 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=err,
         transient=True,
         disable=not err.is_terminal,
@@ -379,7 +413,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
 
         click.echo(run_json(run))
     else:
-        render(run, Console(), str(out_dir))
+        render(run, Console(), str(out_dir), verbose=common["verbose"])
     if code == 130:
         click.echo(
             "fsbench: interrupted; finished samples are kept (run marked incomplete)", err=True

@@ -209,3 +209,60 @@ def doctor() -> dict[str, Any]:
         "drivers": drivers,
         "tools": tools,
     }
+
+
+# The machine's own noise: one fio job (a warm read from the page cache, no file system work
+# worth naming) repeated by raw fio. Its CV is the spread no subject can beat on this machine.
+NOISE_RUNS = 5
+NOISE_FILE_MIB = 64
+NOISE_LOOPS = 8  # 512 MiB a run: ~0.1 s, well above fio's 1 ms runtime resolution
+
+
+def noise_floor(directory: Path, runs: int = NOISE_RUNS) -> dict[str, Any] | None:
+    """MiB/s of `runs` identical raw fio runs and their CV, or None without fio. The file
+    lives in `directory` (a run's own image directory, which release() removes)."""
+    from fsbench.workloads.base import WorkloadFailed
+    from fsbench.workloads.fio import fio_binary, parse_fio_json
+
+    if shutil.which("fio") is None:
+        return None
+    path = directory / "noise-floor.fio"
+    argv = [
+        fio_binary(),
+        "--name=noise-floor",
+        f"--filename={path}",
+        f"--size={NOISE_FILE_MIB}M",
+        "--bs=1M",
+        "--ioengine=psync",
+        "--invalidate=0",
+        "--clocksource=clock_gettime",
+        "--output-format=json",
+    ]
+    rates: list[float] = []
+    try:
+        subprocess.run([*argv, "--rw=write"], capture_output=True, check=True, timeout=60)
+        for _ in range(runs):
+            proc = subprocess.run(
+                [*argv, "--rw=read", f"--loops={NOISE_LOOPS}"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            )
+            out = parse_fio_json(proc.stdout, "read")
+            rates.append(out["bytes"] / 2**20 / out["seconds"])
+    except (OSError, subprocess.SubprocessError, WorkloadFailed):
+        return None
+    finally:
+        path.unlink(missing_ok=True)
+    mean = sum(rates) / len(rates)
+    sd = (sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)) ** 0.5 if len(rates) > 1 else 0
+    return {
+        "job": (
+            f"raw fio: sequential read of a {NOISE_FILE_MIB} MiB page-cached file, 1 MiB "
+            f"records, {NOISE_LOOPS} passes"
+        ),
+        "runs": len(rates),
+        "mib_s": [round(r, 1) for r in rates],
+        "cv": sd / mean if mean else None,
+    }

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.env import capture
+from fsbench.env import capture, noise_floor
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
@@ -62,6 +62,7 @@ class Plan:
     destroy_data: bool = False
     scale: float = 1.0
     warmup: int = 1
+    min_sample_s: float = 1.0
     tune: bool = True  # hold free page reporting off during a lab run
     run_id: str = field(default_factory=lambda: new_run_id())
 
@@ -192,6 +193,9 @@ def execute(
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan):
+                if lab is not None and lab.record is not None:
+                    # In the run's own image directory, which release() removes.
+                    run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
                 if lab is not None and lab.tuned:
                     # The run is no longer exposed to what the note warns about: say what
                     # was done instead.
@@ -212,9 +216,11 @@ def execute(
                     on_step=on_step,
                     on_sample=on_sample,
                     adaptive=plan.adaptive,
+                    settle=plan.adaptive,
                     max_repeat=plan.max_repeat,
                     time_budget_s=plan.time_budget_s,
                     warmup=plan.warmup,
+                    min_sample_s=plan.min_sample_s,
                 )
                 runner.execute()
                 run.status = "complete"

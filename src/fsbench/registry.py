@@ -39,6 +39,10 @@ SUITES: dict[str, dict] = {
     "default": {
         "description": "sequential write (1 MiB records, final fsync) and cold sequential read",
         "workloads": ["seq-write/fsync", "seq-read/cold"],
+        "takes": (
+            "all 8 drivers available here at defaults (--size 1G --repeat 3): 3 min 47 s "
+            "(measured 2026-11-23, 2-CPU VM, Linux 6.18, RAM images)"
+        ),
     },
     "micro": {
         "description": "every fio micro workload: sequential, rewrite, reread, random 4/8 KiB "
@@ -52,6 +56,7 @@ SUITES: dict[str, dict] = {
             "rand-write",
             "stride-read",
         ],
+        "takes": "not measured",
     },
 }
 

@@ -71,6 +71,12 @@ class Runner:
     max_repeat: int = 10
     time_budget_s: float | None = None
     target_rel_halfwidth: float = 0.05
+    # With adaptive: a subject stops getting samples once its answer is settled (its ratio to
+    # the baseline excludes 1, or lies within ±SETTLED_BAND of it); the rounds left go to the
+    # subjects whose answer is still open. The baseline goes on while any other is open.
+    settle: bool = False
+    # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
+    settled: set[tuple[str, str]] = field(default_factory=set)
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
     # Discarded iterations before the first sample of each subject and workload.
@@ -103,6 +109,8 @@ class Runner:
             if self.adaptive:
                 self._note_all(f"stopped at --max-repeat {self.max_repeat}", only_unsettled=True)
             return []
+        if self.settle:
+            return self._open_workloads()
         # A workload gets another round, for every subject (keeping the interleaving), while
         # any subject's interval is still wider than the target.
         return [
@@ -114,6 +122,33 @@ class Runner:
                 if wid == workload_id(wl)
             )
         ]
+
+    def _open_workloads(self) -> list[Workload]:
+        """Workloads with a subject whose answer is still open; settled pairs go to
+        self.settled, so _one skips them."""
+        todo = []
+        for wl in self.workloads:
+            wid = workload_id(wl)
+            mine = [
+                self.results[(rt.subject.id, wid)]
+                for rt in self.targets
+                if rt.subject.status == "ok" and (rt.subject.id, wid) in self.results
+            ]
+            mine = [r for r in mine if r.status == "ok" and r.samples]
+            if not mine:
+                continue
+            base, others = mine[0], mine[1:]
+            open_ = [r for r in others if not ratio_settled(base, r)]
+            if not others and self._unsettled(base):
+                open_ = [base]  # alone: its own interval decides
+            for r in others:
+                if r not in open_:
+                    self.settled.add((r.subject, wid))
+            if open_:
+                todo.append(wl)
+            else:
+                self.settled.add((base.subject, wid))
+        return todo
 
     def _unsettled(self, res: Result) -> bool:
         if res.status != "ok" or not res.samples:
@@ -185,6 +220,8 @@ class Runner:
         known = self.results.get((rt.subject.id, workload_id(wl)))
         if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
+        if (rt.subject.id, workload_id(wl)) in self.settled:
+            return  # its answer is settled: the time goes to the open ones
         of = "" if self.adaptive else f"/{self.repeat}"
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
@@ -300,6 +337,17 @@ class Runner:
 
 
 MAX_ITERATIONS = 20
+# A ratio within ±2 % of 1 is "no difference that matters": settled, even if not significant.
+SETTLED_BAND = 0.02
+
+
+def ratio_settled(base: Result, res: Result) -> bool:
+    """The ratio's 95 % interval excludes 1, or lies within ±SETTLED_BAND of it."""
+    c = stats.compare(base.samples, res.samples)
+    if c.ratio_ci95 is None:
+        return False
+    lo, hi = c.ratio_ci95
+    return lo > 1 or hi < 1 or (lo >= 1 - SETTLED_BAND and hi <= 1 + SETTLED_BAND)
 
 
 def merge_iterations(

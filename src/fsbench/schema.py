@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # 2 - fields that were attached as extras are declared: CPU.per_kop_ms, Result.workload_id,
 #     Result.variant, Result.work_per_sample, Environment.cpu_caches, .notes, .interrupted_by,
 #     .report_error (version 1 files carried them as extras and still load the same).
+# 2 - environment.noise_floor: the same raw fio job repeated (MiB/s of each run, CV).
 SCHEMA_VERSION = 2
 
 CacheState = Literal[
@@ -132,6 +133,8 @@ class Environment(_Model):
     notes: list[str] = Field(default_factory=list)  # what about this machine moves results
     interrupted_by: str | None = None  # SIGINT / SIGTERM: the run is incomplete
     report_error: str | None = None  # report.html could not be written: why
+    # The machine's own spread: {"job", "runs", "mib_s": [...], "cv"} (env.noise_floor).
+    noise_floor: dict[str, Any] | None = None
 
 
 class Run(_Model):

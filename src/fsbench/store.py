@@ -138,6 +138,8 @@ class Store:
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path: Path = Path(path) if path is not None else default_db_path()
+        if self.path.is_dir():  # e.g. --db '' (the current directory)
+            raise UsageError(f"--db {str(path)!r}: a directory, not a results database")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: we issue BEGIN ourselves, so every transaction is explicit.
         self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)

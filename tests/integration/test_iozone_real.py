@@ -32,6 +32,8 @@ def test_iozone_quick_ext4_vs_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
             "iozone-quick",
             "--repeat",
             "1",
+            "--warmup",
+            "0",
             "--out",
             str(out),
             "--db",

@@ -12,7 +12,9 @@ from conftest import RunDirs, fsbench, need_drivers
 pytestmark = pytest.mark.root
 
 
-@pytest.fixture(scope="module")
+# Session scope: xdist may run other modules' tests on this worker between these, which
+# would tear a module-scoped fixture down and run the compare again.
+@pytest.fixture(scope="session")
 def run_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
     need_drivers("ext4", "ntfs-3g")
     tmp = tmp_path_factory.mktemp("measure")
@@ -24,6 +26,10 @@ def run_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "256M",
         "--repeat",
         "3",
+        "--warmup",
+        "0",
+        "--min-sample-time",
+        "0.2",
         "--workloads",
         "seq-write/fsync,seq-read/cold,rand-read/8k-direct",
         "--out",
@@ -119,6 +125,10 @@ def test_run_target_on_a_real_mount_is_made_cold_as_root(tmp_path: Path) -> None
                 "seq-read/cold",
                 "--repeat",
                 "1",
+                "--warmup",
+                "0",
+                "--min-sample-time",
+                "0.2",
                 "--out",
                 str(tmp_path / "out"),
                 "--db",

@@ -80,7 +80,7 @@ def _script_errors(log: str) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once, however xdist orders the tests
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     run = _synthetic().synthetic_run()
     out = tmp_path_factory.mktemp("report")

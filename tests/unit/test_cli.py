@@ -180,6 +180,11 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     (["run", "--target", "/nonexistent"], "fsbench: --target /nonexistent: not a directory"),
     (["run", "--target", "/etc/hostname"], "fsbench: --target /etc/hostname: not a directory"),
     (["run", "--target", ".", "--repeat", "0"], "--repeat 0: must be between 1 and 1000"),
+    (
+        ["run", "--target", ".", "--min-sample-time", "-1"],
+        "--min-sample-time -1: must be between 0 and 600 seconds",
+    ),
+    (["run", "--target", ".", "--min-sample-time", "x"], "--min-sample-time 'x': not a number"),
     (["run"], "Missing option '--target'"),
     (["show", "nonexistent-run"], "fsbench: no run 'nonexistent-run'"),
     (["show"], "RUN"),  # click's "Missing argument 'RUN'" or fsbench's own line
@@ -295,6 +300,7 @@ def test_list_suites_json_names_only_known_workloads(sandbox: Sandbox) -> None:
     assert "default" in by_name
     for s in suites:
         assert s["workloads"] and set(s["workloads"]) <= known
+        assert s["takes"], s["name"]  # what it takes here, measured, or "not measured"
 
 
 # --- doctor ------------------------------------------------------------------------------------

@@ -461,3 +461,50 @@ def test_iteration_extras_merge_honestly() -> None:
     assert got["fio_version"] == "fio-3.33"  # the same in every iteration: nothing to say
     assert got["last_iteration_only"] == ["threads"]
     assert got["threads"] == 8
+
+
+def test_adaptive_settling_spends_samples_only_where_the_answer_is_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """subj-b is clearly half as fast (settled after the first three rounds), subj-c
+    wobbles around the baseline (its ratio's interval straddles 1 and is wider than ±2 %):
+    subj-c and the baseline get samples until the budget (max_repeat) ends, subj-b none."""
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES",
+        "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
+    )
+    runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+                     max_repeat=8)  # fmt: skip
+    res = _by_subject(runner.execute())
+    assert len(res["subj-b"].samples) == 3
+    assert len(res["subj-c"].samples) == 8
+    assert len(res["subj-a"].samples) == 8
+    assert ("subj-b", "fake") in runner.settled and ("subj-c", "fake") not in runner.settled
+
+
+def test_adaptive_settling_stops_when_every_answer_is_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both others settle in the first rounds (one clearly slower, one within ±2 %): nobody,
+    the baseline included, gets a sample beyond --repeat."""
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES", "subj-a=100,100.2,99.8;subj-b=50,51,49;subj-c=100.1,99.9,100"
+    )
+    wl = FakeWorkload()
+    runner = _runner(tmp_path, [wl], repeat=3, adaptive=True, settle=True, max_repeat=10)
+    res = _by_subject(runner.execute())
+    assert {sid: len(r.samples) for sid, r in res.items()} == dict.fromkeys(IDS, 3)
+    assert sum(1 for phase, _ in wl.calls if phase == "run") == 9
+
+
+def test_adaptive_settling_respects_the_time_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES", "subj-a=100,101,99;subj-b=90,112,95,108;subj-c=50,51,49"
+    )
+    runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+                     max_repeat=50, time_budget_s=0.0)  # fmt: skip
+    res = _by_subject(runner.execute())
+    assert len(res["subj-b"].samples) == 3  # open, but the budget is spent
+    assert "adaptive repeats stopped by the time budget" in res["subj-b"].flags

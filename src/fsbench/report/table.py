@@ -36,15 +36,22 @@ def _ci_text(res: Result) -> str:
 
 
 def ratio_text(base: Result | None, res: Result) -> Text:
+    """'1.23× ±4% ▲': the ratio of medians, its 95 % interval as ± % of the ratio, and a mark
+    (▲ better, ▼ worse, both significant; ≈ not significant; ? cannot tell). One short cell,
+    so the table fits 100 columns."""
     if base is None or base is res or not base.samples or not res.samples:
         return Text("baseline" if base is res else "–", style="dim")
     c = stats.compare(base.samples, res.samples)
     if c.ratio is None:
         return Text("–")
     txt = f"{c.ratio:.2f}×"
-    if c.ratio_ci95:
-        txt += f" [{c.ratio_ci95[0]:.2f}–{c.ratio_ci95[1]:.2f}]"
-    return styled_ratio(c, txt, res.higher_is_better, ns=" ≈ n.s.")
+    if c.ratio_ci95 and c.ratio:
+        lo, hi = c.ratio_ci95
+        txt += f" ±{max(c.ratio - lo, hi - c.ratio) / c.ratio * 100:.0f}%"
+    if c.significant:
+        better = c.ratio > 1 if res.higher_is_better else c.ratio < 1
+        txt += " ▲" if better else " ▼"
+    return styled_ratio(c, txt, res.higher_is_better, ns=" ≈")
 
 
 def _cpu_text(res: Result) -> str:
@@ -77,7 +84,59 @@ def _notes(res: Result) -> list[str]:
     ]
 
 
-def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
+# Notes that many subjects share, told once per table as a count (the full text per subject is
+# behind --verbose and in the HTML report).
+_SHARED_NOTES: tuple[tuple[str, str], ...] = (
+    ("confidence interval is", "CI wider than {target} for {k} of {n} subjects"),
+    ("CV is", "CV > 10 %: {k}"),
+    ("outlier", "outliers: {k}"),
+)
+_ADVICE = " — use --repeat auto or --time-budget"
+
+
+def _shared_kind(note: str) -> int | None:
+    for i, (start, _) in enumerate(_SHARED_NOTES):
+        if note.lower().startswith(start.lower()) or (i == 2 and start in note.lower()):
+            return i
+    return None
+
+
+def _note_lines(results: list[Result], verbose: bool) -> list[Text]:
+    """Failures always, subject by subject; other notes as one line per kind, with the count
+    of subjects it concerns; everything per subject when verbose."""
+    lines: list[Text] = []
+    counts: dict[int, int] = {}
+    other = 0
+    for r in results:
+        notes = _notes(r)
+        if r.status != "ok":
+            lines.append(Text(f"  ✗ {r.subject}: " + "; ".join(notes), style="red"))
+            continue
+        if verbose and notes:
+            lines.append(Text(f"  · {r.subject}: " + "; ".join(notes), style="dim"))
+            continue
+        kinds = {_shared_kind(n) for n in notes}
+        for k in kinds - {None}:
+            counts[k] = counts.get(k, 0) + 1  # type: ignore[index]
+        other += sum(1 for n in notes if _shared_kind(n) is None)
+    n = sum(1 for r in results if r.status == "ok")
+    target = f"{stats.DEFAULT_TARGET_REL_HALFWIDTH * 100:g} %"
+    shared = [
+        _SHARED_NOTES[k][1].format(k=c, n=n, target=target) for k, c in sorted(counts.items())
+    ]
+    if shared:
+        head = shared[0] if counts.get(0) else ""
+        rest = ", ".join(shared[1:] if head else shared)
+        if head:
+            lines.append(Text("  " + head + _ADVICE, style="yellow"))
+        if rest:
+            lines.append(Text(f"  also: {rest} of {n} subjects (--verbose)", style="yellow"))
+    if other:
+        lines.append(Text(f"  {other} other notes: --verbose or the HTML report", style="dim"))
+    return lines
+
+
+def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
@@ -101,23 +160,15 @@ def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
         # Workloads that move no bytes report CPU per 1000 operations: the header says which.
         per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
-        t.add_column(f"CPU {'ms/kop' if per_kop else 's/GiB'} app+drv+kthr", justify="right")
+        t.add_column(f"CPU {'ms/kop' if per_kop else 's/GiB'}", justify="right")
         t.add_column("cache")
         t.add_column("n", justify="right")
-        notes: list[Text] = []
         for r in results:
-            mark = ""
-            if _notes(r):
-                mark = f" [{len(notes) + 1}]"
-                style = "red" if r.status != "ok" else "dim"
-                notes.append(
-                    Text(f"  [{len(notes) + 1}] {r.subject}: " + "; ".join(_notes(r)), style=style)
-                )
             if r.status != "ok" or not r.samples:
-                t.add_row(r.subject + mark, Text(r.status, style="red"), "", "", "", "0")
+                t.add_row(r.subject, Text(r.status, style="red"), "", "", "", "0")
                 continue
             t.add_row(
-                r.subject + mark,
+                r.subject,
                 _ci_text(r),
                 ratio_text(base, r),
                 _cpu_text(r),
@@ -125,7 +176,7 @@ def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
                 str(len(r.samples)),
             )
         out.append(t)
-        out += notes
+        out += _note_lines(results, verbose)
         for r in results:
             e = explained.get(id(r))
             if e is not None and not e.is_baseline:
@@ -150,14 +201,24 @@ def _describe(res: Result) -> str:
 
 
 def subject_lines(run: Run) -> Iterable[Text]:
+    # Unavailable subjects with the same reason (but their own name in it) share one line.
+    unavailable: dict[str, list[str]] = {}
     for s in run.subjects:
         if s.status == "failed":
             yield Text(f"✗ {s.id}: {s.error}", style="red")
         elif s.status == "unavailable":
-            yield Text(f"· {s.id} not measured: {s.error}", style="dim")
+            why = (s.error or "").replace(s.id, "<fs>")
+            unavailable.setdefault(why, []).append(s.id)
+    for why, ids in unavailable.items():
+        if len(ids) == 1:
+            yield Text(f"· {ids[0]} not measured: {why.replace('<fs>', ids[0])}", style="dim")
+        else:
+            yield Text(f"· not measured: {', '.join(ids)} — {why}", style="dim")
 
 
-def render(run: Run, console: Console | None = None, out_dir: str | None = None) -> None:
+def render(
+    run: Run, console: Console | None = None, out_dir: str | None = None, verbose: bool = False
+) -> None:
     console = console or Console()
     env = run.environment
     head = Text.assemble(
@@ -169,16 +230,25 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
     parts: list = [head]
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
+    noise = env.noise_floor
+    if noise and noise.get("cv") is not None:
+        parts.append(
+            Text(
+                f"machine noise floor: CV {noise['cv'] * 100:.1f} % over {noise['runs']} "
+                "identical raw fio runs (a spread no subject can beat here)",
+                style="dim",
+            )
+        )
     for note in getattr(env, "notes", None) or []:
         parts.append(Text(f"note: {note}", style="yellow"))
-    parts += workload_tables(run, console.width)
+    parts += workload_tables(run, console.width, verbose)
     if has_matrix(run):
         parts += matrix_tables(run)
     parts += list(subject_lines(run))
     parts.append(
         Text(
-            "vs: ratio of medians to the baseline [95 % interval], ≈ n.s. = not significant · "
-            "cold ✓: the device really was read",
+            "vs: ratio ±95 % CI, ▲ better ▼ worse ≈ n.s. · CPU s/GiB app+driver+kthreads · "
+            "cold ✓ device read",
             style="dim",
         )
     )

@@ -1,0 +1,57 @@
+"""The terminal table at a glance: eight subjects fit 100 columns, shared warnings are one line
+with a count, and each subject's own notes appear with --verbose."""
+
+from __future__ import annotations
+
+from explain_fixtures import result, run
+from rich.console import Console
+
+from fsbench.report.table import render
+
+SUBJECTS = ("ext4", "xfs", "ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse", "btrfs", "ext2")
+
+
+def _eight() -> object:
+    results = []
+    for i, sid in enumerate(SUBJECTS):
+        # Six subjects with a wide interval (±20 %), two tight ones.
+        spread = 0.2 if 1 < i < 8 else 0.001
+        base = 1000.0 / (i + 1)
+        r = result(sid, [base * (1 - spread), base, base * (1 + spread)], None)
+        r.warnings = _ci_warning(spread)
+        results.append(r)
+    return run(results, subjects=SUBJECTS)
+
+
+def _ci_warning(spread: float) -> list[str]:
+    if spread < 0.05:
+        return []
+    return [
+        f"confidence interval is ±{spread * 100:.0f} % of the median, wider than the 5 % "
+        "target; raise --repeat or quiet the machine"
+    ]
+
+
+def _text(verbose: bool) -> str:
+    con = Console(width=100, record=True, color_system=None)
+    render(_eight(), con, verbose=verbose)  # type: ignore[arg-type]
+    return con.export_text()
+
+
+def test_eight_subjects_fit_100_columns_with_one_warning_line() -> None:
+    out = _text(verbose=False)
+    assert all(len(line) <= 100 for line in out.splitlines()), out
+    rows = {ln.strip("│ ").split()[0]: ln for ln in out.splitlines() if ln.startswith("│")}
+    assert set(rows) == set(SUBJECTS)
+    assert "CI wider than 5 % for 6 of 8 subjects — use --repeat auto or --time-budget" in out
+    assert "confidence interval is" not in out  # the per-subject text stays behind --verbose
+    # The ratio cell: the ratio, its interval in %, and a significance mark, on one line.
+    assert "0.50× ±0% ▼" in rows["xfs"] and "baseline" in rows["ext4"]
+
+
+def test_verbose_lists_each_subjects_notes() -> None:
+    out = _text(verbose=True)
+    assert all(len(line) <= 100 for line in out.splitlines())
+    detail = [ln for ln in out.splitlines() if "confidence interval is" in ln]
+    assert len(detail) == 6
+    assert "CI wider than" not in out
