@@ -253,6 +253,15 @@ def _positive(name: str, text: str | None, kind: type = int) -> float | None:
     is_flag=True,
     help="Allow formatting a --backing device that holds a file system or partition table.",
 )
+@click.option(
+    "--kernel",
+    default=None,
+    help="Run the lab in a VM with this kernel (debian-6.12, path:BZIMAGE[,MODULES]); "
+    "a subject may name its own: ntfs3@debian-6.12, ext4@host.",
+)
+@click.option("--vm-memory", default=None, help="The VM's memory, e.g. 2G (default: sized).")
+@click.option("--vm-cpus", default=None, type=int, help="The VM's CPUs (default: sized).")
+@click.option("--vm-timeout", default=None, type=float, help="Give up on a VM after S seconds.")
 @_common
 def compare(
     subjects: tuple[str, ...],
@@ -261,6 +270,10 @@ def compare(
     read_only: bool,
     destroy_data: bool,
     no_tune: bool,
+    kernel: str | None,
+    vm_memory: str | None,
+    vm_cpus: int | None,
+    vm_timeout: float | None,
     **common: Any,
 ) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
@@ -274,6 +287,14 @@ def compare(
         _run_dir(Path(b.path or "."), **common)
         return
     nbytes = parse_size(size)
+    from fsbench.vm.options import plan_fields, wants_vm
+
+    if wants_vm(subjects, kernel):
+        fields = plan_fields(subjects, kernel, b, size, read_only, destroy_data, no_tune, common,
+                             vm_memory, vm_cpus, vm_timeout)  # fmt: skip
+        if fields is not None:
+            _go(common, backing=b, size=nbytes, tune=not no_tune, **fields)
+            return
     specs, skipped, explicit = resolve_subjects(list(subjects))
     if read_only and destroy_data:
         raise UsageError("--read-only and --destroy-data contradict each other; give one")

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-SCHEMA_VERSION = 1
+# 2 - VM runs (issue 10): Environment.vms (guest kernel, kvm/emulated, VM CPUs and memory,
+#     boot time), Subject.kernel (the guest kernel a subject ran on), result flag "emulated".
+SCHEMA_VERSION = 2
 
 CacheState = Literal[
     "cold-verified",
@@ -101,6 +103,27 @@ class Subject(_Model):
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
     error: str | None = None
+    kernel: str | None = None  # the guest kernel's name (src/fsbench/vm); None: the host's
+
+
+Virtualization = Literal["kvm", "emulated"]
+
+
+class VM(_Model):
+    """One throw-away VM a run booted: which kernel, how it was virtualized, how big."""
+
+    kernel: str  # the name given: "debian-6.12", "path:/x/bzImage"
+    release: str = ""  # uname -r in the guest
+    source: str = ""  # the package and version, or the image path
+    sha256: str | None = None
+    virtualization: Virtualization = "emulated"
+    why_emulated: str | None = None
+    cpus: int = 0
+    memory_bytes: int = 0
+    boot_seconds: float | None = None
+    subjects: list[str] = Field(default_factory=list)
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
 
 
 class Environment(_Model):
@@ -117,6 +140,7 @@ class Environment(_Model):
     hostname: str = ""
     python: str = ""
     fsbench_version: str = ""
+    vms: list[VM] = Field(default_factory=list)
 
 
 class Run(_Model):
