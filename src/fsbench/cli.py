@@ -83,6 +83,26 @@ def doctor(as_json: bool) -> None:
     for tool in info["tools"]:
         t.add_row(tool["name"], _yn(tool["available"]), tool["version"] or tool["install"])
     con.print(t)
+    _print_kernels(con, info["kernels"])
+
+
+def _print_kernels(con: Console, vms: dict[str, Any]) -> None:
+    """The kernels `compare --kernel NAME` can boot, and the drivers each adds."""
+    t = Table(
+        title=f"kernels for --kernel (VMs here: {vms['virtualization']})", title_justify="left"
+    )
+    for c in ("name", "cached", "release / source", "adds to this host", "drivers"):
+        t.add_column(c)
+    for k in vms["kernels"]:
+        drivers = ", ".join(k["drivers"]) if k["cached"] else "[dim]fetched on first use[/]"
+        adds = ", ".join(k["adds"]) if k["cached"] else ""
+        t.add_row(k["name"], _yn(k["cached"]), k["release"] or k["source"], adds, drivers)
+    con.print(t)
+    if vms["why_emulated"]:
+        con.print(
+            f"[yellow]note:[/] VMs run under software emulation ({vms['why_emulated']}): a "
+            "functional check only, their figures are not representative"
+        )
 
 
 def _yn(v: bool) -> str:

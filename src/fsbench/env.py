@@ -208,4 +208,14 @@ def doctor() -> dict[str, Any]:
         "formats": formats,
         "drivers": drivers,
         "tools": tools,
+        "kernels": _kernels(),
     }
+
+
+def _kernels() -> dict[str, Any]:
+    """Kernels `compare --kernel` can boot in a VM, and how the VM would run here."""
+    from fsbench.vm.guest import virtualization
+    from fsbench.vm.kernels import listing
+
+    virt, why = virtualization()
+    return {"virtualization": virt, "why_emulated": why, "kernels": listing()}

@@ -172,6 +172,9 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
         parts.append(Text(env.backing_note, style="dim"))
     for note in getattr(env, "notes", None) or []:
         parts.append(Text(f"note: {note}", style="yellow"))
+    from fsbench.vm.notes import vm_notes
+
+    parts += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(run)]
     parts += workload_tables(run, console.width)
     if has_matrix(run):
         parts += matrix_tables(run)

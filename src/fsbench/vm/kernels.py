@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem, UsageError
-from fsbench.lab.drivers import DRIVERS
+from fsbench.lab.drivers import DRIVERS, availability
 
 HOST = "host"
 _TIMEOUT = 600  # apt and dpkg: a 100 MB package on a slow mirror
@@ -317,6 +317,10 @@ def listing() -> list[dict]:
                 "source": k.source if k else (f"{known.suite}: {known.package}" if known else ""),
                 "release": k.release if k else None,
                 "drivers": kernel_drivers(k) if k else [],
+                # What a VM with it adds to this machine: drivers the host cannot mount.
+                "adds": [d for d in kernel_drivers(k) if not availability(DRIVERS[d]).available]
+                if k
+                else [],
                 "description": known.description if known else "",
                 "path": str(root / name),
             }
