@@ -34,6 +34,8 @@ ARGS = [
     "1",
     "--warmup",
     "0",
+    "--scale",
+    "0.2",  # 5 MiB files: ntfs-3g writes ~1 MiB/s under emulation
 ]
 
 
