@@ -83,7 +83,8 @@ def doctor(as_json: bool) -> None:
     for tool in info["tools"]:
         t.add_row(tool["name"], _yn(tool["available"]), tool["version"] or tool["install"])
     con.print(t)
-    _print_kernels(con, info["kernels"])
+    if info.get("kernels"):
+        _print_kernels(con, info["kernels"])
 
 
 def _print_kernels(con: Console, vms: dict[str, Any]) -> None:
