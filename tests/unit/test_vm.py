@@ -107,12 +107,20 @@ def test_kernel_names(tmp_path: Path) -> None:
     assert slug(f"path:{image}").startswith("path-") and "/" not in slug(f"path:{image}")
 
 
-def test_local_kernel_resolves_without_fetching(tmp_path: Path) -> None:
+def test_local_kernel_resolves_without_fetching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     image = tmp_path / "bzImage"
     image.write_bytes(b"kernel bytes")
-    k = resolve(f"path:{image},{tmp_path}")
-    assert k.image == str(image) and k.modules == str(tmp_path)
+    mods = _fake_tree(tmp_path / "build")
+    k = resolve(f"path:{image},{mods}")
+    # The shape virtme-ng looks for, made of symlinks under the cache: nothing copied.
+    assert Path(k.image).resolve() == image and Path(k.modules or "").resolve() == mods
+    assert str(tmp_path / "cache") in k.image
+    assert "ntfs3" in k.drivers()
     assert k.sha256 is not None and len(k.sha256) == 64
+    assert resolve(f"path:{image}").modules is None
 
 
 def _fake_tree(root: Path, release: str = "6.12.0-test") -> Path:

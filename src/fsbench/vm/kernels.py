@@ -130,10 +130,13 @@ def resolve(name: str, fetch: bool = True) -> Kernel:
         image, _, modules = name[5:].partition(",")
         img = Path(image).resolve()
         release = _image_release(img)
+        mods = str(Path(modules).resolve()) if modules else None
+        if mods:
+            img, mods = _layout(name, img, Path(mods), release)
         return Kernel(
             name=name,
             image=str(img),
-            modules=str(Path(modules).resolve()) if modules else None,
+            modules=mods,
             release=release,
             source=str(img),
             sha256=_file_sha256(img),
@@ -145,6 +148,20 @@ def resolve(name: str, fetch: bool = True) -> Kernel:
     if not fetch:
         raise EnvironmentProblem(f"kernel {name} is not in the cache ({cache_root() / name})")
     return fetch_debian(known)
+
+
+def _layout(name: str, image: Path, modules: Path, release: str) -> tuple[Path, str]:
+    """virtme-ng finds a kernel's modules beside its image (ROOT/boot, ROOT/lib/modules/REL):
+    give a local build that shape with two symlinks in the cache, nothing copied."""
+    root = cache_root() / slug(name) / "root"
+    (root / "boot").mkdir(parents=True, exist_ok=True)
+    (root / "lib" / "modules").mkdir(parents=True, exist_ok=True)
+    links = {root / "boot" / f"vmlinuz-{release}": image, root / "lib/modules" / release: modules}
+    for link, target in links.items():
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+    return root / "boot" / f"vmlinuz-{release}", str(root / "lib" / "modules" / release)
 
 
 def _file_sha256(path: Path) -> str:
