@@ -145,6 +145,8 @@ def test_ntfs3_against_ntfs3g_in_an_emulated_guest(
     assert _leftovers(run["run_id"], state_dir) == {}
     assert _qemus() <= before
     print(f"\nVM run: {wall:.0f} s wall, boot {vm['boot_seconds']} s, {vm['virtualization']}")
+    # The budget. Measured 294 s on this 2-CPU machine without KVM while other runs
+    # loaded it (boot 15 s, samples 14 s: the rest is the guest's Python and tools emulated).
     assert wall < 180, f"the VM test took {wall:.0f} s (budget 180 s)"
 
 
@@ -174,7 +176,11 @@ def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
         rec = vm_record()
         assert rec is not None
         marker = rec["env_marker"]
-        assert wait_until(lambda: any(_qemus() & set(_marked(marker))), 60), "no qemu"
+        # Booted: the guest's first line is in the share (virtme-ng's own short qemu probes
+        # before the boot do not count as the VM running).
+        booted = Path(tempfile.gettempdir()) / f"fsbench-{marker}" / "share" / "booted"
+        assert wait_until(booted.exists, 240), "the guest never booted"
+        assert _qemus() & set(_marked(marker)), "no qemu runs the guest"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         time.sleep(1)
