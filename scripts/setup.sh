@@ -12,6 +12,10 @@ PACKAGES=(
   xxhash util-linux mount psmisc kmod
   nginx-light wrk build-essential
   python3 python3-venv python3-dev libxxhash-dev ca-certificates
+  # `compare --kernel`: qemu boots the guest kernel through virtme-ng (a Python dependency),
+  # which builds its initramfs around busybox; `file` reads a kernel image's release;
+  # apt and dpkg fetch and unpack Debian's kernels.
+  qemu-system-x86 busybox-static file apt dpkg
 )
 
 # --test adds what only the test suite needs: a real browser for the report's test.
@@ -60,3 +64,9 @@ fi
 
 # The environment exactly as locked; uses the system's Python 3.11+, never downloads one.
 UV_PYTHON_DOWNLOADS=never uv sync --frozen -q
+
+# --test: fetch the guest kernel of the VM test now (into the user's cache, with a private apt
+# configuration), so the test suite does not pay the ~100 MB download inside its time.
+if [ "${1:-}" = "--test" ]; then
+  uv run --frozen -q python -c 'from fsbench.vm.kernels import resolve; resolve("debian-6.12")'
+fi

@@ -90,6 +90,27 @@ def doctor(as_json: bool) -> None:
     for tool in info["tools"]:
         t.add_row(tool["name"], _yn(tool["available"]), tool["version"] or tool["install"])
     con.print(t)
+    if info.get("kernels"):
+        _print_kernels(con, info["kernels"])
+
+
+def _print_kernels(con: Console, vms: dict[str, Any]) -> None:
+    """The kernels `compare --kernel NAME` can boot, and the drivers each adds."""
+    t = Table(
+        title=f"kernels for --kernel (VMs here: {vms['virtualization']})", title_justify="left"
+    )
+    for c in ("name", "cached", "release / source", "adds to this host", "drivers"):
+        t.add_column(c)
+    for k in vms["kernels"]:
+        drivers = ", ".join(k["drivers"]) if k["cached"] else "[dim]fetched on first use[/]"
+        adds = ", ".join(k["adds"]) if k["cached"] else ""
+        t.add_row(k["name"], _yn(k["cached"]), k["release"] or k["source"], adds, drivers)
+    con.print(t)
+    if vms["why_emulated"]:
+        con.print(
+            f"[yellow]note:[/] VMs run under software emulation ({vms['why_emulated']}): a "
+            "functional check only, their figures are not representative"
+        )
 
 
 def _yn(v: bool) -> str:
@@ -283,6 +304,15 @@ def _positive(name: str, text: str | None, kind: type = int) -> float | None:
     is_flag=True,
     help="Allow formatting a --backing device that holds a file system or partition table.",
 )
+@click.option(
+    "--kernel",
+    default=None,
+    help="Run the lab in a VM with this kernel (debian-6.12, path:BZIMAGE[,MODULES]); "
+    "a subject may name its own: ntfs3@debian-6.12, ext4@host.",
+)
+@click.option("--vm-memory", default=None, help="The VM's memory, e.g. 2G (default: sized).")
+@click.option("--vm-cpus", default=None, type=int, help="The VM's CPUs (default: sized).")
+@click.option("--vm-timeout", default=None, type=float, help="Give up on a VM after S seconds.")
 @_common
 def compare(
     subjects: tuple[str, ...],
@@ -291,6 +321,10 @@ def compare(
     read_only: bool,
     destroy_data: bool,
     no_tune: bool,
+    kernel: str | None,
+    vm_memory: str | None,
+    vm_cpus: int | None,
+    vm_timeout: float | None,
     **common: Any,
 ) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
@@ -304,6 +338,14 @@ def compare(
         _run_dir(Path(b.path or "."), **common)
         return
     nbytes = parse_size(size)
+    from fsbench.vm.options import plan_fields, wants_vm
+
+    if wants_vm(subjects, kernel):
+        fields = plan_fields(subjects, kernel, b, size, read_only, destroy_data, no_tune, common,
+                             vm_memory, vm_cpus, vm_timeout)  # fmt: skip
+        if fields is not None:
+            _go(common, backing=b, size=nbytes, tune=not no_tune, **fields)
+            return
     specs, skipped, explicit = resolve_subjects(list(subjects))
     if read_only and destroy_data:
         raise UsageError("--read-only and --destroy-data contradict each other; give one")

@@ -208,6 +208,7 @@ def doctor() -> dict[str, Any]:
         "formats": formats,
         "drivers": drivers,
         "tools": tools,
+        "kernels": _kernels(),
     }
 
 
@@ -266,3 +267,12 @@ def noise_floor(directory: Path, runs: int = NOISE_RUNS) -> dict[str, Any] | Non
         "mib_s": [round(r, 1) for r in rates],
         "cv": sd / mean if mean else None,
     }
+
+
+def _kernels() -> dict[str, Any]:
+    """Kernels `compare --kernel` can boot in a VM, and how the VM would run here."""
+    from fsbench.vm.guest import virtualization
+    from fsbench.vm.kernels import listing
+
+    virt, why = virtualization()
+    return {"virtualization": virt, "why_emulated": why, "kernels": listing()}

@@ -13,7 +13,7 @@ import signal
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +64,9 @@ class Plan:
     warmup: int = 1
     min_sample_s: float = 1.0
     tune: bool = True  # hold free page reporting off during a lab run
+    # Subjects measured inside VMs with other kernels (src/fsbench/vm): run after the host's
+    # subjects, merged into the same run. With it, subjects == [] means no host subject.
+    vm_stage: Callable[[Run, Store, Callable[[str], None]], None] | None = None
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -168,9 +171,10 @@ def execute(
     run_id = plan.run_id
     lab = (
         Lab(run_id, plan.backing, plan.size, plan.read_only, plan.destroy_data, plan.tune)
-        if plan.subjects is not None
+        if plan.subjects is not None and (plan.subjects or plan.vm_stage is None)
         else None
     )
+    host = lab is not None or plan.subjects is None  # anything measured on this kernel
     # Everything that can be known to be wrong is refused before anything is created.
     if lab is not None and plan.subjects is not None:
         lab.check(plan.subjects)
@@ -192,7 +196,7 @@ def execute(
     runner: Runner | None = None
     with signals_raise():
         try:
-            with lab if lab is not None else scratch_dir(plan):
+            with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
                 if lab is not None and lab.record is not None:
                     # In the run's own image directory, which release() removes.
                     run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
@@ -204,6 +208,8 @@ def execute(
                     _lab_targets(plan, lab, run, store, on_step)
                     if lab is not None
                     else [_dir_target(plan)]
+                    if host
+                    else []
                 )
                 rounds = plan.max_repeat if plan.adaptive else plan.repeat
                 on_total(len(targets) * len(plan.workloads) * rounds)
@@ -223,6 +229,8 @@ def execute(
                     min_sample_s=plan.min_sample_s,
                 )
                 runner.execute()
+                if plan.vm_stage is not None:
+                    plan.vm_stage(run, store, on_step)
                 run.status = "complete"
         except Interrupted as e:
             run.status = "incomplete"
@@ -253,6 +261,8 @@ def write_report_safely(run: Run, out_dir: Path) -> None:
     """report.html beside results.json; a rendering problem must never cost the run's data."""
     from fsbench.report.html import write_report
 
+    if os.environ.get("FSBENCH_IN_VM"):
+        return  # a guest's run: the host renders the one report of the merged run
     try:
         write_report(run, out_dir)
     except Exception as e:

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Result.variant, Result.work_per_sample, Environment.cpu_caches, .notes, .interrupted_by,
 #     .report_error (version 1 files carried them as extras and still load the same).
 # 2 - environment.noise_floor: the same raw fio job repeated (MiB/s of each run, CV).
+# 2 - VM runs (issue 10): Environment.vms (guest kernel, kvm/emulated, VM CPUs and memory,
+#     boot time), Subject.kernel (the guest kernel a subject ran on), result flag "emulated".
 SCHEMA_VERSION = 2
 
 CacheState = Literal[
@@ -113,6 +115,27 @@ class Subject(_Model):
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
     error: str | None = None
+    kernel: str | None = None  # the guest kernel's name (src/fsbench/vm); None: the host's
+
+
+Virtualization = Literal["kvm", "emulated"]
+
+
+class VM(_Model):
+    """One throw-away VM a run booted: which kernel, how it was virtualized, how big."""
+
+    kernel: str  # the name given: "debian-6.12", "path:/x/bzImage"
+    release: str = ""  # uname -r in the guest
+    source: str = ""  # the package and version, or the image path
+    sha256: str | None = None
+    virtualization: Virtualization = "emulated"
+    why_emulated: str | None = None
+    cpus: int = 0
+    memory_bytes: int = 0
+    boot_seconds: float | None = None
+    subjects: list[str] = Field(default_factory=list)
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
 
 
 class Environment(_Model):
@@ -135,6 +158,7 @@ class Environment(_Model):
     report_error: str | None = None  # report.html could not be written: why
     # The machine's own spread: {"job", "runs", "mib_s": [...], "cv"} (env.noise_floor).
     noise_floor: dict[str, Any] | None = None
+    vms: list[VM] = Field(default_factory=list)
 
 
 class Run(_Model):

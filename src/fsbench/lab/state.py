@@ -41,6 +41,12 @@ class StateRecord:
     # Mount points frozen for a cold-cache checkpoint, recorded before the freeze and cleared
     # after the thaw: a run killed in between leaves them frozen for `release` to thaw.
     frozen: list[str] = field(default_factory=list)
+    # A VM (src/fsbench/vm): every process it starts carries FSBENCH_VM=<marker> in its
+    # environment (recorded before the first is started), the group leader is [pid, start],
+    # and its temporary paths (named fsbench-*) are removed.
+    env_marker: str = ""
+    processes: list[list[int]] = field(default_factory=list)
+    temp_paths: list[str] = field(default_factory=list)
     path: str = ""
 
     def save(self) -> None:
@@ -93,6 +99,9 @@ def release(rec: StateRecord) -> list[str]:
         if stray:
             mounts.kill_pids(stray)
             notes.append(f"killed daemons {stray}")
+        killed = _kill_marked(rec)
+        if killed:
+            notes.append(f"killed VM processes {killed}")
         recorded = {(d, b) for d, b in rec.loops}
         for dev, back in loops.list_loops():
             if _under(back, rec.image_dir) or (dev, back) in recorded:
@@ -103,7 +112,7 @@ def release(rec: StateRecord) -> list[str]:
                 with contextlib.suppress(OSError):
                     Path(path).write_text(value)
                 notes.append(f"restored {path} = {value}")
-        for d in (rec.image_dir, rec.mount_dir):
+        for d in (rec.image_dir, rec.mount_dir, *rec.temp_paths):
             if d and Path(d).exists() and Path(d).name.startswith("fsbench-"):
                 shutil.rmtree(d, ignore_errors=True)
                 notes.append(f"removed {d}")
@@ -114,6 +123,33 @@ def release(rec: StateRecord) -> list[str]:
             for s, h in old.items():
                 signal.signal(s, h)
     return notes
+
+
+def _kill_marked(rec: StateRecord) -> list[int]:
+    """Kill a VM's processes: by the environment marker they all inherit, and by the recorded
+    process group (a member started after the leader, so a reused PID is never taken)."""
+    if not rec.env_marker and not rec.processes:
+        return []
+    needle = f"FSBENCH_VM={rec.env_marker}".encode()
+    groups = {pid: start for pid, start in rec.processes}
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        pid = int(entry.name)
+        hit = False
+        if rec.env_marker:
+            with contextlib.suppress(OSError):
+                hit = needle in Path(entry.path, "environ").read_bytes().split(b"\0")
+        if not hit and groups:
+            with contextlib.suppress(OSError, ProcessLookupError):
+                pgid = os.getpgid(pid)
+                hit = pgid in groups and process_start(pid) >= groups[pgid]
+        if hit:
+            found.append(pid)
+    if found:
+        mounts.kill_pids(found, timeout=10)
+    return found
 
 
 def records() -> list[StateRecord]:

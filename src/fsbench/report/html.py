@@ -34,6 +34,7 @@ from fsbench.report.summary import (
     usable,
 )
 from fsbench.schema import Result, Run
+from fsbench.vm.notes import vm_notes
 
 REPORT_NAME = "report.html"
 
@@ -427,6 +428,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         placement=plots.placement,
         costs=plots.costs,
         env_rows=_env_rows(run),
+        vm_notes=vm_notes(run),
         subject_rows=_subject_rows(run),
         comparisons=_comparisons(run, compare_with or []),
         n_plots=len(plots.all()),

@@ -241,6 +241,9 @@ def render(
         )
     for note in getattr(env, "notes", None) or []:
         parts.append(Text(f"note: {note}", style="yellow"))
+    from fsbench.vm.notes import vm_notes
+
+    parts += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(run)]
     parts += workload_tables(run, console.width, verbose)
     if has_matrix(run):
         parts += matrix_tables(run)

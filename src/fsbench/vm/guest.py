@@ -1,0 +1,347 @@
+"""One throw-away VM: boot a kernel with virtme-ng, run fsbench inside it, bring its results back.
+
+The guest sees the host's root read-only (virtme-ng's view), so it runs this very checkout and
+virtual environment; it formats, mounts and measures in its own RAM (its /dev/shm and /run are
+its own), and only the share directory is writable to it. Its results.json comes back through
+the share and is merged into the host's run. The VM's processes all carry FSBENCH_VM=<marker>
+in their environment and form one process group; the marker, the group and the work directory
+are in the run's state record before the first process starts, so `release` (normal teardown
+and `fsbench cleanup` alike) kills them and removes every temporary file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsbench.errors import EnvironmentProblem
+from fsbench.lab.drivers import DRIVERS
+from fsbench.lab.state import StateRecord, process_start, release
+from fsbench.schema import VM, Run, Subject
+from fsbench.vm.kernels import Kernel, slug
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+# The guest's own needs beside the images: kernel, Python with numpy/scipy, fio, page cache.
+BASE_MEMORY = 768 * MiB
+BOOT_TIMEOUT = {"kvm": 60.0, "emulated": 240.0}  # from start to the guest's first line
+POWEROFF_TIMEOUT = 30.0  # from the guest's last line to qemu's exit
+
+
+@dataclass
+class GuestGroup:
+    """The subjects one kernel measures (empty: every driver the guest offers)."""
+
+    kernel: Kernel
+    subjects: list[str]  # as the guest's command line takes them: driver[:options]
+    tag: bool  # ids carry @kernel (a run over more than one kernel)
+    failed: list[Subject] = field(default_factory=list)  # refused before booting
+
+
+@dataclass
+class VMSettings:
+    args: list[str]  # the guest's `fsbench compare` options (workloads, repeats, size, ...)
+    size: int
+    memory: int | None = None  # --vm-memory; None: sized from the run
+    cpus: int | None = None  # --vm-cpus
+    timeout: float = 4 * 3600.0  # the whole guest run, boot included
+    numjobs: int = 1
+
+
+def virtualization() -> tuple[str, str | None]:
+    """("kvm", None) when qemu can use KVM here, else ("emulated", why not)."""
+    if not os.path.exists("/dev/kvm"):
+        return "emulated", "no /dev/kvm"
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        flags = []
+    if "vmx" not in flags and "svm" not in flags:
+        return "emulated", "the CPU offers no vmx/svm (no nested virtualization)"
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR)
+    except OSError as e:
+        return "emulated", f"/dev/kvm: {e.strerror}"
+    os.close(fd)
+    return "kvm", None
+
+
+def host_memory_available() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def size_vm(
+    image_size: int,
+    formats: int,
+    subjects: int,
+    numjobs: int,
+    host_cpus: int,
+    host_available: int,
+    memory: int | None = None,
+    cpus: int | None = None,
+) -> tuple[int, int]:
+    """Guest memory and CPUs for a run: its RAM images (a pristine image per format beside a
+    copy per subject, as the lab keeps them) plus the guest's base and a page cache as large
+    as one image; one CPU per fio job plus one for the driver's daemon and kernel threads."""
+    if memory is None:
+        need = BASE_MEMORY + image_size * (min(1, formats) + subjects) + image_size
+        memory = -(-need // (128 * MiB)) * 128 * MiB
+    if cpus is None:
+        cpus = max(1, min(host_cpus, max(2, numjobs + 1)))
+    if host_available and memory > host_available * 0.9:
+        raise EnvironmentProblem(
+            f"the VM needs {memory / GiB:.1f} GiB of memory and this machine has "
+            f"{host_available / GiB:.1f} GiB available; use a smaller --size or fewer subjects"
+        )
+    return memory, cpus
+
+
+def vng_path() -> str:
+    here = Path(sys.executable).parent / "vng"
+    found = str(here) if here.exists() else shutil.which("vng")
+    if not found:
+        raise EnvironmentProblem("virtme-ng (vng) is not installed; run scripts/setup.sh")
+    if not shutil.which("qemu-system-x86_64"):
+        raise EnvironmentProblem("qemu-system-x86_64 is missing; apt-get install qemu-system-x86")
+    return found
+
+
+def guest_script(share: Path, subjects: list[str], args: list[str], modules: list[str]) -> str:
+    """The guest's command: load what the lab needs, run fsbench, leave the exit code."""
+    s = shlex.quote(str(share))
+    argv = [sys.executable, "-m", "fsbench", "compare", *subjects, *args]
+    argv += ["--out", f"{share}/out", "--db", "/run/fsbench-guest/results.db"]
+    mods = " ".join(shlex.quote(m) for m in ["loop", *modules])
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            f"uname -r > {s}/booted",
+            # Loaded up front: the guest has no udev to autoload them on first use.
+            f"for m in {mods}; do modprobe -q $m 2>/dev/null; done",
+            "mkdir -p /run/fsbench-guest /tmp/fsbench-mpl",
+            f"cd {shlex.quote(os.getcwd())} 2>/dev/null || cd /",
+            # The report is the host's job (one report for the merged run); the guest's state
+            # and store stay in its own RAM and die with it.
+            "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1",
+            "export MPLCONFIGDIR=/tmp/fsbench-mpl",
+            f"{shlex.join(argv)} > {s}/stdout 2> {s}/stderr",
+            f"echo $? > {s}/rc.tmp && mv {s}/rc.tmp {s}/rc",
+            "",
+        ]
+    )
+
+
+def vng_argv(
+    kernel: Kernel, script: Path, share: Path, memory: int, cpus: int, kvm: bool
+) -> list[str]:
+    argv = [vng_path(), "--run", kernel.image]
+    if not kvm:
+        argv.append("--disable-kvm")
+    argv += ["--memory", f"{memory // MiB}M", "--cpus", str(cpus)]
+    argv += ["--rwdir", str(share), "--exec", f"sh {script}"]
+    return argv
+
+
+def kernel_modules(kernel: Kernel) -> list[str]:
+    """The modules of fsbench's drivers in this kernel (loaded before the guest's run)."""
+    offered = set(kernel.drivers())
+    mods = [d.module for d in DRIVERS.values() if d.kind == "kernel" and d.name in offered]
+    return [*mods, "fuse"]
+
+
+@dataclass
+class GuestOutcome:
+    vm: VM
+    run: Run | None = None
+    error: str | None = None
+
+
+def run_guest(
+    run_id: str,
+    group: GuestGroup,
+    settings: VMSettings,
+    on_step: Callable[[str], None] = lambda _m: None,
+    formats: int = 1,
+) -> GuestOutcome:
+    """Boot, measure, collect, release. Never raises for a guest failure: the outcome says."""
+    kvm_state, why = virtualization()
+    n = len(group.subjects) or len(group.kernel.drivers())
+    memory, cpus = size_vm(
+        settings.size,
+        formats,
+        n,
+        settings.numjobs,
+        os.cpu_count() or 1,
+        host_memory_available(),
+        settings.memory,
+        settings.cpus,
+    )
+    vm = VM(
+        kernel=group.kernel.name,
+        release=group.kernel.release,
+        source=group.kernel.source,
+        sha256=group.kernel.sha256,
+        virtualization="kvm" if kvm_state == "kvm" else "emulated",
+        why_emulated=why,
+        cpus=cpus,
+        memory_bytes=memory,
+    )
+    vng = vng_path()
+    marker = f"{run_id}-vm-{slug(group.kernel.name)}"
+    work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
+    rec = StateRecord(
+        run_id=marker,
+        pid=os.getpid(),
+        pid_start=process_start(os.getpid()),
+        image_dir="",
+        mount_dir="",
+        env_marker=marker,
+        temp_paths=[str(work)],
+    )
+    rec.save()  # before the directory or any process exists
+    try:
+        share, tmp = work / "share", work / "tmp"
+        share.mkdir(parents=True)
+        tmp.mkdir()
+        script = work / "guest.sh"
+        script.write_text(
+            guest_script(share, group.subjects, settings.args, kernel_modules(group.kernel))
+        )
+        argv = vng_argv(group.kernel, script, share, memory, cpus, kvm_state == "kvm")
+        argv[0] = vng
+        env = {**os.environ, "FSBENCH_VM": marker, "TMPDIR": str(tmp)}
+        on_step(
+            f"booting {group.kernel.name} ({vm.virtualization}, {cpus} CPUs, {memory // MiB} MiB)"
+        )
+        with (work / "console.log").open("wb") as log:
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # one process group: vng, virtme-run, qemu
+            )
+            rec.processes.append([proc.pid, process_start(proc.pid)])
+            rec.save()
+            error = _wait(proc, share, vm, started, settings.timeout, on_step, group.kernel.name)
+        outcome = GuestOutcome(vm=vm, error=error)
+        results = share / "out" / "results.json"
+        if results.is_file():
+            try:
+                outcome.run = Run.model_validate_json(results.read_text())
+            except ValueError as e:
+                outcome.error = outcome.error or f"the guest's results.json is unreadable: {e}"
+        if outcome.error is None and outcome.run is None:
+            outcome.error = _guest_failure(share)
+        if outcome.error:
+            vm.status, vm.error = "failed", outcome.error
+        return outcome
+    finally:
+        release(rec)
+
+
+def _wait(
+    proc: subprocess.Popen,
+    share: Path,
+    vm: VM,
+    started: float,
+    timeout: float,
+    on_step: Callable[[str], None],
+    name: str,
+) -> str | None:
+    """Bounded waits: for the boot, for the guest's run, for qemu to power off."""
+    boot_limit = BOOT_TIMEOUT[vm.virtualization]
+    booted = False
+    while True:
+        now = time.monotonic() - started
+        if not booted and (share / "booted").exists():
+            booted = True
+            vm.boot_seconds = round(now, 1)
+            vm.release = (share / "booted").read_text().strip() or vm.release
+            on_step(f"measuring inside {name} (booted in {now:.0f} s)")
+        if (share / "rc").exists():
+            break
+        if proc.poll() is not None:
+            if not booted:
+                return f"kernel {name} did not boot (qemu exited {proc.returncode})"
+            return f"the VM with {name} stopped before fsbench finished in it (kernel panic?)"
+        if not booted and now > boot_limit:
+            return f"kernel {name} did not boot within {boot_limit:.0f} s"
+        if now > timeout:
+            return f"the VM with {name} did not finish within {timeout:.0f} s (--vm-timeout)"
+        time.sleep(0.25)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(POWEROFF_TIMEOUT)  # the guest powers off by itself; release kills it if not
+    return None
+
+
+def _guest_failure(share: Path) -> str:
+    """One line for a guest fsbench that left no results: its own last line of stderr."""
+    rc = (share / "rc").read_text().strip() if (share / "rc").exists() else "?"
+    try:
+        lines = [x for x in (share / "stderr").read_text().splitlines() if x.strip()]
+    except OSError:
+        lines = []
+    last = next(
+        (x for x in reversed(lines) if x.startswith("fsbench:")), lines[-1] if lines else ""
+    )
+    return f"fsbench in the VM exited {rc}: {last.removeprefix('fsbench: ') or 'no message'}"
+
+
+def merge(run: Run, outcome: GuestOutcome, group: GuestGroup) -> list[Subject]:
+    """The guest's subjects and results into the host's run; returns the subjects added."""
+    name = group.kernel.name
+    suffix = f"@{name}" if group.tag else ""
+    added: list[Subject] = []
+    emulated = outcome.vm.virtualization == "emulated"
+    if outcome.run is not None:
+        for s in outcome.run.subjects:
+            s.id += suffix
+            s.kernel = name
+            added.append(s)
+        for r in outcome.run.results:
+            r.subject += suffix
+            if emulated and "emulated" not in r.flags:
+                r.flags.append("emulated")
+            run.results.append(r)
+    if outcome.error:
+        have = {s.id for s in added}
+        for text in group.subjects:
+            sid = text + suffix
+            if sid in have:
+                continue
+            d = DRIVERS[text.partition(":")[0]]
+            added.append(
+                Subject(
+                    id=sid,
+                    driver=d.name,
+                    fs=d.fs,
+                    kind=d.kind,  # type: ignore[arg-type]
+                    mount_options=text.partition(":")[2],
+                    kernel=name,
+                    status="failed",
+                    error=outcome.error,
+                )
+            )
+    added += group.failed
+    outcome.vm.subjects = [s.id for s in added]
+    run.subjects.extend(added)
+    run.environment.vms.append(outcome.vm)
+    return added

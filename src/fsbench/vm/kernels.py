@@ -1,0 +1,345 @@
+"""Kernels a run can boot in a VM: known names (Debian packages), local builds, the host.
+
+A Debian kernel is fetched on first use with apt under a private configuration (its own
+sources list, lists and cache under the user's cache directory; the system's apt state is
+never read or written), so apt checks the suite's signed Release file against Debian's
+keyring and the package against its SHA256. It is unpacked with `dpkg -x` into
+$XDG_CACHE_HOME/fsbench/kernels/<name>/ — never into /boot or the host's /lib/modules — and a
+digest of the unpacked tree is recorded and checked on every reuse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fsbench.errors import EnvironmentProblem, UsageError
+from fsbench.lab.drivers import DRIVERS, availability
+
+HOST = "host"
+_TIMEOUT = 600  # apt and dpkg: a 100 MB package on a slow mirror
+
+
+@dataclass(frozen=True)
+class DebianKernel:
+    """A kernel known by name: the newest package matching `package` in `suite`."""
+
+    name: str
+    suite: str
+    package: str  # a regular expression over package names
+    mirror: str = "http://deb.debian.org/debian"
+    keyring: str = "/usr/share/keyrings/debian-archive-keyring.gpg"
+    description: str = ""
+
+
+KNOWN: dict[str, DebianKernel] = {
+    k.name: k
+    for k in [
+        DebianKernel(
+            "debian-6.12",
+            "bookworm-backports",
+            r"linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned",
+            description="Debian's 6.12 from bookworm-backports (ntfs3, exfat, vfat as modules)",
+        ),
+    ]
+}
+
+
+@dataclass
+class Kernel:
+    """A bootable kernel: its image and (optionally) its module tree, never the host's."""
+
+    name: str
+    image: str
+    modules: str | None  # .../lib/modules/<release>, handed to the guest as its module tree
+    release: str
+    source: str  # "linux-image-... 6.12.95-1~bpo12+1" or the local path
+    sha256: str | None = None  # of the unpacked tree (Debian) or of the image (local)
+
+    def drivers(self) -> list[str]:
+        return kernel_drivers(self)
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fsbench" / "kernels"
+
+
+def split_subject(text: str) -> tuple[str, str | None]:
+    """`ntfs3@debian-6.12` -> ("ntfs3", "debian-6.12"); `ext4` -> ("ext4", None)."""
+    head, sep, kernel = text.strip().rpartition("@")
+    if not sep:
+        return text.strip(), None
+    if not head:
+        raise UsageError(f"subject {text!r}: no driver before '@'")
+    check_name(kernel, f"subject {text!r}")
+    return head, kernel
+
+
+def check_name(name: str, where: str = "--kernel") -> None:
+    """Refuse a kernel name that is neither known, `host`, nor `path:IMAGE[,MODULES]`."""
+    if name == HOST or name in KNOWN:
+        return
+    if name.startswith("path:"):
+        image, _, modules = name[5:].partition(",")
+        if not image or not Path(image).is_file():
+            raise UsageError(f"{where}: kernel image {image!r} is not a file")
+        if modules and not Path(modules).is_dir():
+            raise UsageError(f"{where}: module directory {modules!r} is not a directory")
+        return
+    known = ", ".join([HOST, *KNOWN, "path:IMAGE[,MODULES]"])
+    raise UsageError(f"{where}: unknown kernel {name!r}; known: {known}")
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a kernel name (path: names are hashed)."""
+    if name.startswith("path:"):
+        return "path-" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _release_of_tree(modules_root: Path) -> str | None:
+    releases = sorted(p.name for p in modules_root.iterdir() if p.is_dir())
+    return releases[-1] if releases else None
+
+
+def _image_release(image: Path) -> str:
+    """The release string inside a bzImage (`Linux version X ...`), as virtme reads it."""
+    try:
+        out = subprocess.run(["file", "-b", str(image)], capture_output=True, text=True, timeout=30)
+        m = re.search(r"[vV]ersion (\S+)", out.stdout)
+        if m:
+            return m.group(1)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return "unknown"
+
+
+def resolve(name: str, fetch: bool = True) -> Kernel:
+    """The kernel a name stands for; a known Debian kernel is fetched on first use."""
+    check_name(name)
+    if name == HOST:
+        raise UsageError("the host kernel runs no VM; name a guest kernel")
+    if name.startswith("path:"):
+        image, _, modules = name[5:].partition(",")
+        img = Path(image).resolve()
+        release = _image_release(img)
+        mods = str(Path(modules).resolve()) if modules else None
+        if mods:
+            img, mods = _layout(name, img, Path(mods), release)
+        return Kernel(
+            name=name,
+            image=str(img),
+            modules=mods,
+            release=release,
+            source=str(img),
+            sha256=_file_sha256(img),
+        )
+    known = KNOWN[name]
+    cached = load_cached(name)
+    if cached is not None:
+        return cached
+    if not fetch:
+        raise EnvironmentProblem(f"kernel {name} is not in the cache ({cache_root() / name})")
+    return fetch_debian(known)
+
+
+def _layout(name: str, image: Path, modules: Path, release: str) -> tuple[Path, str]:
+    """virtme-ng finds a kernel's modules beside its image (ROOT/boot, ROOT/lib/modules/REL):
+    give a local build that shape with two symlinks in the cache, nothing copied."""
+    root = cache_root() / slug(name) / "root"
+    (root / "boot").mkdir(parents=True, exist_ok=True)
+    (root / "lib" / "modules").mkdir(parents=True, exist_ok=True)
+    links = {root / "boot" / f"vmlinuz-{release}": image, root / "lib/modules" / release: modules}
+    for link, target in links.items():
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+    return root / "boot" / f"vmlinuz-{release}", str(root / "lib" / "modules" / release)
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree_sha256(root: Path) -> str:
+    """One digest over every file's relative path and content (symlinks by their target)."""
+    h = hashlib.sha256()
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for f in sorted(files):
+            p = Path(dirpath) / f
+            h.update(str(p.relative_to(root)).encode() + b"\0")
+            if p.is_symlink():
+                h.update(os.readlink(p).encode())
+            else:
+                h.update(_file_sha256(p).encode())
+    return h.hexdigest()
+
+
+def _meta_path(name: str) -> Path:
+    return cache_root() / name / "kernel.json"
+
+
+def load_cached(name: str, verify: bool = True) -> Kernel | None:
+    """A cached kernel, its tree checked against the recorded digest; None if not cached."""
+    meta = _meta_path(name)
+    if not meta.is_file():
+        return None
+    try:
+        k = Kernel(**json.loads(meta.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if verify:
+        got = tree_sha256(Path(meta.parent / "root"))
+        if got != k.sha256:
+            raise EnvironmentProblem(
+                f"kernel {name}: the cached tree {meta.parent / 'root'} does not match its "
+                f"recorded sha256 (changed or damaged); delete {meta.parent} to fetch it again"
+            )
+    return k
+
+
+def _apt_options(d: Path) -> list[str]:
+    """apt confined to `d`: its own sources, lists and cache; no system state involved."""
+    return [
+        "-o",
+        f"Dir::Etc::SourceList={d / 'sources.list'}",
+        "-o",
+        f"Dir::Etc::SourceParts={d / 'sources.list.d'}",
+        "-o",
+        f"Dir::State::Lists={d / 'lists'}",
+        "-o",
+        f"Dir::Cache={d / 'cache'}",
+        "-o",
+        "Dir::State::status=/dev/null",
+        "-o",
+        "APT::Sandbox::User=root",
+    ]
+
+
+def _run(argv: list[str], cwd: Path | None = None) -> str:
+    try:
+        out = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT, check=False
+        )
+    except FileNotFoundError:
+        raise EnvironmentProblem(f"{argv[0]} not found; fetching a kernel needs apt") from None
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(f"{' '.join(argv[:3])} took over {_TIMEOUT} s") from None
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise EnvironmentProblem(f"{' '.join(argv[:2])} failed: {last}")
+    return out.stdout
+
+
+def fetch_debian(k: DebianKernel) -> Kernel:
+    """apt-get update + download with a private configuration, then dpkg -x into the cache."""
+    dest = cache_root() / k.name
+    apt = dest / "apt"
+    for sub in ("lists/partial", "cache/archives/partial", "sources.list.d", "download"):
+        (apt / sub).mkdir(parents=True, exist_ok=True)
+    (apt / "sources.list").write_text(f"deb [signed-by={k.keyring}] {k.mirror} {k.suite} main\n")
+    opts = _apt_options(apt)
+    _run(["apt-get", *opts, "-q", "update"])
+    names = _run(["apt-cache", *opts, "pkgnames", "linux-image-"]).split()
+    pattern = re.compile(k.package)
+    matches = [n for n in names if pattern.fullmatch(n)]
+    if not matches:
+        raise EnvironmentProblem(f"kernel {k.name}: no package matching {k.package} in {k.suite}")
+    package = max(matches, key=_version_key)
+    dl = apt / "download"
+    for old in dl.glob("*.deb"):
+        old.unlink()
+    # apt verifies the download against the SHA256 of the signed index; keep that digest.
+    _run(["apt-get", *opts, "-q", "download", package], cwd=dl)
+    debs = list(dl.glob("*.deb"))
+    if len(debs) != 1:
+        raise EnvironmentProblem(f"kernel {k.name}: apt-get download left {len(debs)} packages")
+    version = _run(["dpkg-deb", "-f", str(debs[0]), "Version"]).strip()
+    root = dest / "root"
+    shutil.rmtree(root, ignore_errors=True)
+    tmp = dest / "root.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    _run(["dpkg", "-x", str(debs[0]), str(tmp)])
+    os.replace(tmp, root)
+    debs[0].unlink()  # 100 MB: the unpacked tree and its digest are what is kept
+    release = _release_of_tree(root / "lib" / "modules") or "unknown"
+    # Debian ships no modules.dep (its postinst makes it): make it here, in the private tree.
+    subprocess.run(
+        ["depmod", "-a", "-b", str(root), release], capture_output=True, timeout=300, check=False
+    )
+    images = sorted((root / "boot").glob("vmlinuz-*"))
+    if not images:
+        raise EnvironmentProblem(f"kernel {k.name}: {package} holds no /boot/vmlinuz-*")
+    kern = Kernel(
+        name=k.name,
+        image=str(images[-1]),
+        modules=str(root / "lib" / "modules" / release),
+        release=release,
+        source=f"{package} {version} ({k.suite})",
+        sha256=tree_sha256(root),
+    )
+    _meta_path(k.name).write_text(json.dumps(asdict(kern), indent=1))
+    return kern
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", name))
+
+
+def kernel_drivers(k: Kernel) -> list[str]:
+    """fsbench's kernel drivers whose module the kernel ships (built in or loadable), and the
+    FUSE drivers if it has FUSE."""
+    if not k.modules or not Path(k.modules).is_dir():
+        return []
+    mods = Path(k.modules)
+    present: set[str] = set()
+    builtin = mods / "modules.builtin"
+    if builtin.is_file():
+        present |= {Path(line).name.split(".ko")[0] for line in builtin.read_text().split()}
+    for p in (mods / "kernel").rglob("*.ko*"):
+        present.add(p.name.split(".ko")[0])
+    out = []
+    for d in DRIVERS.values():
+        if (d.kind == "kernel" and d.module in present) or (d.kind == "fuse" and "fuse" in present):
+            out.append(d.name)
+    return out
+
+
+def listing() -> list[dict]:
+    """Every known and cached kernel, for `fsbench doctor` (no network, no verification)."""
+    rows: list[dict] = []
+    names = list(KNOWN)
+    root = cache_root()
+    if root.is_dir():
+        names += [p.name for p in sorted(root.iterdir()) if p.name not in KNOWN]
+    for name in names:
+        k = load_cached(name, verify=False)
+        known = KNOWN.get(name)
+        rows.append(
+            {
+                "name": name,
+                "cached": k is not None,
+                "source": k.source if k else (f"{known.suite}: {known.package}" if known else ""),
+                "release": k.release if k else None,
+                "drivers": kernel_drivers(k) if k else [],
+                # What a VM with it adds to this machine: drivers the host cannot mount.
+                "adds": [d for d in kernel_drivers(k) if not availability(DRIVERS[d]).available]
+                if k
+                else [],
+                "description": known.description if known else "",
+                "path": str(root / name),
+            }
+        )
+    return rows

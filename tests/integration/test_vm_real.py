@@ -1,0 +1,196 @@
+"""A real VM with Debian's 6.12 kernel (issue 10): ntfs3 against ntfs-3g, measured inside it,
+and nothing left behind — after a normal run and after fsbench is SIGKILLed mid-run.
+
+The kernel is fetched on first use into the user's cache (`scripts/setup.sh --test` does it
+ahead, so this test does not pay the download). On a machine without KVM the guest runs under
+software emulation and its results are flagged `emulated`. Leftovers are read from the system
+directly: /proc/*/environ for the VM's marker, /proc/self/mountinfo, the files themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, need_drivers, system_mounts, wait_until
+
+KERNEL = "debian-6.12"
+# Small and short: the point is that it works end to end, not the figures (emulated anyway).
+ARGS = [
+    "--kernel",
+    KERNEL,
+    "--size",
+    "64M",
+    "--workloads",
+    "seq-write/fsync,seq-read/cold",
+    "--repeat",
+    "1",
+    "--warmup",
+    "0",
+    "--scale",
+    "0.2",  # 5 MiB files: ntfs-3g writes ~1 MiB/s under emulation
+]
+
+
+def _vm_problem() -> str | None:
+    if not Path("/usr/bin/qemu-system-x86_64").exists():
+        return "qemu-system-x86 is not installed (scripts/setup.sh installs it)"
+    if not (Path(sys.executable).parent / "vng").exists():
+        return "virtme-ng is not in the environment (uv sync)"
+    return None
+
+
+def _command(*args: str) -> list[str]:
+    # The venv's Python itself, not `uv run`: the PID killed below must be fsbench's own.
+    return [sys.executable, "-m", "fsbench", *args]
+
+
+def _marked(marker: str) -> list[int]:
+    """Processes carrying the VM's marker in their environment (qemu, virtme-run, vng)."""
+    found = []
+    needle = f"FSBENCH_VM={marker}".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _qemus() -> set[int]:
+    out = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if Path(entry.path, "comm").read_text().startswith("qemu-system"):
+                    out.add(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
+def _leftovers(run_id: str, state_dir: Path) -> dict[str, object]:
+    marker = f"{run_id}-vm-{KERNEL}"
+    work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
+    found: dict[str, object] = {
+        "processes": _marked(marker),
+        "work_dir": work.exists(),
+        "images": Path(f"/dev/shm/fsbench-{run_id}").exists(),
+        "mounts": [m.mountpoint for m in system_mounts() if run_id in m.mountpoint],
+        "records": sorted(p.name for p in state_dir.glob("*.json")),
+    }
+    return {k: v for k, v in found.items() if v}
+
+
+@pytest.fixture
+def vm_ready() -> None:
+    why = _vm_problem()
+    if why:
+        pytest.fail(why)  # setup.sh installs both: missing is a broken set-up, not a skip
+    need_drivers("ntfs-3g")
+
+
+@pytest.mark.root
+def test_ntfs3_against_ntfs3g_in_an_emulated_guest(
+    vm_ready: None, tmp_path: Path, state_dir: Path
+) -> None:
+    out = tmp_path / "out"
+    before = _qemus()
+    t0 = time.monotonic()
+    r = subprocess.run(
+        _command(
+            "compare", "ntfs3", "ntfs-3g", *ARGS, "--out", str(out), "--db", str(tmp_path / "db")
+        ),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = json.loads((out / "results.json").read_text())
+    vm = run["environment"]["vms"][0]
+    assert vm["kernel"] == KERNEL and vm["release"].startswith("6.12.")
+    assert vm["status"] == "ok" and vm["boot_seconds"] > 0
+    assert vm["cpus"] >= 1 and vm["memory_bytes"] >= 512 * 1024 * 1024
+    subjects = {s["id"]: s for s in run["subjects"]}
+    assert set(subjects) == {"ntfs3", "ntfs-3g"}  # one kernel: ids stay plain
+    assert all(s["status"] == "ok" and s["kernel"] == KERNEL for s in subjects.values())
+    assert subjects["ntfs3"]["kind"] == "kernel" and subjects["ntfs-3g"]["kind"] == "fuse"
+    results = {(x["subject"], x["workload"]): x for x in run["results"]}
+    assert set(results) == {
+        (s, w) for s in ("ntfs3", "ntfs-3g") for w in ("seq-write/fsync", "seq-read/cold")
+    }
+    for key, res in results.items():
+        assert res["status"] == "ok" and res["median"] > 0, key
+        if vm["virtualization"] == "emulated":
+            assert "emulated" in res["flags"], key
+    for s in ("ntfs3", "ntfs-3g"):
+        assert results[(s, "seq-read/cold")]["cache"] == "cold-verified"
+    # The terminal and the HTML report say plainly what an emulated run is worth.
+    if vm["virtualization"] == "emulated":
+        assert "NOT representative" in r.stdout
+        assert "NOT representative" in (out / "report.html").read_text()
+    assert _leftovers(run["run_id"], state_dir) == {}
+    assert _qemus() <= before
+    print(f"\nVM run: {wall:.0f} s wall, boot {vm['boot_seconds']} s, {vm['virtualization']}")
+    # The issue's budget. Measured 294 s on this 2-CPU machine without KVM while other runs
+    # loaded it (boot 15 s, samples 14 s: the rest is the guest's Python and tools emulated).
+    assert wall < 180, f"the VM test took {wall:.0f} s (budget 180 s)"
+
+
+@pytest.mark.root
+def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
+    vm_ready: None, tmp_path: Path, state_dir: Path
+) -> None:
+    proc = subprocess.Popen(
+        _command(
+            "compare", "ntfs3", *ARGS, "--out", str(tmp_path / "out"), "--db", str(tmp_path / "db")
+        ),
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # The VM's record names its process group once qemu's parent is started.
+        def vm_record() -> dict | None:
+            for p in state_dir.glob("*-vm-*.json"):
+                rec = json.loads(p.read_text())
+                if rec["processes"]:
+                    return rec
+            return None
+
+        assert wait_until(lambda: vm_record() is not None, 120), "the VM was never started"
+        rec = vm_record()
+        assert rec is not None
+        marker = rec["env_marker"]
+        # Booted: the guest's first line is in the share (virtme-ng's own short qemu probes
+        # before the boot do not count as the VM running).
+        booted = Path(tempfile.gettempdir()) / f"fsbench-{marker}" / "share" / "booted"
+        assert wait_until(booted.exists, 240), "the guest never booted"
+        assert _qemus() & set(_marked(marker)), "no qemu runs the guest"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        time.sleep(1)
+        assert any(_qemus() & set(_marked(marker))), "qemu should outlive a SIGKILLed fsbench"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run_id = marker.split("-vm-")[0]
+    r = subprocess.run(_command("cleanup"), cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "killed VM processes" in r.stdout
+    assert wait_until(lambda: not _marked(marker), 15)
+    assert _leftovers(run_id, state_dir) == {}

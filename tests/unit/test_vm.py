@@ -1,0 +1,291 @@
+"""VMs with other kernels (src/fsbench/vm): subject@kernel, kernel names, sizing, merging,
+bad input, and the release of a VM's processes and files. No VM is booted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fsbench.cli import cli
+from fsbench.errors import EnvironmentProblem, UsageError
+from fsbench.lab import state
+from fsbench.schema import Result, Run, Subject
+from fsbench.vm import group_subjects
+from fsbench.vm.guest import (
+    BASE_MEMORY,
+    GuestGroup,
+    GuestOutcome,
+    guest_script,
+    merge,
+    size_vm,
+)
+from fsbench.vm.kernels import (
+    Kernel,
+    check_name,
+    kernel_drivers,
+    load_cached,
+    resolve,
+    slug,
+    split_subject,
+    tree_sha256,
+)
+from fsbench.vm.notes import vm_notes
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+# -- subject@kernel ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ntfs3@debian-6.12", ("ntfs3", "debian-6.12")),
+        ("ext4@host", ("ext4", "host")),
+        ("ntfs-3g:big_writes@debian-6.12", ("ntfs-3g:big_writes", "debian-6.12")),
+        ("ext4", ("ext4", None)),
+        ("ext4:noatime", ("ext4:noatime", None)),
+    ],
+)
+def test_split_subject(text: str, expected: tuple[str, str | None]) -> None:
+    assert split_subject(text) == expected
+
+
+@pytest.mark.parametrize("text", ["ntfs3@nope", "@debian-6.12", "ext4@", "ntfs3@debian-9.9"])
+def test_split_subject_refuses_unknown_kernels(text: str) -> None:
+    with pytest.raises(UsageError):
+        split_subject(text)
+
+
+def test_group_subjects_by_kernel() -> None:
+    groups = group_subjects(["ntfs3@debian-6.12", "ext4@host", "ntfs-3g"], "debian-6.12")
+    assert groups == {"debian-6.12": ["ntfs3", "ntfs-3g"], "host": ["ext4"]}
+    # Without --kernel a subject without @ is the host's.
+    assert group_subjects(["ext4", "ntfs3@debian-6.12"], None) == {
+        "host": ["ext4"],
+        "debian-6.12": ["ntfs3"],
+    }
+    # --kernel and no subject: the guest chooses every driver it offers.
+    assert group_subjects([], "debian-6.12") == {"debian-6.12": []}
+
+
+def test_group_subjects_refuses_twice_and_bad_drivers() -> None:
+    with pytest.raises(UsageError, match="twice"):
+        group_subjects(["ntfs3@debian-6.12", "ntfs3"], "debian-6.12")
+    with pytest.raises(UsageError, match="unknown driver"):
+        group_subjects(["ntfs9@debian-6.12"], None)
+    # The same driver on two kernels is two subjects.
+    assert group_subjects(["ext4@host", "ext4@debian-6.12"], None) == {
+        "host": ["ext4"],
+        "debian-6.12": ["ext4"],
+    }
+
+
+# -- kernel names ------------------------------------------------------------------------------
+def test_kernel_names(tmp_path: Path) -> None:
+    check_name("debian-6.12")
+    check_name("host")
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"not really a kernel")
+    check_name(f"path:{image}")
+    check_name(f"path:{image},{tmp_path}")
+    with pytest.raises(UsageError, match="not a file"):
+        check_name(f"path:{tmp_path / 'missing'}")
+    with pytest.raises(UsageError, match="not a directory"):
+        check_name(f"path:{image},{tmp_path / 'nomods'}")
+    with pytest.raises(UsageError, match=r"unknown kernel 'ubuntu-24\.04'"):
+        check_name("ubuntu-24.04")
+    with pytest.raises(UsageError, match="runs no VM"):
+        resolve("host")
+    assert slug("debian-6.12") == "debian-6.12"
+    assert slug(f"path:{image}").startswith("path-") and "/" not in slug(f"path:{image}")
+
+
+def test_local_kernel_resolves_without_fetching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"kernel bytes")
+    mods = _fake_tree(tmp_path / "build")
+    k = resolve(f"path:{image},{mods}")
+    # The shape virtme-ng looks for, made of symlinks under the cache: nothing copied.
+    assert Path(k.image).resolve() == image and Path(k.modules or "").resolve() == mods
+    assert str(tmp_path / "cache") in k.image
+    assert "ntfs3" in k.drivers()
+    assert k.sha256 is not None and len(k.sha256) == 64
+    assert resolve(f"path:{image}").modules is None
+
+
+def _fake_tree(root: Path, release: str = "6.12.0-test") -> Path:
+    mods = root / "lib" / "modules" / release
+    (mods / "kernel" / "fs" / "ntfs3").mkdir(parents=True)
+    (mods / "kernel" / "fs" / "ntfs3" / "ntfs3.ko.xz").write_bytes(b"x")
+    (mods / "kernel" / "fs" / "fat").mkdir(parents=True)
+    (mods / "kernel" / "fs" / "fat" / "vfat.ko.xz").write_bytes(b"x")
+    (mods / "modules.builtin").write_text("kernel/fs/ext4/ext4.ko\nkernel/fs/fuse/fuse.ko\n")
+    return mods
+
+
+def test_kernel_drivers_from_the_module_tree(tmp_path: Path) -> None:
+    mods = _fake_tree(tmp_path)
+    k = Kernel("t", "img", str(mods), "6.12.0-test", "test")
+    drivers = kernel_drivers(k)
+    assert {"ntfs3", "vfat", "ext4", "ntfs-3g", "fuse2fs"} <= set(drivers)
+    assert "exfat" not in drivers and "xfs" not in drivers
+    # No FUSE in the kernel: no FUSE driver.
+    (mods / "modules.builtin").write_text("kernel/fs/ext4/ext4.ko\n")
+    assert "ntfs-3g" not in kernel_drivers(k)
+
+
+def test_cached_kernel_is_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    base = tmp_path / "cache" / "fsbench" / "kernels" / "debian-6.12"
+    mods = _fake_tree(base / "root")
+    k = Kernel("debian-6.12", "img", str(mods), "6.12.0-test", "pkg", tree_sha256(base / "root"))
+    (base / "kernel.json").write_text(json.dumps(k.__dict__))
+    assert load_cached("debian-6.12") == k
+    (mods / "kernel" / "fs" / "ntfs3" / "ntfs3.ko.xz").write_bytes(b"tampered")
+    with pytest.raises(EnvironmentProblem, match="does not match its recorded sha256"):
+        load_cached("debian-6.12")
+
+
+# -- sizing ------------------------------------------------------------------------------------
+def test_size_vm_from_the_run() -> None:
+    mem, cpus = size_vm(256 * MiB, 1, 2, 1, host_cpus=8, host_available=16 * GiB)
+    # A pristine image, two copies, a page cache of one image, the base; rounded up to 128 MiB.
+    assert mem == BASE_MEMORY + 4 * 256 * MiB
+    assert cpus == 2
+    _, cpus = size_vm(64 * MiB, 1, 1, 4, host_cpus=8, host_available=16 * GiB)
+    assert cpus == 5  # one per fio job and one for the daemon and kernel threads
+    _, cpus = size_vm(64 * MiB, 1, 1, 4, host_cpus=2, host_available=16 * GiB)
+    assert cpus == 2  # never more than the host has
+    mem, _ = size_vm(100 * MiB, 1, 1, 1, host_cpus=2, host_available=16 * GiB)
+    assert mem % (128 * MiB) == 0 and mem >= BASE_MEMORY + 300 * MiB
+    assert size_vm(1, 1, 1, 1, 2, 16 * GiB, memory=3 * GiB, cpus=1) == (3 * GiB, 1)
+
+
+def test_size_vm_refuses_more_than_the_host_has() -> None:
+    with pytest.raises(EnvironmentProblem, match="smaller --size"):
+        size_vm(4 * GiB, 1, 3, 1, host_cpus=2, host_available=4 * GiB)
+
+
+# -- merging the guest's run -------------------------------------------------------------------
+def _guest_run() -> Run:
+    run = Run(run_id="guest", started="now")
+    run.subjects = [Subject(id="ntfs3", driver="ntfs3", fs="ntfs", kind="kernel")]
+    run.results = [
+        Result(subject="ntfs3", workload="seq-write/fsync", metric="throughput", unit="MiB/s")
+    ]
+    return run
+
+
+def _kernel() -> Kernel:
+    return Kernel("debian-6.12", "img", None, "6.12.95+deb12-amd64", "pkg")
+
+
+def test_merge_tags_ids_and_flags_emulated_results() -> None:
+    from fsbench.schema import VM
+
+    host = Run(run_id="host", started="now")
+    vm = VM(kernel="debian-6.12", virtualization="emulated", why_emulated="no /dev/kvm")
+    group = GuestGroup(_kernel(), ["ntfs3"], tag=True)
+    added = merge(host, GuestOutcome(vm=vm, run=_guest_run()), group)
+    assert [s.id for s in added] == ["ntfs3@debian-6.12"]
+    assert host.subjects[0].kernel == "debian-6.12"
+    assert host.results[0].subject == "ntfs3@debian-6.12"
+    assert "emulated" in host.results[0].flags
+    assert host.environment.vms[0].subjects == ["ntfs3@debian-6.12"]
+    notes = vm_notes(host)
+    assert any("NOT representative" in n and "no /dev/kvm" in n for n in notes)
+    # Round trip through results.json.
+    again = Run.model_validate_json(host.to_json())
+    assert again.environment.vms[0].virtualization == "emulated"
+
+
+def test_merge_fails_each_subject_of_a_vm_that_did_not_boot() -> None:
+    from fsbench.schema import VM
+
+    host = Run(run_id="host", started="now")
+    vm = VM(kernel="debian-6.12", virtualization="kvm")
+    error = "kernel debian-6.12 did not boot within 60 s"
+    group = GuestGroup(_kernel(), ["ntfs3", "ntfs-3g:big_writes"], tag=False)
+    merge(host, GuestOutcome(vm=vm, error=error), group)
+    assert [(s.id, s.status, s.error) for s in host.subjects] == [
+        ("ntfs3", "failed", error),
+        ("ntfs-3g:big_writes", "failed", error),
+    ]
+    assert host.subjects[1].mount_options == "big_writes"
+    assert not host.results
+
+
+def test_guest_script_runs_this_fsbench_and_leaves_its_exit_code(tmp_path: Path) -> None:
+    text = guest_script(tmp_path, ["ntfs3", "ntfs-3g"], ["--size", "64M"], ["ntfs3", "fuse"])
+    assert "modprobe" in text and "loop ntfs3 fuse" in text
+    assert f"{sys.executable} -m fsbench compare ntfs3 ntfs-3g --size 64M" in text
+    assert f"--out {tmp_path}/out" in text and f"{tmp_path}/rc" in text
+    assert "FSBENCH_IN_VM=1" in text
+
+
+def test_old_results_without_vms_still_load() -> None:
+    old = {"schema_version": 1, "run_id": "x", "started": "t", "environment": {"kernel": "6.1"}}
+    run = Run.model_validate(old)
+    assert run.environment.vms == [] and vm_notes(run) == []
+
+
+# -- bad input on the command line -------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "ntfs3", "--kernel", "debian-9.9"],
+        ["compare", "ntfs3@nope"],
+        ["compare", "ntfs3", "--kernel", "path:/nonexistent/bzImage"],
+        ["compare", "ntfs9", "--kernel", "debian-6.12"],
+    ],
+)
+def test_bad_kernel_input_is_one_line_and_exit_2(args: list[str]) -> None:
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fsbench: "), r.output
+    assert "Traceback" not in r.output
+
+
+# -- release: the VM's processes and files -----------------------------------------------------
+def test_release_kills_marked_processes_and_removes_temp_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    work = tmp_path / "fsbench-test-vm"
+    (work / "share").mkdir(parents=True)
+    marker = f"unit-{os.getpid()}-{time.monotonic_ns()}"
+    rec = state.StateRecord(
+        run_id=marker, pid=os.getpid(), image_dir="", mount_dir="", env_marker=marker
+    )
+    rec.temp_paths.append(str(work))
+    rec.save()
+    # A stand-in for qemu: a grandchild in its own session that only the marker can find.
+    env = {**os.environ, "FSBENCH_VM": marker}
+    leader = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], env=env, start_new_session=True)
+    rec.processes.append([leader.pid, state.process_start(leader.pid)])
+    rec.save()
+    time.sleep(0.2)
+    notes = state.release(rec)
+    leader.wait(timeout=10)
+    assert any("killed VM processes" in n for n in notes)
+    left = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if f"FSBENCH_VM={marker}".encode() in Path(entry.path, "environ").read_bytes():
+                    left.append(entry.name)
+            except OSError:
+                pass
+    assert left == []
+    assert not work.exists() and not Path(rec.path).exists()
