@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-SCHEMA_VERSION = 1
+# 2 - environment.wakeup_us (same-CPU and cross-CPU wake-up cost); results' params.placement
+#     (free|same|split) when --placement asks for more than free, and samples' extra.pinned.
+SCHEMA_VERSION = 2
 
 CacheState = Literal[
     "cold-verified",
@@ -103,6 +105,17 @@ class Subject(_Model):
     error: str | None = None
 
 
+class WakeupCost(_Model):
+    """What waking a thread blocked in read() costs here, in µs: half a pipe round trip between
+    two threads pinned to one CPU (same_cpu) and to two different CPUs (cross_cpu; None on a
+    machine with one CPU). FUSE pays one per direction of every request."""
+
+    same_cpu: float
+    cross_cpu: float | None = None
+    cpus: list[int] = Field(default_factory=list)  # the CPUs the two threads were pinned to
+    method: str = ""
+
+
 class Environment(_Model):
     kernel: str = ""
     cpu_model: str = ""
@@ -117,6 +130,7 @@ class Environment(_Model):
     hostname: str = ""
     python: str = ""
     fsbench_version: str = ""
+    wakeup_us: WakeupCost | None = None  # measured at the start of the run
 
 
 class Run(_Model):

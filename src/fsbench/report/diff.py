@@ -100,6 +100,8 @@ class RunDiff:
 
 def match_key(res: Result) -> str:
     params = {k: v for k, v in res.params.items() if k not in _VOLATILE_PARAMS}
+    if params.get("placement") == "free":
+        del params["placement"]  # unpinned is what a run without --placement measured too
     return json.dumps([res.subject, res.workload, res.metric, params], sort_keys=True)
 
 

@@ -19,7 +19,7 @@ from markupsafe import Markup
 from fsbench import __version__
 from fsbench.report import diff as diffmod
 from fsbench.report.explain import Explanation, explain_run, fmt_pct, fmt_time, workload_key
-from fsbench.report.naming import baseline_result, result_title
+from fsbench.report.naming import baseline_result, placement_text, result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.summary import (
     Finding,
@@ -182,6 +182,8 @@ def _description(res: Result) -> str:
         bits.append(f"fsync {p['fsync']}")
     if p.get("direct"):
         bits.append("O_DIRECT")
+    if p.get("placement"):
+        bits.append(placement_text(p["placement"]))
     if p.get("cache") not in (None, "none"):
         bits.append(f"cache {p['cache']}")
     return ", ".join(bits)

@@ -16,7 +16,7 @@ from fsbench import stats
 from fsbench.lab.backing import format_size
 from fsbench.report.explain import brief_lines, explain_run
 from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.naming import baseline_result, result_title, styled_ratio
+from fsbench.report.naming import baseline_result, placement_text, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 
@@ -147,6 +147,8 @@ def _describe(res: Result) -> str:
         bits.append("final fsync")
     if p.get("direct"):
         bits.append("O_DIRECT")
+    if p.get("placement"):
+        bits.append(placement_text(p["placement"]))
     return ", ".join(bits)
 
 
