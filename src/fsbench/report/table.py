@@ -6,6 +6,7 @@ under the table the measured reasons each subject differs from the baseline (exp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -98,7 +99,8 @@ def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
         title = f"{workload}  ({described})" if described else workload
         if not results[0].higher_is_better:
             title += "  — lower is better"
-        t = Table(title=title, title_justify="left")
+        # A Text title: "[same]" in a title is the placement, not console markup.
+        t = Table(title=Text(title), title_justify="left")
         t.add_column("subject", style="bold")
         t.add_column(f"{unit} ±CI95", justify="right")
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
@@ -129,7 +131,11 @@ def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
         out += notes
         for r in results:
             e = explained.get(id(r))
-            if e is not None and not e.is_baseline:
+            if e is not None and e.is_baseline:
+                # The baseline differs from nothing in its table, but from its own other
+                # placements it may: say that much.
+                e = replace(e, factors=[f for f in e.factors if f.name.startswith("placement")])
+            if e is not None and e.factors:
                 out += [Text(line) for line in brief_lines(e, min(width, 100))]
     return out
 
