@@ -33,7 +33,7 @@ from fsbench.lab.placement import (
 )
 from fsbench.probes import wakeup
 from fsbench.probes.procfs import ProcFS
-from fsbench.report.diff import match_key
+from fsbench.report.diff import environment_differences, match_key
 from fsbench.report.html import render_html
 from fsbench.report.table import render
 from fsbench.runner import Runner, RunTarget
@@ -417,7 +417,8 @@ def test_table_titles_and_html_name_the_placement() -> None:
     out = con.export_text()
     assert "seq-write/fsync [same]  (bs=1M, app and daemon on one CPU)" in out
     assert "seq-write/fsync [free]  (bs=1M, nothing pinned)" in out
-    assert "ext4 [same]: unpinned no different (1.0× the speed)" in out
+    # A baseline hears about its other placements only when they differ significantly.
+    assert "ext4 [same]:" not in out and "ext4:" not in out
     page = render_html(_placed_run())
     assert "seq-write/fsync [same]" in page and "app and daemon on one CPU" in page
     assert "1.3 µs on one CPU, 25 µs across CPUs (19.2×)" in page
@@ -439,3 +440,13 @@ def test_diff_matches_an_unpinned_result_with_one_from_a_run_without_placements(
     plain = result("ntfs-3g", [40.0], None)
     same = result("ntfs-3g", [40.0], None, placement="same")
     assert match_key(free) == match_key(plain) != match_key(same)
+
+
+def test_diff_says_when_one_machine_had_costly_cross_cpu_wakeups() -> None:
+    a, b = _placed_run(), _placed_run()
+    assert not [d for d in environment_differences(a, b) if "wake" in d.what]
+    b.environment.wakeup_us = WakeupCost(same_cpu=1.5, cross_cpu=26.0)  # µs move: not said
+    assert not [d for d in environment_differences(a, b) if "wake" in d.what]
+    b.environment.wakeup_us = WakeupCost(same_cpu=1.5, cross_cpu=2.0)
+    (d,) = [d for d in environment_differences(a, b) if "wake" in d.what]
+    assert (d.what, d.a, d.b, d.matters) == ("cross-CPU wake-ups", "costly", "cheap", False)

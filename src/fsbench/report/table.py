@@ -133,8 +133,13 @@ def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
             e = explained.get(id(r))
             if e is not None and e.is_baseline:
                 # The baseline differs from nothing in its table, but from its own other
-                # placements it may: say that much.
-                e = replace(e, factors=[f for f in e.factors if f.name.startswith("placement")])
+                # placements it may: say so when that difference is significant.
+                moved = [
+                    f
+                    for f in e.factors
+                    if f.name.startswith("placement") and "(significant" in f.sentence
+                ]
+                e = replace(e, factors=moved)
             if e is not None and e.factors:
                 out += [Text(line) for line in brief_lines(e, min(width, 100))]
     return out
