@@ -450,3 +450,20 @@ def test_diff_says_when_one_machine_had_costly_cross_cpu_wakeups() -> None:
     b.environment.wakeup_us = WakeupCost(same_cpu=1.5, cross_cpu=2.0)
     (d,) = [d for d in environment_differences(a, b) if "wake" in d.what]
     assert (d.what, d.a, d.b, d.matters) == ("cross-CPU wake-ups", "costly", "cheap", False)
+
+
+def test_iozone_matrix_cells_of_two_placements_stay_apart() -> None:
+    from fsbench.report.summary import MATRIX_WORKLOAD, groups
+
+    cells = []
+    for place, value in (("same", 300.0), ("free", 70.0)):
+        r = result("ntfs-3g", [value, value + 1, value - 1], None, placement=place)
+        r.workload = MATRIX_WORKLOAD
+        r.params.update(op="write", file_size=MiB, record_size=64 * 1024)
+        cells.append(r)
+    gs = [g for g in groups(run(cells, subjects=("ntfs-3g",))) if g.matrix]
+    assert sorted(g.label for g in gs) == ["write@free", "write@same"]
+    assert {g.label: next(iter(g.cells.values()))["ntfs-3g"].median for g in gs} == {
+        "write@same": 300.0,
+        "write@free": 70.0,
+    }
