@@ -175,8 +175,8 @@ def capture(tools: list[str] | None = None, wakeups: bool = True) -> Environment
         fsbench_version=__version__,
         wakeup_us=w,
     )
-    env.cpu_caches = cpu_caches()  # type: ignore[attr-defined]
-    env.notes = memory_notes() + wakeup_notes(w, why_not)  # type: ignore[attr-defined]
+    env.cpu_caches = cpu_caches()
+    env.notes = memory_notes() + wakeup_notes(w, why_not)
     return env
 
 

@@ -27,7 +27,7 @@ from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
-from fsbench.workloads.base import Target, Workload, free_bytes
+from fsbench.workloads.base import Target, Workload, free_bytes, hook
 
 MiB = 1024 * 1024
 # The share of an image the workloads' files may take: room for metadata, journals and the
@@ -140,7 +140,7 @@ def tools_used(plan: Plan) -> list[str]:
         if fmt is not None:
             names.append(fmt.mkfs[0])
     for wl in plan.workloads:
-        names.extend(getattr(wl, "tools", ()))
+        names.extend(hook(wl, "tools"))
     return list(dict.fromkeys(names))
 
 
@@ -196,8 +196,8 @@ def execute(
                 if lab is not None and lab.tuned:
                     # The run is no longer exposed to what the note warns about: say what
                     # was done instead.
-                    kept = [n for n in run.environment.notes if n not in memory]  # type: ignore[attr-defined]
-                    run.environment.notes = [*lab.tuned, *kept]  # type: ignore[attr-defined]
+                    kept = [n for n in run.environment.notes if n not in memory]
+                    run.environment.notes = [*lab.tuned, *kept]
                 targets = (
                     _lab_targets(plan, lab, run, store, on_step)
                     if lab is not None
@@ -222,7 +222,7 @@ def execute(
                 run.status = "complete"
         except Interrupted as e:
             run.status = "incomplete"
-            run.environment.interrupted_by = str(e)  # type: ignore[attr-defined]
+            run.environment.interrupted_by = str(e)
             if runner is not None:
                 runner.finish()
         finally:
@@ -252,7 +252,7 @@ def write_report_safely(run: Run, out_dir: Path) -> None:
     try:
         write_report(run, out_dir)
     except Exception as e:
-        run.environment.report_error = f"report.html not written: {e}"  # type: ignore[attr-defined]
+        run.environment.report_error = f"report.html not written: {e}"
 
 
 def write_results(run: Run, out_dir: Path) -> None:
@@ -458,4 +458,4 @@ def _device_of(path: Path) -> str | None:
 
 def read_only_ok(wl: Workload) -> bool:
     """Whether a workload only reads (and can read what is already on a volume)."""
-    return bool(getattr(wl, "read_only_ok", False))
+    return bool(hook(wl, "read_only_ok"))

@@ -9,7 +9,7 @@ from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
 from fsbench.workloads import iozone
-from fsbench.workloads.base import Workload
+from fsbench.workloads.base import Workload, hook
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
@@ -93,7 +93,7 @@ def resolve_workloads(
             for w in out
             for n in (numjobs if isinstance(w, FioJob) else [1])
         ]
-    ids = [getattr(w, "id", w.name) for w in out]
+    ids = [str(hook(w, "id")) for w in out]
     if len(set(ids)) != len(ids):
         raise UsageError("a workload is listed twice in --workloads")
     return out

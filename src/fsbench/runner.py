@@ -27,6 +27,7 @@ from fsbench.workloads.base import (
     Unsupported,
     Workload,
     WorkloadFailed,
+    hook,
     watched,
 )
 
@@ -148,7 +149,7 @@ class Runner:
     def close_workloads(self) -> None:
         """Give workloads their clean-up (scratch areas outside the target), once."""
         for wl in self.workloads:
-            close = getattr(wl, "close", None)
+            close = hook(wl, "close")
             if callable(close):
                 close()
 
@@ -174,6 +175,8 @@ class Runner:
             self.results[key] = Result(
                 subject=rt.subject.id,
                 workload=wl.name,
+                workload_id=workload_id(wl),
+                variant=hook(wl, "variant"),
                 params={},
                 metric=wl.metric,
                 unit=wl.unit,
@@ -235,11 +238,11 @@ class Runner:
         self.on_sample()
 
     def _warmup(self, wl: Workload) -> int:
-        own = getattr(wl, "warmup", None)
+        own = hook(wl, "warmup")
         return self.warmup if own is None else int(own)
 
     def _min_time(self, wl: Workload) -> float:
-        own = getattr(wl, "min_sample_s", None)
+        own = hook(wl, "min_sample_s")
         return self.min_sample_s if own is None else float(own)
 
     def _iteration(
@@ -428,15 +431,13 @@ def merge_extras(ms: list[Measurement], seconds: float) -> dict[str, Any]:
 
 
 def workload_id(wl: Workload) -> str:
-    return getattr(wl, "id", wl.name)
+    return str(hook(wl, "id"))
 
 
 def space_group(wl: Workload) -> str | None:
     """Which files a workload keeps on the target (None: too few to count)."""
-    if hasattr(wl, "space_group"):
-        return wl.space_group  # type: ignore[no-any-return]
-    fileset = getattr(wl, "fileset", None)
-    return f"fio:{fileset}" if fileset else wl.name
+    group = hook(wl, "space_group")
+    return None if group is None else str(group)
 
 
 # Residency is read with mincore, one byte per page: bound the vector for huge real devices.
@@ -507,7 +508,7 @@ def build_sample(
     cache_flags: list[str],
     device_growth: int | None = None,
 ) -> Sample:
-    is_write = bool(getattr(wl, "is_write", False))
+    is_write = bool(hook(wl, "is_write"))
     cache, verdict = verify_cache(cache, m, d, is_write, device_growth)
     flags = [*m.flags, *cache_flags, *verdict, *d.flags]
     cpu = d.to_cpu(app_user_s=m.app_user_s, app_sys_s=m.app_sys_s)
@@ -523,7 +524,7 @@ def build_sample(
     elif m.ops:
         # Metadata moves no bytes: its cost is per operation (CPU ms per 1000 ops).
         kops = m.ops / 1000
-        cpu.per_kop_ms = {k: 1000 * v / kops for k, v in parts.items()}  # type: ignore[attr-defined]
+        cpu.per_kop_ms = {k: 1000 * v / kops for k, v in parts.items()}
     ctx = d.system_ctx
     extra = dict(m.extra)
     extra["daemon_ctx"] = d.daemon_ctx
@@ -573,9 +574,9 @@ def aggregate(res: Result) -> None:
         cpu.per_gib = {
             k: _median([x.cpu.per_gib.get(k, 0.0) for x in det]) for k in det[0].cpu.per_gib
         }
-    per_kop = [x.cpu.per_kop_ms for x in det if getattr(x.cpu, "per_kop_ms", None)]
+    per_kop = [x.cpu.per_kop_ms for x in det if x.cpu.per_kop_ms]
     if per_kop:
-        cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}  # type: ignore[attr-defined]
+        cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}
     res.cpu = cpu
     res.device = Device(
         **{
@@ -602,7 +603,7 @@ def aggregate(res: Result) -> None:
     # How much work one sample was (not a param: params are the result's identity).
     seconds = round(_median([x.seconds for x in det]), 4)
     ops = int(_median([x.ops for x in det]))
-    res.work_per_sample = {  # type: ignore[attr-defined]
+    res.work_per_sample = {
         "bytes": int(moved),
         "ops": ops,
         "seconds": seconds,

@@ -11,9 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-# 2 - environment.wakeup_us (same-CPU and cross-CPU wake-up cost); results' params.placement
+# 2 - fields that were attached as extras are declared: CPU.per_kop_ms, Result.workload_id,
+#     Result.variant, Result.work_per_sample, Environment.cpu_caches, .notes, .interrupted_by,
+#     .report_error (version 1 files carried them as extras and still load the same).
+# 3 - environment.wakeup_us (same-CPU and cross-CPU wake-up cost); results' params.placement
 #     (free|same|split) when --placement asks for more than free, and samples' extra.pinned.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 CacheState = Literal[
     "cold-verified",
@@ -42,6 +45,8 @@ class CPU(_Model):
     system_iowait_s: float = 0.0
     per_gib_s: float | None = None  # (app + driver + kernel threads) per GiB moved
     per_gib: dict[str, float] = Field(default_factory=dict)  # the same, by part
+    # Workloads that move no bytes (metadata, compile): CPU ms per 1000 operations, by part.
+    per_kop_ms: dict[str, float] | None = None
 
 
 class Device(_Model):
@@ -69,6 +74,9 @@ class Sample(_Model):
 class Result(_Model):
     subject: str
     workload: str
+    # "seq-write/fsync": what `--workloads` names; the variant alone is "fsync".
+    workload_id: str | None = None
+    variant: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     metric: str
     unit: str
@@ -90,6 +98,9 @@ class Result(_Model):
     read_amplification: float | None = None
     flags: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # How much work one sample was (median bytes, ops, seconds): not a param, since params are
+    # the result's identity and the amount is grown to last long enough.
+    work_per_sample: dict[str, float] | None = None
 
 
 class Subject(_Model):
@@ -130,6 +141,10 @@ class Environment(_Model):
     hostname: str = ""
     python: str = ""
     fsbench_version: str = ""
+    cpu_caches: dict[str, int] = Field(default_factory=dict)  # bytes per level (L1d, L2, ...)
+    notes: list[str] = Field(default_factory=list)  # what about this machine moves results
+    interrupted_by: str | None = None  # SIGINT / SIGTERM: the run is incomplete
+    report_error: str | None = None  # report.html could not be written: why
     wakeup_us: WakeupCost | None = None  # measured at the start of the run
 
 

@@ -428,12 +428,14 @@ def test_two_runs_at_once_do_not_collide(state_dir: Path, tmp_path) -> None:
 PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
 
 
-@pytest.mark.skipif(not PAGE_REPORTING.exists(), reason="no free page reporting on this kernel")
+@pytest.mark.skipif(
+    not PAGE_REPORTING.exists(), reason="not applicable here: no free page reporting on this kernel"
+)
 def test_page_reporting_is_held_and_restored_even_after_sigkill(state_dir, tmp_path) -> None:
     need_drivers("ext4")
     original = PAGE_REPORTING.read_text().strip()
     if int(original) > 10:
-        pytest.skip("free page reporting is already off here: nothing to hold")
+        pytest.skip("not applicable here: free page reporting is already off, nothing to hold")
     out = tmp_path / "out"
     proc = _start(
         tmp_path,

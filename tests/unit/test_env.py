@@ -30,7 +30,7 @@ def test_no_page_reporting_module_no_note(tmp_path: Path, monkeypatch) -> None:
 def test_cpu_caches_are_bytes_by_level() -> None:
     caches = env.cpu_caches()
     if not caches:
-        pytest.skip("this machine exposes no cache sizes under /sys/devices/system/cpu")
+        pytest.skip("not applicable here: no cache sizes under /sys/devices/system/cpu")
     assert all(k.startswith("L") and v > 0 for k, v in caches.items())
 
 

@@ -18,13 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from fsbench.lab.scratch import reap_stale_areas
 from fsbench.registry import WORKLOADS, resolve_workloads
+from fsbench.services import nginx as nginx_service
+from fsbench.services.nginx import NginxServer, nginx_error
+from fsbench.services.wrk import wrk_script
 from fsbench.workloads import copy as copymod
 from fsbench.workloads import webserve
 from fsbench.workloads.base import Target, Unsupported, WorkloadFailed
 from fsbench.workloads.compile import Compile, generate_project
-from fsbench.workloads.copy import CopyLarge, CopySmall, reap_stale_areas
-from fsbench.workloads.webserve import NginxServer, WebServe, nginx_error, wrk_script
+from fsbench.workloads.copy import CopyLarge, CopySmall
+from fsbench.workloads.webserve import WebServe
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -264,6 +268,8 @@ def test_compile_phases_build_a_program_that_runs_and_installs(tmp_path: Path) -
     assert out.stdout == expected
     assert (installed / "lib" / "libgen.a").exists()
     assert len(list((installed / "include" / "gen").glob("*.h"))) == 4
+    # One install operation is one file installed: the count is what the stage holds.
+    assert m.ops == sum(1 for f in installed.rglob("*") if f.is_file())
     # make's prepare cleans, so the sample builds everything again.
     phases["make"].prepare(t)
     assert not (proj / "build").exists()
@@ -398,7 +404,7 @@ def test_nginx_is_stopped_when_the_client_fails(
     monkeypatch.setattr(webserve, "run_wrk", boom)
     with pytest.raises(KeyboardInterrupt):
         wl.run(t)
-    assert not webserve._LIVE
+    assert not nginx_service._LIVE
 
 
 def test_large_variants_need_a_big_enough_image(tmp_path: Path) -> None:
@@ -414,7 +420,7 @@ def test_large_variants_need_a_big_enough_image(tmp_path: Path) -> None:
 
 
 def test_missing_client_is_the_one_liner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(webserve.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(nginx_service.shutil, "which", lambda name, path=None: None)
     with pytest.raises(WorkloadFailed, match=r"^nginx not found; apt-get install nginx-light$"):
         WebServe("4k", 4 * KiB, "warm").prepare(_target(tmp_path))
 

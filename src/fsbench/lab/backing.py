@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.errors import UsageError
+from fsbench.units import size_text
 
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 # ASCII digits only; "iB"/"B" only after a unit letter ("1G", "1GiB", "1GB"; not "1b").
@@ -24,12 +25,7 @@ def parse_size(text: str) -> int:
     return value
 
 
-def format_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+format_size = size_text  # one size formatter for everything (fsbench.units)
 
 
 @dataclass(frozen=True)

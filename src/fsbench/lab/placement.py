@@ -30,7 +30,7 @@ from typing import Any
 
 from fsbench.errors import UsageError
 from fsbench.probes.procfs import ProcFS
-from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed
+from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed, hook
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Placed:
 
     @property
     def id(self) -> str:
-        return f"{getattr(self.inner, 'id', self.inner.name)}@{self.placement}"
+        return f"{hook(self.inner, 'id')}@{self.placement}"
 
     def params(self, target: Target) -> dict[str, Any]:
         return {**self.inner.params(target), "placement": self.placement}
@@ -111,7 +111,7 @@ class Placed:
         return self.inner.run(target)
 
     def close(self) -> None:
-        close = getattr(self.inner, "close", None)
+        close = hook(self.inner, "close")
         if self._closes and callable(close):
             close()
 
@@ -135,7 +135,7 @@ def with_placements(workloads: list[Workload], placements: Sequence[str]) -> lis
 
 
 def placement_of(wl: Workload) -> str:
-    return str(getattr(wl, "placement", DEFAULT))
+    return str(hook(wl, "placement"))
 
 
 # -- pinning --------------------------------------------------------------------------------------

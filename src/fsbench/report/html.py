@@ -335,6 +335,9 @@ def _env_rows(run: Run) -> list[tuple[str, str]]:
     ]
     rows += [(f"tool: {k}", v or "missing") for k, v in sorted(env.tools.items()) if k != "fio"]
     rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]
+    rows += [(f"{k} cache", size_text(v)) for k, v in env.cpu_caches.items() if v]
+    rows += [("note", n) for n in env.notes]
+    rows += [("interrupted by", env.interrupted_by or ""), ("report", env.report_error or "")]
     for k, v in sorted((env.model_extra or {}).items()):
         rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
     return [(k, str(v)) for k, v in rows if v not in (None, "")]

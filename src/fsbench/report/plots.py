@@ -185,7 +185,7 @@ def knees(env: Environment, op: str | None = None) -> list[tuple[int, str]]:
                 marks.append((bg, f"writeback starts ≈ {size_text(bg)}"))
             if hard:
                 marks.append((hard, f"writers throttled ≈ {size_text(hard)}"))
-    caches = (env.model_extra or {}).get("cpu_caches") or {}
+    caches = env.cpu_caches or (env.model_extra or {}).get("cpu_caches") or {}
     if isinstance(caches, dict) and op in (None, "reread"):
         for name, size in caches.items():
             if isinstance(size, int | float) and size > 0:

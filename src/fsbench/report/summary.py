@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from fsbench import stats
 from fsbench.report.naming import result_title
 from fsbench.schema import Result, Run
+from fsbench.units import fmt_ratio, fmt_value, size_text
 
 MATRIX_WORKLOAD = "iozone"
 OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
@@ -32,15 +33,6 @@ def measured_subjects(run: Run) -> list[str]:
 
 def usable(res: Result | None) -> bool:
     return res is not None and res.status == "ok" and res.median is not None and bool(res.samples)
-
-
-def size_text(n: int | float) -> str:
-    """64 KiB, 1 MiB, 1.5 GiB."""
-    for unit, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if n >= unit:
-            v = n / unit
-            return f"{v:.0f} {suffix}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {suffix}"
-    return f"{int(n)} B"
 
 
 def cell_of(res: Result) -> tuple[int, int]:
@@ -142,27 +134,6 @@ def cpu_ratio(base: Result, other: Result) -> float | None:
     if a is None or b is None or a <= 0:
         return None
     return b / a
-
-
-def fmt_ratio(r: float | None) -> str:
-    """0.05×, 0.61×, 1.2×, 12×: two significant digits, as a reader compares them."""
-    if r is None or not math.isfinite(r):
-        return "–"
-    if r >= 10:
-        return f"{r:.0f}×"
-    if r >= 1:
-        return f"{r:.1f}×"
-    return f"{r:.2g}×"
-
-
-def fmt_value(v: float | None) -> str:
-    if v is None:
-        return "–"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.3g}"
 
 
 def _better(a: float, b: float, higher_is_better: bool) -> bool:

@@ -20,14 +20,11 @@ from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import baseline_result, placement_text, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
+from fsbench.units import fmt_value
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
-    if v is None:
-        return "–"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}f}"
+    return fmt_value(v, digits)
 
 
 def _ci_text(res: Result) -> str:
@@ -54,12 +51,12 @@ def ratio_text(base: Result | None, res: Result) -> Text:
 def _cpu_text(res: Result) -> str:
     per = res.cpu.per_gib
     if not per:
-        per_kop = getattr(res.cpu, "per_kop_ms", None)
+        per_kop = res.cpu.per_kop_ms
         if per_kop:
             parts = "+".join(
                 f"{per_kop.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads")
             )
-            return f"{parts} ms/kop"
+            return parts
         return "–"
     return "+".join(f"{per.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads"))
 
@@ -104,7 +101,9 @@ def workload_tables(run: Run, width: int = 100) -> list[Table | Text]:
         t.add_column("subject", style="bold")
         t.add_column(f"{unit} ±CI95", justify="right")
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
-        t.add_column("CPU s/GiB app+drv+kthr", justify="right")
+        # Workloads that move no bytes report CPU per 1000 operations: the header says which.
+        per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
+        t.add_column(f"CPU {'ms/kop' if per_kop else 's/GiB'} app+drv+kthr", justify="right")
         t.add_column("cache")
         t.add_column("n", justify="right")
         notes: list[Text] = []

@@ -62,6 +62,10 @@ class Measurement:
 
 
 class Workload(Protocol):
+    """What every workload must have. The optional hooks below (HOOKS) have defaults; the
+    runner and the pipeline read them only through `hook()`, never by name, so this file is
+    the whole contract a new workload is written against."""
+
     name: str
     description: str
     metric: str
@@ -74,6 +78,44 @@ class Workload(Protocol):
     def prepare(self, target: Target) -> None: ...
 
     def run(self, target: Target) -> Measurement: ...
+
+
+@dataclass(frozen=True)
+class Hook:
+    """An optional member of a workload, with the value the runner assumes without it."""
+
+    default: Any
+    doc: str
+
+
+# The optional part of the contract, as fio's ops table lists its optional ops and flags.
+# A callable default is called with the workload (the default depends on it).
+HOOKS: dict[str, Hook] = {
+    "id": Hook(lambda wl: wl.name, "the result's identity, NAME/VARIANT; default: the name"),
+    "variant": Hook(None, "the variant part of the id (fsync, 4k-direct, cold, ...)"),
+    "warmup": Hook(None, "discarded iterations before the first sample; None: the runner's"),
+    "min_sample_s": Hook(None, "a sample lasts at least this long; None: the runner's"),
+    "space_group": Hook(
+        lambda wl: f"fio:{wl.fileset}" if getattr(wl, "fileset", None) else wl.name,
+        "the files it keeps on the target, for the budget split (None: too few to count); "
+        "fio jobs of one fileset share theirs",
+    ),
+    "is_write": Hook(False, "it writes the target (device writes verify O_DIRECT)"),
+    "read_only_ok": Hook(False, "it can run on a --read-only volume (reads what is there)"),
+    "tools": Hook((), "outside programs whose versions go into the environment"),
+    "close": Hook(None, "called once at the end: scratch areas outside the target"),
+    "placement": Hook(
+        "free", "where the app and the FUSE daemon run: free | same | split (lab/placement.py)"
+    ),
+}
+
+
+def hook(wl: Any, name: str) -> Any:
+    """A workload's optional member, or the contract's default for it."""
+    h = HOOKS[name]
+    if hasattr(wl, name):
+        return getattr(wl, name)
+    return h.default(wl) if callable(h.default) else h.default
 
 
 @dataclass

@@ -347,6 +347,23 @@ class Compile:
             "(seed 004: gcc make install)",
         }[self.variant]
 
+    # What one operation of each phase is, so "CPU per 1000 operations" says what it counts.
+    OP_UNITS = {  # noqa: RUF012
+        "configure": "probe program",
+        "make": "source file compiled",
+        "install": "file installed",
+    }
+
+    def ops(self, p: Project) -> int:
+        installed = 2 + sum(  # the program, the library, every header and data file
+            1
+            for f in p.files
+            if f.startswith(("include/", "share/")) and f.endswith((".h", ".txt"))
+        )
+        return {"configure": p.probes, "make": len(p.sources) + 1, "install": installed}[
+            self.variant
+        ]
+
     def module_count(self, target: Target) -> int:
         return self.modules if self.modules is not None else max(2, round(MODULES * target.scale))
 
@@ -366,6 +383,7 @@ class Compile:
             "sources": len(p.sources) + 1,
             "configure_probes": p.probes,
             "jobs": self.jobs if self.variant == "make" else 1,
+            "op": self.OP_UNITS[self.variant],
             "cflags": "-O2",
             "install": f"DESTDIR=<target>/compile/stage PREFIX={PREFIX}",
             "seed": SEED,
@@ -476,7 +494,7 @@ class Compile:
         cc, make = self._tools()
         p = self.project(target)
         res = self._phase(self.variant, target, cc, make)
-        ops = {"configure": p.probes, "make": len(p.sources) + 1, "install": 4}[self.variant]
+        ops = self.ops(p)
         extra: dict[str, Any] = {"jobs": self.jobs if self.variant == "make" else 1}
         if self.variant == "make":
             app = os.path.join(self._src(target), "build", "app")

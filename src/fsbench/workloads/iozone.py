@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from fsbench.units import size_tag, size_text
 from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, measured_child
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary, fio_error
 
@@ -108,21 +109,7 @@ OP_SPECS: dict[str, OpSpec] = {
 }
 
 
-def size_tag(n: int) -> str:
-    """64 KiB -> '64k', 1 MiB -> '1m', 2 GiB -> '2g' (what variants and file names use)."""
-    for unit, suffix in ((GiB, "g"), (MiB, "m"), (KiB, "k")):
-        if n >= unit and n % unit == 0:
-            return f"{n // unit}{suffix}"
-    return str(n)
-
-
-def human_size(n: int) -> str:
-    """64 KiB, 1 MiB, 2 GiB (exact binary units for the matrix' power-of-two sizes)."""
-    for unit, suffix in ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
-        if n >= unit:
-            v = n / unit
-            return f"{v:.0f} {suffix}" if v == int(v) else f"{v:.1f} {suffix}"
-    return f"{n} B"
+human_size = size_text  # one size formatter for everything (fsbench.units)
 
 
 def valid_cell(op: str, file_size: int, record_size: int) -> bool:

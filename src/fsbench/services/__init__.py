@@ -1,0 +1,1 @@
+"""Outside programs a workload drives (servers, clients): started, bounded and always stopped."""

@@ -1,0 +1,270 @@
+"""The measurement core, unit by unit: iteration merging arithmetic, warm-up discarding,
+adaptive repeats (--max-repeat, --time-budget), the file-budget split, every cache verdict
+and amplification. Driven by the fake workload with real `min_sample_s` and `warmup`, and by
+hand-built probe deltas, so every expected figure is computed here from the inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsbench.probes.sample import ProbeDelta
+from fsbench.runner import Runner, RunTarget, aggregate, build_sample, merge_iterations
+from fsbench.runner import verify_cache as verify
+from fsbench.schema import Device, Result, Run, Sample, Subject
+from fsbench.workloads.base import Measurement, Target, hook
+from fsbench.workloads.fake import FakeWorkload
+
+MiB, GiB = 1024**2, 1024**3
+
+
+def _target(sid: str, tmp_path: Path, size: int = 64 * MiB) -> RunTarget:
+    return RunTarget(
+        Subject(id=sid, driver="fake", fs="fake", kind="fake"),
+        Target(sid, str(tmp_path), "fake", size),
+    )
+
+
+def _run(tmp_path: Path, wls: list[FakeWorkload], ids=("a",), size=64 * MiB, **kw) -> Run:
+    targets = [_target(s, tmp_path, size) for s in ids]
+    return Runner(Run(run_id="r", started="t"), targets, wls, **kw).execute()
+
+
+# -- iterations and warm-up --------------------------------------------------------------------
+def test_a_sample_grows_iterations_until_min_sample_s_and_merges_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 64 MiB at 100 MiB/s = 0.64 s per run: a 1.5 s minimum needs 3 runs per sample.
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")
+    wl = FakeWorkload(min_sample_s=1.5, warmup=0)
+    run = _run(tmp_path, [wl], repeat=2, min_sample_s=0.0)
+    res = run.results[0]
+    assert [p for p, _ in wl.calls].count("run") == 6
+    for s in res.sample_details:
+        assert s.extra["iterations"] == 3
+        assert s.bytes == 3 * 64 * MiB
+        assert s.seconds == pytest.approx(3 * 0.64)
+        assert s.value == pytest.approx(100.0)  # total bytes over total seconds
+
+
+def test_rates_merge_as_total_work_over_total_time() -> None:
+    fast = Measurement(value=200.0, seconds=1.0, bytes=200 * MiB)
+    slow = Measurement(value=50.0, seconds=2.0, bytes=100 * MiB)
+    wl = FakeWorkload()
+    m, _d, growth = merge_iterations([(fast, ProbeDelta(), 10), (slow, ProbeDelta(), 5)], wl)
+    assert m.value == pytest.approx(300 / 3.0)  # not the mean of 200 and 50
+    assert (m.seconds, m.bytes) == (3.0, 300 * MiB)
+    assert growth == 15
+    # One iteration that cannot tell its page-cache growth makes the sum unknown.
+    _, _, unknown = merge_iterations([(fast, ProbeDelta(), 10), (slow, ProbeDelta(), None)], wl)
+    assert unknown is None
+
+
+def test_probe_deltas_of_iterations_add_up() -> None:
+    d1 = ProbeDelta(daemon_user_s=1.0, system_ctx=10, device=Device(write_bytes=4 * MiB))
+    d1.kthreads_by_name = {"kworker": 0.5}
+    d2 = ProbeDelta(daemon_user_s=2.0, system_ctx=30, device=Device(write_bytes=6 * MiB))
+    d2.kthreads_by_name = {"kworker": 0.25, "loop": 1.0}
+    m = Measurement(value=1.0, seconds=1.0, bytes=MiB)
+    _, d, _ = merge_iterations([(m, d1, None), (m, d2, None)], FakeWorkload())
+    assert d.daemon_user_s == pytest.approx(3.0)
+    assert d.system_ctx == 40
+    assert d.device.write_bytes == 10 * MiB
+    assert d.kthreads_by_name == {"kworker": 0.75, "loop": 1.0}
+
+
+def test_warmup_iterations_run_once_per_subject_and_are_discarded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The warm-up's value (1) would drag every median down if it were kept.
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=1,100,100,100;b=1,50,50,50")
+    wl = FakeWorkload(warmup=1)
+    run = _run(tmp_path, [wl], ids=("a", "b"), repeat=3)
+    runs = [sid for phase, sid in wl.calls if phase == "run"]
+    assert runs.count("a") == 4 and runs.count("b") == 4  # 1 warm-up + 3 samples each
+    by = {r.subject: r for r in run.results}
+    assert by["a"].samples == [100.0] * 3
+    assert by["b"].samples == [50.0] * 3
+
+
+def test_runner_warmup_applies_when_the_workload_sets_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")
+    wl = FakeWorkload()
+    wl.warmup = None  # type: ignore[assignment]  # the workload leaves it to the runner
+    _run(tmp_path, [wl], repeat=1, warmup=2)
+    assert [p for p, _ in wl.calls].count("run") == 3
+
+
+# -- adaptive repeats --------------------------------------------------------------------------
+def test_adaptive_stops_a_settled_workload_at_repeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")  # no spread at all: settled at once
+    run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=10)
+    assert len(run.results[0].samples) == 3
+
+
+def test_adaptive_goes_on_to_max_repeat_while_unsettled_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=50,150,80,120,60,140")  # never within 5 %
+    run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=7)
+    res = run.results[0]
+    assert len(res.samples) == 7
+    assert "stopped at --max-repeat 7" in res.flags
+
+
+def test_adaptive_time_budget_ends_the_extra_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fsbench.runner as runner_mod
+
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=50,150,80,120,60,140")
+    clock = iter(float(i * 10) for i in range(1000))  # every reading 10 s later
+    monkeypatch.setattr(runner_mod.time, "monotonic", lambda: next(clock))
+    run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=50, time_budget_s=15)
+    res = run.results[0]
+    assert len(res.samples) == 3  # the budget was spent before the first extra round
+    assert "adaptive repeats stopped by the time budget" in res.flags
+
+
+# -- the file budget ---------------------------------------------------------------------------
+def test_file_budget_is_split_between_workloads_that_keep_files(tmp_path: Path) -> None:
+    keep_a = FakeWorkload(name="keep-a", space_group="a")
+    keep_b = FakeWorkload(name="keep-b", space_group="b")
+    keep_a2 = FakeWorkload(name="keep-a2", space_group="a")  # shares a's files
+    small = FakeWorkload(name="small", space_group=None)
+    r = Runner(Run(run_id="r", started="t"), [], [keep_a, keep_b, keep_a2, small])
+    assert r.space_share(keep_a) == pytest.approx(0.5)
+    assert r.space_share(keep_a2) == pytest.approx(0.5)
+    assert r.space_share(small) == 1.0
+    sized = r._sized(Target("s", str(tmp_path), "fake", 100 * MiB), keep_b)
+    assert sized.size == 50 * MiB
+
+
+# -- cache verdicts ----------------------------------------------------------------------------
+def _delta(read: int = 0, written: int = 0, cached_growth: int = 0) -> ProbeDelta:
+    d = ProbeDelta(device=Device(read_bytes=read, write_bytes=written))
+    d.meminfo_before, d.meminfo_after = {"Cached": 1000}, {"Cached": 1000 + cached_growth}
+    return d
+
+
+READ = Measurement(value=100.0, seconds=1.0, bytes=100 * MiB)
+
+
+@pytest.mark.parametrize(
+    ("asked", "delta", "growth", "is_write", "state", "flag"),
+    [
+        ("cold", _delta(read=100 * MiB), None, False, "cold-verified", None),
+        ("cold", _delta(read=10 * MiB), None, False, "cold-unverified", "cold-not-verified"),
+        ("warm", _delta(read=0), None, False, "warm", None),
+        ("warm", _delta(read=50 * MiB), None, False, "warm", "warm-not-verified"),
+        ("direct", _delta(read=100 * MiB), 0, False, "direct", None),
+        # The device delivered every byte, but its page cache filled: not direct below.
+        ("direct", _delta(read=100 * MiB), 90 * MiB, False, "direct-not-honored", "device cache"),
+        # No device figure: the machine's page cache stands in (and says so).
+        ("direct", _delta(read=100 * MiB, cached_growth=95 * MiB), None, False,
+         "direct-not-honored", "page cache"),
+        ("direct", _delta(written=100 * MiB), 0, True, "direct", None),
+        ("direct", _delta(written=1 * MiB), 0, True, "direct-not-honored", "device wrote"),
+        ("n/a", _delta(), None, True, "n/a", None),
+    ],
+)  # fmt: skip
+def test_every_cache_verdict_follows_the_counters(
+    asked: str,
+    delta: ProbeDelta,
+    growth: int | None,
+    is_write: bool,
+    state: str,
+    flag: str | None,
+) -> None:
+    got, flags = verify(asked, READ, delta, is_write, growth)
+    assert got == state
+    if flag is None:
+        assert flags == []
+    else:
+        assert len(flags) == 1 and flag in flags[0]
+
+
+def test_cold_ops_workload_is_verified_by_any_device_read() -> None:
+    stat = Measurement(value=1.0, seconds=1.0, ops=1000)
+    assert verify("cold", stat, _delta(read=4096), False)[0] == "cold-verified"
+    state, flags = verify("cold", stat, _delta(read=0), False)
+    assert state == "cold-unverified" and "not read at all" in flags[0]
+
+
+# -- per-GiB figures and amplification ---------------------------------------------------------
+def test_cpu_per_gib_and_amplification_from_the_sample() -> None:
+    m = Measurement(value=100.0, seconds=2.0, bytes=2 * GiB, app_user_s=1.0, app_sys_s=1.0)
+    d = ProbeDelta(daemon_user_s=3.0, daemon_sys_s=1.0, kthreads_s=2.0)
+    d.device = Device(write_bytes=3 * GiB)
+    wl = FakeWorkload(name="seq-write")
+    s = build_sample(m, d, wl, "n/a", [])
+    assert s.cpu.per_gib == pytest.approx({"app": 1.0, "driver": 2.0, "kernel_threads": 1.0})
+    assert s.cpu.per_gib_s == pytest.approx(4.0)
+    res = Result(subject="a", workload="seq-write", params={"rw": "write"}, metric="t",
+                 unit="MiB/s", samples=[s.value], sample_details=[s])  # fmt: skip
+    aggregate(res)
+    assert res.write_amplification == pytest.approx(1.5)
+    assert res.read_amplification is None
+
+
+def test_read_amplification_for_reads() -> None:
+    s = Sample(value=1.0, seconds=1.0, bytes=GiB, device=Device(read_bytes=GiB + GiB // 4))
+    res = Result(subject="a", workload="seq-read", params={"rw": "read"}, metric="t",
+                 unit="MiB/s", samples=[1.0], sample_details=[s])  # fmt: skip
+    aggregate(res)
+    assert res.read_amplification == pytest.approx(1.25)
+    assert res.write_amplification is None
+
+
+# -- the workload contract ---------------------------------------------------------------------
+def test_every_workload_honours_the_declared_contract() -> None:
+    """Registered workloads are declared records with every required member, and nothing
+    outside base.py reads a workload's optional members by name (only through hook())."""
+    import dataclasses
+    import re
+
+    import fsbench
+    from fsbench.registry import WORKLOADS
+    from fsbench.workloads.base import Workload
+
+    required = [*Workload.__annotations__, "params", "prepare", "run"]
+    for wl in WORKLOADS.values():
+        assert dataclasses.is_dataclass(wl), wl
+        missing = [m for m in required if not hasattr(wl, m)]
+        assert not missing, (wl, missing)
+    src = Path(fsbench.__file__).parent
+    by_name = re.compile(r"(getattr|hasattr)\((wl|workload|job)\b")
+    offenders = [
+        f"{p.relative_to(src)}:{i}"
+        for p in src.rglob("*.py")
+        if p.name != "base.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if by_name.search(line)
+    ]
+    assert offenders == []
+
+
+def test_hook_defaults_apply_to_a_workload_without_them() -> None:
+    class Bare:
+        name = "bare"
+        fileset = "seq"
+
+    assert hook(Bare(), "id") == "bare"
+    assert hook(Bare(), "space_group") == "fio:seq"
+    assert hook(Bare(), "is_write") is False
+    assert hook(Bare(), "warmup") is None
+    with pytest.raises(KeyError):
+        hook(Bare(), "not_a_hook")
+
+
+def test_results_carry_workload_id_and_variant(tmp_path: Path) -> None:
+    wl = FakeWorkload()
+    wl.id = "fake/v1"  # type: ignore[attr-defined]
+    wl.variant = "v1"  # type: ignore[attr-defined]
+    res = _run(tmp_path, [wl], repeat=1).results[0]
+    assert (res.workload, res.workload_id, res.variant) == ("fake", "fake/v1", "v1")
