@@ -2,6 +2,7 @@
 
 _xxhtree: read + XXH128 over many files on several threads (the GIL released), for tree-hash.
 _metaops: create/stat/chmod/rename/readdir/unlink loops timed in C, for the metadata workload.
+_wakeup: a pipe ping-pong between pinned threads, the environment's wake-up cost probe.
 Everything else is declared in pyproject.toml.
 """
 
@@ -20,6 +21,12 @@ setup(
         Extension(
             "fsbench._metaops",
             sources=["src/fsbench/native/metaops.c"],
+            extra_compile_args=CFLAGS,
+        ),
+        Extension(
+            "fsbench._wakeup",
+            sources=["src/fsbench/native/wakeup.c"],
+            libraries=["pthread"],
             extra_compile_args=CFLAGS,
         ),
     ]

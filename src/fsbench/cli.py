@@ -82,6 +82,12 @@ def doctor(as_json: bool) -> None:
     con.print(t)
     for note in info.get("notes", []):
         con.print(f"[yellow]note:[/] {note}")
+    w = info.get("wakeup_us") or {}
+    if w.get("measured"):
+        style = "yellow" if w["costly"] else "green"
+        con.print(f"[{style}]wake-ups:[/] {w['verdict']}")
+    elif w:
+        con.print(f"[dim]wake-ups: not measured ({w['reason']})[/]")
     t = Table(title="formats and tools", title_justify="left")
     for c in ("name", "available", "version / install"):
         t.add_column(c)
@@ -210,6 +216,12 @@ def _common(f):
         help="Samples per subject and workload (≥ 1), or 'auto': at least 3, then more only "
         "for subjects whose ratio to the baseline is still open (interval spans 1 and is "
         "wider than ±2 %), up to --max-repeat or --time-budget.",
+    )(f)
+    f = click.option(
+        "--placement",
+        default=None,
+        help="Where the app and the FUSE daemon run, a comma list: free (default: nothing "
+        "pinned), same (one CPU), split (two CPUs); each placement is its own result.",
     )(f)
     f = click.option(
         "--max-repeat", default="10", help="With --repeat auto: at most this many samples."
@@ -386,6 +398,7 @@ def _run_dir(target: Path, **common: Any) -> None:
 
 def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     """Validate the options every measuring command shares, then run the plan."""
+    from fsbench.lab.placement import parse_placements, with_placements
     from fsbench.pipeline import Plan, check_out_dir, default_out_dir, execute, new_run_id
     from fsbench.registry import resolve_workloads
     from fsbench.report.table import render
@@ -396,6 +409,8 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         from fsbench.workloads.treehash import apply_manifest
 
         wl = apply_manifest(wl, str(common["manifest"]))
+    # Placement is a dimension of the schedule, like a variant: one result per placement.
+    wl = with_placements(wl, parse_placements(common["placement"]))
     n, adaptive = _repeat(common["repeat"])
     max_repeat = int(_positive("--max-repeat", common["max_repeat"]) or 10)
     if adaptive and max_repeat < n:

@@ -17,7 +17,8 @@ import psutil
 from fsbench import __version__
 from fsbench.lab.drivers import DRIVERS, SBIN_PATH, availability, driver_version
 from fsbench.lab.formats import FORMATS
-from fsbench.schema import Environment
+from fsbench.probes import wakeup
+from fsbench.schema import Environment, WakeupCost
 
 # Tools later workloads need; doctor lists each with the Debian package that provides it.
 TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -139,7 +140,26 @@ def cpu_caches() -> dict[str, int]:
     return out
 
 
-def capture(tools: list[str] | None = None) -> Environment:
+def wakeup_notes(w: WakeupCost | None, why_not: str | None) -> list[str]:
+    """The environment's note on wake-up costs: only when they make placement matter."""
+    if why_not:
+        return [f"wake-up cost not measured: {why_not}"]
+    if w is not None and wakeup.is_costly(w):
+        return [wakeup.verdict(w)]
+    return []
+
+
+def measure_wakeups() -> tuple[WakeupCost | None, str | None]:
+    try:
+        return wakeup.measure(), None
+    except wakeup.WakeupUnavailable as e:
+        return None, str(e)
+
+
+def capture(tools: list[str] | None = None, wakeups: bool = True) -> Environment:
+    """The environment of a run. `wakeups`: measure the wake-up costs first (≈ 0.2 s), before
+    anything else the run starts can disturb them."""
+    w, why_not = measure_wakeups() if wakeups else (None, None)
     names = tools if tools is not None else ["fio", "losetup"]
     versions = {n: tool_version(n) for n in names}
     env = Environment(
@@ -153,9 +173,10 @@ def capture(tools: list[str] | None = None) -> Environment:
         hostname=socket.gethostname(),
         python=sys.version.split()[0],
         fsbench_version=__version__,
+        wakeup_us=w,
     )
     env.cpu_caches = cpu_caches()
-    env.notes = memory_notes()
+    env.notes = memory_notes() + wakeup_notes(w, why_not)
     return env
 
 
@@ -199,8 +220,10 @@ def doctor() -> dict[str, Any]:
             }
         )
     loop_ok = os.path.exists("/dev/loop-control")
+    w, why_not = measure_wakeups()
     return {
         "notes": memory_notes(),
+        "wakeup_us": doctor_wakeups(w, why_not),
         "root": os.geteuid() == 0,
         "fuse": os.path.exists("/dev/fuse"),
         "loop": loop_ok,
@@ -276,3 +299,20 @@ def _kernels() -> dict[str, Any]:
 
     virt, why = virtualization()
     return {"virtualization": virt, "why_emulated": why, "kernels": listing()}
+
+
+def doctor_wakeups(w: WakeupCost | None, why_not: str | None) -> dict[str, Any]:
+    """The wake-up costs as doctor reports them, with the verdict in words."""
+    if w is None:
+        return {"measured": False, "reason": why_not}
+    ratio = w.cross_cpu / w.same_cpu if w.cross_cpu is not None and w.same_cpu > 0 else None
+    return {
+        "measured": True,
+        "same_cpu": w.same_cpu,
+        "cross_cpu": w.cross_cpu,
+        "ratio": round(ratio, 2) if ratio is not None else None,
+        "costly": wakeup.is_costly(w),
+        "cpus": w.cpus,
+        "method": w.method,
+        "verdict": wakeup.verdict(w),
+    }

@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.env import capture, noise_floor
+from fsbench.env import capture, memory_notes, noise_floor
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
@@ -186,6 +186,7 @@ def execute(
             )
     run = Run(run_id=run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), command=plan.command)
     run.environment = capture(tools_used(plan))
+    memory = set(memory_notes())  # the notes the lab's tuning may answer
     run.environment.backing = plan.backing.describe()
     run.environment.backing_note = plan.backing.note
     run.environment.image_size = plan.size if plan.subjects is not None else None
@@ -203,7 +204,8 @@ def execute(
                 if lab is not None and lab.tuned:
                     # The run is no longer exposed to what the note warns about: say what
                     # was done instead.
-                    run.environment.notes = list(lab.tuned)
+                    kept = [n for n in run.environment.notes if n not in memory]
+                    run.environment.notes = [*lab.tuned, *kept]
                 targets = (
                     _lab_targets(plan, lab, run, store, on_step)
                     if lab is not None

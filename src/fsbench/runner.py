@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from fsbench import stats
 from fsbench.errors import FsbenchError
+from fsbench.lab.placement import Pinned, pin, placement_of
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
@@ -81,6 +82,8 @@ class Runner:
     min_sample_s: float = 1.0
     # Discarded iterations before the first sample of each subject and workload.
     warmup: int = 1
+    # The CPU masks a placement changed for the timed run under way (restored after it).
+    _pinned: Pinned | None = field(default=None, init=False, repr=False)
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -261,6 +264,8 @@ class Runner:
             self._fail_subject(rt, f"during {workload_id(wl)}: {e}")
             self.on_sample()
             return
+        finally:
+            self._unplace()  # also when the timed run failed: no pin outlives its sample
         m, delta, growth = merge_iterations(runs, wl)
         sample = build_sample(m, delta, wl, cache, cache_flags, growth)
         res.samples.append(sample.value)
@@ -290,6 +295,7 @@ class Runner:
         cache, cache_flags = self._prepare_cache(target, wl)
         if rt.ensure:  # a FUSE remount has a new daemon
             target = self._sized(rt.ensure(), wl)
+        self._place(wl, target)  # after the remount: its daemon is the one to pin
         spec = ProbeSpec(
             daemon_pid=target.daemon_pid,
             block_device=target.block_device,
@@ -300,9 +306,25 @@ class Runner:
         with watched(rt.health):
             m = wl.run(target)
         after = take_snapshot(self.procfs, spec)
+        self._unplace(m)
         resident1 = device_cache(target) if cache == "direct" else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0
         return cache, cache_flags, m, diff(before, after), growth
+
+    def _place(self, wl: Workload, target: Target) -> None:
+        """Pin the application (this thread) and the daemon for the workload's placement."""
+        self._unplace()
+        self._pinned = pin(placement_of(wl), target)
+
+    def _unplace(self, m: Measurement | None = None) -> None:
+        """Put every CPU mask back; a measurement gets what was pinned and what was not."""
+        pinned, self._pinned = self._pinned, None
+        if pinned is None:
+            return
+        pinned.restore()
+        if m is not None:
+            m.extra["pinned"] = pinned.record()
+            m.flags.extend(f for f in pinned.flags if f not in m.flags)
 
     def _sized(self, target: Target, wl: Workload) -> Target:
         share = self.space_share(wl)

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 # 2 - environment.noise_floor: the same raw fio job repeated (MiB/s of each run, CV).
 # 2 - VM runs (issue 10): Environment.vms (guest kernel, kvm/emulated, VM CPUs and memory,
 #     boot time), Subject.kernel (the guest kernel a subject ran on), result flag "emulated".
+# 2 - environment.wakeup_us (same-CPU and cross-CPU wake-up cost); results' params.placement
+#     (free|same|split) when --placement asks for more than free, and samples' extra.pinned.
 SCHEMA_VERSION = 2
 
 CacheState = Literal[
@@ -138,6 +140,17 @@ class VM(_Model):
     error: str | None = None
 
 
+class WakeupCost(_Model):
+    """What waking a thread blocked in read() costs here, in µs: half a pipe round trip between
+    two threads pinned to one CPU (same_cpu) and to two different CPUs (cross_cpu; None on a
+    machine with one CPU). FUSE pays one per direction of every request."""
+
+    same_cpu: float
+    cross_cpu: float | None = None
+    cpus: list[int] = Field(default_factory=list)  # the CPUs the two threads were pinned to
+    method: str = ""
+
+
 class Environment(_Model):
     kernel: str = ""
     cpu_model: str = ""
@@ -159,6 +172,7 @@ class Environment(_Model):
     # The machine's own spread: {"job", "runs", "mib_s": [...], "cv"} (env.noise_floor).
     noise_floor: dict[str, Any] | None = None
     vms: list[VM] = Field(default_factory=list)
+    wakeup_us: WakeupCost | None = None  # measured at the start of the run
 
 
 class Run(_Model):

@@ -186,6 +186,14 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ),
     (["run", "--target", ".", "--min-sample-time", "x"], "--min-sample-time 'x': not a number"),
     (["run"], "Missing option '--target'"),
+    (["compare", "ext4", "--placement", "nowhere"], "--placement 'nowhere': not one of free|same"),
+    (["compare", "ext4", "--placement", "same,same"], "name each placement once"),
+    (
+        ["compare", "ext4", "--placement", ""],
+        "--placement '': give a comma list of free|same|split",
+    ),
+    (["compare", "ext4", "--placement", "free,"], "give a comma list"),
+    (["run", "--target", ".", "--placement", "pinned"], "--placement 'pinned': not one of"),
     (["show", "nonexistent-run"], "fsbench: no run 'nonexistent-run'"),
     (["show"], "RUN"),  # click's "Missing argument 'RUN'" or fsbench's own line
     (["list", "foo"], "Invalid value for '{drivers|workloads|suites}': 'foo' is not one of"),
@@ -326,6 +334,21 @@ def test_doctor_json_shape(sandbox: Sandbox) -> None:
             assert d["version"] is None
     assert {t["name"] for t in info["tools"]} >= {"fio", "losetup", "mount"}
     assert {f["name"] for f in info["formats"]} >= {"ext4", "xfs", "btrfs", "ntfs", "exfat"}
+    w = info["wakeup_us"]
+    assert w["measured"] is True, w
+    assert w["same_cpu"] > 0 and isinstance(w["costly"], bool) and w["verdict"]
+    if (os.cpu_count() or 1) > 1:
+        assert w["cross_cpu"] >= 0 and w["ratio"] == pytest.approx(
+            w["cross_cpu"] / w["same_cpu"], rel=0.01
+        )
+
+
+def test_doctor_says_what_a_wakeup_costs_here(sandbox: Sandbox) -> None:
+    t = traced(sandbox, "doctor")
+    assert t.proc.returncode == 0, t.proc.stderr
+    text = " ".join(t.proc.stdout.split())  # rich wraps lines
+    assert "wake-ups: a wake-up costs " in text and " µs on one CPU" in text
+    assert "costly here" in text or "cheap here" in text or "one CPU only" in text
 
 
 def _expected_available(driver) -> bool:

@@ -296,6 +296,14 @@ class ProcFS:
     def pid_stat(self, pid: int) -> PidStat:
         return parse_pid_stat(self.read(f"proc/{pid}/stat"))
 
+    def tids(self, pid: int) -> list[int]:
+        """The thread ids of `pid` (empty when the process is gone)."""
+        try:
+            names = os.listdir(self.path(f"proc/{pid}/task"))
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            return []
+        return sorted(int(n) for n in names if n.isdigit())
+
     def threads(self, pid: int) -> dict[int, ThreadCPU]:
         """Each live thread of `pid`: its own CPU and context switches.
 

@@ -15,10 +15,11 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench.probes.wakeup import is_costly
 from fsbench.report.explain import changed_figures
 from fsbench.report.naming import result_title
 from fsbench.report.summary import fmt_ratio, quiet_compare, usable
-from fsbench.schema import Result, Run, Subject
+from fsbench.schema import Result, Run, Subject, WakeupCost
 
 # Parameters older runs stored that say how much work a sample was, not what was measured.
 _VOLATILE_PARAMS = frozenset({"bytes_per_sample", "seconds_per_sample"})
@@ -100,6 +101,8 @@ class RunDiff:
 
 def match_key(res: Result) -> str:
     params = {k: v for k, v in res.params.items() if k not in _VOLATILE_PARAMS}
+    if params.get("placement") == "free":
+        del params["placement"]  # unpinned is what a run without --placement measured too
     return json.dumps([res.subject, res.workload, res.metric, params], sort_keys=True)
 
 
@@ -199,6 +202,9 @@ def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
             add(f"tool {k}", ea.tools.get(k), eb.tools.get(k), both)
     for k in sorted(set(ea.sysctl) | set(eb.sysctl)):
         add(f"sysctl {k}", ea.sysctl.get(k), eb.sysctl.get(k), False)
+    if ea.wakeup_us is not None and eb.wakeup_us is not None:
+        # Context for FUSE results: costly or cheap, not the µs (they move every run).
+        add("cross-CPU wake-ups", _wakeups(ea.wakeup_us), _wakeups(eb.wakeup_us), False)
     sa = {s.id: s for s in a.subjects}
     sb = {s.id: s for s in b.subjects}
     for sid in [s for s in sa if s in sb]:
@@ -213,6 +219,10 @@ def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
         )
         add(f"{sid}: mkfs", _mkfs(x), _mkfs(y), True)
     return out
+
+
+def _wakeups(w: WakeupCost) -> str:
+    return "costly" if is_costly(w) else "cheap"
 
 
 # -- shared text ---------------------------------------------------------------------------------

@@ -19,13 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench.probes.wakeup import COSTLY_RATIO
 from fsbench.report.naming import baseline_result, result_title
 from fsbench.report.summary import compare, fmt_ratio, measured_subjects, size_text, usable
 from fsbench.schema import Environment, Result, Run
 
 GiB = 2**30
-# A cross-CPU wake-up is "costly" when it takes at least this many times a same-CPU one.
-COSTLY_WAKEUP_RATIO = 2.0
+# A cross-CPU wake-up is "costly" when it takes at least this many times a same-CPU one (the
+# environment probe's own rule, so doctor, the run's note and the explanation agree).
+COSTLY_WAKEUP_RATIO = COSTLY_RATIO
 # ... and the subject's cross-CPU wake-ups matter when their extra cost is this share of a sample.
 WAKEUP_SHARE_MIN = 0.05
 # A histogram bucket holding this share of the events is "the" size ("4 KiB each").

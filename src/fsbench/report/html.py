@@ -18,8 +18,16 @@ from markupsafe import Markup
 
 from fsbench import __version__
 from fsbench.report import diff as diffmod
-from fsbench.report.explain import Explanation, explain_run, fmt_pct, fmt_time, workload_key
-from fsbench.report.naming import baseline_result, result_title
+from fsbench.report.explain import (
+    Explanation,
+    explain_run,
+    fmt_pct,
+    fmt_time,
+    fmt_us,
+    wakeup_costs,
+    workload_key,
+)
+from fsbench.report.naming import baseline_result, placement_text, result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.summary import (
     Finding,
@@ -33,7 +41,7 @@ from fsbench.report.summary import (
     size_text,
     usable,
 )
-from fsbench.schema import Result, Run
+from fsbench.schema import Environment, Result, Run
 from fsbench.vm.notes import vm_notes
 
 REPORT_NAME = "report.html"
@@ -183,6 +191,8 @@ def _description(res: Result) -> str:
         bits.append(f"fsync {p['fsync']}")
     if p.get("direct"):
         bits.append("O_DIRECT")
+    if p.get("placement"):
+        bits.append(placement_text(p["placement"]))
     if p.get("cache") not in (None, "none"):
         bits.append(f"cache {p['cache']}")
     return ", ".join(bits)
@@ -322,6 +332,7 @@ def _env_rows(run: Run) -> list[tuple[str, str]]:
         ("host", env.hostname),
         ("Python", env.python),
         ("fsbench", env.fsbench_version),
+        ("wake-up cost", wakeup_text(env)),
     ]
     rows += [(f"tool: {k}", v or "missing") for k, v in sorted(env.tools.items()) if k != "fio"]
     rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]
@@ -331,6 +342,15 @@ def _env_rows(run: Run) -> list[tuple[str, str]]:
     for k, v in sorted((env.model_extra or {}).items()):
         rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
     return [(k, str(v)) for k, v in rows if v not in (None, "")]
+
+
+def wakeup_text(env: Environment) -> str:
+    """'1.3 µs on one CPU, 25 µs across CPUs (19×)': the probe's figures as measured."""
+    costs = wakeup_costs(env)
+    if costs is None:
+        return ""
+    same, cross = costs
+    return f"{fmt_us(same)} on one CPU, {fmt_us(cross)} across CPUs ({cross / same:.1f}×)"
 
 
 def _subject_rows(run: Run) -> list[dict[str, str]]:

@@ -13,10 +13,27 @@ from fsbench.stats import Comparison
 
 
 def result_title(res: Result) -> str:
+    """workload/variant[-jN][ [placement]]: the placement is named only when the run measured
+    placements (params.placement), so results of one placement share a table."""
     variant = res.params.get("variant")
     jobs = res.params.get("numjobs", 1)
     title = f"{res.workload}/{variant}" if variant else res.workload
-    return title if jobs in (1, None) else f"{title}-j{jobs}"
+    if jobs not in (1, None):
+        title += f"-j{jobs}"
+    placement = res.params.get("placement")
+    return f"{title} [{placement}]" if placement else title
+
+
+# How a title's description says where the processes ran (--placement).
+PLACEMENT_TEXT = {
+    "free": "nothing pinned",
+    "same": "app and daemon on one CPU",
+    "split": "app and daemon on separate CPUs",
+}
+
+
+def placement_text(placement: object) -> str:
+    return PLACEMENT_TEXT.get(str(placement), f"placement {placement}")
 
 
 def baseline_result(results: Iterable[Result], order: Sequence[str]) -> Result | None:

@@ -82,6 +82,9 @@ def groups(run: Run) -> list[Group]:
             op = str(res.params["op"])
             jobs = res.params.get("numjobs") or 1
             label = op if jobs == 1 else f"{op}-j{jobs}"
+            if res.params.get("placement"):
+                # Each placement is its own matrix: its cells must not overwrite another's.
+                label += f"@{res.params['placement']}"
             g = ops.setdefault(
                 label, Group(f"iozone/{label}", f"Iozone {label}", True, op=op, label=label)
             )

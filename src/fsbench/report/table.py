@@ -6,6 +6,7 @@ under the table the measured reasons each subject differs from the baseline (exp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -16,7 +17,7 @@ from fsbench import stats
 from fsbench.lab.backing import format_size
 from fsbench.report.explain import brief_lines, explain_run
 from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.naming import baseline_result, result_title, styled_ratio
+from fsbench.report.naming import baseline_result, placement_text, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_value
@@ -154,7 +155,8 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
         title = f"{workload}  ({described})" if described else workload
         if not results[0].higher_is_better:
             title += "  — lower is better"
-        t = Table(title=title, title_justify="left")
+        # A Text title: "[same]" in a title is the placement, not console markup.
+        t = Table(title=Text(title), title_justify="left")
         t.add_column("subject", style="bold")
         t.add_column(f"{unit} ±CI95", justify="right")
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
@@ -179,7 +181,16 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
         out += _note_lines(results, verbose)
         for r in results:
             e = explained.get(id(r))
-            if e is not None and not e.is_baseline:
+            if e is not None and e.is_baseline:
+                # The baseline differs from nothing in its table, but from its own other
+                # placements it may: say so when that difference is significant.
+                moved = [
+                    f
+                    for f in e.factors
+                    if f.name.startswith("placement") and "(significant" in f.sentence
+                ]
+                e = replace(e, factors=moved)
+            if e is not None and e.factors:
                 out += [Text(line) for line in brief_lines(e, min(width, 100))]
     return out
 
@@ -197,6 +208,8 @@ def _describe(res: Result) -> str:
         bits.append("final fsync")
     if p.get("direct"):
         bits.append("O_DIRECT")
+    if p.get("placement"):
+        bits.append(placement_text(p["placement"]))
     return ", ".join(bits)
 
 

@@ -1,0 +1,248 @@
+"""Where the application and the FUSE daemon run: CPU placement as a controlled, recorded
+parameter (issue 9).
+
+Every FUSE request wakes the daemon and then the application again. When the two run on
+different CPUs each of those wake-ups crosses CPUs, which on some machines (virtual ones above
+all) costs many times a same-CPU wake-up (probes/wakeup.py measures both). Left alone the
+scheduler decides (`free`, what users meet); `same` and `split` take the decision away, so its
+effect is measured rather than suffered:
+
+    free   nothing pinned
+    same   the application and the FUSE daemon (every thread) on one CPU
+    split  the application on one CPU, the daemon on another
+
+"The application" is the thread that runs the workload: fio and its job processes, make,
+nginx and wrk, and fsbench's native worker threads are all started from it during the timed
+run and inherit its CPU mask. The runner pins right before the timed run (after any remount,
+whose daemon is new) and restores every mask right after it, so nothing started in between
+(preparation, remounts and the daemons they start) inherits a pin. Kernel threads (the loop
+worker, kworkers, jbd2) are never pinned; a kernel driver's result says so in its flags.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsbench.errors import UsageError
+from fsbench.probes.procfs import ProcFS
+from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed, hook
+
+
+@dataclass(frozen=True)
+class Placement:
+    name: str
+    description: str
+    min_cpus: int = 1
+    pins: bool = True
+
+
+PLACEMENTS: dict[str, Placement] = {
+    p.name: p
+    for p in (
+        Placement(
+            "free",
+            "nothing pinned: the scheduler places the application and the daemon (what users meet)",
+            pins=False,
+        ),
+        Placement("same", "the application and the FUSE daemon (every thread) on one CPU"),
+        Placement("split", "the application on one CPU, the FUSE daemon on another", min_cpus=2),
+    )
+}
+DEFAULT = "free"
+# A result's flag when only part of the placement could be made (kernel drivers: no daemon).
+PARTIAL_FLAG = "placement-partial"
+
+
+def allowed_cpus() -> list[int]:
+    """The CPUs this process may run on (a cpuset or taskset can narrow the machine's)."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def parse_placements(text: str | None, cpus: Sequence[int] | None = None) -> list[str]:
+    """`--placement free,same,split` -> the names in the order given; bad input is a UsageError."""
+    if text is None:
+        return [DEFAULT]
+    names = [x.strip().lower() for x in text.split(",")]
+    choices = "|".join(PLACEMENTS)
+    if not any(names) or not all(names):
+        raise UsageError(f"--placement {text!r}: give a comma list of {choices}, e.g. free,same")
+    for n in names:
+        if n not in PLACEMENTS:
+            raise UsageError(f"--placement {n!r}: not one of {choices}")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--placement {text!r}: name each placement once")
+    have = len(cpus) if cpus is not None else len(allowed_cpus())
+    for n in names:
+        need = PLACEMENTS[n].min_cpus
+        if have < need:
+            raise UsageError(
+                f"--placement {n}: needs {need} CPUs, fsbench may use {have} here; use free or same"
+            )
+    return names
+
+
+# -- placement as a dimension of the schedule -----------------------------------------------------
+class Placed:
+    """A workload under one placement: a result of its own (id `NAME/VARIANT@PLACEMENT`,
+    params["placement"]); everything else is the wrapped workload's. Wrapping keeps the runner's
+    interleaving: placements of one workload follow each other like its variants do."""
+
+    def __init__(self, inner: Workload, placement: str, closes: bool = True) -> None:
+        self.inner = inner
+        self.placement = placement
+        self._closes = closes  # one wrapper per workload gives it its clean-up
+
+    @property
+    def id(self) -> str:
+        return f"{hook(self.inner, 'id')}@{self.placement}"
+
+    def params(self, target: Target) -> dict[str, Any]:
+        return {**self.inner.params(target), "placement": self.placement}
+
+    def prepare(self, target: Target) -> None:
+        self.inner.prepare(target)
+
+    def run(self, target: Target) -> Measurement:
+        return self.inner.run(target)
+
+    def close(self) -> None:
+        close = hook(self.inner, "close")
+        if self._closes and callable(close):
+            close()
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for what Placed does not define: name, unit, cache, fileset, warmup, ...
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def with_placements(workloads: list[Workload], placements: Sequence[str]) -> list[Workload]:
+    """Each workload once per placement, placements of a workload side by side. The default
+    (free alone) leaves the workloads, and their results' params, as they always were."""
+    if list(placements) == [DEFAULT]:
+        return list(workloads)
+    out: list[Workload] = []
+    for wl in workloads:
+        for i, p in enumerate(placements):
+            out.append(Placed(wl, p, closes=i == 0))  # type: ignore[arg-type]
+    return out
+
+
+def placement_of(wl: Workload) -> str:
+    return str(hook(wl, "placement"))
+
+
+# -- pinning --------------------------------------------------------------------------------------
+@dataclass
+class Pinned:
+    """The masks a placement changed, to be put back, and what it did and did not pin."""
+
+    placement: str
+    app_cpu: int
+    daemon_cpu: int | None
+    daemon_pid: int | None = None
+    saved: dict[int, set[int]] = field(default_factory=dict)  # tid -> mask before pinning
+    daemon_mask: set[int] | None = None  # the daemon's main thread's mask before pinning
+    daemon_threads: int = 0
+    flags: list[str] = field(default_factory=list)
+    # The live /proc: thread ids name real threads (a test's canned tree must never be used).
+    procfs: ProcFS = field(default_factory=ProcFS)
+
+    def record(self) -> dict[str, Any]:
+        """What the sample records about where things ran."""
+        out: dict[str, Any] = {"placement": self.placement, "app_cpu": self.app_cpu}
+        if self.daemon_cpu is not None:
+            out["daemon_cpu"] = self.daemon_cpu
+            out["daemon_threads"] = self.daemon_threads
+        return out
+
+    def restore(self) -> None:
+        """Every mask back as it was. Daemon threads born while pinned (libfuse starts workers
+        on demand; they inherit the pin) get the daemon's own mask back too."""
+        if self.daemon_pid is not None and self.daemon_mask is not None:
+            for tid in self.procfs.tids(self.daemon_pid):
+                self.saved.setdefault(tid, self.daemon_mask)
+        for tid, mask in self.saved.items():
+            # A thread that is gone (a daemon that exited) has nothing to put back.
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, mask)
+        self.saved.clear()
+
+
+def _set(tid: int, cpu: int, saved: dict[int, set[int]]) -> bool:
+    """Pin one thread, remembering its mask first; False when the thread is gone."""
+    try:
+        before = os.sched_getaffinity(tid)
+        os.sched_setaffinity(tid, {cpu})
+    except ProcessLookupError:
+        return False
+    saved.setdefault(tid, before)
+    return True
+
+
+def _pin_daemon(pid: int, cpu: int, pinned: Pinned) -> None:
+    seen: set[int] = set()
+    # Threads started while the list is read inherit from a thread that may not be pinned
+    # yet: read the list again until it holds nothing new.
+    for _ in range(5):
+        new = [t for t in pinned.procfs.tids(pid) if t not in seen]
+        if not new:
+            break
+        for tid in new:
+            seen.add(tid)
+            if tid == pid:
+                try:
+                    pinned.daemon_mask = os.sched_getaffinity(pid)
+                except ProcessLookupError:
+                    return
+            if _set(tid, cpu, pinned.saved):
+                pinned.daemon_threads += 1
+
+
+def pin(placement: str, target: Target, cpus: Sequence[int] | None = None) -> Pinned | None:
+    """Pin the calling thread (the application) and the target's FUSE daemon for `placement`;
+    None for `free`. Must be undone with `Pinned.restore` from the same thread."""
+    p = PLACEMENTS.get(placement)
+    if p is None or not p.pins:
+        return None
+    cpus = list(cpus) if cpus is not None else allowed_cpus()
+    app_cpu = cpus[0]
+    daemon_cpu = cpus[1 % len(cpus)] if placement == "split" else app_cpu
+    has_daemon = target.kind == "fuse" and target.daemon_pid is not None
+    pinned = Pinned(
+        placement,
+        app_cpu,
+        daemon_cpu if has_daemon else None,
+        target.daemon_pid if has_daemon else None,
+    )
+    try:
+        _set(threading.get_native_id(), app_cpu, pinned.saved)
+        if has_daemon:
+            assert target.daemon_pid is not None
+            _pin_daemon(target.daemon_pid, daemon_cpu, pinned)
+    except OSError as e:
+        pinned.restore()
+        raise WorkloadFailed(f"--placement {placement}: could not pin: {e.strerror or e}") from e
+    if placement == "split" and len(cpus) < 2:
+        pinned.flags.append(f"{PARTIAL_FLAG}: only one CPU allowed, split ran as same")
+    if target.kind == "kernel":
+        pinned.flags.append(
+            f"{PARTIAL_FLAG}: a kernel driver has no daemon; only the application was pinned "
+            f"(CPU {app_cpu}), not the kernel threads that serve it (loop, kworker, journal)"
+        )
+    elif not has_daemon:
+        what = "no FUSE daemon known for this target"
+        if target.kind == "fuse":
+            what = "the FUSE daemon was not found"
+        pinned.flags.append(
+            f"{PARTIAL_FLAG}: {what}; only the application was pinned (CPU {app_cpu})"
+        )
+    elif has_daemon and not pinned.daemon_threads:
+        pinned.flags.append(f"{PARTIAL_FLAG}: the FUSE daemon had exited; nothing but the app")
+    return pinned
