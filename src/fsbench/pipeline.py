@@ -23,7 +23,9 @@ from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
+from fsbench.lab.state import process_start
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
+from fsbench.probes import trace as ktrace
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
@@ -63,6 +65,7 @@ class Plan:
     scale: float = 1.0
     warmup: int = 1
     tune: bool = True  # hold free page reporting off during a lab run
+    trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -189,6 +192,7 @@ def execute(
     store = Store(plan.db)
     store.begin_run(run, plan.out_dir)
     runner: Runner | None = None
+    tracer: ktrace.Tracer | None = None
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan):
@@ -201,6 +205,7 @@ def execute(
                     if lab is not None
                     else [_dir_target(plan)]
                 )
+                tracer = start_tracer(plan, lab, run)
                 rounds = plan.max_repeat if plan.adaptive else plan.repeat
                 on_total(len(targets) * len(plan.workloads) * rounds)
                 runner = Runner(
@@ -215,6 +220,7 @@ def execute(
                     max_repeat=plan.max_repeat,
                     time_budget_s=plan.time_budget_s,
                     warmup=plan.warmup,
+                    tracer=tracer,
                 )
                 runner.execute()
                 run.status = "complete"
@@ -224,6 +230,9 @@ def execute(
             if runner is not None:
                 runner.finish()
         finally:
+            if tracer is not None:
+                tracer.stop()  # the lab's release stops it too, after a crash or SIGKILL
+                run.environment.trace_probes = dict(tracer.status)
             run.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             if run.status == "running":
                 run.status = "incomplete"
@@ -241,6 +250,28 @@ def execute(
     if run.status == "incomplete":
         return run, 130
     return run, EXIT_FAILED if failed else EXIT_OK
+
+
+def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
+    """The run's one bpftrace, recorded in the lab's state record the moment it exists, so
+    `release` (normal teardown and `fsbench cleanup`) stops it on every exit path."""
+    if not plan.trace:
+        run.environment.trace_probes = dict.fromkeys(ktrace.PROBE_NAMES, "off (--no-trace)")
+        return None
+    if lab is None or lab.record is None:
+        why = "not traced: only lab runs are (a directory target has no state record)"
+        run.environment.trace_probes = dict.fromkeys(ktrace.PROBE_NAMES, why)
+        return None
+    record = lab.record
+
+    def recorded(pid: int) -> None:
+        record.tracers.append([pid, process_start(pid)])
+        record.save()
+
+    tracer = ktrace.Tracer(ktrace.availability(), on_started=recorded)
+    tracer.start()
+    run.environment.trace_probes = dict(tracer.status)
+    return tracer
 
 
 def write_report_safely(run: Run, out_dir: Path) -> None:

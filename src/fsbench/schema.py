@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-SCHEMA_VERSION = 1
+# 2 - kernel trace probes: Sample.trace and Result.trace (FUSE requests, readahead, block,
+#     writeback, wake-ups; see probes/trace.py), Environment.trace_probes.
+SCHEMA_VERSION = 2
 
 CacheState = Literal[
     "cold-verified",
@@ -62,6 +64,8 @@ class Sample(_Model):
     device: Device = Field(default_factory=Device)
     extra: dict[str, Any] = Field(default_factory=dict)  # fio latency percentiles, IOPS, ...
     flags: list[str] = Field(default_factory=list)
+    # Kernel trace probes over the sample (probes/trace.py); None: tracing off or older run.
+    trace: dict[str, Any] | None = None
 
 
 class Result(_Model):
@@ -88,6 +92,7 @@ class Result(_Model):
     read_amplification: float | None = None
     flags: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
 
 
 class Subject(_Model):
@@ -117,6 +122,8 @@ class Environment(_Model):
     hostname: str = ""
     python: str = ""
     fsbench_version: str = ""
+    # Each kernel trace probe's status in this run: "ok", or why it was unavailable/off.
+    trace_probes: dict[str, str] = Field(default_factory=dict)
 
 
 class Run(_Model):

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsbench.lab import loops, mounts
+from fsbench.probes import trace
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
 
@@ -35,6 +36,8 @@ class StateRecord:
     pid_start: int = 0
     # Kernel settings the run changed, with the values to put back: {sysfs path: value}.
     restore: dict[str, str] = field(default_factory=dict)
+    # The run's bpftrace (kernel trace probes): [pid, start time]; stopped by `release`.
+    tracers: list[list[int]] = field(default_factory=list)
     path: str = ""
 
     def save(self) -> None:
@@ -49,7 +52,8 @@ class StateRecord:
     def load(cls, path: Path) -> StateRecord:
         data = json.loads(path.read_text())
         data["path"] = str(path)
-        return cls(**data)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _under(path: str, root: str) -> bool:
@@ -67,6 +71,10 @@ def release(rec: StateRecord) -> list[str]:
         for s in old:
             signal.signal(s, signal.SIG_IGN)
     try:
+        for pid, start in rec.tracers:
+            # Only that very process (pid and start time): a reused pid is someone else's.
+            if trace.stop_process(pid, start):
+                notes.append(f"stopped bpftrace {pid}")
         ours = [e for e in mounts.mountinfo() if _under(e.mountpoint, rec.mount_dir)]
         for entry in reversed(ours):  # innermost first
             daemons = mounts.processes_mentioning(entry.mountpoint)

@@ -125,8 +125,7 @@ tracepoint:readahead:page_cache_ra_unbounded {{
     Probe(
         "block",
         ("block/block_rq_issue", "block/block_rq_complete"),
-        "block requests at the device (read/write), size distribution, issue->complete "
-        "latency",
+        "block requests at the device (read/write), size distribution, issue->complete latency",
         """
 tracepoint:block:block_rq_issue /strncmp(args->rwbs, "R", 1) == 0/ {
   @block_size[args->dev, "read"] = hist(args->bytes);
