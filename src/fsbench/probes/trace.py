@@ -162,19 +162,27 @@ tracepoint:writeback:writeback_written {
     ),
     Probe(
         "sched",
-        ("sched/sched_wakeup", "sched/sched_migrate_task"),
+        ("sched/sched_waking", "sched/sched_wakeup", "sched/sched_migrate_task"),
         "wake-ups of the application's and the driver daemon's tasks, how many were to "
         "another CPU than the waker's, migrations",
+        # The waker's CPU is known at sched_waking only: sched_wakeup may run on the target CPU
+        # (wake lists), which would hide a cross-CPU wake-up (measured: half of them).
         """
+tracepoint:sched:sched_waking {
+  @sched_waker[args->pid] = cpu + 1;
+}
 tracepoint:sched:sched_wakeup {
   @sched_wake[args->comm] = count();
-  if ((uint64)args->target_cpu != cpu) { @sched_cross[args->comm] = count(); }
+  $w = @sched_waker[args->pid];
+  if ($w && (uint64)args->target_cpu + 1 != $w) { @sched_cross[args->comm] = count(); }
+  delete(@sched_waker[args->pid]);
 }
 tracepoint:sched:sched_migrate_task {
   @sched_mig[str(args->comm)] = count();
 }
 """,
         ("sched_wake", "sched_cross", "sched_mig"),
+        ("sched_waker",),
     ),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
