@@ -269,6 +269,9 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
         record.save()
 
     tracer = ktrace.Tracer(ktrace.availability(), on_started=recorded)
+    if ktrace.MOUNTED_NOTES:
+        notes = getattr(run.environment, "notes", None) or []
+        run.environment.notes = [*notes, *ktrace.MOUNTED_NOTES]  # type: ignore[attr-defined]
     tracer.start()
     run.environment.trace_probes = dict(tracer.status)
     return tracer

@@ -190,6 +190,10 @@ MARKER_TRACEPOINT = "syscalls/sys_enter_close"
 
 
 # -- availability ---------------------------------------------------------------------------------
+# Set when fsbench mounted tracefs itself (left mounted: harmless, and the kernel's own place).
+MOUNTED_NOTES: list[str] = []
+
+
 def ensure_tracefs(root: Path = TRACEFS) -> str | None:
     """tracefs mounted at `root` (mounting it if absent); None, or why it is not there."""
     if (root / "events").is_dir():
@@ -206,6 +210,7 @@ def ensure_tracefs(root: Path = TRACEFS) -> str | None:
         return f"tracefs is not mounted at {root} and could not be mounted ({e})"
     if not (root / "events").is_dir():
         return f"tracefs mounted at {root} has no events/ directory"
+    MOUNTED_NOTES.append(f"tracefs was not mounted: fsbench mounted it at {root} (left mounted)")
     return None
 
 
