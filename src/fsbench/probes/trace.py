@@ -147,15 +147,16 @@ tracepoint:block:block_rq_complete /@block_t[args->dev, args->sector]/ {
     ),
     Probe(
         "writeback",
-        ("writeback/balance_dirty_pages", "writeback/writeback_written"),
-        "dirty throttling: balance_dirty_pages calls and their pause; pages written back",
+        ("writeback/balance_dirty_pages", "writeback/writeback_single_inode"),
+        "dirty throttling: balance_dirty_pages calls and their pause; pages the flusher "
+        "wrote back (writeback_single_inode; an fsync's own writes are not among them)",
         """
 tracepoint:writeback:balance_dirty_pages {
   @writeback_bdp[args->bdi] = count();
   if (args->pause > 0) { @writeback_pause[args->bdi] = sum(args->pause); }
 }
-tracepoint:writeback:writeback_written {
-  @writeback_pages[args->name] = sum(args->nr_pages);
+tracepoint:writeback:writeback_single_inode {
+  @writeback_pages[args->name] = sum(args->wrote);
 }
 """,
         ("writeback_bdp", "writeback_pause", "writeback_pages"),
