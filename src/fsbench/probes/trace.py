@@ -234,7 +234,12 @@ def availability(events: Path | None = None) -> dict[str, str]:
         why = f"tracepoint {MARKER_TRACEPOINT} (the sample marker) is missing on this kernel"
         return dict.fromkeys(PROBE_NAMES, why)
     out = {}
+    # Probes turned off by name (comma-separated), e.g. to measure one probe's cost.
+    off = {n.strip() for n in os.environ.get("FSBENCH_TRACE_OFF", "").split(",") if n.strip()}
     for p in PROBES:
+        if p.name in off:
+            out[p.name] = "off (FSBENCH_TRACE_OFF)"
+            continue
         missing = missing_tracepoints(p, events)
         out[p.name] = f"tracepoint {', '.join(missing)} missing on this kernel" if missing else "ok"
     return out
