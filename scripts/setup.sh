@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 # compares against (xxhsum) and serves/compiles with (nginx, wrk, gcc, make).
 PACKAGES=(
   fio ntfs-3g fuse2fs exfat-fuse exfatprogs xfsprogs btrfs-progs dosfstools e2fsprogs
+  bpftrace
   xxhash util-linux mount psmisc kmod
   nginx-light wrk build-essential
   python3 python3-venv python3-dev libxxhash-dev ca-certificates

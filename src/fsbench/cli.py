@@ -96,6 +96,18 @@ def doctor(as_json: bool) -> None:
     for tool in info["tools"]:
         t.add_row(tool["name"], _yn(tool["available"]), tool["version"] or tool["install"])
     con.print(t)
+    t = Table(title="kernel trace probes", title_justify="left")
+    for c in ("probe", "available", "tracepoints / why not", "yields"):
+        t.add_column(c)
+    for p in info.get("trace_probes", []):
+        ok = p["status"] == "ok"
+        t.add_row(
+            p["name"],
+            _yn(ok),
+            ", ".join(p["tracepoints"]) if ok else f"[dim]{p['status']}[/]",
+            p["yields"],
+        )
+    con.print(t)
     if info.get("kernels"):
         _print_kernels(con, info["kernels"])
 
@@ -176,6 +188,12 @@ def list_(what: str, as_json: bool) -> None:
 
 
 def _common(f):
+    f = click.option(
+        "--no-trace",
+        "no_trace",
+        is_flag=True,
+        help="Leave the kernel trace probes (bpftrace) off; they are on when root and available.",
+    )(f)
     f = click.option(
         "--workloads",
         "workloads",
@@ -444,6 +462,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         out_dir=out_dir,
         db=common["db"] or default_db_path(),
         command=sys.argv,
+        trace=not common.get("no_trace", False),
         **plan_fields,
     )
     with Progress(

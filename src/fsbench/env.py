@@ -32,6 +32,7 @@ TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "make": (("--version",), "make", "the compile workload"),
     "nginx": (("-v",), "nginx-light", "the web-serve workload's HTTP server"),
     "wrk": (("--version",), "wrk", "the web-serve workload's load client"),
+    "bpftrace": (("--version",), "bpftrace", "the kernel trace probes (FUSE, block, sched, ...)"),
     # mkfs tools: their versions decide the on-disk layout every driver is measured on.
     "mkfs.ext4": (("-V",), "e2fsprogs", "formats ext4 images"),
     "mkfs.ext2": (("-V",), "e2fsprogs", "formats ext2 images"),
@@ -221,6 +222,14 @@ def doctor() -> dict[str, Any]:
         )
     loop_ok = os.path.exists("/dev/loop-control")
     w, why_not = measure_wakeups()
+    from fsbench.probes import trace as ktrace
+
+    status = ktrace.availability()
+    probes = [
+        {"name": p.name, "tracepoints": list(p.tracepoints), "yields": p.yields,
+         "status": status.get(p.name, "unknown")}
+        for p in ktrace.PROBES
+    ]  # fmt: skip
     return {
         "notes": memory_notes(),
         "wakeup_us": doctor_wakeups(w, why_not),
@@ -232,6 +241,7 @@ def doctor() -> dict[str, Any]:
         "drivers": drivers,
         "tools": tools,
         "kernels": _kernels(),
+        "trace_probes": probes,
     }
 
 

@@ -23,7 +23,9 @@ from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
+from fsbench.lab.state import process_start
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
+from fsbench.probes import trace as ktrace
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
@@ -67,6 +69,7 @@ class Plan:
     # Subjects measured inside VMs with other kernels (src/fsbench/vm): run after the host's
     # subjects, merged into the same run. With it, subjects == [] means no host subject.
     vm_stage: Callable[[Run, Store, Callable[[str], None]], None] | None = None
+    trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -195,6 +198,7 @@ def execute(
     store = Store(plan.db)
     store.begin_run(run, plan.out_dir)
     runner: Runner | None = None
+    tracer: ktrace.Tracer | None = None
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
@@ -213,6 +217,7 @@ def execute(
                     if host
                     else []
                 )
+                tracer = start_tracer(plan, lab, run)
                 rounds = plan.max_repeat if plan.adaptive else plan.repeat
                 on_total(len(targets) * len(plan.workloads) * rounds)
                 runner = Runner(
@@ -229,6 +234,7 @@ def execute(
                     time_budget_s=plan.time_budget_s,
                     warmup=plan.warmup,
                     min_sample_s=plan.min_sample_s,
+                    tracer=tracer,
                 )
                 runner.execute()
                 if plan.vm_stage is not None:
@@ -240,6 +246,9 @@ def execute(
             if runner is not None:
                 runner.finish()
         finally:
+            if tracer is not None:
+                tracer.stop()  # the lab's release stops it too, after a crash or SIGKILL
+                run.environment.trace_probes = dict(tracer.status)
             run.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             if run.status == "running":
                 run.status = "incomplete"
@@ -257,6 +266,31 @@ def execute(
     if run.status == "incomplete":
         return run, 130
     return run, EXIT_FAILED if failed else EXIT_OK
+
+
+def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
+    """The run's one bpftrace, recorded in the lab's state record the moment it exists, so
+    `release` (normal teardown and `fsbench cleanup`) stops it on every exit path."""
+    if not plan.trace:
+        run.environment.trace_probes = dict.fromkeys(ktrace.PROBE_NAMES, "off (--no-trace)")
+        return None
+    if lab is None or lab.record is None:
+        why = "not traced: only lab runs are (a directory target has no state record)"
+        run.environment.trace_probes = dict.fromkeys(ktrace.PROBE_NAMES, why)
+        return None
+    record = lab.record
+
+    def recorded(pid: int) -> None:
+        record.tracers.append([pid, process_start(pid)])
+        record.save()
+
+    tracer = ktrace.Tracer(ktrace.availability(), on_started=recorded)
+    if ktrace.MOUNTED_NOTES:
+        notes = getattr(run.environment, "notes", None) or []
+        run.environment.notes = [*notes, *ktrace.MOUNTED_NOTES]  # type: ignore[attr-defined]
+    tracer.start()
+    run.environment.trace_probes = dict(tracer.status)
+    return tracer
 
 
 def write_report_safely(run: Run, out_dir: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from fsbench import stats
 from fsbench.errors import FsbenchError
 from fsbench.lab.placement import Pinned, pin, placement_of
+from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
@@ -84,6 +85,8 @@ class Runner:
     warmup: int = 1
     # The CPU masks a placement changed for the timed run under way (restored after it).
     _pinned: Pinned | None = field(default=None, init=False, repr=False)
+    # The run's kernel trace probes (one bpftrace for the whole run), None: not traced.
+    tracer: ktrace.Tracer | None = None
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -302,14 +305,35 @@ class Runner:
             kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
         )
         resident0 = device_cache(target) if cache == "direct" else None
+        keys = self._trace_keys(target, wl)
         before = take_snapshot(self.procfs, spec)
+        if self.tracer:
+            self.tracer.begin()
         with watched(rt.health):
             m = wl.run(target)
+        maps = self.tracer.end() if self.tracer else None
         after = take_snapshot(self.procfs, spec)
         self._unplace(m)
         resident1 = device_cache(target) if cache == "direct" else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0
-        return cache, cache_flags, m, diff(before, after), growth
+        delta = diff(before, after)
+        if self.tracer and keys is not None:
+            work = {"bytes": m.bytes, "ops": m.ops, "seconds": m.seconds}
+            delta.trace = ktrace.to_trace(maps or {}, keys, self.tracer.status, work)
+        return cache, cache_flags, m, delta, growth
+
+    def _trace_keys(self, target: Target, wl: Workload) -> ktrace.SubjectKeys | None:
+        """The subject's keys in the trace maps, read now (a FUSE remount changes them)."""
+        if self.tracer is None:
+            return None
+        comms = hook(wl, "app_comms") or (own_comm(),)
+        return ktrace.subject_keys(
+            target.mountpoint or target.workdir,
+            target.block_device,
+            target.kind == "fuse",
+            comms,
+            target.daemon_pid,
+        )
 
     def _place(self, wl: Workload, target: Target) -> None:
         """Pin the application (this thread) and the daemon for the workload's placement."""
@@ -414,6 +438,7 @@ def merge_iterations(
             d.kthreads_by_name[k] = d.kthreads_by_name.get(k, 0.0) + v
     d.meminfo_before, d.meminfo_after = ds[0].meminfo_before, ds[-1].meminfo_after
     d.flags = list(dict.fromkeys(f for x in ds for f in x.flags))
+    d.trace = ktrace.merge_traces([x.trace for x in ds])
     growths = [r[2] for r in runs]
     growth = None if any(g is None for g in growths) else sum(g for g in growths if g is not None)
     return m, d, growth
@@ -592,7 +617,17 @@ def build_sample(
         device=d.device,
         extra=extra,
         flags=flags,
+        trace=d.trace,
     )
+
+
+def own_comm() -> str:
+    """fsbench's own task name, the application of in-process workloads."""
+    try:
+        with open("/proc/self/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "python3"
 
 
 def _median(xs: list[float]) -> float:
@@ -626,6 +661,7 @@ def aggregate(res: Result) -> None:
     if per_kop:
         cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}
     res.cpu = cpu
+    res.trace = ktrace.merge_traces([x.trace for x in det])
     res.device = Device(
         **{
             f: int(_median([getattr(x.device, f) for x in det]))

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     boot time), Subject.kernel (the guest kernel a subject ran on), result flag "emulated".
 # 2 - environment.wakeup_us (same-CPU and cross-CPU wake-up cost); results' params.placement
 #     (free|same|split) when --placement asks for more than free, and samples' extra.pinned.
+# 2 - kernel trace probes: Sample.trace and Result.trace (FUSE requests, readahead, block,
+#     writeback, wake-ups; see probes/trace.py), Environment.trace_probes.
 SCHEMA_VERSION = 2
 
 CacheState = Literal[
@@ -72,6 +74,8 @@ class Sample(_Model):
     device: Device = Field(default_factory=Device)
     extra: dict[str, Any] = Field(default_factory=dict)  # fio latency percentiles, IOPS, ...
     flags: list[str] = Field(default_factory=list)
+    # Kernel trace probes over the sample (probes/trace.py); None: tracing off or older run.
+    trace: dict[str, Any] | None = None
 
 
 class Result(_Model):
@@ -104,6 +108,7 @@ class Result(_Model):
     # How much work one sample was (median bytes, ops, seconds): not a param, since params are
     # the result's identity and the amount is grown to last long enough.
     work_per_sample: dict[str, float] | None = None
+    trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
 
 
 class Subject(_Model):
@@ -173,6 +178,8 @@ class Environment(_Model):
     noise_floor: dict[str, Any] | None = None
     vms: list[VM] = Field(default_factory=list)
     wakeup_us: WakeupCost | None = None  # measured at the start of the run
+    # Each kernel trace probe's status in this run: "ok", or why it was unavailable/off.
+    trace_probes: dict[str, str] = Field(default_factory=dict)
 
 
 class Run(_Model):

@@ -21,6 +21,7 @@ from pathlib import Path
 from fsbench.errors import LabError
 from fsbench.lab import loops, mounts
 from fsbench.lab.system import run
+from fsbench.probes import trace
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
 
@@ -47,6 +48,8 @@ class StateRecord:
     env_marker: str = ""
     processes: list[list[int]] = field(default_factory=list)
     temp_paths: list[str] = field(default_factory=list)
+    # The run's bpftrace (kernel trace probes): [pid, start time]; stopped by `release`.
+    tracers: list[list[int]] = field(default_factory=list)
     path: str = ""
 
     def save(self) -> None:
@@ -61,7 +64,8 @@ class StateRecord:
     def load(cls, path: Path) -> StateRecord:
         data = json.loads(path.read_text())
         data["path"] = str(path)
-        return cls(**data)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _under(path: str, root: str) -> bool:
@@ -79,6 +83,10 @@ def release(rec: StateRecord) -> list[str]:
         for s in old:
             signal.signal(s, signal.SIG_IGN)
     try:
+        for pid, start in rec.tracers:
+            # Only that very process (pid and start time): a reused pid is someone else's.
+            if trace.stop_process(pid, start):
+                notes.append(f"stopped bpftrace {pid}")
         ours = [e for e in mounts.mountinfo() if _under(e.mountpoint, rec.mount_dir)]
         # Thaw before any unmount: a frozen file system unmounted keeps its superblock, loop
         # device and image alive until reboot. Every kernel mount of the run, not only those

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from fsbench.probes.procfs import (
     MEMINFO_KEYS,
@@ -65,6 +66,8 @@ class ProbeDelta:
     meminfo_before: dict[str, int] = field(default_factory=dict)
     meminfo_after: dict[str, int] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+    # The kernel trace probes' figures over the measured run (probes/trace.py), if traced.
+    trace: dict[str, Any] | None = None
 
     @property
     def daemon_s(self) -> float:

@@ -104,6 +104,11 @@ HOOKS: dict[str, Hook] = {
     "read_only_ok": Hook(False, "it can run on a --read-only volume (reads what is there)"),
     "tools": Hook((), "outside programs whose versions go into the environment"),
     "close": Hook(None, "called once at the end: scratch areas outside the target"),
+    "app_comms": Hook(
+        None,
+        "the command names of its processes, for the trace probes' wake-ups (None: "
+        "fsbench's own threads do the work)",
+    ),
     "placement": Hook(
         "free", "where the app and the FUSE daemon run: free | same | split (lab/placement.py)"
     ),

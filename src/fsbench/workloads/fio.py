@@ -35,6 +35,8 @@ FIO_RUNTIME_CAP_S = 60
 class FioJob:
     """One fio job as data: everything that decides what fio does is a field here."""
 
+    # The task name of the application in the kernel trace (sched wake-ups are by comm).
+    app_comms = ("fio",)
     name: str  # the workload (what users type), e.g. "rand-read"
     variant: str  # e.g. "4k-direct"; name/variant is the result's identity
     description: str

@@ -1,0 +1,84 @@
+"""The kernel trace probes' cost: seq-write rate with probes on divided by the rate with them
+off, for ext4 and ntfs-3g, alternated in one invocation (off, on, off, on, ...).
+
+    flock /tmp/fsbench-heavy.lock uv run python bench/probe_overhead.py [--rounds 3]
+
+Each round is one `fsbench compare ext4 ntfs-3g` with and one with `--no-trace`, on a RAM
+image; the ratio per driver is the median of all its "on" samples over the median of all its
+"off" samples. Target: >= 0.97. Needs root (lab mounts) and bpftrace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DRIVERS = ("ext4", "ntfs-3g")
+TARGET = 0.97
+
+
+def one(tmp: Path, i: int, trace: bool, args: argparse.Namespace) -> dict[str, list[float]]:
+    out = tmp / f"run-{i}-{'on' if trace else 'off'}"
+    argv = [
+        sys.executable, "-m", "fsbench", "compare", *DRIVERS,
+        "--size", args.size, "--scale", str(args.scale),
+        "--workloads", args.workload, "--repeat", str(args.repeat),
+        "--out", str(out), "--db", str(tmp / "b.db"), "--json",
+    ]  # fmt: skip
+    if not trace:
+        argv.append("--no-trace")
+    env = dict(os.environ, FSBENCH_TRACE_OFF=",".join(args.off))
+    subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+    doc = json.loads((out / "results.json").read_text())
+    probes = doc["environment"].get("trace_probes", {})
+    if trace and any(v != "ok" for k, v in probes.items() if k not in args.off):
+        sys.exit(f"probes not all available, nothing to measure: {probes}")
+    return {r["subject"]: r["samples"] for r in doc["results"] if r["status"] == "ok"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--size", default="1G")
+    ap.add_argument("--scale", type=float, default=0.25)
+    ap.add_argument("--workload", default="seq-write/fsync")
+    ap.add_argument("--off", default="", help="probes left off, e.g. sched (their cost)")
+    args = ap.parse_args()
+    args.off = [n for n in args.off.split(",") if n]
+    samples: dict[tuple[str, bool], list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="fsbench-probe-overhead-") as d:
+        for i in range(args.rounds):
+            for trace in (False, True):
+                for subject, values in one(Path(d), i, trace, args).items():
+                    samples.setdefault((subject, trace), []).extend(values)
+    ratios = []
+    for drv in DRIVERS:
+        on, off = samples.get((drv, True)), samples.get((drv, False))
+        if not on or not off:
+            print(f"{drv}: no samples (driver unavailable?)")
+            continue
+        ratio = statistics.median(on) / statistics.median(off)
+        ratios.append(ratio)
+        print(
+            f"{drv:8} {args.workload}: probes on {statistics.median(on):8.1f} MiB/s, off "
+            f"{statistics.median(off):8.1f} MiB/s, on/off = {ratio:.3f} "
+            f"({len(on)} + {len(off)} samples)"
+            + (f" [probes off: {','.join(args.off)}]" if args.off else "")
+        )
+    if not ratios:
+        return 1
+    worst = min(ratios)
+    verdict = "meets" if worst >= TARGET else "misses"
+    print(f"summary: worst on/off ratio {worst:.3f} {verdict} the target {TARGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,677 @@
+"""Kernel trace probes: FUSE requests, readahead windows, block requests, writeback, wake-ups.
+
+One bpftrace process per run aggregates tracepoint events in kernel maps (counts, sums, log2
+histograms), so no event is copied to user space; fsbench marks each sample's start and end
+with a close() of a magic descriptor (EBADF, harmless) that the script recognizes: the start
+clears the maps, the end prints them and a line "fsbench-end SEQ". bpftrace runs its print and
+clear actions in the order the events were emitted, and fsbench waits for each marker's
+acknowledgement line, so a sample's figures are exactly the events between its two markers
+(plus what arrives in the few milliseconds bpftrace's user space takes to read the maps).
+
+Probes are data (`PROBES`): a name, the tracepoints it needs, what it yields and its bpftrace
+fragment. The script is assembled from the probes this kernel can serve; the others are
+reported unavailable with the reason, and the run goes on.
+
+Maps are keyed so one bpftrace serves every subject: FUSE by connection (the kernel dev_t of
+the mount), block by device dev_t, readahead by superblock dev_t, writeback by bdi name, the
+scheduler by the woken task's comm. `SubjectKeys` picks a subject's share at sample time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TRACEFS = Path("/sys/kernel/tracing")
+# Descriptor numbers nothing can have open (above the kernel's nr_open ceiling of 2^20):
+# close() on them fails with EBADF and only the marker probe notices.
+MARK_BEGIN = 1_000_000_000
+MARK_END = 1_100_000_000
+SEQ_SPAN = 100_000_000
+# FUSE headers around the payload, measured on this kernel (6.18): a 4096-byte WRITE request
+# is 4176 bytes long (fuse_in_header 40 + fuse_write_in 40), a 128 KiB READ reply 131088
+# (fuse_out_header 16).
+FUSE_WRITE_IN_HDR = 80
+FUSE_OUT_HDR = 16
+FUSE_READ, FUSE_WRITE = 15, 16
+ATTACH_TIMEOUT_S = 30.0
+MARK_TIMEOUT_S = 10.0
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+FUSE_OPCODES = {
+    1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 5: "READLINK", 6: "SYMLINK",
+    8: "MKNOD", 9: "MKDIR", 10: "UNLINK", 11: "RMDIR", 12: "RENAME", 13: "LINK", 14: "OPEN",
+    15: "READ", 16: "WRITE", 17: "STATFS", 18: "RELEASE", 20: "FSYNC", 21: "SETXATTR",
+    22: "GETXATTR", 23: "LISTXATTR", 24: "REMOVEXATTR", 25: "FLUSH", 26: "INIT",
+    27: "OPENDIR", 28: "READDIR", 29: "RELEASEDIR", 30: "FSYNCDIR", 31: "GETLK", 32: "SETLK",
+    33: "SETLKW", 34: "ACCESS", 35: "CREATE", 36: "INTERRUPT", 37: "BMAP", 38: "DESTROY",
+    39: "IOCTL", 40: "POLL", 41: "NOTIFY_REPLY", 42: "BATCH_FORGET", 43: "FALLOCATE",
+    44: "READDIRPLUS", 45: "RENAME2", 46: "LSEEK", 47: "COPY_FILE_RANGE", 50: "SYNCFS",
+    51: "TMPFILE", 52: "STATX",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A trace probe: what it needs from the kernel, what it yields, how it is traced."""
+
+    name: str
+    tracepoints: tuple[str, ...]  # "category/event" under tracefs events/
+    yields: str
+    script: str  # bpftrace fragment; maps named @<name>_*
+    maps: tuple[str, ...]  # printed at the end of a sample (all are cleared at its start)
+    scratch: tuple[str, ...] = ()  # in-flight bookkeeping: cleared, never printed
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe(
+        "fuse",
+        ("fuse/fuse_request_send", "fuse/fuse_request_end"),
+        "FUSE requests per opcode, payload bytes and size distribution (READ, WRITE), "
+        "request latency send->end (log2 histogram, p50/p99, total)",
+        f"""
+tracepoint:fuse:fuse_request_send {{
+  @fuse_t[args->connection, args->unique] = nsecs;
+  @fuse_op[args->connection, args->unique] = args->opcode;
+  @fuse_n[args->connection, args->opcode] = count();
+  if (args->opcode == {FUSE_WRITE} && args->len >= {FUSE_WRITE_IN_HDR}) {{
+    @fuse_size[args->connection, args->opcode] = hist(args->len - {FUSE_WRITE_IN_HDR});
+    @fuse_bytes[args->connection, args->opcode] = sum(args->len - {FUSE_WRITE_IN_HDR});
+  }}
+}}
+tracepoint:fuse:fuse_request_end /@fuse_t[args->connection, args->unique]/ {{
+  $op = @fuse_op[args->connection, args->unique];
+  $ns = nsecs - @fuse_t[args->connection, args->unique];
+  @fuse_lat[args->connection, $op] = hist($ns / 1000);
+  @fuse_latsum[args->connection, $op] = sum($ns);
+  if ($op == {FUSE_READ} && args->len >= {FUSE_OUT_HDR}) {{
+    @fuse_size[args->connection, $op] = hist(args->len - {FUSE_OUT_HDR});
+    @fuse_bytes[args->connection, $op] = sum(args->len - {FUSE_OUT_HDR});
+  }}
+  delete(@fuse_t[args->connection, args->unique]);
+  delete(@fuse_op[args->connection, args->unique]);
+}}
+""",
+        ("fuse_n", "fuse_size", "fuse_bytes", "fuse_lat", "fuse_latsum"),
+        ("fuse_t", "fuse_op"),
+    ),
+    Probe(
+        "readahead",
+        ("readahead/page_cache_ra_order", "readahead/page_cache_ra_unbounded"),
+        "readahead windows the kernel chose (bytes, log2 histogram) and their count",
+        # ra_order traces the window of a large-folio mapping; others fall back to
+        # ra_unbounded, which traces how many pages it is asked to read.
+        f"""
+tracepoint:readahead:page_cache_ra_order {{
+  @readahead_win[args->s_dev] = hist(args->size * {PAGE});
+}}
+tracepoint:readahead:page_cache_ra_unbounded {{
+  @readahead_win[args->s_dev] = hist(args->nr_to_read * {PAGE});
+}}
+""",
+        ("readahead_win",),
+    ),
+    Probe(
+        "block",
+        ("block/block_rq_issue", "block/block_rq_complete"),
+        "block requests at the device (read/write), size distribution, issue->complete latency",
+        """
+tracepoint:block:block_rq_issue /strncmp(args->rwbs, "R", 1) == 0/ {
+  @block_size[args->dev, "read"] = hist(args->bytes);
+  @block_t[args->dev, args->sector] = nsecs;
+}
+tracepoint:block:block_rq_issue /strncmp(args->rwbs, "W", 1) == 0/ {
+  @block_size[args->dev, "write"] = hist(args->bytes);
+  @block_t[args->dev, args->sector] = nsecs;
+}
+tracepoint:block:block_rq_complete /@block_t[args->dev, args->sector]/ {
+  $us = (nsecs - @block_t[args->dev, args->sector]) / 1000;
+  if (strncmp(args->rwbs, "R", 1) == 0) { @block_lat[args->dev, "read"] = hist($us); }
+  else { @block_lat[args->dev, "write"] = hist($us); }
+  delete(@block_t[args->dev, args->sector]);
+}
+""",
+        ("block_size", "block_lat"),
+        ("block_t",),
+    ),
+    Probe(
+        "writeback",
+        ("writeback/balance_dirty_pages", "writeback/writeback_single_inode"),
+        "dirty throttling: balance_dirty_pages calls and their pause; pages the flusher "
+        "wrote back (writeback_single_inode; an fsync's own writes are not among them)",
+        """
+tracepoint:writeback:balance_dirty_pages {
+  @writeback_bdp[args->bdi] = count();
+  if (args->pause > 0) { @writeback_pause[args->bdi] = sum(args->pause); }
+}
+tracepoint:writeback:writeback_single_inode {
+  @writeback_pages[args->name] = sum(args->wrote);
+}
+""",
+        ("writeback_bdp", "writeback_pause", "writeback_pages"),
+    ),
+    Probe(
+        "sched",
+        ("sched/sched_waking", "sched/sched_wakeup", "sched/sched_migrate_task"),
+        "wake-ups of the application's and the driver daemon's tasks, how many were to "
+        "another CPU than the waker's, migrations",
+        # The waker's CPU is known at sched_waking only: sched_wakeup may run on the target CPU
+        # (wake lists), which would hide a cross-CPU wake-up (measured: half of them).
+        """
+tracepoint:sched:sched_waking {
+  @sched_waker[args->pid] = cpu + 1;
+}
+tracepoint:sched:sched_wakeup {
+  @sched_wake[args->comm] = count();
+  $w = @sched_waker[args->pid];
+  if ($w && (uint64)args->target_cpu + 1 != $w) { @sched_cross[args->comm] = count(); }
+  delete(@sched_waker[args->pid]);
+}
+tracepoint:sched:sched_migrate_task {
+  @sched_mig[str(args->comm)] = count();
+}
+""",
+        ("sched_wake", "sched_cross", "sched_mig"),
+        ("sched_waker",),
+    ),
+)
+PROBE_NAMES = tuple(p.name for p in PROBES)
+MARKER_TRACEPOINT = "syscalls/sys_enter_close"
+
+
+# -- availability ---------------------------------------------------------------------------------
+# Set when fsbench mounted tracefs itself (left mounted: harmless, and the kernel's own place).
+MOUNTED_NOTES: list[str] = []
+
+
+def ensure_tracefs(root: Path = TRACEFS) -> str | None:
+    """tracefs mounted at `root` (mounting it if absent); None, or why it is not there."""
+    if (root / "events").is_dir():
+        return None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["mount", "-t", "tracefs", "nodev", str(root)],
+            check=True,
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"tracefs is not mounted at {root} and could not be mounted ({e})"
+    if not (root / "events").is_dir():
+        return f"tracefs mounted at {root} has no events/ directory"
+    MOUNTED_NOTES.append(f"tracefs was not mounted: fsbench mounted it at {root} (left mounted)")
+    return None
+
+
+def missing_tracepoints(probe: Probe, events: Path) -> list[str]:
+    return [tp for tp in probe.tracepoints if not (events / tp / "format").is_file()]
+
+
+def availability(events: Path | None = None) -> dict[str, str]:
+    """Each probe's status on this machine: "ok" or why not."""
+    if os.geteuid() != 0:
+        return dict.fromkeys(PROBE_NAMES, "needs root")
+    if shutil.which("bpftrace") is None:
+        return dict.fromkeys(PROBE_NAMES, "bpftrace is not installed (scripts/setup.sh)")
+    if events is None:
+        why = ensure_tracefs()
+        if why:
+            return dict.fromkeys(PROBE_NAMES, why)
+        events = TRACEFS / "events"
+    if not (events / MARKER_TRACEPOINT / "format").is_file():
+        why = f"tracepoint {MARKER_TRACEPOINT} (the sample marker) is missing on this kernel"
+        return dict.fromkeys(PROBE_NAMES, why)
+    out = {}
+    # Probes turned off by name (comma-separated), e.g. to measure one probe's cost.
+    off = {n.strip() for n in os.environ.get("FSBENCH_TRACE_OFF", "").split(",") if n.strip()}
+    for p in PROBES:
+        if p.name in off:
+            out[p.name] = "off (FSBENCH_TRACE_OFF)"
+            continue
+        missing = missing_tracepoints(p, events)
+        out[p.name] = f"tracepoint {', '.join(missing)} missing on this kernel" if missing else "ok"
+    return out
+
+
+# -- the script -----------------------------------------------------------------------------------
+def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
+    """The bpftrace program for the given probes, with the sample markers of `marker_pid`."""
+    probes = list(probes)
+    maps = [m for p in probes for m in p.maps]
+    every = maps + [m for p in probes for m in p.scratch]
+    clear = " ".join(f"clear(@{m});" for m in every)
+    show = " ".join(f"print(@{m});" for m in maps)
+    parts = ['BEGIN { printf("fsbench-ready\\n"); }']
+    parts += [p.script.strip() for p in probes]
+    pred = f"pid == {marker_pid}"
+    parts.append(
+        f"tracepoint:syscalls:sys_enter_close /{pred} && args->fd >= {MARK_BEGIN} && "
+        f"args->fd < {MARK_BEGIN + SEQ_SPAN}/ {{ {clear} "
+        f'printf("fsbench-begin %d\\n", args->fd - {MARK_BEGIN}); }}'
+    )
+    parts.append(
+        f"tracepoint:syscalls:sys_enter_close /{pred} && args->fd >= {MARK_END} && "
+        f"args->fd < {MARK_END + SEQ_SPAN}/ {{ {show} "
+        f'printf("fsbench-end %d\\n", args->fd - {MARK_END}); }}'
+    )
+    # Nothing printed at exit: bpftrace would otherwise dump every map on SIGINT.
+    parts.append(f"END {{ {clear} }}")
+    return "\n".join(parts) + "\n"
+
+
+# -- reading bpftrace's JSON output ---------------------------------------------------------------
+def _key(k: str) -> list[str]:
+    return k.split(",")
+
+
+def parse_maps(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """bpftrace `-f json` lines -> {map name without @: {key string: value}}; histograms as
+    {bucket lower bound: count}."""
+    maps: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict) or rec.get("type") not in ("map", "hist", "stats"):
+            continue
+        for name, data in (rec.get("data") or {}).items():
+            out: dict[str, Any] = {}
+            if isinstance(data, dict):
+                for k, v in data.items():
+                    if isinstance(v, list):  # a histogram: [{min, max, count}, ...]
+                        out[k] = {
+                            int(b.get("min", 0) or 0): int(b["count"])
+                            for b in v
+                            if isinstance(b, dict) and b.get("count")
+                        }
+                    else:
+                        out[k] = v
+            maps[name.lstrip("@")] = out
+    return maps
+
+
+def hist_percentile(h: dict[int, float], q: float) -> float | None:
+    """The q-quantile of a log2 histogram {lower bound: count}, interpolated linearly inside
+    the bucket [lo, 2*lo) it falls in."""
+    total = sum(h.values())
+    if total <= 0:
+        return None
+    want, seen = q * total, 0.0
+    for lo in sorted(h):
+        n = h[lo]
+        if seen + n >= want:
+            hi = 2 * lo if lo > 0 else 1
+            return lo + (hi - lo) * ((want - seen) / n if n else 0.0)
+        seen += n
+    return float(max(h))
+
+
+@dataclass
+class SubjectKeys:
+    """Which map keys belong to one subject in one sample."""
+
+    fuse_connection: int | None = None  # kernel dev_t of the FUSE mount (st_dev)
+    block_devs: tuple[int, ...] = ()  # kernel dev_t of the subject's block device(s)
+    sb_devs: tuple[int, ...] = ()  # superblock dev_t (st_dev of the mount point)
+    bdis: tuple[str, ...] = ()  # backing_dev_info names ("7:3", "0:54", "7:3-fuseblk")
+    comms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # role -> task comms
+
+
+def kdev(st_dev: int) -> int:
+    """A user-space dev_t as the kernel's internal one (major << 20 | minor)."""
+    return (os.major(st_dev) << 20) | os.minor(st_dev)
+
+
+def subject_keys(
+    mountpoint: str | None,
+    block_device: str | None,
+    fuse: bool,
+    app_comms: Iterable[str],
+    daemon_pid: int | None,
+) -> SubjectKeys:
+    """The keys of a subject as it is mounted now (a FUSE remount has a new connection)."""
+    keys = SubjectKeys()
+    bdis: list[str] = []
+    if mountpoint:
+        with contextlib.suppress(OSError):
+            st = os.stat(mountpoint).st_dev
+            keys.sb_devs = (kdev(st),)
+            if fuse:
+                keys.fuse_connection = kdev(st)
+            mm = f"{os.major(st)}:{os.minor(st)}"
+            bdis += [mm, f"{mm}-fuseblk"]
+    if block_device:
+        with contextlib.suppress(OSError, ValueError):
+            major, minor = Path(f"/sys/class/block/{block_device}/dev").read_text().split(":")
+            keys.block_devs = ((int(major) << 20) | int(minor),)
+            bdis.append(f"{int(major)}:{int(minor)}")
+    keys.bdis = tuple(dict.fromkeys(bdis))
+    comms = {"app": tuple(app_comms)}
+    if daemon_pid:
+        with contextlib.suppress(OSError):
+            comms["driver"] = (Path(f"/proc/{daemon_pid}/comm").read_text().strip(),)
+    keys.comms = comms
+    return keys
+
+
+def _hist_add(dst: dict[str, dict[str, int]], k: str, h: dict[int, int]) -> None:
+    b = dst.setdefault(k, {})
+    for lo, n in h.items():
+        b[str(lo)] = b.get(str(lo), 0) + n
+
+
+def to_trace(
+    maps: dict[str, dict[str, Any]],
+    keys: SubjectKeys,
+    status: dict[str, str],
+    work: dict[str, float],
+) -> dict[str, Any]:
+    """One subject's share of a sample's maps, in the shape report/explain.py reads."""
+    trace: dict[str, Any] = {"probes": dict(status)}
+
+    def ok(name: str) -> bool:
+        return status.get(name) == "ok"
+
+    def rows(m: str) -> Iterable[tuple[list[str], Any]]:
+        for k, v in (maps.get(m) or {}).items():
+            yield _key(k), v
+
+    if ok("fuse") and keys.fuse_connection is not None:
+        conn = str(keys.fuse_connection)
+        fz: dict[str, Any] = {
+            "requests": {},
+            "bytes": {},
+            "size_hist": {},
+            "latency_hist_us": {},
+            "latency_us": {},
+        }
+
+        def op(code: str) -> str:
+            return FUSE_OPCODES.get(int(code), f"OP{code}")
+
+        for (c, code), n in rows("fuse_n"):
+            if c == conn:
+                fz["requests"][op(code)] = fz["requests"].get(op(code), 0) + int(n)
+        for (c, code), n in rows("fuse_bytes"):
+            if c == conn:
+                fz["bytes"][op(code)] = int(n)
+        for (c, code), h in rows("fuse_size"):
+            if c == conn:
+                _hist_add(fz["size_hist"], op(code), h)
+        for (c, code), h in rows("fuse_lat"):
+            if c == conn:
+                _hist_add(fz["latency_hist_us"], op(code), h)
+        for (c, code), ns in rows("fuse_latsum"):
+            if c == conn:
+                fz["latency_us"].setdefault(op(code), {})["total"] = int(ns) / 1000
+        _percentiles(fz)
+        trace["fuse"] = fz
+    if ok("readahead"):
+        windows: dict[str, dict[str, int]] = {}
+        for (dev,), h in rows("readahead_win"):
+            if int(dev) in keys.sb_devs or int(dev) in keys.block_devs:
+                _hist_add(windows, "w", h)
+        w = windows.get("w", {})
+        trace["readahead"] = {"windows": w, "count": sum(w.values())}
+    if ok("block"):
+        blk: dict[str, Any] = {"requests": {}, "size_hist": {}, "latency_hist_us": {}}
+        for (dev, rw), h in rows("block_size"):
+            if int(dev) in keys.block_devs:
+                _hist_add(blk["size_hist"], rw, h)
+        for (dev, rw), h in rows("block_lat"):
+            if int(dev) in keys.block_devs:
+                _hist_add(blk["latency_hist_us"], rw, h)
+        blk["requests"] = {
+            rw: sum(blk["size_hist"].get(rw, {}).values()) for rw in ("read", "write")
+        }
+        blk["latency_us"] = {}
+        _percentiles(blk)
+        trace["block"] = blk
+    if ok("writeback"):
+        wb = {"balance_dirty_pages": 0, "pause_ms": 0.0, "pages_written": 0}
+        for m, field_ in (
+            ("writeback_bdp", "balance_dirty_pages"),
+            ("writeback_pause", "pause_ms"),
+            ("writeback_pages", "pages_written"),
+        ):
+            for (bdi,), n in rows(m):
+                if bdi in keys.bdis:
+                    wb[field_] += n
+        wb["pause_ms"] = float(wb["pause_ms"])
+        trace["writeback"] = wb
+    if ok("sched"):
+        sc: dict[str, dict[str, int]] = {"wakeups": {}, "cross_cpu": {}, "migrations": {}}
+        for m, part in (("sched_wake", "wakeups"), ("sched_cross", "cross_cpu"),
+                        ("sched_mig", "migrations")):  # fmt: skip
+            got = {k[0]: int(v) for k, v in rows(m)}
+            for role, comms in keys.comms.items():
+                sc[part][role] = sum(got.get(c, 0) for c in comms)
+        trace["sched"] = sc
+    trace["work"] = dict(work)
+    return trace
+
+
+def _percentiles(part: dict[str, Any]) -> None:
+    """latency_us[OP].p50/p99 from latency_hist_us[OP] (log2 buckets, interpolated)."""
+    lat = part.setdefault("latency_us", {})
+    for name, h in part.get("latency_hist_us", {}).items():
+        hh = {int(k): float(v) for k, v in h.items()}
+        entry = lat.setdefault(name, {})
+        for label, q in (("p50", 0.5), ("p99", 0.99)):
+            v = hist_percentile(hh, q)
+            if v is not None:
+                entry[label] = round(v, 2)
+
+
+def merge_traces(traces: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Several samples' (or iterations') traces as one: counts, bytes, histogram buckets,
+    latency totals and work add up; p50/p99 are recomputed from the summed histograms."""
+    ts = [t for t in traces if isinstance(t, dict) and t]
+    if not ts:
+        return None
+    out: dict[str, Any] = {"probes": {}}
+    for t in ts:
+        for name, status in (t.get("probes") or {}).items():
+            if out["probes"].get(name, "ok") == "ok":
+                out["probes"][name] = status  # the first reason a probe was unavailable stays
+    for t in ts:
+        for part, val in t.items():
+            if part == "probes" or not isinstance(val, dict):
+                continue
+            _add(out.setdefault(part, {}), val)
+    for part in ("fuse", "block"):
+        if isinstance(out.get(part), dict):
+            for entry in (out[part].get("latency_us") or {}).values():
+                entry.pop("p50", None)
+                entry.pop("p99", None)
+            _percentiles(out[part])
+    for name, status in out["probes"].items():
+        if status != "ok":
+            out.pop(name, None)
+    return out
+
+
+def _add(dst: dict[str, Any], src: dict[str, Any]) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict):
+            _add(dst.setdefault(k, {}), v)
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            if k in ("p50", "p99"):
+                continue  # recomputed from the merged histogram
+            dst[k] = dst.get(k, 0) + v
+
+
+# -- the running tracer ---------------------------------------------------------------------------
+class TraceError(Exception):
+    pass
+
+
+@dataclass
+class Tracer:
+    """The run's one bpftrace process. `start` records it (via `on_started`) before waiting for
+    it to attach; `sample` brackets one measured run; `stop` ends it (and `release` after a
+    crash: the state record has its pid and start time)."""
+
+    status: dict[str, str]
+    on_started: Callable[[int], None] = lambda _pid: None
+    attach_timeout: float = ATTACH_TIMEOUT_S
+    mark_timeout: float = MARK_TIMEOUT_S
+    proc: subprocess.Popen[str] | None = None
+    _lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
+    _seq: int = 0
+    _errors: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        probes = [p for p in PROBES if self.status.get(p.name) == "ok"]
+        if not probes:
+            return
+        script = build_script(probes, os.getpid())
+        self.proc = subprocess.Popen(
+            ["bpftrace", "-f", "json", "-e", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a Ctrl-C to fsbench does not reach it: stopped by us
+        )
+        self.on_started(self.proc.pid)
+        # Readers drain both pipes all the time: a full pipe would stall bpftrace.
+        threading.Thread(target=self._read_out, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+        try:
+            self._wait_for("fsbench-ready", self.attach_timeout)
+        except TraceError as e:
+            self.stop()
+            self._unavailable(str(e))
+
+    def _read_out(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            line = line.strip()
+            # bpftrace warns about RLIMIT_MEMLOCK even when the kernel accounts BPF memory
+            # by cgroup and the program loads: not an error.
+            if line and "RLIMIT_MEMLOCK" not in line and "WARNING" not in line:
+                self._errors.append(line)
+
+    def _first_error(self) -> str:
+        errs = [e for e in self._errors if "ERROR" in e] or self._errors
+        return errs[0] if errs else "bpftrace exited"
+
+    def _wait_for(self, marker: str, timeout: float) -> list[str]:
+        deadline = time.monotonic() + timeout
+        got: list[str] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TraceError(f"bpftrace did not answer within {timeout:.0f} s ({marker})")
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                time.sleep(0.1)  # let the stderr reader catch the reason
+                raise TraceError(f"bpftrace stopped: {self._first_error()}")
+            if _printf(line) == marker:
+                return got
+            got.append(line)
+
+    def _unavailable(self, why: str) -> None:
+        for name, st in self.status.items():
+            if st == "ok":
+                self.status[name] = why
+
+    def begin(self) -> None:
+        """Start a sample: clear the maps and wait until bpftrace has done so."""
+        if not self.active:
+            return
+        self._seq = (self._seq + 1) % SEQ_SPAN
+        with contextlib.suppress(OSError):
+            os.close(MARK_BEGIN + self._seq)
+        try:
+            self._wait_for(f"fsbench-begin {self._seq}", self.mark_timeout)
+        except TraceError as e:
+            self.stop()
+            self._unavailable(str(e))
+
+    def end(self) -> dict[str, dict[str, Any]] | None:
+        """End a sample: the maps as bpftrace printed them (None when tracing failed)."""
+        if not self.active:
+            return None
+        with contextlib.suppress(OSError):
+            os.close(MARK_END + self._seq)
+        try:
+            lines = self._wait_for(f"fsbench-end {self._seq}", self.mark_timeout)
+        except TraceError as e:
+            self.stop()
+            self._unavailable(str(e))
+            return None
+        return parse_maps(lines)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        stop_process(self.proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+
+def stop_process(pid: int, start: int | None = None) -> bool:
+    """SIGINT a bpftrace we started (and SIGKILL it if it lingers); with `start`, only if the
+    pid still is that process (a pid alone may have been reused)."""
+    from fsbench.lab.state import process_start
+
+    if start is not None and process_start(pid) != start:
+        return False
+    try:
+        os.kill(pid, signal.SIGINT)  # bpftrace detaches its probes on SIGINT
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def _printf(line: str) -> str | None:
+    """The text of a bpftrace printf line in JSON output, stripped."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(rec, dict) and rec.get("type") == "printf":
+        return str(rec.get("data", "")).strip()
+    return None
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True

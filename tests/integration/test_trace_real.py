@@ -1,0 +1,85 @@
+"""Kernel trace probes from real `fsbench compare` runs: the FUSE WRITE request size ntfs-3g
+really sends (4 KiB on a 1 GiB volume, larger with big_writes on a volume of 4 GiB or more),
+and the run's bpftrace gone afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import fsbench, need_drivers, release_leftovers
+
+from fsbench.probes import trace as ktrace
+
+pytestmark = pytest.mark.root
+
+
+def _bpftrace_pids() -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == "bpftrace":
+                    out.add(int(d.name))
+            except OSError:
+                continue
+    return out
+
+
+def _compare(tmp_path: Path, state_dir: Path, subject: str, size: str, scale: str) -> dict:
+    if any(v != "ok" for v in ktrace.availability().values()):
+        pytest.skip(f"trace probes unavailable here: {ktrace.availability()}")
+    need_drivers(subject.split(":")[0])
+    out = tmp_path / "out"
+    before = _bpftrace_pids()
+    try:
+        res = fsbench(
+            "compare", subject, "--size", size, "--scale", scale,
+            "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "0",
+            "--out", str(out), "--db", str(tmp_path / "results.db"), "--json",
+        )  # fmt: skip
+    finally:
+        release_leftovers(state_dir)
+    assert res.returncode == 0, res.stderr
+    # The run's own bpftrace is gone (others' may be running: only new ones count).
+    assert not (_bpftrace_pids() - before - {os.getpid()})
+    return json.loads((out / "results.json").read_text())
+
+
+def _write_sizes(doc: dict) -> tuple[dict[str, int], dict]:
+    assert doc["environment"]["trace_probes"] == dict.fromkeys(ktrace.PROBE_NAMES, "ok")
+    (res,) = doc["results"]
+    assert res["status"] == "ok", res.get("error")
+    for s in res["sample_details"]:
+        assert s["trace"]["fuse"]["requests"]["WRITE"] > 0
+    trace = res["trace"]
+    fuse = trace["fuse"]
+    hist = {int(k): v for k, v in fuse["size_hist"]["WRITE"].items()}
+    # Every byte fio wrote went through a FUSE WRITE request, and the work is the samples'.
+    assert fuse["bytes"]["WRITE"] >= 0.99 * trace["work"]["bytes"] > 0
+    assert fuse["latency_us"]["WRITE"]["p50"] > 0 and fuse["latency_us"]["WRITE"]["total"] > 0
+    assert trace["sched"]["wakeups"]["driver"] > 0
+    assert sum(trace["block"]["requests"].values()) > 0
+    return hist, trace
+
+
+@pytest.mark.root
+def test_ntfs3g_writes_4k_requests_on_a_small_volume(tmp_path: Path, state_dir: Path) -> None:
+    doc = _compare(tmp_path, state_dir, "ntfs-3g", "1G", "0.05")
+    hist, trace = _write_sizes(doc)
+    dominant = max(hist, key=lambda k: hist[k])
+    assert dominant == 4096, hist
+    assert hist[4096] >= 0.9 * sum(hist.values())
+    print("ntfs-3g 1G WRITE sizes:", hist, "latency", trace["fuse"]["latency_us"]["WRITE"])
+
+
+@pytest.mark.root
+def test_ntfs3g_big_writes_sends_larger_requests_on_5g(tmp_path: Path, state_dir: Path) -> None:
+    doc = _compare(tmp_path, state_dir, "ntfs-3g:big_writes", "5G", "0.01")
+    hist, trace = _write_sizes(doc)
+    dominant = max(hist, key=lambda k: hist[k])
+    # 128 KiB on this kernel (fuse max_write with big_writes): log2 bucket [128 KiB, 256 KiB).
+    assert dominant == 131072, hist
+    print("ntfs-3g:big_writes 5G WRITE sizes:", hist, trace["fuse"]["latency_us"]["WRITE"])

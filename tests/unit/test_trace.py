@@ -1,0 +1,273 @@
+"""Kernel trace probes without a kernel: script assembly from the probe records, availability
+from a canned tracefs events directory, parsing real bpftrace output (captured on ntfs-3g),
+merging samples, and a run that goes on with a probe unavailable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsbench.lab import state
+from fsbench.probes import trace as T
+from fsbench.runner import Runner, RunTarget
+from fsbench.schema import Run, Subject
+from fsbench.workloads.base import Target
+from fsbench.workloads.fake import FakeWorkload
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CAPTURE = FIXTURES / "bpftrace_ntfs3g.jsonl"  # one sample: dd 8 MiB conv=fsync, cold cat
+KEYS = json.loads((FIXTURES / "bpftrace_ntfs3g.keys.json").read_text())
+ALL_OK = dict.fromkeys(T.PROBE_NAMES, "ok")
+
+
+def _keys(app: tuple[str, ...] = ("dd", "cat")) -> T.SubjectKeys:
+    return T.SubjectKeys(
+        fuse_connection=KEYS["connection"],
+        block_devs=(KEYS["block_dev"],),
+        sb_devs=(KEYS["connection"],),
+        bdis=tuple(KEYS["bdis"]),
+        comms={"app": app, "driver": ("ntfs-3g",)},
+    )
+
+
+# -- script ---------------------------------------------------------------------------------------
+def test_script_is_assembled_from_the_given_probe_records_only() -> None:
+    probes = [p for p in T.PROBES if p.name != "sched"]
+    script = T.build_script(probes, 4242)
+    assert "tracepoint:fuse:fuse_request_send" in script
+    assert "tracepoint:block:block_rq_complete" in script
+    assert "sched_wakeup" not in script and "@sched_" not in script
+    # Markers only from fsbench's own pid; the begin clears every map (scratch included), the
+    # end prints every result map but not the in-flight bookkeeping.
+    begin, end = (ln for ln in script.splitlines() if "sys_enter_close" in ln)
+    assert "pid == 4242" in begin and "pid == 4242" in end
+    for p in probes:
+        for m in p.maps:
+            assert f"clear(@{m});" in begin and f"print(@{m});" in end
+        for m in p.scratch:
+            assert f"clear(@{m});" in begin and f"print(@{m})" not in end
+    assert f"args->fd >= {T.MARK_BEGIN}" in begin and "fsbench-begin" in begin
+    assert f"args->fd >= {T.MARK_END}" in end and "fsbench-end" in end
+
+
+def _events(tmp_path: Path, missing: str | None) -> Path:
+    events = tmp_path / "events"
+    for tp in [T.MARKER_TRACEPOINT, *(tp for p in T.PROBES for tp in p.tracepoints)]:
+        if tp != missing:
+            (events / tp).mkdir(parents=True, exist_ok=True)
+            (events / tp / "format").write_text("name: x\n")
+    return events
+
+
+def test_a_missing_tracepoint_makes_only_its_probe_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(T.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(T.shutil, "which", lambda _n: "/usr/bin/bpftrace")
+    status = T.availability(_events(tmp_path, "block/block_rq_complete"))
+    assert status["block"] == "tracepoint block/block_rq_complete missing on this kernel"
+    assert {k: v for k, v in status.items() if k != "block"} == dict.fromkeys(
+        [n for n in T.PROBE_NAMES if n != "block"], "ok"
+    )
+    # Without the marker tracepoint no sample can be delimited: every probe says so.
+    status = T.availability(_events(tmp_path / "b", T.MARKER_TRACEPOINT))
+    assert all("sys_enter_close" in v for v in status.values())
+
+
+def test_not_root_or_no_bpftrace_is_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(T.os, "geteuid", lambda: 1000)
+    assert set(T.availability().values()) == {"needs root"}
+    monkeypatch.setattr(T.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(T.shutil, "which", lambda _n: None)
+    assert all("bpftrace is not installed" in v for v in T.availability().values())
+
+
+# -- parsing real output --------------------------------------------------------------------------
+def test_real_bpftrace_output_becomes_the_trace_shape() -> None:
+    maps = T.parse_maps(CAPTURE.read_text().splitlines())
+    work = {"bytes": 8 * 2**20, "ops": 0, "seconds": 0.5}
+    t = T.to_trace(maps, _keys(), ALL_OK, work)
+    assert t["probes"] == ALL_OK and t["work"] == work
+    fuse = t["fuse"]
+    # dd wrote 8 MiB through ntfs-3g (no big_writes): 2048 WRITE requests of 4 KiB.
+    assert fuse["size_hist"]["WRITE"] == {"4096": 2048}
+    assert fuse["bytes"]["WRITE"] == 8 * 2**20
+    assert fuse["requests"]["WRITE"] == 2048
+    # ... and the cold cat read it back in READ requests, payload bytes without the header.
+    assert fuse["bytes"]["READ"] == 8 * 2**20
+    lat = fuse["latency_us"]["WRITE"]
+    assert 0 < lat["p50"] <= lat["p99"] and lat["total"] > 0
+    assert sum(fuse["latency_hist_us"]["WRITE"].values()) == 2048
+    assert t["block"]["requests"]["write"] > 0 and t["block"]["requests"]["read"] > 0
+    assert t["sched"]["wakeups"]["driver"] > 0
+    assert set(t["writeback"]) == {"balance_dirty_pages", "pause_ms", "pages_written"}
+    assert t["readahead"]["count"] == sum(t["readahead"]["windows"].values())
+
+
+def test_another_subjects_keys_see_nothing_of_this_one() -> None:
+    maps = T.parse_maps(CAPTURE.read_text().splitlines())
+    other = T.SubjectKeys(fuse_connection=1, block_devs=(2,), sb_devs=(2,), bdis=("9:9",))
+    t = T.to_trace(maps, other, ALL_OK, {})
+    assert t["fuse"]["requests"] == {} and t["block"]["requests"] == {"read": 0, "write": 0}
+    assert t["readahead"]["count"] == 0 and t["writeback"]["pages_written"] == 0
+
+
+def test_percentile_interpolates_inside_the_log2_bucket() -> None:
+    # 100 events in [32, 64): the median is half way, p99 near the top.
+    assert T.hist_percentile({32: 100}, 0.5) == 48
+    assert T.hist_percentile({32: 100}, 0.99) == pytest.approx(63.68)
+    assert T.hist_percentile({4: 50, 1024: 50}, 0.5) == 8  # the top of the first bucket
+    assert T.hist_percentile({}, 0.5) is None
+
+
+# -- merging --------------------------------------------------------------------------------------
+def _t(n: int, lat_bucket: int, probes: dict[str, str] | None = None) -> dict[str, Any]:
+    fuse = {
+        "requests": {"WRITE": n},
+        "bytes": {"WRITE": n * 4096},
+        "size_hist": {"WRITE": {"4096": n}},
+        "latency_hist_us": {"WRITE": {str(lat_bucket): n}},
+        "latency_us": {"WRITE": {"total": n * lat_bucket * 1.5}},
+    }
+    T._percentiles(fuse)
+    return {
+        "probes": probes or dict(ALL_OK),
+        "fuse": fuse,
+        "sched": {"wakeups": {"app": n, "driver": 2 * n}},
+        "work": {"bytes": n * 4096, "ops": 0, "seconds": 1.0},
+    }
+
+
+def test_merge_adds_counts_and_recomputes_percentiles_from_the_summed_histogram() -> None:
+    m = T.merge_traces([_t(100, 16), None, _t(300, 64)])
+    assert m is not None
+    f = m["fuse"]
+    assert f["requests"]["WRITE"] == 400 and f["bytes"]["WRITE"] == 400 * 4096
+    assert f["size_hist"]["WRITE"] == {"4096": 400}
+    assert f["latency_hist_us"]["WRITE"] == {"16": 100, "64": 300}
+    # 200th of 400 events: the 100th of the 300 in [64, 128).
+    assert f["latency_us"]["WRITE"]["p50"] == pytest.approx(64 + 64 * 100 / 300, abs=0.01)
+    assert f["latency_us"]["WRITE"]["total"] == 100 * 24 + 300 * 96
+    assert m["sched"]["wakeups"] == {"app": 400, "driver": 800}
+    assert m["work"] == {"bytes": 400 * 4096, "ops": 0, "seconds": 2.0}
+    assert T.merge_traces([None]) is None
+
+
+def test_merge_keeps_the_reason_a_probe_was_unavailable() -> None:
+    why = "bpftrace stopped: lost"
+    m = T.merge_traces([_t(1, 8), _t(1, 8, {**ALL_OK, "fuse": why})])
+    assert m is not None and m["probes"]["fuse"] == why and "fuse" not in m
+
+
+# -- the run goes on ------------------------------------------------------------------------------
+class CannedTracer(T.Tracer):
+    """A Tracer whose bpftrace is the captured output: begin/end without a kernel."""
+
+    def __init__(self, status: dict[str, str]) -> None:
+        super().__init__(status)
+        self.begins = self.ends = 0
+
+    @property
+    def active(self) -> bool:
+        return True
+
+    def begin(self) -> None:
+        self.begins += 1
+
+    def end(self) -> dict[str, dict[str, Any]] | None:
+        self.ends += 1
+        return T.parse_maps(CAPTURE.read_text().splitlines())
+
+
+def test_run_goes_on_with_an_unavailable_probe_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(T, "subject_keys", lambda *_a, **_k: _keys())
+    why = "tracepoint block/block_rq_complete missing on this kernel"
+    tracer = CannedTracer({**ALL_OK, "block": why})
+    target = RunTarget(
+        Subject(id="s", driver="fake", fs="fake", kind="fake"),
+        Target("s", str(tmp_path), "fake", 64 * 2**20),
+    )
+    run = Run(run_id="t", started="2025-01-01T00:00:00")
+    wl = FakeWorkload()
+    Runner(run, [target], [wl], repeat=2, warmup=0, tracer=tracer).execute()
+    (res,) = run.results
+    assert res.status == "ok" and len(res.samples) == 2
+    assert tracer.begins == tracer.ends == 2  # once per sample, around the measured run only
+    assert res.trace is not None and res.trace["probes"]["block"] == why
+    assert "block" not in res.trace and "block" not in res.sample_details[0].trace
+    # The result is the merge of its samples: twice one sample's requests.
+    one = res.sample_details[0].trace["fuse"]["requests"]["WRITE"]
+    assert res.trace["fuse"]["requests"]["WRITE"] == 2 * one == 4096
+    assert res.trace["work"]["bytes"] == sum(s.bytes for s in res.sample_details)
+
+
+def test_untraced_run_has_no_trace(tmp_path: Path) -> None:
+    target = RunTarget(
+        Subject(id="s", driver="fake", fs="fake", kind="fake"),
+        Target("s", str(tmp_path), "fake", 64 * 2**20),
+    )
+    run = Run(run_id="t", started="2025-01-01T00:00:00")
+    Runner(run, [target], [FakeWorkload()], repeat=1, warmup=0).execute()
+    assert run.results[0].trace is None and run.results[0].sample_details[0].trace is None
+
+
+def test_a_tracer_with_no_available_probe_starts_nothing() -> None:
+    tracer = T.Tracer(dict.fromkeys(T.PROBE_NAMES, "needs root"))
+    tracer.start()
+    assert tracer.proc is None and not tracer.active
+    tracer.begin()
+    assert tracer.end() is None
+
+
+# -- release stops a recorded trace ---------------------------------------------------------------
+def test_release_stops_the_recorded_tracer_and_only_that_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path)
+    ours = subprocess.Popen(["sleep", "60"])
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        rec = state.StateRecord("r", 0, "", "")
+        rec.tracers = [
+            [ours.pid, state.process_start(ours.pid)],
+            [other.pid, state.process_start(other.pid) + 1],  # a reused pid: not ours
+        ]
+        rec.save()
+        loaded = state.StateRecord.load(Path(rec.path))
+        assert loaded.tracers == rec.tracers
+        notes = state.release(loaded)
+        assert ours.wait(timeout=5) is not None
+        assert f"stopped bpftrace {ours.pid}" in notes
+        time.sleep(0.1)
+        assert other.poll() is None
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()
+
+
+def test_bpftrace_failing_to_start_marks_every_probe_with_its_first_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "bpftrace"
+    fake.write_text(
+        "#!/bin/sh\necho 'WARNING: harmless' >&2\n"
+        "echo 'stdin:12:3-9: ERROR: Unknown tracepoint' >&2\necho 'second' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    started: list[int] = []
+    tracer = T.Tracer(dict(ALL_OK), on_started=started.append, attach_timeout=10)
+    tracer.start()
+    assert started and started[0] > 0  # recorded before waiting for it to attach
+    assert set(tracer.status.values()) == {
+        "bpftrace stopped: stdin:12:3-9: ERROR: Unknown tracepoint"
+    }
+    assert not tracer.active and tracer.end() is None
