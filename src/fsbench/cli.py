@@ -253,6 +253,12 @@ def _positive(name: str, text: str | None, kind: type = int) -> float | None:
     is_flag=True,
     help="Allow formatting a --backing device that holds a file system or partition table.",
 )
+@click.option(
+    "--no-integrity",
+    "no_integrity",
+    is_flag=True,
+    help="Skip the integrity check after the workloads (read-only fsck, kernel log, digests).",
+)
 @_common
 def compare(
     subjects: tuple[str, ...],
@@ -261,6 +267,7 @@ def compare(
     read_only: bool,
     destroy_data: bool,
     no_tune: bool,
+    no_integrity: bool,
     **common: Any,
 ) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
@@ -287,6 +294,7 @@ def compare(
         read_only=read_only,
         destroy_data=destroy_data,
         tune=not no_tune,
+        integrity=not no_integrity,
     )
 
 

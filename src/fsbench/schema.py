@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-SCHEMA_VERSION = 1
+# 2 - subjects: `integrity` (read-only checker, kernel log, digests after the workloads) and
+#     `semantics` (features probed on the mount); both optional, so version 1 still loads.
+SCHEMA_VERSION = 2
 
 CacheState = Literal[
     "cold-verified",
@@ -90,6 +92,46 @@ class Result(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
+class Feature(_Model):
+    """One probed file-system feature: supported (None: unknown), a value for limits, and what
+    the probe saw."""
+
+    supported: bool | None = None
+    value: int | None = None
+    detail: str = ""
+
+
+class Checker(_Model):
+    """The format's own checker, run read-only on the unmounted image."""
+
+    command: list[str]
+    version: str | None = None
+    exit_code: int | None = None
+    seconds: float = 0.0
+    covers: str = ""  # what this checker looks at (ntfsfix -n: little)
+    says: str = ""  # the checker's own words on a problem (its notable lines)
+    output_tail: str = ""
+
+
+# On every result of a subject whose volume came back damaged: shown, never ranked.
+INTEGRITY_FAILED_FLAG = "integrity-failed"
+
+
+class Integrity(_Model):
+    """Whether the volume came back undamaged after the workloads: `failed` when the checker,
+    a kernel log line or a digest says damage; the speed figures are then not ranked."""
+
+    status: Literal["ok", "failed", "not-checked"] = "not-checked"
+    problems: list[str] = Field(default_factory=list)  # first the checker's own words
+    checker: Checker | None = None
+    kernel_log: list[str] = Field(default_factory=list)  # warnings/errors naming the device
+    digest_files: int = 0
+    digest_bytes: int = 0
+    digest_failures: list[str] = Field(default_factory=list)  # "path: why"
+    not_checked: list[str] = Field(default_factory=list)  # parts skipped, and why
+    seconds: float = 0.0  # what the checks added to the run
+
+
 class Subject(_Model):
     id: str  # "driver[:mount-options]" as the user wrote it
     driver: str
@@ -101,6 +143,8 @@ class Subject(_Model):
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
     error: str | None = None
+    integrity: Integrity | None = None
+    semantics: dict[str, Feature] | None = None
 
 
 class Environment(_Model):

@@ -15,8 +15,9 @@ from rich.text import Text
 from fsbench import stats
 from fsbench.lab.backing import format_size
 from fsbench.report.explain import brief_lines, explain_run
+from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.naming import baseline_result, result_title, styled_ratio
+from fsbench.report.naming import baseline_result, ranked, result_title, styled_ratio
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 
@@ -39,6 +40,8 @@ def _ci_text(res: Result) -> str:
 
 
 def ratio_text(base: Result | None, res: Result) -> Text:
+    if not ranked(res):
+        return Text("not ranked", style="red")
     if base is None or base is res or not base.samples or not res.samples:
         return Text("baseline" if base is res else "–", style="dim")
     c = stats.compare(base.samples, res.samples)
@@ -168,6 +171,8 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
         ("  (incomplete)" if run.status == "incomplete" else "", "yellow"),
     )
     parts: list = [head]
+    # A volume that came back damaged is the first thing a reader must see.
+    parts += [ln for ln in integrity_lines(run) if ln.plain.startswith("✗")]
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
     for note in getattr(env, "notes", None) or []:
@@ -176,6 +181,10 @@ def render(run: Run, console: Console | None = None, out_dir: str | None = None)
     if has_matrix(run):
         parts += matrix_tables(run)
     parts += list(subject_lines(run))
+    sem = semantics_table(run)
+    if sem is not None:
+        parts.append(sem)
+    parts += [ln for ln in integrity_lines(run) if not ln.plain.startswith("✗")]
     parts.append(
         Text(
             "vs: ratio of medians to the baseline [95 % interval], ≈ n.s. = not significant · "
