@@ -328,6 +328,8 @@ def check(lab: Lab, ls: LabSubject, w: _Watch) -> Integrity:
         out.not_checked.append("digests: not read (the checker found damage; not remounted)")
     elif lab.read_only:
         out.not_checked.append("digests: none (a read-only volume: fsbench wrote nothing)")
+    elif not w.expected and not w.set_error:
+        out.not_checked.append("digests: none (the subject never mounted: nothing was written)")
     else:
         _verify_digests(ls, w, out)
     damage, notes = kernel_lines(w.mark, ls.block_device)
