@@ -199,7 +199,9 @@ def notable(output: str, noise: tuple[str, ...], n: int = 4) -> str:
     """The checker's own words on the problem: its lines minus banners and progress."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     keep = [ln for ln in lines if not any(ln.startswith(x) for x in noise)]
-    keep = [ln for ln in keep if ln not in ("Fix? no", "No change made")]
+    # Answers to its own questions (-n says no to each) and banners say nothing new.
+    keep = [ln for ln in keep if not ln.endswith("? no") and ln != "No change made"]
+    keep = [ln for ln in keep if "**********" not in ln]
     return "; ".join(keep[:n])
 
 
