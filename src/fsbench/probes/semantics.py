@@ -198,7 +198,7 @@ def probe_chmod(d: str) -> Feature:
         return Feature(supported=True, detail="chmod 0600 then 0640 both took")
     return Feature(
         supported=False,
-        detail=f"chmod accepted but ignored (asked 0600, 0640; mode stayed "
+        detail=f"chmod accepted, the file system ignores it (asked 0600, 0640; mode stayed "
         f"{', '.join(f'{m:04o}' for m in seen)})",
     )
 

@@ -192,7 +192,7 @@ class MetadataOp:
         if self.operation == "chmod" and target.capabilities.get("posix_permissions") is False:
             probed = target.capabilities.get("posix_permissions_detail")
             if probed:
-                raise Unsupported(f"chmod: not honoured on this mount (probed: {probed})")
+                raise Unsupported(f"chmod: no POSIX permissions on this mount (probed: {probed})")
             fs = target.fs or "this file system"
             raise Unsupported(f"chmod: {fs} has no POSIX permissions (driver capability)")
 
