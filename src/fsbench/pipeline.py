@@ -276,6 +276,7 @@ def _lab_targets(
     guard: Guard | None = None,
 ) -> list[RunTarget]:
     assert plan.subjects is not None
+    guard = guard or Guard(enabled=False)
     on_step(
         f"formatting {len({s.driver.fs for s in plan.subjects})} image(s) of "
         f"{format_size(plan.size)}"
@@ -290,7 +291,6 @@ def _lab_targets(
         # Listed before mounting: an interrupt during the mount still names the subject.
         run.subjects.append(rec)
         on_step(f"mounting {ls.spec.id}")
-        guard = guard or Guard(enabled=False)
         try:
             guard.before_mount(ls, rec)
             lab.mount(ls)
@@ -436,7 +436,6 @@ def _dir_target(plan: Plan) -> RunTarget:
     if size < 16 * MiB:
         raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
     rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")
-    os.makedirs(workdir, exist_ok=True)
     rec.semantics = probe_semantics(str(workdir), _device_of(d), False)
     if plan.integrity:
         rec.integrity = directory_integrity()

@@ -299,15 +299,16 @@ def probe(
 ) -> dict[str, Feature]:
     """Every feature of the file system `root` lives on; files go in a scratch directory."""
     out: dict[str, Feature] = {}
-    st = os.statvfs(root)
     if read_only:
+        st = os.statvfs(root)
         skip = Feature(supported=None, detail="not probed: mounted read-only")
         out = {k: skip for k in FEATURES}
         out["name_max"] = Feature(value=st.f_namemax, detail="from statvfs (read-only)")
         return out
     d = os.path.join(root, PROBE_DIR)
     shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    os.makedirs(d)  # and root, for a directory target's scratch directory
+    st = os.statvfs(d)
     try:
         steps: list[tuple[str, Callable[[], Any]]] = [
             ("o_direct", lambda: probe_o_direct(d, device_cache)),
