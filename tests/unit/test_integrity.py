@@ -172,6 +172,8 @@ def test_a_damaged_subject_is_shown_first_but_never_ranked() -> None:
     page = render_html(run)
     assert page.index("integrity: failed") < page.index("Subjects:")
     assert "e2fsck: Bad magic number in super-block" in page
+    assert "Semantics (probed on each mount)" in page and "chmod honoured" in page
+    assert "not ranked" in page  # the ratio cell of the damaged subject
 
 
 def test_old_results_without_integrity_still_load() -> None:
