@@ -343,6 +343,12 @@ def _positive(name: str, text: str | None, kind: type = int) -> float | None:
 @click.option("--vm-memory", default=None, help="The VM's memory, e.g. 2G (default: sized).")
 @click.option("--vm-cpus", default=None, type=int, help="The VM's CPUs (default: sized).")
 @click.option("--vm-timeout", default=None, type=float, help="Give up on a VM after S seconds.")
+@click.option(
+    "--no-integrity",
+    "no_integrity",
+    is_flag=True,
+    help="Skip the integrity check after the workloads (read-only fsck, kernel log, digests).",
+)
 @_common
 def compare(
     subjects: tuple[str, ...],
@@ -355,6 +361,7 @@ def compare(
     vm_memory: str | None,
     vm_cpus: int | None,
     vm_timeout: float | None,
+    no_integrity: bool,
     **common: Any,
 ) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
@@ -389,6 +396,7 @@ def compare(
         read_only=read_only,
         destroy_data=destroy_data,
         tune=not no_tune,
+        integrity=not no_integrity,
     )
 
 

@@ -22,12 +22,14 @@ from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, U
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.formats import FORMATS
+from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
 from fsbench.lab.state import process_start
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.probes import trace as ktrace
+from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.runner import Runner, RunTarget, workload_id
-from fsbench.schema import Run, Subject
+from fsbench.schema import Feature, Run, Subject
 from fsbench.store import Store, default_db_path
 from fsbench.workloads.base import Target, Workload, free_bytes, hook
 
@@ -70,6 +72,7 @@ class Plan:
     # subjects, merged into the same run. With it, subjects == [] means no host subject.
     vm_stage: Callable[[Run, Store, Callable[[str], None]], None] | None = None
     trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
+    integrity: bool = True  # check each lab subject's volume after its workloads
     run_id: str = field(default_factory=lambda: new_run_id())
 
 
@@ -199,6 +202,7 @@ def execute(
     store.begin_run(run, plan.out_dir)
     runner: Runner | None = None
     tracer: ktrace.Tracer | None = None
+    guard = Guard(enabled=plan.integrity)
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
@@ -211,7 +215,7 @@ def execute(
                     kept = [n for n in run.environment.notes if n not in memory]
                     run.environment.notes = [*lab.tuned, *kept]
                 targets = (
-                    _lab_targets(plan, lab, run, store, on_step)
+                    _lab_targets(plan, lab, run, store, on_step, guard)
                     if lab is not None
                     else [_dir_target(plan)]
                     if host
@@ -237,6 +241,9 @@ def execute(
                     tracer=tracer,
                 )
                 runner.execute()
+                if lab is not None:
+                    # Before the lab is torn down: the checks need its loop devices.
+                    guard.conclude(lab, run, on_step)
                 if plan.vm_stage is not None:
                     plan.vm_stage(run, store, on_step)
                 run.status = "complete"
@@ -313,9 +320,15 @@ def write_results(run: Run, out_dir: Path) -> None:
 
 
 def _lab_targets(
-    plan: Plan, lab: Lab, run: Run, store: Store, on_step: Callable[[str], None]
+    plan: Plan,
+    lab: Lab,
+    run: Run,
+    store: Store,
+    on_step: Callable[[str], None],
+    guard: Guard | None = None,
 ) -> list[RunTarget]:
     assert plan.subjects is not None
+    guard = guard or Guard(enabled=False)
     on_step(
         f"formatting {len({s.driver.fs for s in plan.subjects})} image(s) of "
         f"{format_size(plan.size)}"
@@ -331,8 +344,11 @@ def _lab_targets(
         run.subjects.append(rec)
         on_step(f"mounting {ls.spec.id}")
         try:
+            guard.before_mount(ls, rec)
             lab.mount(ls)
             rec.effective_mount_options = ls.entry.effective_options if ls.entry else None
+            rec.semantics = probe_semantics(ls.mountpoint, ls.block_device, lab.read_only)
+            guard.after_mount(ls, lab.read_only)
         except LabError as e:
             rec.status, rec.error = "failed", f"mount failed: {e}"
             # mount(8) says "bad option" whatever went wrong, so ask the driver instead: a
@@ -343,7 +359,7 @@ def _lab_targets(
         targets.append(
             RunTarget(
                 rec,
-                _lab_target(lab, ls, file_size, plan.scale),
+                _lab_target(lab, ls, file_size, plan.scale, semantics=rec.semantics),
                 ensure=_ensurer(lab, ls, file_size, rec, plan.scale),
                 release=_releaser(lab, ls, rec) if plan.backing.kind == "device" else None,
                 health=lambda ls=ls: lab.health(ls),
@@ -391,7 +407,12 @@ def _existing_file(root: str, limit: int = 20000) -> str | None:
 
 
 def _lab_target(
-    lab: Lab, ls: LabSubject, file_size: int, scale: float = 1.0, existing: str | None = None
+    lab: Lab,
+    ls: LabSubject,
+    file_size: int,
+    scale: float = 1.0,
+    existing: str | None = None,
+    semantics: dict[str, Feature] | None = None,
 ) -> Target:
     return Target(
         read_only=lab.read_only,
@@ -406,11 +427,15 @@ def _lab_target(
         daemon_pid=ls.daemon_pid,
         fs=ls.spec.driver.fs,
         make_cold=lambda: lab.make_cold(ls),
-        capabilities={
-            "posix_permissions": ls.spec.driver.posix_permissions,
-            "symlinks": ls.spec.driver.symlinks,
-            "direct_io": ls.spec.driver.direct_io,
-        },
+        # The driver record's claims, overridden by what was probed on this mount.
+        capabilities=capabilities(
+            semantics,
+            {
+                "posix_permissions": ls.spec.driver.posix_permissions,
+                "symlinks": ls.spec.driver.symlinks,
+                "direct_io": ls.spec.driver.direct_io,
+            },
+        ),
     )
 
 
@@ -433,7 +458,9 @@ def _ensurer(
             # Walking the volume reads its metadata: done once, at the first mount, never
             # again after make_cold (it would warm the very caches the sample wants cold).
             chosen.append(_existing_file(ls.mountpoint))
-        return _lab_target(lab, ls, file_size, scale, chosen[0] if chosen else None)
+        return _lab_target(
+            lab, ls, file_size, scale, chosen[0] if chosen else None, semantics=rec.semantics
+        )
 
     return ensure
 
@@ -461,6 +488,9 @@ def _dir_target(plan: Plan) -> RunTarget:
     if size < 16 * MiB:
         raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
     rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")
+    rec.semantics = probe_semantics(str(workdir), _device_of(d), False)
+    if plan.integrity:
+        rec.integrity = directory_integrity()
     make_cold, why_not = _dir_cold(rec.fs)
     target = Target(
         subject_id=str(d),
@@ -473,6 +503,7 @@ def _dir_target(plan: Plan) -> RunTarget:
         cold_impossible=why_not,
         scale=plan.scale,
         mountpoint=str(d),
+        capabilities=capabilities(rec.semantics, {}),
     )
     return RunTarget(rec, target)
 

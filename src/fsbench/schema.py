@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     (free|same|split) when --placement asks for more than free, and samples' extra.pinned.
 # 2 - kernel trace probes: Sample.trace and Result.trace (FUSE requests, readahead, block,
 #     writeback, wake-ups; see probes/trace.py), Environment.trace_probes.
+# 2 - subjects: `integrity` (read-only checker, kernel log, digests after the workloads) and
+#     `semantics` (features probed on the mount); both optional, so version 1 still loads.
 SCHEMA_VERSION = 2
 
 CacheState = Literal[
@@ -111,6 +113,46 @@ class Result(_Model):
     trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
 
 
+class Feature(_Model):
+    """One probed file-system feature: supported (None: unknown), a value for limits, and what
+    the probe saw."""
+
+    supported: bool | None = None
+    value: int | None = None
+    detail: str = ""
+
+
+class Checker(_Model):
+    """The format's own checker, run read-only on the unmounted image."""
+
+    command: list[str]
+    version: str | None = None
+    exit_code: int | None = None
+    seconds: float = 0.0
+    covers: str = ""  # what this checker looks at (ntfsfix -n: little)
+    says: str = ""  # the checker's own words on a problem (its notable lines)
+    output_tail: str = ""
+
+
+# On every result of a subject whose volume came back damaged: shown, never ranked.
+INTEGRITY_FAILED_FLAG = "integrity-failed"
+
+
+class Integrity(_Model):
+    """Whether the volume came back undamaged after the workloads: `failed` when the checker,
+    a kernel log line or a digest says damage; the speed figures are then not ranked."""
+
+    status: Literal["ok", "failed", "not-checked"] = "not-checked"
+    problems: list[str] = Field(default_factory=list)  # first the checker's own words
+    checker: Checker | None = None
+    kernel_log: list[str] = Field(default_factory=list)  # warnings/errors naming the device
+    digest_files: int = 0
+    digest_bytes: int = 0
+    digest_failures: list[str] = Field(default_factory=list)  # "path: why"
+    not_checked: list[str] = Field(default_factory=list)  # parts skipped, and why
+    seconds: float = 0.0  # what the checks added to the run
+
+
 class Subject(_Model):
     id: str  # "driver[:mount-options]" as the user wrote it
     driver: str
@@ -123,6 +165,8 @@ class Subject(_Model):
     status: SubjectStatus = "ok"
     error: str | None = None
     kernel: str | None = None  # the guest kernel's name (src/fsbench/vm); None: the host's
+    integrity: Integrity | None = None
+    semantics: dict[str, Feature] | None = None
 
 
 Virtualization = Literal["kvm", "emulated"]

@@ -190,6 +190,9 @@ def _print_diff(d: RunDiff) -> None:
     for r in d.results:
         if r.probe_changes:
             con.print(Text(f"  {r.subject} · {r.title}: " + "; ".join(r.probe_changes)))
+    for line in d.subject_changes:
+        style = "bold red" if ": integrity " in line else "yellow"
+        con.print(Text(f"changed: {line}", style=style))
     if d.only_a:
         con.print(Text(f"only in A ({len(d.only_a)}): " + ", ".join(d.only_a[:8]), style="dim"))
     if d.only_b:

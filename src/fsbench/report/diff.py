@@ -17,6 +17,7 @@ from typing import Any
 
 from fsbench.probes.wakeup import is_costly
 from fsbench.report.explain import changed_figures
+from fsbench.report.integrity import changes as integrity_changes
 from fsbench.report.naming import result_title
 from fsbench.report.summary import fmt_ratio, quiet_compare, usable
 from fsbench.schema import Result, Run, Subject, WakeupCost
@@ -83,6 +84,8 @@ class RunDiff:
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
     environment: list[EnvDifference] = field(default_factory=list)
+    # Integrity or probed semantics that changed for a subject in both runs (report/integrity).
+    subject_changes: list[str] = field(default_factory=list)
 
     @property
     def mattering(self) -> list[EnvDifference]:
@@ -96,6 +99,7 @@ class RunDiff:
             "results": [{**asdict(r), "verdict": r.verdict} for r in self.results],
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
+            "subject_changes": self.subject_changes,
         }
 
 
@@ -159,6 +163,7 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
         only_a=[_label(r) for k, r in in_a.items() if k not in in_b],
         only_b=[_label(r) for k, r in in_b.items() if k not in in_a],
         environment=env,
+        subject_changes=integrity_changes(a, b),
     )
 
 

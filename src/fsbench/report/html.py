@@ -27,7 +27,8 @@ from fsbench.report.explain import (
     wakeup_costs,
     workload_key,
 )
-from fsbench.report.naming import baseline_result, placement_text, result_title
+from fsbench.report.integrity import failure_lines, integrity_rows, semantics_rows
+from fsbench.report.naming import baseline_result, placement_text, ranked, result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.summary import (
     Finding,
@@ -109,6 +110,8 @@ def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
     """(ratio text, css class, test text) of res against the baseline result."""
     if base is None or base is res or not usable(base) or not usable(res):
         return ("baseline" if base is res else "–"), "dim", ""
+    if not ranked(res):
+        return "not ranked", "bad", "integrity failed"
     c = compare(base, res)
     if c.ratio is None:
         return "–", "dim", ""
@@ -171,7 +174,7 @@ def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
 
 
 def _best(results: list[Result]) -> Result | None:
-    ok = [r for r in results if usable(r)]
+    ok = [r for r in results if usable(r) and ranked(r)]
     if len(ok) < 2:
         return None
     hib = ok[0].higher_is_better
@@ -451,6 +454,9 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         vm_notes=vm_notes(run),
         subject_rows=_subject_rows(run),
         comparisons=_comparisons(run, compare_with or []),
+        integrity_failures=failure_lines(run),
+        integrity=integrity_rows(run),
+        semantics=semantics_rows(run),
         n_plots=len(plots.all()),
         version=__version__,
         result_title=result_title,

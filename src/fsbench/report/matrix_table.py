@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.report.naming import styled_ratio
+from fsbench.report.naming import ranked, styled_ratio
 from fsbench.report.summary import (
     compare,
     fmt_ratio,
@@ -29,7 +29,7 @@ def has_matrix(run: Run) -> bool:
 
 
 def _best(per: dict[str, Result]) -> Result | None:
-    ok = [r for r in per.values() if usable(r)]
+    ok = [r for r in per.values() if usable(r) and ranked(r)]
     if len(ok) < 2:
         return None
     hib = ok[0].higher_is_better

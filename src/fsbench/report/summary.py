@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from fsbench import stats
-from fsbench.report.naming import result_title
+from fsbench.report.naming import ranked, result_title
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
 
@@ -245,7 +245,9 @@ def _bytes(text: object) -> int:
 def _problems(group: Group) -> list[str]:
     out: dict[str, list[str]] = {}
     for r in group.results():
-        if r.status != "ok":
+        if r.status == "ok" and not ranked(r):
+            out.setdefault(f"{r.subject}: integrity failed, not ranked", []).append(r.subject)
+        elif r.status != "ok":
             why = (r.error or r.status).split(";")[0]
             out.setdefault(f"{r.subject} {r.status}: {why}", []).append(r.subject)
     lines = []
@@ -256,7 +258,11 @@ def _problems(group: Group) -> list[str]:
 
 def finding(group: Group, order: Sequence[str]) -> Finding:
     subjects = group.subjects(order)
-    ok_subjects = [s for s in subjects if any(usable(per.get(s)) for per in group.cells.values())]
+    ok_subjects = [
+        s
+        for s in subjects
+        if any(usable(per.get(s)) and ranked(per[s]) for per in group.cells.values())
+    ]
     problems = _problems(group)
     hib = group.higher_is_better
     if not ok_subjects:

@@ -16,8 +16,15 @@ from rich.text import Text
 from fsbench import stats
 from fsbench.lab.backing import format_size
 from fsbench.report.explain import brief_lines, explain_run
+from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.naming import baseline_result, placement_text, result_title, styled_ratio
+from fsbench.report.naming import (
+    baseline_result,
+    placement_text,
+    ranked,
+    result_title,
+    styled_ratio,
+)
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_value
@@ -40,6 +47,8 @@ def ratio_text(base: Result | None, res: Result) -> Text:
     """'1.23× ±4% ▲': the ratio of medians, its 95 % interval as ± % of the ratio, and a mark
     (▲ better, ▼ worse, both significant; ≈ not significant; ? cannot tell). One short cell,
     so the table fits 100 columns."""
+    if not ranked(res):
+        return Text("not ranked", style="red")
     if base is None or base is res or not base.samples or not res.samples:
         return Text("baseline" if base is res else "–", style="dim")
     c = stats.compare(base.samples, res.samples)
@@ -241,6 +250,8 @@ def render(
         ("  (incomplete)" if run.status == "incomplete" else "", "yellow"),
     )
     parts: list = [head]
+    # A volume that came back damaged is the first thing a reader must see.
+    parts += [ln for ln in integrity_lines(run) if ln.plain.startswith("✗")]
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
     noise = env.noise_floor
@@ -261,6 +272,10 @@ def render(
     if has_matrix(run):
         parts += matrix_tables(run)
     parts += list(subject_lines(run))
+    sem = semantics_table(run)
+    if sem is not None:
+        parts.append(sem)
+    parts += [ln for ln in integrity_lines(run) if not ln.plain.startswith("✗")]
     parts.append(
         Text(
             "vs: ratio ±95 % CI, ▲ better ▼ worse ≈ n.s. · CPU s/GiB app+driver+kthreads · "

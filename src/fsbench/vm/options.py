@@ -23,11 +23,13 @@ def guest_args(common: dict[str, Any], size: str, no_tune: bool) -> list[str]:
     args = ["--size", size, "--backing", "ram", "--warmup", str(common["warmup"])]
     args += ["--repeat", str(common["repeat"]), "--max-repeat", str(common["max_repeat"])]
     args += ["--scale", str(common["scale"])]
-    for opt in ("workloads", "suite", "numjobs", "time_budget"):
+    for opt in ("workloads", "suite", "numjobs", "time_budget", "min_sample_time", "placement"):
         if common.get(opt):
             args += [f"--{opt.replace('_', '-')}", str(common[opt])]
     if no_tune:
         args.append("--no-tune")
+    if common.get("no_trace"):
+        args.append("--no-trace")
     return args
 
 

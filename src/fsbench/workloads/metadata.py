@@ -190,6 +190,9 @@ class MetadataOp:
     # -- set-up (untimed) ------------------------------------------------------------------
     def _check_supported(self, target: Target) -> None:
         if self.operation == "chmod" and target.capabilities.get("posix_permissions") is False:
+            probed = target.capabilities.get("posix_permissions_detail")
+            if probed:
+                raise Unsupported(f"chmod: no POSIX permissions on this mount (probed: {probed})")
             fs = target.fs or "this file system"
             raise Unsupported(f"chmod: {fs} has no POSIX permissions (driver capability)")
 

@@ -213,8 +213,11 @@ class TreeHash:
     def n_threads(self) -> int:
         return self.threads or default_threads()
 
+    def budget(self, target: Target) -> int:
+        return max(4 * MiB, target.size) // MiB * MiB
+
     def layout(self, target: Target) -> list[TreeFile]:
-        return plan_tree(max(4 * MiB, target.size) // MiB * MiB, target.scale)
+        return plan_tree(self.budget(target), target.scale)
 
     def params(self, target: Target) -> dict[str, Any]:
         if target.read_only:
@@ -265,7 +268,9 @@ class TreeHash:
                 shutil.rmtree(root, ignore_errors=True)
                 write_tree(root, files)
                 with open(marker, "w") as f:
-                    json.dump({"signature": sig, "files": len(files)}, f)
+                    # Budget and scale re-plan the tree: the integrity check re-reads it.
+                    layout = {"budget": self.budget(target), "scale": target.scale}
+                    json.dump({"signature": sig, "files": len(files), **layout}, f)
             except OSError as e:
                 # A partial tree would only take the space other workloads need.
                 shutil.rmtree(root, ignore_errors=True)
