@@ -28,6 +28,7 @@ from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
 from fsbench.workloads.base import Target, Workload, free_bytes
+from fsbench.workloads.clients import check_clients
 
 MiB = 1024 * 1024
 # The share of an image the workloads' files may take: room for metadata, journals and the
@@ -196,6 +197,9 @@ def execute(
                     # The run is no longer exposed to what the note warns about: say what
                     # was done instead.
                     run.environment.notes = list(lab.tuned)  # type: ignore[attr-defined]
+                if plan.target_dir is not None:
+                    # Each fio server answers (version, OS) before the first sample.
+                    run.environment.clients = check_clients(plan.workloads, str(_workdir(plan)))
                 targets = (
                     _lab_targets(plan, lab, run, store, on_step)
                     if lab is not None

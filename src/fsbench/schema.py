@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
-SCHEMA_VERSION = 1
+# 2 - several clients through fio's client/server mode: environment.clients (each client's
+#     host, port, fio version, OS and arch as fio reports them), result.clients (per-client
+#     medians), sample.extra["clients"] (per-client figures of each sample), params.clients.
+SCHEMA_VERSION = 2
 
 CacheState = Literal[
     "cold-verified",
@@ -64,6 +67,20 @@ class Sample(_Model):
     flags: list[str] = Field(default_factory=list)
 
 
+class ClientFigures(_Model):
+    """One client host's share of a multi-client result: medians over the samples."""
+
+    client: str  # "host:port" as given to --clients
+    samples: int = 0
+    mib_s: float = 0.0  # the client's bytes over its own runtime
+    iops: float = 0.0
+    bytes: int = 0
+    lat_us: dict[str, float] = Field(default_factory=dict)  # p50, p99, p99.9 (completion)
+    usr_cpu: float = 0.0  # as fio reports it: percent of one CPU over the jobs' runtime
+    sys_cpu: float = 0.0
+    cpu_s: float = 0.0  # (usr + sys) CPU seconds on the client host
+
+
 class Result(_Model):
     subject: str
     workload: str
@@ -88,6 +105,7 @@ class Result(_Model):
     read_amplification: float | None = None
     flags: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    clients: list[ClientFigures] | None = None  # fio client/server runs only
 
 
 class Subject(_Model):
@@ -101,6 +119,18 @@ class Subject(_Model):
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
     error: str | None = None
+
+
+class ClientInfo(_Model):
+    """A fio server the run drove, as it answered fsbench's probe before the first sample."""
+
+    host: str
+    port: int
+    hostname: str | None = None  # the server's own name for itself
+    fio_version: str | None = None
+    os: str | None = None  # fio reports the OS and architecture, not the kernel release
+    arch: str | None = None
+    error: str | None = None  # unreachable, version mismatch: its samples fail
 
 
 class Environment(_Model):
@@ -117,6 +147,7 @@ class Environment(_Model):
     hostname: str = ""
     python: str = ""
     fsbench_version: str = ""
+    clients: list[ClientInfo] = Field(default_factory=list)
 
 
 class Run(_Model):

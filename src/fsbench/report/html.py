@@ -176,6 +176,8 @@ def _description(res: Result) -> str:
         bits.append(f"records {p['block_size']}")
     if p.get("numjobs") not in (None, 1):
         bits.append(f"{p['numjobs']} jobs")
+    if p.get("clients") is not None:
+        bits.append(f"{p['clients']} clients")
     if isinstance(p.get("file_size"), int):
         bits.append(f"file {size_text(p['file_size'])}")
     if p.get("fsync") not in (None, "none"):

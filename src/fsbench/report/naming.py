@@ -16,7 +16,9 @@ def result_title(res: Result) -> str:
     variant = res.params.get("variant")
     jobs = res.params.get("numjobs", 1)
     title = f"{res.workload}/{variant}" if variant else res.workload
-    return title if jobs in (1, None) else f"{title}-j{jobs}"
+    title = title if jobs in (1, None) else f"{title}-j{jobs}"
+    clients = res.params.get("clients")
+    return title if clients is None else f"{title}-c{clients}"
 
 
 def baseline_result(results: Iterable[Result], order: Sequence[str]) -> Result | None:
