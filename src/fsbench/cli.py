@@ -334,7 +334,8 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     if common.get("clients") is not None or common.get("clients_sweep") is not None:
         from fsbench.workloads.clients import apply_clients
 
-        wl = apply_clients(wl, common.get("clients"), common.get("clients_sweep"))
+        scale = _positive("--scale", common["scale"], float) or 1.0
+        wl = apply_clients(wl, common.get("clients"), common.get("clients_sweep"), scale)
     if common.get("manifest"):
         from fsbench.workloads.treehash import apply_manifest
 

@@ -21,6 +21,7 @@ from fsbench.report import diff as diffmod
 from fsbench.report.explain import Explanation, explain_run, fmt_pct, fmt_time, workload_key
 from fsbench.report.naming import baseline_result, result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
+from fsbench.report.scaling import client_rows, scaling_plots
 from fsbench.report.summary import (
     Finding,
     Group,
@@ -412,6 +413,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         for s in run.subjects
         if s.status != "ok"
     ]
+    scaling = scaling_plots(run)
     template = _jinja().get_template("report.html")
     return template.render(
         run=run,
@@ -424,11 +426,13 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         matrix=_matrix_view(run, gs, plots.matrix),
         workloads=_workload_views(run, gs, plots.workloads, plots.traces),
         placement=plots.placement,
+        scaling=scaling,
+        client_rows=client_rows(run),
         costs=plots.costs,
         env_rows=_env_rows(run),
         subject_rows=_subject_rows(run),
         comparisons=_comparisons(run, compare_with or []),
-        n_plots=len(plots.all()),
+        n_plots=len(plots.all()) + len(scaling),
         version=__version__,
         result_title=result_title,
     )

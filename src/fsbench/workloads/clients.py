@@ -45,6 +45,9 @@ DEFAULT_PORT = 8765  # fio's own default for --server
 # A probe is one round trip per client; a host that does not answer in this long is down (a
 # TCP connect to a silent host would otherwise wait ~2 minutes for its SYN retries).
 PROBE_TIMEOUT_S = 10.0
+# Each sample runs every client for this long (× --scale, at least 1 s), time-based: all
+# clients over the same window, so their rates add up to the total.
+CLIENT_SAMPLE_S = 2.0
 # Beyond the job's own runtime cap: fio's client gives up on a silent server after a few
 # 5 s command timeouts (~40 s measured here); this bounds the whole invocation above that.
 CLIENT_MARGIN_S = 60.0
@@ -120,7 +123,10 @@ def parse_sweep(text: str, n_clients: int) -> list[int]:
 
 
 def apply_clients(
-    workloads: list[Workload], clients_text: str | None, sweep_text: str | None
+    workloads: list[Workload],
+    clients_text: str | None,
+    sweep_text: str | None,
+    scale: float = 1.0,
 ) -> list[Workload]:
     """Each fio workload once per client count; any other workload is refused (one line)."""
     if clients_text is None:
@@ -129,14 +135,17 @@ def apply_clients(
         return workloads
     clients = parse_clients(clients_text)
     counts = parse_sweep(sweep_text, len(clients)) if sweep_text else [len(clients)]
-    refused = [getattr(w, "id", w.name) for w in workloads if not isinstance(w, FioJob)]
+    refused = list(dict.fromkeys(w.name for w in workloads if not isinstance(w, FioJob)))
     if refused:
         raise UsageError(
             f"--clients runs only fio workloads; {', '.join(refused)} "
-            "has no multi-client form (drop it or run without --clients)"
+            f"{'has' if len(refused) == 1 else 'have'} no multi-client form "
+            "(drop it or run without --clients)"
         )
     group = ClientGroup(tuple(clients))
-    return [ClientsJob(w, group, n) for w in workloads if isinstance(w, FioJob) for n in counts]
+    return [
+        ClientsJob(w, group, n, scale) for w in workloads if isinstance(w, FioJob) for n in counts
+    ]
 
 
 # -- the clients' probe ------------------------------------------------------------------------
@@ -279,11 +288,13 @@ def run_fio_client(argv: list[str], timeout: float) -> ChildResult:
 
 
 # -- job files ---------------------------------------------------------------------------------
-def job_section(argv: list[str], name: str) -> str:
-    """fio's command-line options (as FioJob builds them) as one job file section."""
+def job_section(argv: list[str], name: str, timed: bool = False) -> str:
+    """fio's command-line options (as FioJob builds them) as one job file section; a timed
+    section leaves out the runtime cap (the caller sets the sample's runtime)."""
     lines = [f"[{name}]"]
+    skip = ("--output-format", "--name=", *(("--runtime=",) if timed else ()))
     for a in argv[1:]:
-        if not a.startswith("--") or a.startswith(("--output-format", "--name=")):
+        if not a.startswith("--") or a.startswith(skip):
             continue
         lines.append(a[2:] if "=" in a else f"{a[2:]}=1")
     return "\n".join(lines) + "\n"
@@ -333,7 +344,7 @@ def parse_client_json(
         stats = doc["client_stats"]
     except (ValueError, KeyError) as e:
         missing = ", ".join(c.name for c in clients)
-        why = _client_errors(stderr, clients) or str(e)
+        why = _client_errors(stdout, stderr, clients) or str(e)
         raise WorkloadFailed(f"no result from the clients ({missing}): {why}") from None
     per: dict[Client, dict[str, Any]] = {}
     total: dict[str, Any] | None = None
@@ -350,7 +361,7 @@ def parse_client_json(
         per[c] = fig
     missing = [c for c in clients if c not in per]
     if missing:
-        why = _client_errors(stderr, missing)
+        why = _client_errors(stdout, stderr, missing)
         names = ", ".join(c.name for c in missing)
         raise WorkloadFailed(f"client {names} failed during the sample: {why or 'no result'}")
     failed = [c for c in clients if per[c]["error"]]
@@ -392,13 +403,18 @@ def _client_of(entry: dict[str, Any], clients: list[Client]) -> Client | None:
     return None
 
 
-def _client_errors(stderr: str, clients: list[Client]) -> str:
-    """What fio said about these clients (disconnected, timed out, refused), one line."""
+def _client_errors(stdout: str, stderr: str, clients: list[Client]) -> str:
+    """What fio said about these clients, one line: "client: host=X disconnected" (on stdout),
+    "client X timed out", "failed to connect to X" (on stderr)."""
+    m = re.search(r"^\{\s*$", stdout, re.M)
+    text = stderr + "\n" + (stdout[: m.start()] if m else stdout)
     said = []
-    for line in stderr.splitlines():
-        text = line.strip().removeprefix("fio: ")
-        if text and any(re.search(rf"\b{re.escape(c.host)}\b", text) for c in clients):
-            said.append(text)
+    for line in text.splitlines():
+        line = line.strip().removeprefix("fio: ")
+        if line.startswith("<"):  # a server's own job output
+            continue
+        if line and any(re.search(rf"\b{re.escape(c.host)}\b", line) for c in clients):
+            said.append(line)
     return "; ".join(dict.fromkeys(said))[:400]
 
 
@@ -410,9 +426,13 @@ class ClientsJob:
     job: FioJob
     group: ClientGroup
     count: int
+    scale: float = 1.0  # --scale: stretches the time each sample runs
     cache: str = "none"  # the runner cannot drop caches on other hosts: nothing to prepare
     tools: tuple[str, ...] = ("fio",)
     read_only_ok: bool = False
+    # One fio client round trip costs ~1.5 s of set-up here, so a sample is one time-based
+    # run of `sample_s` on every client, never a train of short iterations.
+    min_sample_s: float = 0.0
 
     @property
     def name(self) -> str:
@@ -454,6 +474,8 @@ class ClientsJob:
         return {
             **self.job.params(target),
             "clients": self.count,
+            "seconds_per_sample": self.sample_s,  # time-based on every client
+            "io_per_sample": None,
             # Caches live on the client hosts, out of the runner's reach.
             "cache": "n/a",
         }
@@ -470,17 +492,23 @@ class ClientsJob:
             for j in range(self.job.numjobs)
         ]
 
-    def _invoke(self, target: Target, what: str, **kw: Any) -> ChildResult:
+    @property
+    def sample_s(self) -> float:
+        return max(1.0, CLIENT_SAMPLE_S * self.scale)
+
+    def _invoke(self, target: Target, what: str, timed: bool = False, **kw: Any) -> ChildResult:
         """One fio client run over this job's clients, each with its own job file."""
         argv = [fio_binary(), "--output-format=json"]
+        extra = f"time_based=1\nruntime={self.sample_s:g}\n" if timed else ""
         for i, c in enumerate(self.clients):
             path = os.path.join(target.workdir, f"client-{self.id.replace('/', '_')}-{i}.fio")
             with open(path, "w") as f:
-                f.write(job_section(self.job.argv(target, **kw), self._jobname(i)))
+                f.write(job_section(self.job.argv(target, **kw), self._jobname(i), timed) + extra)
             argv += [c.fio_arg, path]
         res = run_fio_client(argv, timeout=FIO_RUNTIME_CAP_S + CLIENT_MARGIN_S)
-        if res.returncode != 0 and what != "run":
-            why = _client_errors(res.stderr, list(self.clients)) or res.stderr.strip()[-300:]
+        if res.returncode != 0 and not timed:
+            clients = list(self.clients)
+            why = _client_errors(res.stdout, res.stderr, clients) or res.stderr.strip()[-300:]
             raise WorkloadFailed(f"{what} {self.id} on the clients: {why}")
         return res
 
@@ -509,13 +537,13 @@ class ClientsJob:
             self._invoke(target, "warming", rw="read", direct=False, whole=True)
 
     def run(self, target: Target) -> Measurement:
-        res = self._invoke(target, "run")
+        res = self._invoke(target, "run", timed=True)
         clients = list(self.clients)
         out = parse_client_json(
             res.stdout, res.stderr, "write" if self.job.is_write else "read", clients
         )
         if res.returncode != 0:
-            why = _client_errors(res.stderr, clients) or res.stderr.strip()[-300:]
+            why = _client_errors(res.stdout, res.stderr, clients) or res.stderr.strip()[-300:]
             raise WorkloadFailed(f"fio client mode failed: {why or 'exit ' + str(res.returncode)}")
         total = out["total"]
         flags = []
