@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from .conftest import REPO, fsbench, fsbench_argv, wait_until
+from conftest import REPO, fsbench, fsbench_argv, wait_until
 
 PORT = 8765
 
