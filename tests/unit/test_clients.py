@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,36 @@ def test_result_carries_per_client_medians() -> None:
 def test_old_results_still_load() -> None:
     run = Run.model_validate({"schema_version": 1, "run_id": "x", "started": "t"})
     assert run.environment.clients == [] and SCHEMA_VERSION >= 2
+
+
+# -- the probe before the first sample: a fake fio stands in for the servers ------------------
+def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsbench.workloads import clients as mod
+
+    fake = tmp_path / "fio"
+    # Client "old" answers with another fio version; client "silent" never answers.
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        "  *old*) echo 'hostname=old, be=0, 64-bit, os=Linux, arch=x86, fio=fio-3.1, flags=1';;\n"
+        "  *silent*) exec sleep 30;;\n"
+        "  *) echo 'hostname=ok, be=0, 64-bit, os=Linux, arch=x86-64, fio=fio-3.33, flags=1';;\n"
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(mod, "fio_binary", lambda: str(fake))
+    monkeypatch.setattr(mod, "fio_version", lambda: "fio-3.33")
+    monkeypatch.setattr(mod, "PROBE_TIMEOUT_S", 1.0)
+    group = mod.ClientGroup((Client("ok"), Client("old"), Client("silent")))
+    t0 = time.monotonic()
+    infos = group.check(str(tmp_path / "work"))
+    assert time.monotonic() - t0 < 5  # bounded: the silent one is given up
+    assert infos[0].error is None and infos[0].os == "Linux"
+    assert "fio version mismatch: the client runs fio-3.1, this host fio-3.33" in str(
+        infos[1].error
+    )
+    assert "no answer within 1 s" in str(infos[2].error)
+    problem = group.problem(group.clients[1:])
+    assert problem is not None and "client old:8765" in problem and "silent:8765" in problem
+    assert group.problem(group.clients[:1]) is None
+    assert not list((tmp_path / "work").iterdir())  # the probe's job file is gone

@@ -188,7 +188,24 @@ def probe_clients(clients: list[Client], workdir: str) -> dict[Client, ClientInf
     empty = os.path.join(workdir, "probe.fio")
     with open(empty, "w") as f:
         f.write("[global]\n")
-    procs = {c: _spawn([fio_binary(), c.fio_arg, empty]) for c in clients}
+    procs: dict[Client, subprocess.Popen[str]] = {}
+    try:
+        for c in clients:
+            procs[c] = _spawn([fio_binary(), c.fio_arg, empty])
+        return _probe_answers(procs, local)
+    except BaseException:  # an interrupt: no probe stays behind
+        for proc in procs.values():
+            if proc.poll() is None:
+                _kill(proc)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(empty)
+
+
+def _probe_answers(
+    procs: dict[Client, subprocess.Popen[str]], local: str | None
+) -> dict[Client, ClientInfo]:
     deadline = time.monotonic() + PROBE_TIMEOUT_S
     out: dict[Client, ClientInfo] = {}
     for c, proc in procs.items():
@@ -211,8 +228,6 @@ def probe_clients(clients: list[Client], workdir: str) -> dict[Client, ClientInf
                     f"fio version mismatch: the client runs {info.fio_version}, this host {local}"
                 )
         out[c] = info
-    with contextlib.suppress(OSError):
-        os.unlink(empty)
     return out
 
 
