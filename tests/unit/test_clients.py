@@ -274,3 +274,36 @@ def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.Mo
     assert problem is not None and "client old:8765" in problem and "silent:8765" in problem
     assert group.problem(group.clients[:1]) is None
     assert not list((tmp_path / "work").iterdir())  # the probe's job file is gone
+
+
+def test_report_plots_scaling_and_lists_clients() -> None:
+    from fsbench.report.diff import environment_differences
+    from fsbench.report.html import render_html
+    from fsbench.schema import ClientInfo, Subject
+
+    run = Run(run_id="r", started="t")
+    run.subjects.append(Subject(id="/mnt/nfs", driver="directory", fs="nfs", kind="directory"))
+    run.environment.clients = [ClientInfo(host=c.host, port=c.port) for c in NS]
+    for n in (1, 2, 3):
+        res = Result(
+            subject="/mnt/nfs",
+            workload="seq-read",
+            params={"variant": "cold", "numjobs": 1, "clients": n},
+            metric="throughput",
+            unit="MiB/s",
+        )
+        for v in (100.0 * n**0.5, 101.0 * n**0.5, 99.0 * n**0.5):
+            per = [_rec(c.name, int(v / n * 2**20), 1.0, 3.0) for c in NS[:n]]
+            res.samples.append(v)
+            res.sample_details.append(
+                Sample(value=v, seconds=1.0, bytes=int(v * 2**20), extra={"clients": per})
+            )
+        aggregate(res)
+        run.results.append(res)
+    html = render_html(run)
+    assert 'id="clients-scaling-seq-read-cold"' in html
+    assert html.count("<svg") >= 1 and "10.213.3.2:8765" in html
+    other = run.model_copy(deep=True)
+    other.environment.clients[0].fio_version = "fio-3.1"
+    (d,) = [d for d in environment_differences(run, other) if d.what == "clients"]
+    assert d.matters
