@@ -231,10 +231,14 @@ def test_client_killed_mid_sample_fails_it_by_name(
             kids = victim.server_children()
             return bool(kids) and any(shared.glob(".fsbench-*/client-*.fio"))
 
+        t0 = time.monotonic()
         assert wait_until(running, 30), "the sample never started on the victim"
         time.sleep(1.2)
         victim.kill()
+        killed = time.monotonic()
         _out, stderr = proc.communicate(timeout=90)
+        after = time.monotonic() - killed
+        print(f"started after {killed - 1.2 - t0:.1f} s; ended {after:.1f} s after the kill")
     finally:
         if proc.poll() is None:
             proc.kill()
