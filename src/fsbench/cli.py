@@ -407,6 +407,17 @@ def compare(
     type=click.Path(path_type=Path),
     help="An existing directory to measure (nothing is formatted or mounted).",
 )
+@click.option(
+    "--clients",
+    default=None,
+    help="HOST[:PORT],... running `fio --server`, with --target mounted at the same path on "
+    "each: fio workloads run from all of them at once.",
+)
+@click.option(
+    "--clients-sweep",
+    default=None,
+    help="With --clients: client counts, e.g. 1,2,4 (the first N clients); each its own result.",
+)
 @_common
 def run_cmd(target: Path, **common: Any) -> None:
     """Run workloads on an existing directory: no root needed."""
@@ -431,6 +442,11 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     from fsbench.store import default_db_path
 
     wl = resolve_workloads(common["workloads"], common["suite"], _numjobs(common["numjobs"]))
+    if common.get("clients") is not None or common.get("clients_sweep") is not None:
+        from fsbench.workloads.clients import apply_clients
+
+        scale = _positive("--scale", common["scale"], float) or 1.0
+        wl = apply_clients(wl, common.get("clients"), common.get("clients_sweep"), scale)
     if common.get("manifest"):
         from fsbench.workloads.treehash import apply_manifest
 

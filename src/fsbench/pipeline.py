@@ -32,6 +32,7 @@ from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Feature, Run, Subject
 from fsbench.store import Store, default_db_path
 from fsbench.workloads.base import Target, Workload, free_bytes, hook
+from fsbench.workloads.clients import check_clients
 
 MiB = 1024 * 1024
 # The share of an image the workloads' files may take: room for metadata, journals and the
@@ -214,6 +215,9 @@ def execute(
                     # was done instead.
                     kept = [n for n in run.environment.notes if n not in memory]
                     run.environment.notes = [*lab.tuned, *kept]
+                if plan.target_dir is not None:
+                    # Each fio server answers (version, OS) before the first sample.
+                    run.environment.clients = check_clients(plan.workloads, str(_workdir(plan)))
                 targets = (
                     _lab_targets(plan, lab, run, store, on_step, guard)
                     if lab is not None

@@ -31,6 +31,7 @@ from fsbench.workloads.base import (
     hook,
     watched,
 )
+from fsbench.workloads.clients import merge_clients, summarize_clients
 
 GiB = 1024**3
 MiB = 1024**2
@@ -461,6 +462,7 @@ EXTRA_MERGE: dict[str, str] = {
     "lat_mean_us": "mean",
     "lat_us": "median",
     "latency_us": "median",
+    "clients": "clients",  # per-client records of fio's client/server mode
 }
 
 
@@ -488,6 +490,8 @@ def merge_extras(ms: list[Measurement], seconds: float) -> dict[str, Any]:
         elif how == "rate:cpu":
             cpu = sum(m.app_user_s + m.app_sys_s for m in ms)
             out[key] = round(cpu / seconds, 4) if seconds > 0 else None
+        elif how == "clients":
+            out[key] = merge_clients(vals)
         elif how == "median":
             if all(isinstance(v, dict) for v in vals):
                 out[key] = {
@@ -679,6 +683,8 @@ def aggregate(res: Result) -> None:
             res.write_amplification = res.device.write_bytes / moved
         else:
             res.read_amplification = res.device.read_bytes / moved
+    if any(x.extra.get("clients") for x in det):
+        res.clients = summarize_clients(det)
     caches = [x.cache for x in det]
     res.cache = max(set(caches), key=caches.count)  # type: ignore[assignment]
     if len(set(caches)) > 1:

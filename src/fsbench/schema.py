@@ -23,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 #     writeback, wake-ups; see probes/trace.py), Environment.trace_probes.
 # 2 - subjects: `integrity` (read-only checker, kernel log, digests after the workloads) and
 #     `semantics` (features probed on the mount); both optional, so version 1 still loads.
+# 2 - several clients through fio's client/server mode: environment.clients (each client's
+#     host, port, fio version, OS and arch as fio reports them), result.clients (per-client
+#     medians), sample.extra["clients"] (per-client figures of each sample), params.clients.
 SCHEMA_VERSION = 2
 
 CacheState = Literal[
@@ -80,6 +83,20 @@ class Sample(_Model):
     trace: dict[str, Any] | None = None
 
 
+class ClientFigures(_Model):
+    """One client host's share of a multi-client result: medians over the samples."""
+
+    client: str  # "host:port" as given to --clients
+    samples: int = 0
+    mib_s: float = 0.0  # the client's bytes over its own runtime
+    iops: float = 0.0
+    bytes: int = 0
+    lat_us: dict[str, float] = Field(default_factory=dict)  # p50, p99, p99.9 (completion)
+    usr_cpu: float = 0.0  # as fio reports it: percent of one CPU over the jobs' runtime
+    sys_cpu: float = 0.0
+    cpu_s: float = 0.0  # (usr + sys) CPU seconds on the client host
+
+
 class Result(_Model):
     subject: str
     workload: str
@@ -111,6 +128,8 @@ class Result(_Model):
     # the result's identity and the amount is grown to last long enough.
     work_per_sample: dict[str, float] | None = None
     trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
+    clients: list[ClientFigures] | None = None  # fio client/server runs only
+
 
 
 class Feature(_Model):
@@ -200,6 +219,18 @@ class WakeupCost(_Model):
     method: str = ""
 
 
+class ClientInfo(_Model):
+    """A fio server the run drove, as it answered fsbench's probe before the first sample."""
+
+    host: str
+    port: int
+    hostname: str | None = None  # the server's own name for itself
+    fio_version: str | None = None
+    os: str | None = None  # fio reports the OS and architecture, not the kernel release
+    arch: str | None = None
+    error: str | None = None  # unreachable, version mismatch: its samples fail
+
+
 class Environment(_Model):
     kernel: str = ""
     cpu_model: str = ""
@@ -224,6 +255,7 @@ class Environment(_Model):
     wakeup_us: WakeupCost | None = None  # measured at the start of the run
     # Each kernel trace probe's status in this run: "ok", or why it was unavailable/off.
     trace_probes: dict[str, str] = Field(default_factory=dict)
+    clients: list[ClientInfo] = Field(default_factory=list)
 
 
 class Run(_Model):

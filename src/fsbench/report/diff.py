@@ -20,7 +20,7 @@ from fsbench.report.explain import changed_figures
 from fsbench.report.integrity import changes as integrity_changes
 from fsbench.report.naming import result_title
 from fsbench.report.summary import fmt_ratio, quiet_compare, usable
-from fsbench.schema import Result, Run, Subject, WakeupCost
+from fsbench.schema import Environment, Result, Run, Subject, WakeupCost
 
 # Parameters older runs stored that say how much work a sample was, not what was measured.
 _VOLATILE_PARAMS = frozenset({"bytes_per_sample", "seconds_per_sample"})
@@ -182,6 +182,10 @@ def _text(v: object) -> str:
     return json.dumps(v, sort_keys=True)
 
 
+def _clients(env: Environment) -> list[str]:
+    return [f"{c.host}:{c.port} {c.fio_version} {c.os}/{c.arch}" for c in env.clients]
+
+
 def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
     out: list[EnvDifference] = []
 
@@ -199,6 +203,9 @@ def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
     add("memory", ea.memory_bytes, eb.memory_bytes, False)
     add("host", ea.hostname, eb.hostname, False)
     add("fsbench version", ea.fsbench_version, eb.fsbench_version, False)
+    if ea.clients or eb.clients:
+        # fio client/server runs: the hosts that ran the load, and their fio, are the setup.
+        add("clients", _clients(ea), _clients(eb), True)
     for k in sorted(set(ea.tools) | set(eb.tools)):
         if k != "fio":
             # Recorded by both runs, a tool's version is part of what was measured (mkfs makes

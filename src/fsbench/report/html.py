@@ -30,6 +30,7 @@ from fsbench.report.explain import (
 from fsbench.report.integrity import failure_lines, integrity_rows, semantics_rows
 from fsbench.report.naming import baseline_result, placement_text, ranked, result_title
 from fsbench.report.plots import Plot, baseline, colours, plan
+from fsbench.report.scaling import client_rows, scaling_plots
 from fsbench.report.summary import (
     Finding,
     Group,
@@ -188,6 +189,8 @@ def _description(res: Result) -> str:
         bits.append(f"records {p['block_size']}")
     if p.get("numjobs") not in (None, 1):
         bits.append(f"{p['numjobs']} jobs")
+    if p.get("clients") is not None:
+        bits.append(f"{p['clients']} clients")
     if isinstance(p.get("file_size"), int):
         bits.append(f"file {size_text(p['file_size'])}")
     if p.get("fsync") not in (None, "none"):
@@ -437,6 +440,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         for s in run.subjects
         if s.status != "ok"
     ]
+    scaling = scaling_plots(run)
     template = _jinja().get_template("report.html")
     return template.render(
         run=run,
@@ -449,6 +453,8 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         matrix=_matrix_view(run, gs, plots.matrix),
         workloads=_workload_views(run, gs, plots.workloads, plots.traces),
         placement=plots.placement,
+        scaling=scaling,
+        client_rows=client_rows(run),
         costs=plots.costs,
         env_rows=_env_rows(run),
         vm_notes=vm_notes(run),
@@ -457,7 +463,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         integrity_failures=failure_lines(run),
         integrity=integrity_rows(run),
         semantics=semantics_rows(run),
-        n_plots=len(plots.all()),
+        n_plots=len(plots.all()) + len(scaling),
         version=__version__,
         result_title=result_title,
     )

@@ -20,6 +20,9 @@ def result_title(res: Result) -> str:
     title = f"{res.workload}/{variant}" if variant else res.workload
     if jobs not in (1, None):
         title += f"-j{jobs}"
+    clients = res.params.get("clients")
+    if clients is not None:
+        title += f"-c{clients}"
     placement = res.params.get("placement")
     return f"{title} [{placement}]" if placement else title
 

@@ -213,6 +213,8 @@ def _describe(res: Result) -> str:
         bits.append(f"file={format_size(p['file_size'])}")
     if p.get("numjobs", 1) not in (1, None):
         bits.append(f"{p['numjobs']} jobs")
+    if p.get("clients") is not None:
+        bits.append(f"{p['clients']} clients")
     if p.get("fsync") == "end":
         bits.append("final fsync")
     if p.get("direct"):

@@ -1,0 +1,253 @@
+"""Several fio clients against one shared directory, through fio's client/server mode (issue 13).
+
+The clients live on this machine only: each in a network namespace the fixture creates
+(fsbench-t-*), reached over a veth pair with private addresses of its own (10.213.X.Y/30),
+running `fio --server`; all share one directory under /dev/shm that the test owns. The
+finalizer removes servers, veths and namespaces even when a test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, fsbench, fsbench_argv, wait_until
+
+PORT = 8765
+
+
+@dataclass
+class NsClient:
+    ns: str
+    addr: str
+    server: subprocess.Popen
+
+    @property
+    def spec(self) -> str:
+        return f"{self.addr}:{PORT}"
+
+    def server_children(self) -> list[int]:
+        """The server's per-connection processes (a job runs in one)."""
+        kids = []
+        for p in Path("/proc").iterdir():
+            if p.name.isdigit():
+                try:
+                    stat = (p / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.server.pid:
+                    kids.append(int(p.name))
+        return kids
+
+    def kill(self) -> None:
+        os.killpg(self.server.pid, signal.SIGKILL)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+def _free_octet() -> int:
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    for _ in range(50):
+        x = 100 + secrets.randbelow(150)
+        if f"10.213.{x}." not in used:
+            return x
+    pytest.skip("no free 10.213.X.0/24 for the namespace clients")
+
+
+def _listening(c: NsClient) -> bool:
+    ss = ["ip", "netns", "exec", c.ns, "ss", "-ltn"]
+    return f"{c.addr}:{PORT}" in subprocess.run(ss, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def ns_clients() -> Iterator[tuple[list[NsClient], Path]]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: creates network namespaces")
+    if shutil.which("fio") is None or shutil.which("ip") is None:
+        pytest.skip("needs fio and iproute2")
+    tag = secrets.token_hex(2)
+    shared = Path(f"/dev/shm/fsbench-t-{tag}")
+    namespaces: list[str] = []
+    links: list[str] = []
+    clients: list[NsClient] = []
+    try:
+        shared.mkdir()
+        x = _free_octet()
+        for i in range(3):
+            ns, host_if, ns_if = f"fsbench-t-{tag}-{i}", f"fbt{tag}{i}h", f"fbt{tag}{i}n"
+            host_addr, addr = f"10.213.{x}.{4 * i + 1}", f"10.213.{x}.{4 * i + 2}"
+            _ip("netns", "add", ns)
+            namespaces.append(ns)
+            _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+            links.append(host_if)
+            _ip("link", "set", ns_if, "netns", ns)
+            _ip("addr", "add", f"{host_addr}/30", "dev", host_if)
+            _ip("link", "set", host_if, "up")
+            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", ns_if)
+            _ip("-n", ns, "link", "set", ns_if, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            server = subprocess.Popen(
+                ["ip", "netns", "exec", ns, "fio", f"--server=ip:{addr},{PORT}"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            clients.append(NsClient(ns, addr, server))
+        for c in clients:
+            assert wait_until(lambda c=c: _listening(c), 10), f"no fio server in {c.ns}"
+        yield clients, shared
+    finally:
+        for c in clients:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(c.server.pid, signal.SIGKILL)
+            c.server.wait(timeout=10)
+        for link in links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True)
+        for ns in namespaces:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def fio_clients_of_ours(clients: list[NsClient]) -> list[int]:
+    """fio client processes on this host that name one of the namespace servers."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ours = [c.addr.encode() for c in clients]
+        if any(a.startswith(b"--client=") and any(x in a for x in ours) for a in argv):
+            found.append(int(p.name))
+    return found
+
+
+@pytest.mark.root
+def test_sweep_over_three_namespace_clients(
+    ns_clients: tuple[list[NsClient], Path], tmp_path: Path
+) -> None:
+    clients, shared = ns_clients
+    out = tmp_path / "out"
+    res = fsbench(
+        "run",
+        "--target",
+        str(shared),
+        "--clients",
+        ",".join(c.spec for c in clients),
+        "--clients-sweep",
+        "1,2,3",
+        "--workloads",
+        "seq-write/buffered",
+        "--scale",
+        "0.05",  # 51 MiB files, 1 s time-based samples
+        "--repeat",
+        "2",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--db",
+        str(tmp_path / "db.sqlite"),
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    run = json.loads((out / "results.json").read_text())
+    env_clients = run["environment"]["clients"]
+    assert [(c["host"], c["port"]) for c in env_clients] == [(c.addr, PORT) for c in clients]
+    local_fio = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout
+    assert all(c["fio_version"] == local_fio.strip() and c["os"] == "Linux" for c in env_clients)
+    by_count = {r["params"]["clients"]: r for r in run["results"]}
+    assert sorted(by_count) == [1, 2, 3]
+    for n, r in by_count.items():
+        assert r["status"] == "ok" and len(r["samples"]) == 2, r
+        assert [c["client"] for c in r["clients"]] == [c.spec for c in clients[:n]]
+        assert r["cache"] == "n/a"
+        for s in r["sample_details"]:
+            per = s["extra"]["clients"]
+            assert len(per) == n
+            # fio's "All clients" total: the bytes and I/Os of every client, exactly ...
+            assert sum(c["bytes"] for c in per) == s["bytes"] > 0
+            assert sum(c["ios"] for c in per) == s["ops"]
+            # ... and, all clients running the same time-based window, the rates add up.
+            assert sum(c["mib_s"] for c in per) == pytest.approx(s["value"], rel=0.05)
+            assert all(c["usr_cpu"] + c["sys_cpu"] > 0 and c["lat_us"]["p99"] > 0 for c in per)
+    html = (out / "report.html").read_text()
+    assert 'id="clients-scaling' in html and "<svg" in html
+    assert not fio_clients_of_ours(clients)
+    assert not list(shared.glob(".fsbench-*")), "fsbench's scratch directory was left"
+
+
+@pytest.mark.root
+def test_client_killed_mid_sample_fails_it_by_name(
+    ns_clients: tuple[list[NsClient], Path], tmp_path: Path
+) -> None:
+    clients, shared = ns_clients
+    out = tmp_path / "out"
+    victim = clients[1]
+    proc = subprocess.Popen(
+        fsbench_argv(
+            "run",
+            "--target",
+            str(shared),
+            "--clients",
+            ",".join(c.spec for c in clients),
+            "--workloads",
+            "seq-write/buffered",
+            "--scale",
+            "1",  # 2 s samples: the kill lands inside one
+            "--repeat",
+            "2",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+            "--db",
+            str(tmp_path / "db.sqlite"),
+        ),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The sample is running once the victim's server has a connection that lasts (the
+        # version probe's is gone within a moment).
+        def running() -> bool:
+            kids = victim.server_children()
+            return bool(kids) and any(shared.glob(".fsbench-*/client-*.fio"))
+
+        t0 = time.monotonic()
+        assert wait_until(running, 30), "the sample never started on the victim"
+        time.sleep(1.2)
+        victim.kill()
+        killed = time.monotonic()
+        _out, stderr = proc.communicate(timeout=90)
+        after = time.monotonic() - killed
+        print(f"started after {killed - 1.2 - t0:.1f} s; ended {after:.1f} s after the kill")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, stderr
+    run = json.loads((out / "results.json").read_text())
+    (r,) = run["results"]
+    assert r["status"] == "failed"
+    assert victim.addr in r["error"], r["error"]
+    assert all(c.addr not in r["error"] for c in clients if c is not victim), r["error"]
+    assert not fio_clients_of_ours(clients)
+    assert not list(shared.glob(".fsbench-*"))
