@@ -131,7 +131,6 @@ class Result(_Model):
     clients: list[ClientFigures] | None = None  # fio client/server runs only
 
 
-
 class Feature(_Model):
     """One probed file-system feature: supported (None: unknown), a value for limits, and what
     the probe saw."""
