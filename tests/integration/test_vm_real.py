@@ -131,7 +131,7 @@ def test_ntfs3_against_ntfs3g_in_an_emulated_guest(
     assert set(subjects) == {"ntfs3", "ntfs-3g"}  # one kernel: ids stay plain
     assert all(s["status"] == "ok" and s["kernel"] == KERNEL for s in subjects.values())
     assert subjects["ntfs3"]["kind"] == "kernel" and subjects["ntfs-3g"]["kind"] == "fuse"
-    results = {(x["subject"], x["workload"]): x for x in run["results"]}
+    results = {(x["subject"], x["workload_id"]): x for x in run["results"]}
     assert set(results) == {
         (s, w) for s in ("ntfs3", "ntfs-3g") for w in ("seq-write/fsync", "seq-read/cold")
     }
