@@ -114,6 +114,19 @@ def ns_clients() -> Iterator[tuple[list[NsClient], Path]]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(c.server.pid, signal.SIGKILL)
             c.server.wait(timeout=10)
+        # A server's per-connection processes can leave its session (seen: one outlived the
+        # test under PID 1): every process serving one of our addresses goes too.
+        ours = [f"--server=ip:{c.addr},{PORT}".encode() for c in clients]
+        for p in Path("/proc").iterdir():
+            if not p.name.isdigit():
+                continue
+            try:
+                argv = (p / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(a in argv for a in ours):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(p.name), signal.SIGKILL)
         for link in links:
             subprocess.run(["ip", "link", "del", link], capture_output=True)
         for ns in namespaces:
