@@ -27,7 +27,7 @@ from fsbench.report.naming import (
 )
 from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run
-from fsbench.units import fmt_value
+from fsbench.units import fmt_halfwidth, fmt_value
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -37,10 +37,8 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 def _ci_text(res: Result) -> str:
     if res.median is None:
         return "–"
-    if res.ci95 is None or not res.median:
-        return f"{_fmt(res.median)}"
-    half = max(res.median - res.ci95[0], res.ci95[1] - res.median) / res.median * 100
-    return f"{_fmt(res.median)} ±{half:.0f}%"
+    half = fmt_halfwidth(res.median, res.ci95)
+    return f"{_fmt(res.median)} {half}" if half else _fmt(res.median)
 
 
 def ratio_text(base: Result | None, res: Result) -> Text:
