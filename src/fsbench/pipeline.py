@@ -297,8 +297,7 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
 
     tracer = ktrace.Tracer(ktrace.availability(), on_started=recorded)
     if ktrace.MOUNTED_NOTES:
-        notes = getattr(run.environment, "notes", None) or []
-        run.environment.notes = [*notes, *ktrace.MOUNTED_NOTES]  # type: ignore[attr-defined]
+        run.environment.notes = [*run.environment.notes, *ktrace.MOUNTED_NOTES]
     tracer.start()
     run.environment.trace_probes = dict(tracer.status)
     return tracer

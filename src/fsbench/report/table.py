@@ -263,7 +263,7 @@ def render(
                 style="dim",
             )
         )
-    for note in getattr(env, "notes", None) or []:
+    for note in env.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     from fsbench.vm.notes import vm_notes
 
@@ -287,7 +287,7 @@ def render(
         report = Path(out_dir) / "report.html"
         also = f" · report: {report}" if report.exists() else ""
         parts.append(Text(f"results: {out_dir}/results.json{also}", style="dim"))
-    report_error = getattr(run.environment, "report_error", None)
+    report_error = run.environment.report_error
     if report_error:
         parts.append(Text(report_error, style="bold red"))
     console.print(Group(*parts))
