@@ -70,8 +70,12 @@ class Probe:
     tracepoints: tuple[str, ...]  # "category/event" under tracefs events/
     yields: str
     script: str  # bpftrace fragment; maps named @<name>_*
-    maps: tuple[str, ...]  # printed at the end of a sample (all are cleared at its start)
-    scratch: tuple[str, ...] = ()  # in-flight bookkeeping: cleared, never printed
+    maps: tuple[str, ...]  # printed at the end of a sample, cleared at its start
+    # In-flight bookkeeping (start times by request): deleted by the events themselves, never
+    # printed and never cleared from user space. bpftrace's clear() snapshots a map's keys and
+    # then deletes them one by one; a key an event deleted meanwhile fails that delete, and
+    # bpftrace 0.17 exits ("failed to look up elem: -2"), ending every probe of the run.
+    scratch: tuple[str, ...] = ()
 
 
 PROBES: tuple[Probe, ...] = (
@@ -250,8 +254,7 @@ def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
     """The bpftrace program for the given probes, with the sample markers of `marker_pid`."""
     probes = list(probes)
     maps = [m for p in probes for m in p.maps]
-    every = maps + [m for p in probes for m in p.scratch]
-    clear = " ".join(f"clear(@{m});" for m in every)
+    clear = " ".join(f"clear(@{m});" for m in maps)  # not the scratch maps: see Probe
     show = " ".join(f"print(@{m});" for m in maps)
     parts = ['BEGIN { printf("fsbench-ready\\n"); }']
     parts += [p.script.strip() for p in probes]
@@ -266,7 +269,8 @@ def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
         f"args->fd < {MARK_END + SEQ_SPAN}/ {{ {show} "
         f'printf("fsbench-end %d\\n", args->fd - {MARK_END}); }}'
     )
-    # Nothing printed at exit: bpftrace would otherwise dump every map on SIGINT.
+    # Less to print at exit: bpftrace dumps every map left on SIGINT (the scratch maps' few
+    # in-flight entries remain; nothing reads that dump).
     parts.append(f"END {{ {clear} }}")
     return "\n".join(parts) + "\n"
 
