@@ -25,6 +25,10 @@ from rich.table import Table
 from fsbench import __version__
 from fsbench.errors import EXIT_USAGE, FsbenchError, UsageError
 
+# With --repeat auto (the default) and no --time-budget: extra rounds only while the measuring
+# is expected to end within this; the first 3 rounds always run.
+DEFAULT_TIME_BUDGET_S = 300.0
+
 err = Console(stderr=True)
 
 
@@ -230,10 +234,10 @@ def _common(f):
     )(f)
     f = click.option(
         "--repeat",
-        default="3",
-        help="Samples per subject and workload (≥ 1), or 'auto': at least 3, then more only "
-        "for subjects whose ratio to the baseline is still open (interval spans 1 and is "
-        "wider than ±2 %), up to --max-repeat or --time-budget.",
+        default="auto",
+        help="Samples per subject and workload (≥ 1), or 'auto' (the default): at least 3, "
+        "then more only for subjects whose ratio to the baseline is still open (interval "
+        "spans 1 and is wider than ±2 %), up to --max-repeat or --time-budget.",
     )(f)
     f = click.option(
         "--placement",
@@ -245,7 +249,10 @@ def _common(f):
         "--max-repeat", default="10", help="With --repeat auto: at most this many samples."
     )(f)
     f = click.option(
-        "--time-budget", default=None, help="With --repeat auto: stop adding samples after S s."
+        "--time-budget",
+        default=None,
+        help="With --repeat auto: start no extra round that would end after S s of measuring "
+        f"(default {DEFAULT_TIME_BUDGET_S:g}; the first 3 rounds always run).",
     )(f)
     f = click.option(
         "--out",
@@ -458,6 +465,8 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     if adaptive and max_repeat < n:
         raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
     budget = _positive("--time-budget", common["time_budget"], float)
+    if adaptive and budget is None:
+        budget = DEFAULT_TIME_BUDGET_S
     scale = _positive("--scale", common["scale"], float) or 1.0
     try:
         warmup = int(common["warmup"])
