@@ -40,8 +40,16 @@ def one(tmp: Path, i: int, trace: bool, args: argparse.Namespace) -> dict[str, l
     if args.placement:
         argv += ["--placement", args.placement]
     env = dict(os.environ, FSBENCH_TRACE_OFF=",".join(args.off))
-    subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
-    doc = json.loads((out / "results.json").read_text())
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    results = out / "results.json"
+    if not results.is_file():
+        sys.exit(f"fsbench exited {proc.returncode}: {proc.stderr.strip()[-800:]}")
+    doc = json.loads(results.read_text())
+    bad = [f"{r['subject']} {r['workload_id']}: {r.get('error')}" for r in doc["results"]
+           if r["status"] != "ok"]  # fmt: skip
+    bad += [f"{s['id']}: {s.get('error')}" for s in doc["subjects"] if s["status"] != "ok"]
+    if proc.returncode != 0 or bad:
+        sys.exit(f"fsbench exited {proc.returncode} ({'trace on' if trace else 'off'}): {bad}")
     probes = doc["environment"].get("trace_probes", {})
     if trace and any(v != "ok" for k, v in probes.items() if k not in args.off):
         sys.exit(f"probes not all available, nothing to measure: {probes}")

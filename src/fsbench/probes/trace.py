@@ -154,12 +154,14 @@ tracepoint:block:block_rq_complete /@block_t[args->dev, args->sector]/ {
         ("writeback/balance_dirty_pages", "writeback/writeback_single_inode"),
         "dirty throttling: balance_dirty_pages calls and their pause; pages the flusher "
         "wrote back (writeback_single_inode; an fsync's own writes are not among them)",
+        # A `wrote` outside 1..2^32 pages is an integrity sync's LONG_MAX bookkeeping, not
+        # pages: summed, it wrapped to -9.2e18 in a real capture.
         """
 tracepoint:writeback:balance_dirty_pages {
   @writeback_bdp[args->bdi] = count();
   if (args->pause > 0) { @writeback_pause[args->bdi] = sum(args->pause); }
 }
-tracepoint:writeback:writeback_single_inode {
+tracepoint:writeback:writeback_single_inode /args->wrote > 0 && args->wrote < 0x100000000/ {
   @writeback_pages[args->name] = sum(args->wrote);
 }
 """,
