@@ -51,7 +51,7 @@ def one(tmp: Path, i: int, trace: bool, args: argparse.Namespace) -> dict[str, l
     if proc.returncode != 0 or bad:
         sys.exit(f"fsbench exited {proc.returncode} ({'trace on' if trace else 'off'}): {bad}")
     probes = doc["environment"].get("trace_probes", {})
-    if trace and any(v != "ok" for k, v in probes.items() if k not in args.off):
+    if trace and any(v != "ok" and not v.startswith("off") for v in probes.values()):
         sys.exit(f"probes not all available, nothing to measure: {probes}")
     return {r["subject"]: r["samples"] for r in doc["results"] if r["status"] == "ok"}
 

@@ -199,6 +199,13 @@ def _common(f):
         help="Leave the kernel trace probes (bpftrace) off; they are on when root and available.",
     )(f)
     f = click.option(
+        "--trace-probes",
+        "trace_probes",
+        default=None,
+        help="The kernel trace probes to run, a comma list of fuse, readahead, block, "
+        "writeback, sched (default: all but sched, which costs a FUSE driver ~10 %).",
+    )(f)
+    f = click.option(
         "--workloads",
         "workloads",
         default=None,
@@ -295,6 +302,21 @@ def _repeat(text: str) -> tuple[int, bool]:
     if not 1 <= n <= 1000:
         raise UsageError(f"--repeat {n}: must be between 1 and 1000")
     return n, False
+
+
+def _trace_probes(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    from fsbench.probes.trace import PROBE_NAMES
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    bad = [n for n in names if n not in PROBE_NAMES]
+    if not names or bad:
+        raise UsageError(
+            f"--trace-probes {text!r}: give some of {', '.join(PROBE_NAMES)}"
+            + (f" ({', '.join(bad)} is not one)" if bad else "")
+        )
+    return names
 
 
 def _numjobs(text: str | None) -> list[int] | None:
@@ -496,6 +518,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         db=common["db"] or default_db_path(),
         command=sys.argv,
         trace=not common.get("no_trace", False),
+        trace_probes=_trace_probes(common.get("trace_probes")),
         **plan_fields,
     )
     with Progress(

@@ -49,7 +49,11 @@ def _compare(tmp_path: Path, state_dir: Path, subject: str, size: str, scale: st
 
 
 def _write_sizes(doc: dict) -> tuple[dict[str, int], dict]:
-    assert doc["environment"]["trace_probes"] == dict.fromkeys(ktrace.PROBE_NAMES, "ok")
+    probes = doc["environment"]["trace_probes"]
+    assert {n: probes[n] for n in ktrace.DEFAULT_PROBES} == dict.fromkeys(
+        ktrace.DEFAULT_PROBES, "ok"
+    )
+    assert probes["sched"].startswith("off by default")
     (res,) = doc["results"]
     assert res["status"] == "ok", res.get("error")
     for s in res["sample_details"]:

@@ -50,6 +50,9 @@ FUSE_READ, FUSE_WRITE = 15, 16
 # and deleted at its end, was most of this probe's cost at ~60k requests/s (measured with
 # bench/probe_overhead.py). The histogram and the total are scaled back by FUSE_LAT_EVERY.
 FUSE_LAT_EVERY = 8
+# Why the sched probe is opt-in: it runs on every wake-up of every task on the machine (FUSE
+# makes several per request). Measured by bench/probe_overhead.py --placement same.
+SCHED_COST = "it runs on every wake-up on the machine and costs ntfs-3g ~10 % of its write rate"
 ATTACH_TIMEOUT_S = 30.0
 MARK_TIMEOUT_S = 10.0
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -81,6 +84,8 @@ class Probe:
     # then deletes them one by one; a key an event deleted meanwhile fails that delete, and
     # bpftrace 0.17 exits ("failed to look up elem: -2"), ending every probe of the run.
     scratch: tuple[str, ...] = ()
+    # Off unless asked for (--trace-probes), with the measured reason: what it costs.
+    off_by_default: str = ""
 
 
 PROBES: tuple[Probe, ...] = (
@@ -203,9 +208,11 @@ tracepoint:sched:sched_migrate_task {
 """,
         ("sched_wake", "sched_cross", "sched_mig"),
         ("sched_waker",),
+        off_by_default=SCHED_COST,
     ),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
+DEFAULT_PROBES = tuple(p.name for p in PROBES if not p.off_by_default)
 MARKER_TRACEPOINT = "syscalls/sys_enter_close"
 
 
@@ -238,8 +245,9 @@ def missing_tracepoints(probe: Probe, events: Path) -> list[str]:
     return [tp for tp in probe.tracepoints if not (events / tp / "format").is_file()]
 
 
-def availability(events: Path | None = None) -> dict[str, str]:
-    """Each probe's status on this machine: "ok" or why not."""
+def availability(events: Path | None = None, wanted: Iterable[str] | None = None) -> dict[str, str]:
+    """Each probe's status on this machine: "ok" or why not. `wanted`: the probes asked for
+    (--trace-probes); None: the default set."""
     if os.geteuid() != 0:
         return dict.fromkeys(PROBE_NAMES, "needs root")
     if shutil.which("bpftrace") is None:
@@ -255,9 +263,17 @@ def availability(events: Path | None = None) -> dict[str, str]:
     out = {}
     # Probes turned off by name (comma-separated), e.g. to measure one probe's cost.
     off = {n.strip() for n in os.environ.get("FSBENCH_TRACE_OFF", "").split(",") if n.strip()}
+    asked = set(DEFAULT_PROBES if wanted is None else wanted)
     for p in PROBES:
         if p.name in off:
             out[p.name] = "off (FSBENCH_TRACE_OFF)"
+            continue
+        if p.name not in asked:
+            out[p.name] = (
+                f"off by default: {p.off_by_default}; --trace-probes to add it"
+                if wanted is None and p.off_by_default
+                else "off (not in --trace-probes)"
+            )
             continue
         missing = missing_tracepoints(p, events)
         out[p.name] = f"tracepoint {', '.join(missing)} missing on this kernel" if missing else "ok"
