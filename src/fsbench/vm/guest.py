@@ -121,7 +121,9 @@ def vng_path() -> str:
     return found
 
 
-def guest_script(share: Path, subjects: list[str], args: list[str], modules: list[str]) -> str:
+def guest_script(
+    share: Path, subjects: list[str], args: list[str], modules: list[str], emulated: bool = False
+) -> str:
     """The guest's command: load what the lab needs, run fsbench, leave the exit code."""
     s = shlex.quote(str(share))
     argv = [sys.executable, "-m", "fsbench", "compare", *subjects, *args]
@@ -137,7 +139,8 @@ def guest_script(share: Path, subjects: list[str], args: list[str], modules: lis
             f"cd {shlex.quote(os.getcwd())} 2>/dev/null || cd /",
             # The report is the host's job (one report for the merged run); the guest's state
             # and store stay in its own RAM and die with it.
-            "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1",
+            "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1"
+            + (" FSBENCH_VM_EMULATED=1" if emulated else ""),
             "export MPLCONFIGDIR=/tmp/fsbench-mpl",
             f"{shlex.join(argv)} > {s}/stdout 2> {s}/stderr",
             f"echo $? > {s}/rc.tmp && mv {s}/rc.tmp {s}/rc",
@@ -221,7 +224,13 @@ def run_guest(
         tmp.mkdir()
         script = work / "guest.sh"
         script.write_text(
-            guest_script(share, group.subjects, settings.args, kernel_modules(group.kernel))
+            guest_script(
+                share,
+                group.subjects,
+                settings.args,
+                kernel_modules(group.kernel),
+                emulated=vm.virtualization == "emulated",
+            )
         )
         argv = vng_argv(group.kernel, script, share, memory, cpus, kvm_state == "kvm")
         argv[0] = vng
