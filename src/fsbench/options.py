@@ -140,6 +140,7 @@ class Option:
     flag: bool = False
     path: bool = False  # a click.Path, handed over as a pathlib.Path
     required: bool = False
+    metavar: str | None = None  # what `--help` shows for the value (click's default: TEXT)
     dest: str = ""  # the keyword the command receives; default: the name without dashes
     bad: tuple[str, ...] = ()  # inputs it must refuse (exit 2, one line): the table's own test
 
@@ -163,6 +164,8 @@ class Option:
             if self.default is not None:  # click counts an explicit None as a value given
                 kw["default"] = self.default
             kw["required"] = self.required
+            if self.metavar:
+                kw["metavar"] = self.metavar
             if self.path:
                 kw["type"] = click.Path(path_type=Path)
         return click.option(*self.flags, self.key, **kw)
@@ -186,14 +189,14 @@ OPTIONS: list[Option] = [
     Option(("--vm-memory",), "The VM's memory, e.g. 2G (default: sized).", ("compare",),
            parse=size(256 * 1024**2, "a guest needs at least 256M"), bad=("100M", "lots")),
     Option(("--vm-cpus",), "The VM's CPUs (default: sized).", ("compare",),
-           parse=integer(1, 64), bad=("0", "65", "two")),
+           parse=integer(1, 64), metavar="INTEGER", bad=("0", "65", "two")),
     Option(("--vm-timeout",), "Give up on a VM after S seconds.", ("compare",),
-           parse=positive(float, 10**7), bad=("0", "-5", "soon")),
+           parse=positive(float, 10**7), metavar="FLOAT", bad=("0", "-5", "soon")),
     Option(("--no-integrity",), "Skip the integrity check after the workloads (read-only "
            "fsck, kernel log, digests).", ("compare",), flag=True),
     # run only: an existing directory, optionally driven from several fio clients
     Option(("--target",), "An existing directory to measure (nothing is formatted or "
-           "mounted).", ("run",), parse=directory, required=True,
+           "mounted).", ("run",), parse=directory, required=True, metavar="PATH",
            bad=("/nonexistent", "/etc/hostname")),
     Option(("--clients",), "HOST[:PORT],... running `fio --server`, with --target mounted at "
            "the same path on each: fio workloads run from all of them at once.", ("run",),
