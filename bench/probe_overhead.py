@@ -5,7 +5,9 @@ off, for ext4 and ntfs-3g, alternated in one invocation (off, on, off, on, ...).
 
 Each round is one `fsbench compare ext4 ntfs-3g` with and one with `--no-trace`, on a RAM
 image; the ratio per driver is the median of all its "on" samples over the median of all its
-"off" samples. Target: >= 0.97. Needs root (lab mounts) and bpftrace.
+"off" samples, with its bootstrap 95 % interval and each side's CV, so a reader sees whether
+3 % is resolved at all. `--placement same` takes FUSE's CPU-placement spread out of it.
+Target: >= 0.97. Needs root (lab mounts) and bpftrace.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from fsbench.stats import compare
 
 DRIVERS = ("ext4", "ntfs-3g")
 TARGET = 0.97
@@ -33,13 +37,27 @@ def one(tmp: Path, i: int, trace: bool, args: argparse.Namespace) -> dict[str, l
     ]  # fmt: skip
     if not trace:
         argv.append("--no-trace")
+    if args.placement:
+        argv += ["--placement", args.placement]
     env = dict(os.environ, FSBENCH_TRACE_OFF=",".join(args.off))
-    subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
-    doc = json.loads((out / "results.json").read_text())
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    results = out / "results.json"
+    if not results.is_file():
+        sys.exit(f"fsbench exited {proc.returncode}: {proc.stderr.strip()[-800:]}")
+    doc = json.loads(results.read_text())
+    bad = [f"{r['subject']} {r['workload_id']}: {r.get('error')}" for r in doc["results"]
+           if r["status"] != "ok"]  # fmt: skip
+    bad += [f"{s['id']}: {s.get('error')}" for s in doc["subjects"] if s["status"] != "ok"]
+    if proc.returncode != 0 or bad:
+        sys.exit(f"fsbench exited {proc.returncode} ({'trace on' if trace else 'off'}): {bad}")
     probes = doc["environment"].get("trace_probes", {})
-    if trace and any(v != "ok" for k, v in probes.items() if k not in args.off):
+    if trace and any(v != "ok" and not v.startswith("off") for v in probes.values()):
         sys.exit(f"probes not all available, nothing to measure: {probes}")
     return {r["subject"]: r["samples"] for r in doc["results"] if r["status"] == "ok"}
+
+
+def _cv(xs: list[float]) -> float:
+    return statistics.stdev(xs) / statistics.mean(xs) if len(xs) > 1 else 0.0
 
 
 def main() -> int:
@@ -50,6 +68,12 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=0.25)
     ap.add_argument("--workload", default="seq-write/fsync")
     ap.add_argument("--off", default="", help="probes left off, e.g. sched (their cost)")
+    ap.add_argument(
+        "--placement",
+        default="",
+        help="e.g. same: pin app and daemon to one CPU, so FUSE's free-placement spread "
+        "(tens of %% here) does not hide a cost of a few %%",
+    )
     args = ap.parse_args()
     args.off = [n for n in args.off.split(",") if n]
     samples: dict[tuple[str, bool], list[float]] = {}
@@ -64,13 +88,16 @@ def main() -> int:
         if not on or not off:
             print(f"{drv}: no samples (driver unavailable?)")
             continue
-        ratio = statistics.median(on) / statistics.median(off)
+        c = compare(off, on)  # fsbench's own statistics: ratio of medians, bootstrap CI
+        ratio = c.ratio or 0.0
         ratios.append(ratio)
+        ci = f"95 % CI {c.ratio_ci95[0]:.3f}–{c.ratio_ci95[1]:.3f}" if c.ratio_ci95 else "no CI"
         print(
             f"{drv:8} {args.workload}: probes on {statistics.median(on):8.1f} MiB/s, off "
-            f"{statistics.median(off):8.1f} MiB/s, on/off = {ratio:.3f} "
-            f"({len(on)} + {len(off)} samples)"
+            f"{statistics.median(off):8.1f} MiB/s, on/off = {ratio:.3f} ({ci}; "
+            f"CV on {_cv(on):.1%}, off {_cv(off):.1%}; {len(on)} + {len(off)} samples)"
             + (f" [probes off: {','.join(args.off)}]" if args.off else "")
+            + (f" [placement {args.placement}]" if args.placement else "")
         )
     if not ratios:
         return 1

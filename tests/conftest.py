@@ -7,6 +7,12 @@ that one worker runs in order, while the other worker runs unit test modules (ea
 scope, so module fixtures run once). A scheduler of our own rather than `--dist loadgroup`:
 xdist 3.8 marks groups by rewriting `item._nodeid`, which pytest 9 no longer reads.
 
+Two integration modules touch none of the host's lab state and run beside the lab scope: the
+VM tests (the guest has its own kernel, page cache and loop devices; the host only runs qemu)
+and the browser tests (a report file and Chromium). Scopes are queued in collection order
+(`--no-loadscope-reorder` in pyproject.toml) and the VM tests are collected first, so the VM
+scope starts on one worker and the lab scope on the other; the rest fill in behind them.
+
 In CI (FSBENCH_STRICT_SKIPS=1, set by .ci/run) a test skipped for a missing tool, driver or
 privilege fails instead: CI installs everything and runs as root, so a skip there would hide a
 test that never ran. Skips about the machine's state, not about what is installed, say so by
@@ -22,6 +28,8 @@ from typing import Any
 import pytest
 
 INTEGRATION = "tests/integration/"
+# Integration modules that share nothing with the lab scope (see above): a scope each.
+BESIDE_THE_LAB = ("test_vm_real.py", "test_report_browser.py")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -29,9 +37,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class LabScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "lab" if nodeid.startswith(INTEGRATION) else nodeid.split("::", 1)[0]
+            module = nodeid.split("::", 1)[0]
+            if module.startswith(INTEGRATION) and not module.endswith(BESIDE_THE_LAB):
+                return "lab"
+            return module
 
     return LabScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The VM tests first, then the lab scope: the two longest scopes start at once."""
+
+    def rank(item: pytest.Item) -> int:
+        module = item.nodeid.split("::", 1)[0]
+        if module.endswith(BESIDE_THE_LAB[0]):
+            return 0
+        return 1 if module.startswith(INTEGRATION) and not module.endswith(BESIDE_THE_LAB) else 2
+
+    items.sort(key=rank)  # stable: the order within each group stays as collected
 
 
 NOT_APPLICABLE = "not applicable here:"

@@ -260,6 +260,9 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
     # Placement is a dimension of the schedule, like a variant: one result per placement.
     wl = with_placements(wl, o["placement"] or parse_placements(None))
     n, adaptive = o["repeat"]
+    budget = o["time_budget"]
+    if adaptive and budget is None:
+        budget = options.DEFAULT_TIME_BUDGET_S
     out = o["out"]
     run_id = new_run_id()
     out_dir = out if out is not None else default_out_dir(run_id)
@@ -271,7 +274,7 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
         repeat=n,
         adaptive=adaptive,
         max_repeat=int(o["max_repeat"]),
-        time_budget_s=o["time_budget"],
+        time_budget_s=budget,
         scale=o["scale"],
         warmup=o["warmup"],
         min_sample_s=o["min_sample_time"],
@@ -279,6 +282,7 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
         db=o["db"] or default_db_path(),
         command=sys.argv,
         trace=not o["no_trace"],
+        trace_probes=o["trace_probes"],
         **plan_fields,
     )
     with Progress(

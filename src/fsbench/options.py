@@ -126,8 +126,25 @@ def external(module: str, name: str) -> Parser:
     return parse
 
 
+def trace_probes(flag: str, text: str) -> tuple[str, ...]:
+    from fsbench.probes.trace import PROBE_NAMES
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    bad = [n for n in names if n not in PROBE_NAMES]
+    if not names or bad:
+        raise UsageError(
+            f"{flag} {text!r}: give some of {', '.join(PROBE_NAMES)}"
+            + (f" ({', '.join(bad)} is not one)" if bad else "")
+        )
+    return names
+
+
 # -- the table -----------------------------------------------------------------------------------
 MEASURING = ("compare", "run")
+
+# With --repeat auto (the default) and no --time-budget: extra rounds only while the measuring
+# is expected to end within this; the first 3 rounds always run.
+DEFAULT_TIME_BUDGET_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -212,7 +229,8 @@ OPTIONS: list[Option] = [
            path=True),
     Option(("--out",), "Directory for results.json (default: under the data directory).",
            path=True),
-    Option(("--time-budget",), "With --repeat auto: stop adding samples after S s.",
+    Option(("--time-budget",), "With --repeat auto: start no extra round that would end after "
+           f"S s of measuring (default {DEFAULT_TIME_BUDGET_S:g}; the first 3 rounds always run).",
            parse=positive(float, 10**7), bad=("0", "-1", "1e9", "x")),
     Option(("--max-repeat",), "With --repeat auto: at most this many samples.", default="10",
            parse=positive(int, 10**7), bad=("0", "1.5", "100000000")),
@@ -220,10 +238,10 @@ OPTIONS: list[Option] = [
            "(default: nothing pinned), same (one CPU), split (two CPUs); each placement is its "
            "own result.", parse=external("fsbench.lab.placement", "parse_placements"),
            bad=("nowhere", "same,same", "", "free,")),
-    Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto': at least 3, then "
-           "more only for subjects whose ratio to the baseline is still open (interval spans 1 "
-           "and is wider than ±2 %), up to --max-repeat or --time-budget.", default="3",
-           parse=repeat, bad=("0", "1001", "abc")),
+    Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto' (the default): at "
+           "least 3, then more only for subjects whose ratio to the baseline is still open "
+           "(interval spans 1 and is wider than ±2 %), up to --max-repeat or --time-budget.",
+           default="auto", parse=repeat, bad=("0", "1001", "abc")),
     Option(("--numjobs",), "Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
            parse=counts(1, 256, "1,4"), bad=("0", "257", "1,1", "x")),
     Option(("--scale",), "Multiply macro workloads' default amounts (file counts, tree sizes), "
@@ -237,6 +255,9 @@ OPTIONS: list[Option] = [
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),
     Option(("--suite",), "A named suite (see `fsbench list suites`)."),
     Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`)."),
+    Option(("--trace-probes",), "The kernel trace probes to run, a comma list of fuse, "
+           "readahead, block, writeback, sched (default: all but sched, which costs a FUSE "
+           "driver ~10 %).", parse=trace_probes, bad=("fuse,dtrace", ",")),
     Option(("--no-trace",), "Leave the kernel trace probes (bpftrace) off; they are on when "
            "root and available.", flag=True),
 ]  # fmt: skip

@@ -73,6 +73,7 @@ class Plan:
     # subjects, merged into the same run. With it, subjects == [] means no host subject.
     vm_stage: Callable[[Run, Store, Callable[[str], None]], None] | None = None
     trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
+    trace_probes: tuple[str, ...] | None = None  # which (--trace-probes); None: the default set
     integrity: bool = True  # check each lab subject's volume after its workloads
     run_id: str = field(default_factory=lambda: new_run_id())
 
@@ -295,7 +296,7 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
         record.tracers.append([pid, process_start(pid)])
         record.save()
 
-    tracer = ktrace.Tracer(ktrace.availability(), on_started=recorded)
+    tracer = ktrace.Tracer(ktrace.availability(wanted=plan.trace_probes), on_started=recorded)
     if ktrace.MOUNTED_NOTES:
         run.environment.notes = [*run.environment.notes, *ktrace.MOUNTED_NOTES]
     tracer.start()

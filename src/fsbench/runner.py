@@ -88,6 +88,9 @@ class Runner:
     _pinned: Pinned | None = field(default=None, init=False, repr=False)
     # The run's kernel trace probes (one bpftrace for the whole run), None: not traced.
     tracer: ktrace.Tracer | None = None
+    # Wall-clock seconds of each (subject, workload)'s last sample, preparation included: what
+    # another round would cost (the time budget's estimate).
+    _sample_wall: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -99,10 +102,15 @@ class Runner:
             todo = self._workloads_for_round(rep)
             if not todo:
                 break
-            if self.adaptive and rep >= self.repeat:
-                elapsed = time.monotonic() - t0
-                if self.time_budget_s is not None and elapsed > self.time_budget_s:
-                    self._note_all("adaptive repeats stopped by the time budget")
+            if self.adaptive and rep >= self.repeat and self.time_budget_s is not None:
+                # A round is started only if it is expected to end within the budget: the
+                # budget is a promise about the run's length, not a point to pass.
+                left = self.time_budget_s - (time.monotonic() - t0)
+                if self._round_estimate(todo) > left:
+                    self._note_all(
+                        f"adaptive repeats stopped by the time budget ({self.time_budget_s:g} s)",
+                        only_unsettled=True,
+                    )
                     break
             self._round(todo, rep)
             rep += 1
@@ -156,6 +164,15 @@ class Runner:
             else:
                 self.settled.add((base.subject, wid))
         return todo
+
+    def _round_estimate(self, workloads: list[Workload]) -> float:
+        """Seconds the next round should take: each open pair's last sample, wall clock."""
+        wids = {workload_id(wl) for wl in workloads}
+        return sum(
+            s
+            for (sid, wid), s in self._sample_wall.items()
+            if wid in wids and (sid, wid) not in self.settled
+        )
 
     def _unsettled(self, res: Result) -> bool:
         if res.status != "ok" or not res.samples:
@@ -224,6 +241,13 @@ class Runner:
         return self.results[key]
 
     def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
+        t0 = time.monotonic()
+        try:
+            self._sample(rt, wl, rep)
+        finally:
+            self._sample_wall[(rt.subject.id, workload_id(wl))] = time.monotonic() - t0
+
+    def _sample(self, rt: RunTarget, wl: Workload, rep: int) -> None:
         known = self.results.get((rt.subject.id, workload_id(wl)))
         if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing

@@ -1,6 +1,6 @@
 """A real compare interrupted at random moments leaves nothing behind (see chaos.py).
 
-The quick form: 10 seeded trials, the first three a SIGINT, SIGTERM and SIGKILL in the freeze
+The quick form: 6 seeded trials, the first three a SIGINT, SIGTERM and SIGKILL in the freeze
 window before a cold read. FSBENCH_CHAOS_SEED replays a failing seed; the long form is
 `bench/chaos.py --trials 50`.
 """
@@ -17,7 +17,7 @@ from conftest import need_drivers
 
 pytestmark = pytest.mark.root
 
-TRIALS = 10
+TRIALS = 6
 
 
 def test_interrupted_at_random_moments_nothing_left_behind(tmp_path: Path) -> None:

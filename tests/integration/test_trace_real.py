@@ -28,9 +28,12 @@ def _bpftrace_pids() -> set[int]:
     return out
 
 
-def _compare(tmp_path: Path, state_dir: Path, subject: str, size: str, scale: str) -> dict:
-    if any(v != "ok" for v in ktrace.availability().values()):
-        pytest.skip(f"trace probes unavailable here: {ktrace.availability()}")
+def _compare(
+    tmp_path: Path, state_dir: Path, subject: str, size: str, scale: str, *extra: str
+) -> dict:
+    every = ktrace.availability(wanted=ktrace.PROBE_NAMES)
+    if any(v != "ok" for v in every.values()):
+        pytest.skip(f"trace probes unavailable here: {every}")
     need_drivers(subject.split(":")[0])
     out = tmp_path / "out"
     before = _bpftrace_pids()
@@ -38,7 +41,7 @@ def _compare(tmp_path: Path, state_dir: Path, subject: str, size: str, scale: st
         res = fsbench(
             "compare", subject, "--size", size, "--scale", scale,
             "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "0",
-            "--out", str(out), "--db", str(tmp_path / "results.db"), "--json",
+            "--out", str(out), "--db", str(tmp_path / "results.db"), "--json", *extra,
         )  # fmt: skip
     finally:
         release_leftovers(state_dir)
@@ -48,8 +51,12 @@ def _compare(tmp_path: Path, state_dir: Path, subject: str, size: str, scale: st
     return json.loads((out / "results.json").read_text())
 
 
-def _write_sizes(doc: dict) -> tuple[dict[str, int], dict]:
-    assert doc["environment"]["trace_probes"] == dict.fromkeys(ktrace.PROBE_NAMES, "ok")
+def _write_sizes(doc: dict, sched: bool) -> tuple[dict[str, int], dict]:
+    probes = doc["environment"]["trace_probes"]
+    assert {n: probes[n] for n in ktrace.DEFAULT_PROBES} == dict.fromkeys(
+        ktrace.DEFAULT_PROBES, "ok"
+    )
+    assert probes["sched"] == "ok" if sched else probes["sched"].startswith("off by default")
     (res,) = doc["results"]
     assert res["status"] == "ok", res.get("error")
     for s in res["sample_details"]:
@@ -60,15 +67,20 @@ def _write_sizes(doc: dict) -> tuple[dict[str, int], dict]:
     # Every byte fio wrote went through a FUSE WRITE request, and the work is the samples'.
     assert fuse["bytes"]["WRITE"] >= 0.99 * trace["work"]["bytes"] > 0
     assert fuse["latency_us"]["WRITE"]["p50"] > 0 and fuse["latency_us"]["WRITE"]["total"] > 0
-    assert trace["sched"]["wakeups"]["driver"] > 0
+    if sched:
+        assert trace["sched"]["wakeups"]["driver"] > 0
+    else:
+        assert "sched" not in trace
     assert sum(trace["block"]["requests"].values()) > 0
     return hist, trace
 
 
 @pytest.mark.root
 def test_ntfs3g_writes_4k_requests_on_a_small_volume(tmp_path: Path, state_dir: Path) -> None:
-    doc = _compare(tmp_path, state_dir, "ntfs-3g", "1G", "0.05")
-    hist, trace = _write_sizes(doc)
+    # Every probe, sched (off by default) included.
+    doc = _compare(tmp_path, state_dir, "ntfs-3g", "1G", "0.05", "--trace-probes",
+                   ",".join(ktrace.PROBE_NAMES))  # fmt: skip
+    hist, trace = _write_sizes(doc, sched=True)
     dominant = max(hist, key=lambda k: hist[k])
     assert dominant == 4096, hist
     assert hist[4096] >= 0.9 * sum(hist.values())
@@ -77,8 +89,8 @@ def test_ntfs3g_writes_4k_requests_on_a_small_volume(tmp_path: Path, state_dir: 
 
 @pytest.mark.root
 def test_ntfs3g_big_writes_sends_larger_requests_on_5g(tmp_path: Path, state_dir: Path) -> None:
-    doc = _compare(tmp_path, state_dir, "ntfs-3g:big_writes", "5G", "0.01")
-    hist, trace = _write_sizes(doc)
+    doc = _compare(tmp_path, state_dir, "ntfs-3g:big_writes", "5G", "0.01")  # default probes
+    hist, trace = _write_sizes(doc, sched=False)
     dominant = max(hist, key=lambda k: hist[k])
     # 128 KiB on this kernel (fuse max_write with big_writes): log2 bucket [128 KiB, 256 KiB).
     assert dominant == 131072, hist

@@ -194,6 +194,8 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ),
     (["compare", "ext4", "--placement", "free,"], "give a comma list"),
     (["run", "--target", ".", "--placement", "pinned"], "--placement 'pinned': not one of"),
+    (["compare", "ext4", "--trace-probes", "fuse,dtrace"], "(dtrace is not one)"),
+    (["compare", "ext4", "--trace-probes", ","], "--trace-probes ',': give some of fuse,"),
     (["show", "nonexistent-run"], "fsbench: no run 'nonexistent-run'"),
     (["show"], "RUN"),  # click's "Missing argument 'RUN'" or fsbench's own line
     (["list", "foo"], "Invalid value for '{drivers|workloads|suites}': 'foo' is not one of"),

@@ -266,7 +266,9 @@ def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.Mo
     group = mod.ClientGroup((Client("ok"), Client("old"), Client("silent")))
     t0 = time.monotonic()
     infos = group.check(str(tmp_path / "work"))
-    assert time.monotonic() - t0 < 5  # bounded: the silent one is given up
+    # Given up, not waited for: the silent one would hold the check for its 30 s sleep. A
+    # bound far from the probe timeout, so a loaded machine cannot fail it.
+    assert time.monotonic() - t0 < 25
     assert infos[0].error is None and infos[0].os == "Linux"
     assert "fio version mismatch: the client runs fio-3.1, this host fio-3.33" in str(
         infos[1].error

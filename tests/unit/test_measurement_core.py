@@ -128,7 +128,7 @@ def test_adaptive_time_budget_ends_the_extra_rounds(
     run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=50, time_budget_s=15)
     res = run.results[0]
     assert len(res.samples) == 3  # the budget was spent before the first extra round
-    assert "adaptive repeats stopped by the time budget" in res.flags
+    assert "adaptive repeats stopped by the time budget (15 s)" in res.flags
 
 
 # -- the file budget ---------------------------------------------------------------------------

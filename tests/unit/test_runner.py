@@ -507,4 +507,37 @@ def test_adaptive_settling_respects_the_time_budget(
                      max_repeat=50, time_budget_s=0.0)  # fmt: skip
     res = _by_subject(runner.execute())
     assert len(res["subj-b"].samples) == 3  # open, but the budget is spent
-    assert "adaptive repeats stopped by the time budget" in res["subj-b"].flags
+    assert "adaptive repeats stopped by the time budget (0 s)" in res["subj-b"].flags
+    assert not any("time budget" in f for f in res["subj-c"].flags)  # settled: nothing to say
+
+
+def test_adaptive_budget_starts_only_rounds_that_end_within_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sample takes 10 s (a clock that only the samples move). The first three rounds
+    (9 samples) take 90 s; subj-b is settled by then, so a further round is the baseline and
+    subj-c: 20 s. A 130 s budget has room for exactly two of them, and no third is begun."""
+    import fsbench.runner as runner_mod
+
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES",
+        "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
+    )
+    now = [0.0]
+    monkeypatch.setattr(runner_mod.time, "monotonic", lambda: now[0])
+    wl = FakeWorkload()
+    real_run = wl.run
+
+    def ten_seconds(target):  # type: ignore[no-untyped-def]
+        now[0] += 10
+        return real_run(target)
+
+    wl.run = ten_seconds  # type: ignore[method-assign]
+    runner = _runner(tmp_path, [wl], repeat=3, adaptive=True, settle=True,
+                     max_repeat=50, time_budget_s=130)  # fmt: skip
+    res = _by_subject(runner.execute())
+    assert {sid: len(r.samples) for sid, r in res.items()} == {
+        "subj-a": 5, "subj-b": 3, "subj-c": 5,
+    }  # fmt: skip
+    assert now[0] == 130
+    assert "adaptive repeats stopped by the time budget (130 s)" in res["subj-c"].flags

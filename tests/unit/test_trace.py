@@ -42,15 +42,17 @@ def test_script_is_assembled_from_the_given_probe_records_only() -> None:
     assert "tracepoint:fuse:fuse_request_send" in script
     assert "tracepoint:block:block_rq_complete" in script
     assert "sched_wakeup" not in script and "@sched_" not in script
-    # Markers only from fsbench's own pid; the begin clears every map (scratch included), the
-    # end prints every result map but not the in-flight bookkeeping.
+    # Markers only from fsbench's own pid; the begin clears every result map, the end prints
+    # them. The in-flight bookkeeping is neither printed nor cleared from user space (a clear
+    # racing an event's delete ends bpftrace 0.17).
     begin, end = (ln for ln in script.splitlines() if "sys_enter_close" in ln)
     assert "pid == 4242" in begin and "pid == 4242" in end
     for p in probes:
         for m in p.maps:
             assert f"clear(@{m});" in begin and f"print(@{m});" in end
         for m in p.scratch:
-            assert f"clear(@{m});" in begin and f"print(@{m})" not in end
+            assert f"@{m}" not in begin and f"@{m}" not in end
+            assert f"clear(@{m})" not in script and f"delete(@{m}[" in script
     assert f"args->fd >= {T.MARK_BEGIN}" in begin and "fsbench-begin" in begin
     assert f"args->fd >= {T.MARK_END}" in end and "fsbench-end" in end
 
@@ -69,7 +71,7 @@ def test_a_missing_tracepoint_makes_only_its_probe_unavailable(
 ) -> None:
     monkeypatch.setattr(T.os, "geteuid", lambda: 0)
     monkeypatch.setattr(T.shutil, "which", lambda _n: "/usr/bin/bpftrace")
-    status = T.availability(_events(tmp_path, "block/block_rq_complete"))
+    status = T.availability(_events(tmp_path, "block/block_rq_complete"), T.PROBE_NAMES)
     assert status["block"] == "tracepoint block/block_rq_complete missing on this kernel"
     assert {k: v for k, v in status.items() if k != "block"} == dict.fromkeys(
         [n for n in T.PROBE_NAMES if n != "block"], "ok"
@@ -77,6 +79,23 @@ def test_a_missing_tracepoint_makes_only_its_probe_unavailable(
     # Without the marker tracepoint no sample can be delimited: every probe says so.
     status = T.availability(_events(tmp_path / "b", T.MARKER_TRACEPOINT))
     assert all("sys_enter_close" in v for v in status.values())
+
+
+def test_sched_is_off_by_default_with_its_cost_and_on_when_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(T.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(T.shutil, "which", lambda _n: "/usr/bin/bpftrace")
+    events = _events(tmp_path, None)
+    default = T.availability(events)
+    assert default["sched"].startswith("off by default: ") and "costs" in default["sched"]
+    assert all(default[n] == "ok" for n in T.DEFAULT_PROBES) and "sched" not in T.DEFAULT_PROBES
+    asked = T.availability(events, ("fuse", "sched"))
+    assert asked["sched"] == "ok" and asked["fuse"] == "ok"
+    assert asked["block"] == "off (not in --trace-probes)"
+    # The bpftrace program holds only what is "ok".
+    script = T.build_script([p for p in T.PROBES if default[p.name] == "ok"], 1)
+    assert "sched_wakeup" not in script and "fuse_request_send" in script
 
 
 def test_not_root_or_no_bpftrace_is_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:

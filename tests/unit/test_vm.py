@@ -289,3 +289,42 @@ def test_release_kills_marked_processes_and_removes_temp_paths(
                 pass
     assert left == []
     assert not work.exists() and not Path(rec.path).exists()
+
+
+# -- a dead run's VM work directory, its state record gone too --------------------------------
+def test_cleanup_releases_a_dead_runs_vm_directory_and_spares_a_live_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import tempfile
+
+    from fsbench.lab import state
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "no-records")
+    # The dead run: its owner has exited; a "qemu" of its VM lingers, carrying its marker.
+    dead = tmp_path / "fsbench-111-vm-debian-6.12"
+    (dead / "share").mkdir(parents=True)
+    owner = subprocess.Popen(["true"])
+    owner.wait()
+    (dead / state.OWNER_FILE).write_text(
+        json.dumps({"pid": owner.pid, "pid_start": 1, "env_marker": "111-vm-x"})
+    )
+    qemu = subprocess.Popen(["sleep", "60"], env={**os.environ, "FSBENCH_VM": "111-vm-x"})
+    # The live run: this process owns it.
+    live = tmp_path / "fsbench-222-vm-debian-6.12"
+    live.mkdir()
+    state.write_owner(live, "222-vm-x")
+    # Not a VM directory of fsbench's: no owner file.
+    other = tmp_path / "fsbench-other"
+    other.mkdir()
+    try:
+        assert [d for d, _r in state.orphan_workdirs()] == [dead]
+        notes, skipped = state.cleanup_all()
+        assert qemu.wait(timeout=10) is not None, "the dead run's VM process was left running"
+    finally:
+        if qemu.poll() is None:
+            qemu.kill()
+    assert not dead.exists() and live.is_dir() and other.is_dir()
+    assert any("killed VM processes" in n for n in notes) and any(str(dead) in n for n in notes)
+    assert skipped == []

@@ -45,6 +45,14 @@ SEQ_SPAN = 100_000_000
 FUSE_WRITE_IN_HDR = 80
 FUSE_OUT_HDR = 16
 FUSE_READ, FUSE_WRITE = 15, 16
+# Latency is timed for 1 request in FUSE_LAT_EVERY (by its unique id, which the kernel steps by
+# 2), the start time and opcode packed in one map value: a start time per request, looked up
+# and deleted at its end, was most of this probe's cost at ~60k requests/s (measured with
+# bench/probe_overhead.py). The histogram and the total are scaled back by FUSE_LAT_EVERY.
+FUSE_LAT_EVERY = 8
+# Why the sched probe is opt-in: it runs on every wake-up of every task on the machine (FUSE
+# makes several per request). Measured by bench/probe_overhead.py --placement same.
+SCHED_COST = "it runs on every wake-up on the machine and costs ntfs-3g ~10 % of its write rate"
 ATTACH_TIMEOUT_S = 30.0
 MARK_TIMEOUT_S = 10.0
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -70,8 +78,14 @@ class Probe:
     tracepoints: tuple[str, ...]  # "category/event" under tracefs events/
     yields: str
     script: str  # bpftrace fragment; maps named @<name>_*
-    maps: tuple[str, ...]  # printed at the end of a sample (all are cleared at its start)
-    scratch: tuple[str, ...] = ()  # in-flight bookkeeping: cleared, never printed
+    maps: tuple[str, ...]  # printed at the end of a sample, cleared at its start
+    # In-flight bookkeeping (start times by request): deleted by the events themselves, never
+    # printed and never cleared from user space. bpftrace's clear() snapshots a map's keys and
+    # then deletes them one by one; a key an event deleted meanwhile fails that delete, and
+    # bpftrace 0.17 exits ("failed to look up elem: -2"), ending every probe of the run.
+    scratch: tuple[str, ...] = ()
+    # Off unless asked for (--trace-probes), with the measured reason: what it costs.
+    off_by_default: str = ""
 
 
 PROBES: tuple[Probe, ...] = (
@@ -82,29 +96,37 @@ PROBES: tuple[Probe, ...] = (
         "request latency send->end (log2 histogram, p50/p99, total)",
         f"""
 tracepoint:fuse:fuse_request_send {{
-  @fuse_t[args->connection, args->unique] = nsecs;
-  @fuse_op[args->connection, args->unique] = args->opcode;
+  $u = args->unique;  // read once into a variable: bpftrace 0.17 fails the verifier otherwise
   @fuse_n[args->connection, args->opcode] = count();
   if (args->opcode == {FUSE_WRITE} && args->len >= {FUSE_WRITE_IN_HDR}) {{
     @fuse_size[args->connection, args->opcode] = hist(args->len - {FUSE_WRITE_IN_HDR});
     @fuse_bytes[args->connection, args->opcode] = sum(args->len - {FUSE_WRITE_IN_HDR});
   }}
-}}
-tracepoint:fuse:fuse_request_end /@fuse_t[args->connection, args->unique]/ {{
-  $op = @fuse_op[args->connection, args->unique];
-  $ns = nsecs - @fuse_t[args->connection, args->unique];
-  @fuse_lat[args->connection, $op] = hist($ns / 1000);
-  @fuse_latsum[args->connection, $op] = sum($ns);
-  if ($op == {FUSE_READ} && args->len >= {FUSE_OUT_HDR}) {{
-    @fuse_size[args->connection, $op] = hist(args->len - {FUSE_OUT_HDR});
-    @fuse_bytes[args->connection, $op] = sum(args->len - {FUSE_OUT_HDR});
+  if (args->opcode == {FUSE_READ}) {{ @fuse_rd[args->connection, $u] = 1; }}
+  if ((($u >> 1) & {FUSE_LAT_EVERY - 1}) == 0) {{
+    @fuse_t[args->connection, $u] = nsecs * 64 + args->opcode;
   }}
-  delete(@fuse_t[args->connection, args->unique]);
-  delete(@fuse_op[args->connection, args->unique]);
+}}
+tracepoint:fuse:fuse_request_end /((args->unique >> 1) & {FUSE_LAT_EVERY - 1}) == 0/ {{
+  $v = @fuse_t[args->connection, args->unique];
+  if ($v) {{
+    $op = $v % 64;
+    $ns = nsecs - $v / 64;
+    @fuse_lat[args->connection, $op] = hist($ns / 1000);
+    @fuse_latsum[args->connection, $op] = sum($ns);
+    delete(@fuse_t[args->connection, args->unique]);
+  }}
+}}
+tracepoint:fuse:fuse_request_end /@fuse_rd[args->connection, args->unique]/ {{
+  if (args->len >= {FUSE_OUT_HDR}) {{
+    @fuse_size[args->connection, {FUSE_READ}] = hist(args->len - {FUSE_OUT_HDR});
+    @fuse_bytes[args->connection, {FUSE_READ}] = sum(args->len - {FUSE_OUT_HDR});
+  }}
+  delete(@fuse_rd[args->connection, args->unique]);
 }}
 """,
         ("fuse_n", "fuse_size", "fuse_bytes", "fuse_lat", "fuse_latsum"),
-        ("fuse_t", "fuse_op"),
+        ("fuse_t", "fuse_rd"),
     ),
     Probe(
         "readahead",
@@ -150,12 +172,14 @@ tracepoint:block:block_rq_complete /@block_t[args->dev, args->sector]/ {
         ("writeback/balance_dirty_pages", "writeback/writeback_single_inode"),
         "dirty throttling: balance_dirty_pages calls and their pause; pages the flusher "
         "wrote back (writeback_single_inode; an fsync's own writes are not among them)",
+        # A `wrote` outside 1..2^32 pages is an integrity sync's LONG_MAX bookkeeping, not
+        # pages: summed, it wrapped to -9.2e18 in a real capture.
         """
 tracepoint:writeback:balance_dirty_pages {
   @writeback_bdp[args->bdi] = count();
   if (args->pause > 0) { @writeback_pause[args->bdi] = sum(args->pause); }
 }
-tracepoint:writeback:writeback_single_inode {
+tracepoint:writeback:writeback_single_inode /args->wrote > 0 && args->wrote < 0x100000000/ {
   @writeback_pages[args->name] = sum(args->wrote);
 }
 """,
@@ -184,9 +208,11 @@ tracepoint:sched:sched_migrate_task {
 """,
         ("sched_wake", "sched_cross", "sched_mig"),
         ("sched_waker",),
+        off_by_default=SCHED_COST,
     ),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
+DEFAULT_PROBES = tuple(p.name for p in PROBES if not p.off_by_default)
 MARKER_TRACEPOINT = "syscalls/sys_enter_close"
 
 
@@ -219,8 +245,9 @@ def missing_tracepoints(probe: Probe, events: Path) -> list[str]:
     return [tp for tp in probe.tracepoints if not (events / tp / "format").is_file()]
 
 
-def availability(events: Path | None = None) -> dict[str, str]:
-    """Each probe's status on this machine: "ok" or why not."""
+def availability(events: Path | None = None, wanted: Iterable[str] | None = None) -> dict[str, str]:
+    """Each probe's status on this machine: "ok" or why not. `wanted`: the probes asked for
+    (--trace-probes); None: the default set."""
     if os.geteuid() != 0:
         return dict.fromkeys(PROBE_NAMES, "needs root")
     if shutil.which("bpftrace") is None:
@@ -236,9 +263,17 @@ def availability(events: Path | None = None) -> dict[str, str]:
     out = {}
     # Probes turned off by name (comma-separated), e.g. to measure one probe's cost.
     off = {n.strip() for n in os.environ.get("FSBENCH_TRACE_OFF", "").split(",") if n.strip()}
+    asked = set(DEFAULT_PROBES if wanted is None else wanted)
     for p in PROBES:
         if p.name in off:
             out[p.name] = "off (FSBENCH_TRACE_OFF)"
+            continue
+        if p.name not in asked:
+            out[p.name] = (
+                f"off by default: {p.off_by_default}; --trace-probes to add it"
+                if wanted is None and p.off_by_default
+                else "off (not in --trace-probes)"
+            )
             continue
         missing = missing_tracepoints(p, events)
         out[p.name] = f"tracepoint {', '.join(missing)} missing on this kernel" if missing else "ok"
@@ -250,8 +285,7 @@ def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
     """The bpftrace program for the given probes, with the sample markers of `marker_pid`."""
     probes = list(probes)
     maps = [m for p in probes for m in p.maps]
-    every = maps + [m for p in probes for m in p.scratch]
-    clear = " ".join(f"clear(@{m});" for m in every)
+    clear = " ".join(f"clear(@{m});" for m in maps)  # not the scratch maps: see Probe
     show = " ".join(f"print(@{m});" for m in maps)
     parts = ['BEGIN { printf("fsbench-ready\\n"); }']
     parts += [p.script.strip() for p in probes]
@@ -266,7 +300,8 @@ def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
         f"args->fd < {MARK_END + SEQ_SPAN}/ {{ {show} "
         f'printf("fsbench-end %d\\n", args->fd - {MARK_END}); }}'
     )
-    # Nothing printed at exit: bpftrace would otherwise dump every map on SIGINT.
+    # Less to print at exit: bpftrace dumps every map left on SIGINT (the scratch maps' few
+    # in-flight entries remain; nothing reads that dump).
     parts.append(f"END {{ {clear} }}")
     return "\n".join(parts) + "\n"
 
@@ -413,10 +448,13 @@ def to_trace(
                 _hist_add(fz["size_hist"], op(code), h)
         for (c, code), h in rows("fuse_lat"):
             if c == conn:
-                _hist_add(fz["latency_hist_us"], op(code), h)
+                scaled = {b: n * FUSE_LAT_EVERY for b, n in h.items()}
+                _hist_add(fz["latency_hist_us"], op(code), scaled)
         for (c, code), ns in rows("fuse_latsum"):
             if c == conn:
-                fz["latency_us"].setdefault(op(code), {})["total"] = int(ns) / 1000
+                total = int(ns) * FUSE_LAT_EVERY / 1000
+                fz["latency_us"].setdefault(op(code), {})["total"] = total
+        fz["latency_sampled"] = f"1 request in {FUSE_LAT_EVERY}, scaled"
         _percentiles(fz)
         trace["fuse"] = fz
     if ok("readahead"):

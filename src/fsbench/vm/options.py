@@ -23,7 +23,15 @@ def guest_args(common: dict[str, Any], size: str, no_tune: bool) -> list[str]:
     args = ["--size", size, "--backing", "ram", "--warmup", str(common["warmup"])]
     args += ["--repeat", str(common["repeat"]), "--max-repeat", str(common["max_repeat"])]
     args += ["--scale", str(common["scale"])]
-    for opt in ("workloads", "suite", "numjobs", "time_budget", "min_sample_time", "placement"):
+    for opt in (
+        "workloads",
+        "suite",
+        "numjobs",
+        "time_budget",
+        "min_sample_time",
+        "placement",
+        "trace_probes",
+    ):
         if common.get(opt):
             args += [f"--{opt.replace('_', '-')}", str(common[opt])]
     if no_tune:
