@@ -22,12 +22,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from fsbench import __version__
+from fsbench import __version__, options
 from fsbench.errors import EXIT_USAGE, FsbenchError, UsageError
-
-# With --repeat auto (the default) and no --time-budget: extra rounds only while the measuring
-# is expected to end within this; the first 3 rounds always run.
-DEFAULT_TIME_BUDGET_S = 300.0
 
 err = Console(stderr=True)
 
@@ -191,334 +187,102 @@ def list_(what: str, as_json: bool) -> None:
     Console().print(t)
 
 
-def _common(f):
-    f = click.option(
-        "--no-trace",
-        "no_trace",
-        is_flag=True,
-        help="Leave the kernel trace probes (bpftrace) off; they are on when root and available.",
-    )(f)
-    f = click.option(
-        "--trace-probes",
-        "trace_probes",
-        default=None,
-        help="The kernel trace probes to run, a comma list of fuse, readahead, block, "
-        "writeback, sched (default: all but sched, which costs a FUSE driver ~10 %).",
-    )(f)
-    f = click.option(
-        "--workloads",
-        "workloads",
-        default=None,
-        help="Comma-separated workloads (see `fsbench list workloads`).",
-    )(f)
-    f = click.option("--suite", default=None, help="A named suite (see `fsbench list suites`).")(f)
-    f = click.option(
-        "--warmup",
-        default="1",
-        help="Discarded runs before each subject's first sample of a workload (0 for none).",
-    )(f)
-    f = click.option(
-        "--min-sample-time",
-        default="1",
-        help="Seconds a sample lasts at least (runs are repeated until it does); matrix cells "
-        "do one pass of their work.",
-    )(f)
-    f = click.option(
-        "--manifest",
-        default=None,
-        type=click.Path(path_type=Path),
-        help="With tree-hash: write an `xxhsum -H2` manifest of the hashed tree to FILE.",
-    )(f)
-    f = click.option(
-        "--scale",
-        default="1",
-        help="Multiply macro workloads' default amounts (file counts, tree sizes), e.g. 0.2.",
-    )(f)
-    f = click.option(
-        "--numjobs",
-        default=None,
-        help="Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
-    )(f)
-    f = click.option(
-        "--repeat",
-        default="auto",
-        help="Samples per subject and workload (≥ 1), or 'auto' (the default): at least 3, "
-        "then more only for subjects whose ratio to the baseline is still open (interval "
-        "spans 1 and is wider than ±2 %), up to --max-repeat or --time-budget.",
-    )(f)
-    f = click.option(
-        "--placement",
-        default=None,
-        help="Where the app and the FUSE daemon run, a comma list: free (default: nothing "
-        "pinned), same (one CPU), split (two CPUs); each placement is its own result.",
-    )(f)
-    f = click.option(
-        "--max-repeat", default="10", help="With --repeat auto: at most this many samples."
-    )(f)
-    f = click.option(
-        "--time-budget",
-        default=None,
-        help="With --repeat auto: start no extra round that would end after S s of measuring "
-        f"(default {DEFAULT_TIME_BUDGET_S:g}; the first 3 rounds always run).",
-    )(f)
-    f = click.option(
-        "--out",
-        "out",
-        default=None,
-        type=click.Path(path_type=Path),
-        help="Directory for results.json (default: under the data directory).",
-    )(f)
-    f = click.option(
-        "--db",
-        default=None,
-        type=click.Path(path_type=Path),
-        help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
-    )(f)
-    f = click.option("--json", "as_json", is_flag=True, help="Print results.json to stdout.")(f)
-    f = click.option(
-        "--verbose", "-v", is_flag=True, help="Every subject's notes under each table."
-    )(f)
-    return f
-
-
-def _min_sample(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise UsageError(f"--min-sample-time {text!r}: not a number of seconds") from None
-    if not 0 <= v <= 600:
-        raise UsageError(f"--min-sample-time {text}: must be between 0 and 600 seconds")
-    return v
-
-
-def _repeat(text: str) -> tuple[int, bool]:
-    """`--repeat N` or `--repeat auto` (adaptive: at least 3, until the CI is tight)."""
-    if text.strip().lower() == "auto":
-        return 3, True
-    try:
-        n = int(text)
-    except ValueError:
-        raise UsageError(f"--repeat {text!r}: not a whole number or 'auto'") from None
-    if not 1 <= n <= 1000:
-        raise UsageError(f"--repeat {n}: must be between 1 and 1000")
-    return n, False
-
-
-def _trace_probes(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    from fsbench.probes.trace import PROBE_NAMES
-
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    bad = [n for n in names if n not in PROBE_NAMES]
-    if not names or bad:
-        raise UsageError(
-            f"--trace-probes {text!r}: give some of {', '.join(PROBE_NAMES)}"
-            + (f" ({', '.join(bad)} is not one)" if bad else "")
-        )
-    return names
-
-
-def _numjobs(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--numjobs {text!r}: give whole numbers, e.g. 1,4") from None
-    if not counts or any(not 1 <= n <= 256 for n in counts) or len(set(counts)) != len(counts):
-        raise UsageError(f"--numjobs {text!r}: distinct counts between 1 and 256")
-    return counts
-
-
-def _positive(name: str, text: str | None, kind: type = int) -> float | None:
-    if text is None:
-        return None
-    try:
-        v = kind(text)
-    except ValueError:
-        raise UsageError(f"{name} {text!r}: not a number") from None
-    if v <= 0 or v > 10**7:
-        raise UsageError(f"{name} {text!r}: must be more than zero")
-    return v
-
-
 @cli.command()
 @click.argument("subjects", nargs=-1)
-@click.option("--backing", default="ram", help="ram | file:DIR | device:/dev/X | dir:PATH")
-@click.option("--size", default="1G", help="Image size, e.g. 512M, 1G, 4G.")
-@click.option(
-    "--read-only",
-    is_flag=True,
-    help="Benchmark an existing volume (--backing device:PATH) without changing a byte.",
-)
-@click.option(
-    "--no-tune",
-    "no_tune",
-    is_flag=True,
-    help="Leave free page reporting on during the run (it makes RAM-bound samples erratic).",
-)
-@click.option(
-    "--destroy-data",
-    is_flag=True,
-    help="Allow formatting a --backing device that holds a file system or partition table.",
-)
-@click.option(
-    "--kernel",
-    default=None,
-    help="Run the lab in a VM with this kernel (debian-6.12, path:BZIMAGE[,MODULES]); "
-    "a subject may name its own: ntfs3@debian-6.12, ext4@host.",
-)
-@click.option("--vm-memory", default=None, help="The VM's memory, e.g. 2G (default: sized).")
-@click.option("--vm-cpus", default=None, type=int, help="The VM's CPUs (default: sized).")
-@click.option("--vm-timeout", default=None, type=float, help="Give up on a VM after S seconds.")
-@click.option(
-    "--no-integrity",
-    "no_integrity",
-    is_flag=True,
-    help="Skip the integrity check after the workloads (read-only fsck, kernel log, digests).",
-)
-@_common
-def compare(
-    subjects: tuple[str, ...],
-    backing: str,
-    size: str,
-    read_only: bool,
-    destroy_data: bool,
-    no_tune: bool,
-    kernel: str | None,
-    vm_memory: str | None,
-    vm_cpus: int | None,
-    vm_timeout: float | None,
-    no_integrity: bool,
-    **common: Any,
-) -> None:
+@options.click_options("compare")
+def compare(subjects: tuple[str, ...], **raw: Any) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
-    from fsbench.lab.backing import parse_backing, parse_size
     from fsbench.pipeline import resolve_subjects
 
-    b = parse_backing(backing)
+    o = options.parse("compare", raw)
+    b = o["backing"]
     if b.kind == "dir":
         if subjects:
             raise UsageError("dir: backing measures the directory itself; give no subjects")
-        _run_dir(Path(b.path or "."), **common)
+        _run_dir(Path(b.path or "."), o)
         return
-    nbytes = parse_size(size)
     from fsbench.vm.options import plan_fields, wants_vm
 
-    if wants_vm(subjects, kernel):
-        fields = plan_fields(subjects, kernel, b, size, read_only, destroy_data, no_tune, common,
-                             vm_memory, vm_cpus, vm_timeout)  # fmt: skip
+    if wants_vm(subjects, o["kernel"]):
+        fields = plan_fields(subjects, o["kernel"], b, raw["size"], o["read_only"],
+                             o["destroy_data"], o["no_tune"], raw, o["vm_memory"], o["vm_cpus"],
+                             o["vm_timeout"])  # fmt: skip
         if fields is not None:
-            _go(common, backing=b, size=nbytes, tune=not no_tune, **fields)
+            _go(o, backing=b, size=o["size"], tune=not o["no_tune"], **fields)
             return
     specs, skipped, explicit = resolve_subjects(list(subjects))
-    if read_only and destroy_data:
-        raise UsageError("--read-only and --destroy-data contradict each other; give one")
     _go(
-        common,
+        o,
         subjects=specs,
         explicit=explicit,
         unavailable=skipped,
         backing=b,
-        size=nbytes,
-        read_only=read_only,
-        destroy_data=destroy_data,
-        tune=not no_tune,
-        integrity=not no_integrity,
+        size=o["size"],
+        read_only=o["read_only"],
+        destroy_data=o["destroy_data"],
+        tune=not o["no_tune"],
+        integrity=not o["no_integrity"],
     )
 
 
 @cli.command("run")
-@click.option(
-    "--target",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="An existing directory to measure (nothing is formatted or mounted).",
-)
-@click.option(
-    "--clients",
-    default=None,
-    help="HOST[:PORT],... running `fio --server`, with --target mounted at the same path on "
-    "each: fio workloads run from all of them at once.",
-)
-@click.option(
-    "--clients-sweep",
-    default=None,
-    help="With --clients: client counts, e.g. 1,2,4 (the first N clients); each its own result.",
-)
-@_common
-def run_cmd(target: Path, **common: Any) -> None:
+@options.click_options("run")
+def run_cmd(**raw: Any) -> None:
     """Run workloads on an existing directory: no root needed."""
-    _run_dir(target, **common)
+    o = options.parse("run", raw)
+    _run_dir(o["target"], o)
 
 
-def _run_dir(target: Path, **common: Any) -> None:
+def _run_dir(target: Path, o: dict[str, Any]) -> None:
     from fsbench.lab.backing import Backing
 
-    if not target.is_dir():
-        raise UsageError(f"--target {target}: not a directory")
     d = target.resolve()
-    _go(common, subjects=None, explicit=True, backing=Backing("dir", str(d)), size=0, target_dir=d)
+    _go(o, subjects=None, explicit=True, backing=Backing("dir", str(d)), size=0, target_dir=d)
 
 
-def _go(common: dict[str, Any], **plan_fields: Any) -> None:
-    """Validate the options every measuring command shares, then run the plan."""
+def _go(o: dict[str, Any], **plan_fields: Any) -> None:
+    """Resolve the workloads for the checked options (fsbench.options), then run the plan."""
     from fsbench.lab.placement import parse_placements, with_placements
     from fsbench.pipeline import Plan, check_out_dir, default_out_dir, execute, new_run_id
     from fsbench.registry import resolve_workloads
     from fsbench.report.table import render
     from fsbench.store import default_db_path
 
-    wl = resolve_workloads(common["workloads"], common["suite"], _numjobs(common["numjobs"]))
-    if common.get("clients") is not None or common.get("clients_sweep") is not None:
+    wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"])
+    if o.get("clients") is not None or o.get("clients_sweep") is not None:
         from fsbench.workloads.clients import apply_clients
 
-        scale = _positive("--scale", common["scale"], float) or 1.0
-        wl = apply_clients(wl, common.get("clients"), common.get("clients_sweep"), scale)
-    if common.get("manifest"):
+        wl = apply_clients(wl, o.get("clients"), o.get("clients_sweep"), o["scale"])
+    if o["manifest"]:
         from fsbench.workloads.treehash import apply_manifest
 
-        wl = apply_manifest(wl, str(common["manifest"]))
+        wl = apply_manifest(wl, str(o["manifest"]))
     # Placement is a dimension of the schedule, like a variant: one result per placement.
-    wl = with_placements(wl, parse_placements(common["placement"]))
-    n, adaptive = _repeat(common["repeat"])
-    max_repeat = int(_positive("--max-repeat", common["max_repeat"]) or 10)
-    if adaptive and max_repeat < n:
-        raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
-    budget = _positive("--time-budget", common["time_budget"], float)
+    wl = with_placements(wl, o["placement"] or parse_placements(None))
+    n, adaptive = o["repeat"]
+    budget = o["time_budget"]
     if adaptive and budget is None:
-        budget = DEFAULT_TIME_BUDGET_S
-    scale = _positive("--scale", common["scale"], float) or 1.0
-    try:
-        warmup = int(common["warmup"])
-    except ValueError:
-        raise UsageError(f"--warmup {common['warmup']!r}: not a whole number") from None
-    if not 0 <= warmup <= 100:
-        raise UsageError(f"--warmup {warmup}: must be between 0 and 100")
-    if scale > 100:
-        raise UsageError(f"--scale {scale:g}: at most 100")
-    min_sample = _min_sample(common["min_sample_time"])
-    out = common["out"]
+        budget = options.DEFAULT_TIME_BUDGET_S
+    out = o["out"]
     run_id = new_run_id()
     out_dir = out if out is not None else default_out_dir(run_id)
     check_out_dir(out_dir)
-    as_json = common["as_json"]
+    as_json = o["as_json"]
     plan = Plan(
         run_id=run_id,
         workloads=wl,
         repeat=n,
         adaptive=adaptive,
-        max_repeat=max_repeat,
+        max_repeat=int(o["max_repeat"]),
         time_budget_s=budget,
-        scale=scale,
-        warmup=warmup,
-        min_sample_s=min_sample,
+        scale=o["scale"],
+        warmup=o["warmup"],
+        min_sample_s=o["min_sample_time"],
         out_dir=out_dir,
-        db=common["db"] or default_db_path(),
+        db=o["db"] or default_db_path(),
         command=sys.argv,
-        trace=not common.get("no_trace", False),
-        trace_probes=_trace_probes(common.get("trace_probes")),
+        trace=not o["no_trace"],
+        trace_probes=o["trace_probes"],
         **plan_fields,
     )
     with Progress(
@@ -545,7 +309,7 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
 
         click.echo(run_json(run))
     else:
-        render(run, Console(), str(out_dir), verbose=common["verbose"])
+        render(run, Console(), str(out_dir), verbose=o["verbose"])
     if code == 130:
         click.echo(
             "fsbench: interrupted; finished samples are kept (run marked incomplete)", err=True

@@ -76,13 +76,15 @@ def test_sweep_counts() -> None:
 def test_non_fio_workloads_are_refused() -> None:
     wl = resolve_workloads("seq-write/fsync,tree-hash", None)
     with pytest.raises(UsageError, match="tree-hash has no multi-client form"):
-        apply_clients(wl, "a,b", None)
+        apply_clients(wl, parse_clients("a,b"), None)
     with pytest.raises(UsageError, match="needs --clients"):
-        apply_clients(wl, None, "1,2")
+        apply_clients(wl, None, [1, 2])
 
 
 def test_sweep_makes_one_workload_per_count() -> None:
-    wl = apply_clients(resolve_workloads("seq-read/cold", None, [1, 2]), "a,b,c", "1,3")
+    wl = apply_clients(
+        resolve_workloads("seq-read/cold", None, [1, 2]), parse_clients("a,b,c"), [1, 3]
+    )
     assert [w.id for w in wl] == [  # type: ignore[attr-defined]
         "seq-read/cold-c1",
         "seq-read/cold-c3",

@@ -109,32 +109,33 @@ def parse_clients(text: str) -> list[Client]:
 
 def parse_sweep(text: str, n_clients: int) -> list[int]:
     """`--clients-sweep 1,2,4`: client counts, each at most the number of clients given."""
-    try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"--clients-sweep {text!r}: give whole numbers, e.g. 1,2,4") from None
-    if not counts or len(set(counts)) != len(counts) or any(n < 1 for n in counts):
-        raise UsageError(f"--clients-sweep {text!r}: distinct counts of at least 1")
+    from fsbench.options import option
+
+    return _sweep_fits(option("--clients-sweep").parse_text(text), n_clients)
+
+
+def _sweep_fits(counts: list[int], n_clients: int) -> list[int]:
     if max(counts) > n_clients:
         raise UsageError(
-            f"--clients-sweep {text!r}: {max(counts)} clients asked, {n_clients} given"
+            f"--clients-sweep {','.join(map(str, counts))!r}: {max(counts)} clients asked, "
+            f"{n_clients} given"
         )
     return counts
 
 
 def apply_clients(
     workloads: list[Workload],
-    clients_text: str | None,
-    sweep_text: str | None,
+    clients: list[Client] | None,
+    sweep: list[int] | None,
     scale: float = 1.0,
 ) -> list[Workload]:
-    """Each fio workload once per client count; any other workload is refused (one line)."""
-    if clients_text is None:
-        if sweep_text is not None:
+    """Each fio workload once per client count; any other workload is refused (one line).
+    `clients` and `sweep` come parsed from fsbench.options (`--clients`, `--clients-sweep`)."""
+    if clients is None:
+        if sweep is not None:
             raise UsageError("--clients-sweep needs --clients HOST[:PORT],...")
         return workloads
-    clients = parse_clients(clients_text)
-    counts = parse_sweep(sweep_text, len(clients)) if sweep_text else [len(clients)]
+    counts = _sweep_fits(sweep, len(clients)) if sweep else [len(clients)]
     refused = list(dict.fromkeys(w.name for w in workloads if not isinstance(w, FioJob)))
     if refused:
         raise UsageError(
