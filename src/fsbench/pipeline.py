@@ -210,15 +210,7 @@ def execute(
             with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
                 if lab is not None and lab.record is not None:
                     # In the run's own image directory, which release() removes.
-                    if os.environ.get("FSBENCH_VM_EMULATED"):
-                        # An emulated guest's figures are not representative anyway, and its
-                        # six raw fio runs took 37 s of the VM test's guest time.
-                        run.environment.notes.append(
-                            "noise floor not measured: an emulated VM guest (its figures are "
-                            "not representative)"
-                        )
-                    else:
-                        run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
+                    run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
                 if lab is not None and lab.tuned:
                     # The run is no longer exposed to what the note warns about: say what
                     # was done instead.
@@ -314,13 +306,10 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
 
 def write_report_safely(run: Run, out_dir: Path) -> None:
     """report.html beside results.json; a rendering problem must never cost the run's data."""
-    if os.environ.get("FSBENCH_IN_VM"):
-        # A guest's run: the host renders the one report of the merged run. Checked before
-        # the import: matplotlib's first import in a fresh guest builds its font cache, 84 s
-        # of an emulated guest's 260.
-        return
     from fsbench.report.html import write_report
 
+    if os.environ.get("FSBENCH_IN_VM"):
+        return  # a guest's run: the host renders the one report of the merged run
     try:
         write_report(run, out_dir)
     except Exception as e:

@@ -230,25 +230,7 @@ def test_guest_script_runs_this_fsbench_and_leaves_its_exit_code(tmp_path: Path)
     assert "modprobe" in text and "loop ntfs3 fuse" in text
     assert f"{sys.executable} -m fsbench compare ntfs3 ntfs-3g --size 64M" in text
     assert f"--out {tmp_path}/out" in text and f"{tmp_path}/rc" in text
-    assert "FSBENCH_IN_VM=1" in text and "FSBENCH_VM_EMULATED" not in text
-    emulated = guest_script(tmp_path, ["ntfs3"], [], ["ntfs3"], emulated=True)
-    assert "FSBENCH_VM_EMULATED=1" in emulated
-
-
-def test_a_guest_run_neither_imports_the_report_nor_writes_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # matplotlib's first import in a fresh guest builds its font cache (84 s emulated).
-    code = (
-        "import sys; from pathlib import Path; from fsbench.pipeline import write_report_safely;"
-        "from fsbench.schema import Run;"
-        f"write_report_safely(Run(run_id='x', started='t'), Path({str(tmp_path)!r}));"
-        "print('matplotlib' in sys.modules)"
-    )
-    env = {**os.environ, "FSBENCH_IN_VM": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.stdout.strip() == "False", out.stderr
-    assert not list(tmp_path.iterdir())
+    assert "FSBENCH_IN_VM=1" in text
 
 
 def test_old_results_without_vms_still_load() -> None:

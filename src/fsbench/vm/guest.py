@@ -121,9 +121,7 @@ def vng_path() -> str:
     return found
 
 
-def guest_script(
-    share: Path, subjects: list[str], args: list[str], modules: list[str], emulated: bool = False
-) -> str:
+def guest_script(share: Path, subjects: list[str], args: list[str], modules: list[str]) -> str:
     """The guest's command: load what the lab needs, run fsbench, leave the exit code."""
     s = shlex.quote(str(share))
     argv = [sys.executable, "-m", "fsbench", "compare", *subjects, *args]
@@ -139,8 +137,7 @@ def guest_script(
             f"cd {shlex.quote(os.getcwd())} 2>/dev/null || cd /",
             # The report is the host's job (one report for the merged run); the guest's state
             # and store stay in its own RAM and die with it.
-            "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1"
-            + (" FSBENCH_VM_EMULATED=1" if emulated else ""),
+            "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1",
             "export MPLCONFIGDIR=/tmp/fsbench-mpl",
             f"{shlex.join(argv)} > {s}/stdout 2> {s}/stderr",
             f"echo $? > {s}/rc.tmp && mv {s}/rc.tmp {s}/rc",
@@ -224,13 +221,7 @@ def run_guest(
         tmp.mkdir()
         script = work / "guest.sh"
         script.write_text(
-            guest_script(
-                share,
-                group.subjects,
-                settings.args,
-                kernel_modules(group.kernel),
-                emulated=vm.virtualization == "emulated",
-            )
+            guest_script(share, group.subjects, settings.args, kernel_modules(group.kernel))
         )
         argv = vng_argv(group.kernel, script, share, memory, cpus, kvm_state == "kvm")
         argv[0] = vng
