@@ -206,53 +206,7 @@ def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
             continue
         notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
     notes += release_orphans(live)
-    notes += release_orphan_workdirs({p for r in records() for p in r.temp_paths})
     return notes, skipped
-
-
-# A VM's work directory (console log, guest script, shared directory) carries a copy of what
-# releasing it needs, written before qemu starts: the run's state record may be gone with it
-# (a test's private FSBENCH_STATE_DIR, a wiped /run) while the directory and qemu remain.
-OWNER_FILE = "fsbench-owner.json"
-
-
-def write_owner(workdir: Path, marker: str) -> None:
-    """Mark `workdir` as this process's, with the environment marker its processes carry."""
-    pid = os.getpid()
-    (workdir / OWNER_FILE).write_text(
-        json.dumps({"pid": pid, "pid_start": process_start(pid), "env_marker": marker})
-    )
-
-
-def orphan_workdirs(named: set[str] = frozenset()) -> list[tuple[Path, StateRecord]]:
-    """fsbench-* directories under the temporary directory whose owner file names a process
-    that is gone, and that no state record names: with a record that releases each."""
-    found = []
-    for d in Path(tempfile.gettempdir()).glob("fsbench-*"):
-        owner = d / OWNER_FILE
-        if str(d) in named or not owner.is_file():
-            continue
-        try:
-            o = json.loads(owner.read_text())
-            rec = StateRecord(
-                run_id=d.name.removeprefix("fsbench-"),
-                pid=int(o["pid"]),
-                pid_start=int(o["pid_start"]),
-                image_dir="",
-                mount_dir="",
-                env_marker=str(o["env_marker"]),
-                temp_paths=[str(d)],
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if process_start(rec.pid) != rec.pid_start:  # gone, or its pid reused since
-            found.append((d, rec))
-    return found
-
-
-def release_orphan_workdirs(named: set[str] = frozenset()) -> list[str]:
-    """Kill the processes of a dead run's VM and remove its work directory."""
-    return [f"[orphan] {n}" for _d, rec in orphan_workdirs(named) for n in release(rec)]
 
 
 def orphan_loops(live_dirs: set[str] = frozenset()) -> list[tuple[str, str]]:

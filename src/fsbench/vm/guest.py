@@ -25,7 +25,7 @@ from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem
 from fsbench.lab.drivers import DRIVERS
-from fsbench.lab.state import StateRecord, process_start, release, write_owner
+from fsbench.lab.state import StateRecord, process_start, release
 from fsbench.schema import VM, Run, Subject
 from fsbench.vm.kernels import Kernel, slug
 
@@ -217,7 +217,6 @@ def run_guest(
     try:
         share, tmp = work / "share", work / "tmp"
         share.mkdir(parents=True)
-        write_owner(work, marker)  # before qemu: releasable even if the record is lost
         tmp.mkdir()
         script = work / "guest.sh"
         script.write_text(
