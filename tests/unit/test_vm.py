@@ -25,6 +25,7 @@ from fsbench.vm.guest import (
     guest_script,
     merge,
     size_vm,
+    warm_bytecode,
 )
 from fsbench.vm.kernels import (
     Kernel,
@@ -226,8 +227,10 @@ def test_merge_fails_each_subject_of_a_vm_that_did_not_boot() -> None:
 
 
 def test_guest_script_runs_this_fsbench_and_leaves_its_exit_code(tmp_path: Path) -> None:
-    text = guest_script(tmp_path, ["ntfs3", "ntfs-3g"], ["--size", "64M"], ["ntfs3", "fuse"])
+    pyc = tmp_path / "pyc"
+    text = guest_script(tmp_path, ["ntfs3", "ntfs-3g"], ["--size", "64M"], ["ntfs3", "fuse"], pyc)
     assert "modprobe" in text and "loop ntfs3 fuse" in text
+    assert f"PYTHONPYCACHEPREFIX={pyc}" in text
     assert f"{sys.executable} -m fsbench compare ntfs3 ntfs-3g --size 64M" in text
     assert f"--out {tmp_path}/out" in text and f"{tmp_path}/rc" in text
     assert "FSBENCH_IN_VM=1" in text
@@ -289,3 +292,24 @@ def test_release_kills_marked_processes_and_removes_temp_paths(
                 pass
     assert left == []
     assert not work.exists() and not Path(rec.path).exists()
+
+
+def test_warm_bytecode_compiles_fsbench_for_the_guest_and_skips_what_is_current(
+    tmp_path: Path,
+) -> None:
+    import importlib.util
+
+    import fsbench.pipeline
+
+    warm_bytecode(tmp_path)
+    src = fsbench.pipeline.__file__
+    old = sys.pycache_prefix
+    sys.pycache_prefix = str(tmp_path)
+    try:
+        pyc = Path(importlib.util.cache_from_source(src))
+    finally:
+        sys.pycache_prefix = old
+    assert pyc.is_file() and str(pyc).startswith(str(tmp_path))
+    stamp = pyc.stat().st_mtime_ns
+    warm_bytecode(tmp_path)  # up to date: not written again
+    assert pyc.stat().st_mtime_ns == stamp
