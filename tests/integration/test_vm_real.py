@@ -193,8 +193,20 @@ def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
         if proc.poll() is None:
             proc.kill()
     run_id = marker.split("-vm-")[0]
+    work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
+    assert work.is_dir()
+    # First as if the state directory were gone (a test's private one, deleted): cleanup finds
+    # the VM's work directory by the record's copy inside it, and its qemu by the marker.
+    elsewhere = tmp_path / "no-state"
+    env = {**os.environ, "FSBENCH_STATE_DIR": str(elsewhere)}
+    r = subprocess.run(
+        _command("cleanup"), cwd=REPO, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert "killed VM processes" in r.stdout and f"removed {work}" in r.stdout, r.stdout
+    assert wait_until(lambda: not _marked(marker), 15)
+    assert not work.exists()
+    # Then with the record: nothing left to do but the record itself.
     r = subprocess.run(_command("cleanup"), cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "killed VM processes" in r.stdout
-    assert wait_until(lambda: not _marked(marker), 15)
     assert _leftovers(run_id, state_dir) == {}

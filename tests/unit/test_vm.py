@@ -313,3 +313,94 @@ def test_warm_bytecode_compiles_fsbench_for_the_guest_and_skips_what_is_current(
     stamp = pyc.stat().st_mtime_ns
     warm_bytecode(tmp_path)  # up to date: not written again
     assert pyc.stat().st_mtime_ns == stamp
+
+
+# -- cleanup when the state record is gone: the copy inside the VM's work directory ------------
+def _orphan(tmp: Path, name: str, owner: subprocess.Popen | None, marker: str) -> Path:
+    """A VM work directory as run_guest leaves it after a SIGKILL, with its record's copy."""
+    work = tmp / f"fsbench-{name}"
+    (work / "share").mkdir(parents=True)
+    (work / "console.log").write_text("booting\n")
+    pid = owner.pid if owner else 2**22 + 1  # above pid_max's default: no such process
+    rec = state.StateRecord(
+        run_id=name,
+        pid=pid,
+        pid_start=state.process_start(pid) if owner else 1,
+        image_dir="",
+        mount_dir="",
+        env_marker=marker,
+        temp_paths=[str(work)],
+    )
+    rec.save()
+    return work
+
+
+def _marked(marker: str) -> list[str]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if f"FSBENCH_VM={marker}".encode() in Path(entry.path, "environ").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                pass
+    return found
+
+
+def test_cleanup_removes_an_orphaned_vm_directory_and_its_processes_but_not_a_live_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setattr(state, "release_orphans", lambda live: [])  # no loop devices here
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    dead, alive = f"dead-{tag}-vm-k", f"alive-{tag}-vm-k"
+    # A stand-in for the dead run's qemu, still running, found only by its marker.
+    env = {**os.environ, "FSBENCH_VM": dead}
+    qemu = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], env=env, start_new_session=True)
+    owner = subprocess.Popen(["sleep", "300"])  # a live run's fsbench
+    try:
+        orphan = _orphan(tmp, dead, None, dead)
+        live = _orphan(tmp, alive, owner, alive)
+        bare = tmp / f"fsbench-bare-{tag}-vm-k"  # no copy yet: its owner may be writing it
+        bare.mkdir()
+        shutil.rmtree(tmp_path / "state")  # every state record is gone
+        time.sleep(0.2)
+        notes, skipped = state.cleanup_all()
+        qemu.wait(timeout=10)
+        assert any(f"[{dead}] killed VM processes" in n for n in notes), notes
+        assert any(f"[{dead}] removed {orphan}" in n for n in notes), notes
+        assert not orphan.exists() and _marked(dead) == []
+        assert skipped == [alive]
+        assert live.is_dir() and (live / state.OWNER_FILE).is_file() and bare.is_dir()
+        # Once its owner is gone, the live run's directory goes too.
+        owner.kill()
+        owner.wait()
+        notes, skipped = state.cleanup_all()
+        assert not live.exists() and skipped == [] and bare.is_dir()
+    finally:
+        for p in (qemu, owner):
+            if p.poll() is None:
+                p.kill()
+
+
+def test_a_copy_naming_another_directory_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    victim = tmp_path / "fsbench-victim"
+    victim.mkdir()
+    work = _orphan(tmp_path, "moved", None, "moved")
+    copy = json.loads((work / state.OWNER_FILE).read_text())
+    moved = tmp_path / "fsbench-elsewhere"
+    work.rename(moved)  # its copy still names the old path
+    assert state.orphan_temp_records(tmp_path) == []
+    copy["temp_paths"] = [str(victim)]
+    (moved / state.OWNER_FILE).write_text(json.dumps(copy))
+    assert state.orphan_temp_records(tmp_path) == []
+    assert victim.is_dir() and moved.is_dir()

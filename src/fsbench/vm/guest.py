@@ -261,7 +261,11 @@ def run_guest(
     rec.save()  # before the directory or any process exists
     try:
         share, tmp = work / "share", work / "tmp"
-        share.mkdir(parents=True)
+        work.mkdir()
+        # Its copy of the record, before anything else is in it: `fsbench cleanup` finds the
+        # directory and its processes by it even when the state directory is gone.
+        rec.save()
+        share.mkdir()
         tmp.mkdir()
         pycache = bytecode_cache()
         warm_bytecode(pycache)
