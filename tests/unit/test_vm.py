@@ -311,8 +311,12 @@ def test_warm_bytecode_compiles_fsbench_for_the_guest_and_skips_what_is_current(
         sys.pycache_prefix = old
     assert pyc.is_file() and str(pyc).startswith(str(tmp_path))
     stamp = pyc.stat().st_mtime_ns
-    warm_bytecode(tmp_path)  # up to date: not written again
+    assert warm_bytecode(tmp_path)  # up to date: not written again
     assert pyc.stat().st_mtime_ns == stamp
+    (tmp_path / "file").write_text("")
+    assert not warm_bytecode(tmp_path / "file" / "pyc")  # cannot be made: the guest goes without
+    text = guest_script(tmp_path, ["ntfs3"], [], ["ntfs3"], None)
+    assert "PYTHONPYCACHEPREFIX" not in text
 
 
 # -- cleanup when the state record is gone: the copy inside the VM's work directory ------------

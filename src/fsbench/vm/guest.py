@@ -127,7 +127,7 @@ def bytecode_cache() -> Path:
     return cache_root().parent / "pycache" / sys.implementation.cache_tag
 
 
-def warm_bytecode(prefix: Path) -> None:
+def warm_bytecode(prefix: Path) -> bool:
     """Compile, natively and once, what the guest will import into the guest's bytecode cache.
 
     Under emulation the guest compiles at a fifteenth of native speed: without bytecode the
@@ -135,6 +135,7 @@ def warm_bytecode(prefix: Path) -> None:
     the guest will (the command line, the pipeline, numpy, pydantic); fsbench's own modules
     are all compiled too. What is left the guest compiles and writes there itself, once.
     Up-to-date files are skipped (a header read each), so a warm cache costs milliseconds.
+    False if the cache cannot be written: the guest then compiles in memory, only slower.
     """
     import compileall
 
@@ -143,18 +144,22 @@ def warm_bytecode(prefix: Path) -> None:
     files = {f for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None) or "")}
     files = {f for f in files if f.endswith(".py")}
     files |= {str(p) for p in Path(fsbench.__file__).parent.rglob("*.py")}
-    prefix.mkdir(parents=True, exist_ok=True)
+    try:
+        prefix.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
     old = sys.pycache_prefix
     sys.pycache_prefix = str(prefix)  # read by importlib's cache_from_source, as compileall uses
     try:
         for f in sorted(files):
-            compileall.compile_file(f, quiet=2)
+            compileall.compile_file(f, quiet=2)  # a file it cannot write is skipped, not raised
     finally:
         sys.pycache_prefix = old
+    return os.access(prefix, os.W_OK)
 
 
 def guest_script(
-    share: Path, subjects: list[str], args: list[str], modules: list[str], pycache: Path
+    share: Path, subjects: list[str], args: list[str], modules: list[str], pycache: Path | None
 ) -> str:
     """The guest's command: load what the lab needs, run fsbench, leave the exit code."""
     s = shlex.quote(str(share))
@@ -173,8 +178,14 @@ def guest_script(
             # and store stay in its own RAM and die with it.
             "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1",
             "export MPLCONFIGDIR=/tmp/fsbench-mpl",
-            f"export PYTHONPYCACHEPREFIX={shlex.quote(str(pycache))}",
-            "unset PYTHONDONTWRITEBYTECODE",  # it writes only to the cache above
+            *(
+                [
+                    f"export PYTHONPYCACHEPREFIX={shlex.quote(str(pycache))}",
+                    "unset PYTHONDONTWRITEBYTECODE",  # it writes only to the cache above
+                ]
+                if pycache is not None
+                else []
+            ),
             f"{shlex.join(argv)} > {s}/stdout 2> {s}/stderr",
             f"echo $? > {s}/rc.tmp && mv {s}/rc.tmp {s}/rc",
             "",
@@ -267,8 +278,9 @@ def run_guest(
         rec.save()
         share.mkdir()
         tmp.mkdir()
-        pycache = bytecode_cache()
-        warm_bytecode(pycache)
+        pycache: Path | None = bytecode_cache()
+        if not warm_bytecode(pycache):
+            pycache = None
         script = work / "guest.sh"
         script.write_text(
             guest_script(
