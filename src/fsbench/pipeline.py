@@ -193,7 +193,9 @@ def execute(
                 f"--read-only runs only read workloads; {', '.join(writers)} would write"
             )
     run = Run(run_id=run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), command=plan.command)
-    run.environment = capture(tools_used(plan))
+    # A guest's environment is not kept (the host records the VM's): no tool versions, no
+    # wake-up probe; each is a process start, a second or more under emulation.
+    run.environment = capture([], wakeups=False) if in_guest() else capture(tools_used(plan))
     memory = set(memory_notes())  # the notes the lab's tuning may answer
     run.environment.backing = plan.backing.describe()
     run.environment.backing_note = plan.backing.note
@@ -208,7 +210,7 @@ def execute(
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
-                if lab is not None and lab.record is not None:
+                if lab is not None and lab.record is not None and not in_guest():
                     # In the run's own image directory, which release() removes.
                     run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
                 if lab is not None and lab.tuned:
@@ -304,12 +306,19 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
     return tracer
 
 
+def in_guest() -> bool:
+    """A run inside a throw-away VM (src/fsbench/vm): the host keeps only its subjects and
+    results, so the guest skips what only its own environment and report would show — under
+    emulation the report's imports alone (matplotlib) cost over a minute."""
+    return bool(os.environ.get("FSBENCH_IN_VM"))
+
+
 def write_report_safely(run: Run, out_dir: Path) -> None:
     """report.html beside results.json; a rendering problem must never cost the run's data."""
+    if in_guest():
+        return  # the host renders the one report of the merged run
     from fsbench.report.html import write_report
 
-    if os.environ.get("FSBENCH_IN_VM"):
-        return  # a guest's run: the host renders the one report of the merged run
     try:
         write_report(run, out_dir)
     except Exception as e:

@@ -1,5 +1,6 @@
-"""A real VM with Debian's 6.12 kernel (issue 10): ntfs3 against ntfs-3g, measured inside it,
-and nothing left behind — after a normal run and after fsbench is SIGKILLed mid-run.
+"""A real VM with Debian's 6.12 kernel (issue 10): ntfs3 against ntfs-3g, measured inside it
+beside ext4 on the host kernel in the same run, and nothing left behind — after a normal run
+and after fsbench is SIGKILLed mid-run.
 
 The kernel is fetched on first use into the user's cache (`scripts/setup.sh --test` does it
 ahead, so this test does not pay the download). On a machine without KVM the guest runs under
@@ -24,8 +25,6 @@ from conftest import REPO, need_drivers, system_mounts, wait_until
 KERNEL = "debian-6.12"
 # Small and short: the point is that it works end to end, not the figures (emulated anyway).
 ARGS = [
-    "--kernel",
-    KERNEL,
     "--size",
     "64M",
     "--workloads",
@@ -90,6 +89,11 @@ def _leftovers(run_id: str, state_dir: Path) -> dict[str, object]:
         "work_dir": work.exists(),
         "images": Path(f"/dev/shm/fsbench-{run_id}").exists(),
         "mounts": [m.mountpoint for m in system_mounts() if run_id in m.mountpoint],
+        "loops": [
+            str(b)
+            for b in Path("/sys/block").glob("loop*/loop/backing_file")
+            if run_id in b.read_text()
+        ],
         "records": sorted(p.name for p in state_dir.glob("*.json")),
     }
     return {k: v for k, v in found.items() if v}
@@ -104,16 +108,17 @@ def vm_ready() -> None:
 
 
 @pytest.mark.root
-def test_ntfs3_against_ntfs3g_in_an_emulated_guest(
+def test_ntfs3_against_ntfs3g_in_an_emulated_guest_beside_ext4_on_the_host(
     vm_ready: None, tmp_path: Path, state_dir: Path
 ) -> None:
     out = tmp_path / "out"
     before = _qemus()
     t0 = time.monotonic()
+    # With a host subject: one run over two kernels (ids tagged @kernel), the host's lab and
+    # the guest's results merged into one results.json and report (~25 s more than without).
+    subjects = ["ext4@host", f"ntfs3@{KERNEL}", f"ntfs-3g@{KERNEL}"]
     r = subprocess.run(
-        _command(
-            "compare", "ntfs3", "ntfs-3g", *ARGS, "--out", str(out), "--db", str(tmp_path / "db")
-        ),
+        _command("compare", *subjects, *ARGS, "--out", str(out), "--db", str(tmp_path / "db")),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -127,20 +132,26 @@ def test_ntfs3_against_ntfs3g_in_an_emulated_guest(
     assert vm["kernel"] == KERNEL and vm["release"].startswith("6.12.")
     assert vm["status"] == "ok" and vm["boot_seconds"] > 0
     assert vm["cpus"] >= 1 and vm["memory_bytes"] >= 512 * 1024 * 1024
-    subjects = {s["id"]: s for s in run["subjects"]}
-    assert set(subjects) == {"ntfs3", "ntfs-3g"}  # one kernel: ids stay plain
-    assert all(s["status"] == "ok" and s["kernel"] == KERNEL for s in subjects.values())
-    assert subjects["ntfs3"]["kind"] == "kernel" and subjects["ntfs-3g"]["kind"] == "fuse"
+    assert vm["subjects"] == [f"ntfs3@{KERNEL}", f"ntfs-3g@{KERNEL}"]
+    ntfs3, ntfs3g = f"ntfs3@{KERNEL}", f"ntfs-3g@{KERNEL}"
+    found = {s["id"]: s for s in run["subjects"]}
+    assert set(found) == set(subjects)
+    assert all(s["status"] == "ok" for s in found.values())
+    assert found[ntfs3]["kernel"] == found[ntfs3g]["kernel"] == KERNEL
+    assert found["ext4@host"]["kernel"] in (None, "host")
+    assert found[ntfs3]["kind"] == "kernel" and found[ntfs3g]["kind"] == "fuse"
     results = {(x["subject"], x["workload_id"]): x for x in run["results"]}
-    assert set(results) == {
-        (s, w) for s in ("ntfs3", "ntfs-3g") for w in ("seq-write/fsync", "seq-read/cold")
-    }
+    assert set(results) == {(s, w) for s in subjects for w in ("seq-write/fsync", "seq-read/cold")}
     for key, res in results.items():
         assert res["status"] == "ok" and res["median"] > 0, key
+        guest = key[0] != "ext4@host"
         if vm["virtualization"] == "emulated":
-            assert "emulated" in res["flags"], key
-    for s in ("ntfs3", "ntfs-3g"):
+            assert ("emulated" in res["flags"]) == guest, key
+    for s in subjects:
         assert results[(s, "seq-read/cold")]["cache"] == "cold-verified"
+    # The host's own environment is the host's: its kernel, its noise floor.
+    assert not run["environment"]["kernel"].startswith("6.12.")
+    assert run["environment"]["noise_floor"] is not None
     # The terminal and the HTML report say plainly what an emulated run is worth.
     if vm["virtualization"] == "emulated":
         assert "NOT representative" in r.stdout
@@ -148,9 +159,10 @@ def test_ntfs3_against_ntfs3g_in_an_emulated_guest(
     assert _leftovers(run["run_id"], state_dir) == {}
     assert _qemus() <= before
     print(f"\nVM run: {wall:.0f} s wall, boot {vm['boot_seconds']} s, {vm['virtualization']}")
-    # No timed assertion (the project measures its own speed in bench/, never in tests); the
-    # issue's 3-minute budget is not met yet: 294 s here without KVM (boot 15 s, samples 14 s,
-    # the rest the guest's Python and tools under emulation).
+    # No timed assertion (the project measures its own speed in bench/, never in tests). The
+    # issue's budget is 3 minutes; without KVM here it takes ~110 s with the host's ext4
+    # (boot 16-20 s, the guest's fsbench ~80 s: imports from the bytecode cache ~20 s, six fio
+    # runs ~30 s, formatting, mounting and integrity checks the rest).
 
 
 @pytest.mark.root
@@ -159,7 +171,15 @@ def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
 ) -> None:
     proc = subprocess.Popen(
         _command(
-            "compare", "ntfs3", *ARGS, "--out", str(tmp_path / "out"), "--db", str(tmp_path / "db")
+            "compare",
+            "ntfs3",
+            "--kernel",
+            KERNEL,
+            *ARGS,
+            "--out",
+            str(tmp_path / "out"),
+            "--db",
+            str(tmp_path / "db"),
         ),
         cwd=REPO,
         stdin=subprocess.DEVNULL,
@@ -192,8 +212,20 @@ def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
         if proc.poll() is None:
             proc.kill()
     run_id = marker.split("-vm-")[0]
+    work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
+    assert work.is_dir()
+    # First as if the state directory were gone (a test's private one, deleted): cleanup finds
+    # the VM's work directory by the record's copy inside it, and its qemu by the marker.
+    elsewhere = tmp_path / "no-state"
+    env = {**os.environ, "FSBENCH_STATE_DIR": str(elsewhere)}
+    r = subprocess.run(
+        _command("cleanup"), cwd=REPO, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert "killed VM processes" in r.stdout and f"removed {work}" in r.stdout, r.stdout
+    assert wait_until(lambda: not _marked(marker), 15)
+    assert not work.exists()
+    # Then with the record: nothing left to do but the record itself.
     r = subprocess.run(_command("cleanup"), cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "killed VM processes" in r.stdout
-    assert wait_until(lambda: not _marked(marker), 15)
     assert _leftovers(run_id, state_dir) == {}

@@ -25,6 +25,7 @@ from fsbench.vm.guest import (
     guest_script,
     merge,
     size_vm,
+    warm_bytecode,
 )
 from fsbench.vm.kernels import (
     Kernel,
@@ -226,8 +227,10 @@ def test_merge_fails_each_subject_of_a_vm_that_did_not_boot() -> None:
 
 
 def test_guest_script_runs_this_fsbench_and_leaves_its_exit_code(tmp_path: Path) -> None:
-    text = guest_script(tmp_path, ["ntfs3", "ntfs-3g"], ["--size", "64M"], ["ntfs3", "fuse"])
+    pyc = tmp_path / "pyc"
+    text = guest_script(tmp_path, ["ntfs3", "ntfs-3g"], ["--size", "64M"], ["ntfs3", "fuse"], pyc)
     assert "modprobe" in text and "loop ntfs3 fuse" in text
+    assert f"PYTHONPYCACHEPREFIX={pyc}" in text
     assert f"{sys.executable} -m fsbench compare ntfs3 ntfs-3g --size 64M" in text
     assert f"--out {tmp_path}/out" in text and f"{tmp_path}/rc" in text
     assert "FSBENCH_IN_VM=1" in text
@@ -289,3 +292,119 @@ def test_release_kills_marked_processes_and_removes_temp_paths(
                 pass
     assert left == []
     assert not work.exists() and not Path(rec.path).exists()
+
+
+def test_warm_bytecode_compiles_fsbench_for_the_guest_and_skips_what_is_current(
+    tmp_path: Path,
+) -> None:
+    import importlib.util
+
+    import fsbench.pipeline
+
+    warm_bytecode(tmp_path)
+    src = fsbench.pipeline.__file__
+    old = sys.pycache_prefix
+    sys.pycache_prefix = str(tmp_path)
+    try:
+        pyc = Path(importlib.util.cache_from_source(src))
+    finally:
+        sys.pycache_prefix = old
+    assert pyc.is_file() and str(pyc).startswith(str(tmp_path))
+    stamp = pyc.stat().st_mtime_ns
+    assert warm_bytecode(tmp_path)  # up to date: not written again
+    assert pyc.stat().st_mtime_ns == stamp
+    (tmp_path / "file").write_text("")
+    assert not warm_bytecode(tmp_path / "file" / "pyc")  # cannot be made: the guest goes without
+    text = guest_script(tmp_path, ["ntfs3"], [], ["ntfs3"], None)
+    assert "PYTHONPYCACHEPREFIX" not in text
+
+
+# -- cleanup when the state record is gone: the copy inside the VM's work directory ------------
+def _orphan(tmp: Path, name: str, owner: subprocess.Popen | None, marker: str) -> Path:
+    """A VM work directory as run_guest leaves it after a SIGKILL, with its record's copy."""
+    work = tmp / f"fsbench-{name}"
+    (work / "share").mkdir(parents=True)
+    (work / "console.log").write_text("booting\n")
+    pid = owner.pid if owner else 2**22 + 1  # above pid_max's default: no such process
+    rec = state.StateRecord(
+        run_id=name,
+        pid=pid,
+        pid_start=state.process_start(pid) if owner else 1,
+        image_dir="",
+        mount_dir="",
+        env_marker=marker,
+        temp_paths=[str(work)],
+    )
+    rec.save()
+    return work
+
+
+def _marked(marker: str) -> list[str]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if f"FSBENCH_VM={marker}".encode() in Path(entry.path, "environ").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                pass
+    return found
+
+
+def test_cleanup_removes_an_orphaned_vm_directory_and_its_processes_but_not_a_live_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setattr(state, "release_orphans", lambda live: [])  # no loop devices here
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    dead, alive = f"dead-{tag}-vm-k", f"alive-{tag}-vm-k"
+    # A stand-in for the dead run's qemu, still running, found only by its marker.
+    env = {**os.environ, "FSBENCH_VM": dead}
+    qemu = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], env=env, start_new_session=True)
+    owner = subprocess.Popen(["sleep", "300"])  # a live run's fsbench
+    try:
+        orphan = _orphan(tmp, dead, None, dead)
+        live = _orphan(tmp, alive, owner, alive)
+        bare = tmp / f"fsbench-bare-{tag}-vm-k"  # no copy yet: its owner may be writing it
+        bare.mkdir()
+        shutil.rmtree(tmp_path / "state")  # every state record is gone
+        time.sleep(0.2)
+        notes, skipped = state.cleanup_all()
+        qemu.wait(timeout=10)
+        assert any(f"[{dead}] killed VM processes" in n for n in notes), notes
+        assert any(f"[{dead}] removed {orphan}" in n for n in notes), notes
+        assert not orphan.exists() and _marked(dead) == []
+        assert skipped == [alive]
+        assert live.is_dir() and (live / state.OWNER_FILE).is_file() and bare.is_dir()
+        # Once its owner is gone, the live run's directory goes too.
+        owner.kill()
+        owner.wait()
+        notes, skipped = state.cleanup_all()
+        assert not live.exists() and skipped == [] and bare.is_dir()
+    finally:
+        for p in (qemu, owner):
+            if p.poll() is None:
+                p.kill()
+
+
+def test_a_copy_naming_another_directory_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    victim = tmp_path / "fsbench-victim"
+    victim.mkdir()
+    work = _orphan(tmp_path, "moved", None, "moved")
+    copy = json.loads((work / state.OWNER_FILE).read_text())
+    moved = tmp_path / "fsbench-elsewhere"
+    work.rename(moved)  # its copy still names the old path
+    assert state.orphan_temp_records(tmp_path) == []
+    copy["temp_paths"] = [str(victim)]
+    (moved / state.OWNER_FILE).write_text(json.dumps(copy))
+    assert state.orphan_temp_records(tmp_path) == []
+    assert victim.is_dir() and moved.is_dir()

@@ -24,6 +24,7 @@ from fsbench.lab.system import run
 from fsbench.probes import trace
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
+OWNER_FILE = ".fsbench-record.json"  # a record's copy inside its own temporary directory
 
 
 @dataclass
@@ -59,6 +60,14 @@ class StateRecord:
         tmp = target.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self)))
         os.replace(tmp, target)  # atomic: a SIGKILL never leaves half a record
+        # A copy inside each temporary directory that exists: `cleanup` still finds the
+        # directory, its owner and its processes when the state directory itself is gone
+        # (a test's private FSBENCH_STATE_DIR, a reboot-cleared /run with /tmp kept).
+        for d in self.temp_paths:
+            if Path(d).name.startswith("fsbench-") and Path(d).is_dir():
+                copy = Path(d) / OWNER_FILE
+                copy.with_suffix(".tmp").write_text(json.dumps(asdict(self)))
+                os.replace(copy.with_suffix(".tmp"), copy)
 
     @classmethod
     def load(cls, path: Path) -> StateRecord:
@@ -205,8 +214,41 @@ def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
             live.add(rec.image_dir)
             continue
         notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
+    for rec in orphan_temp_records():
+        if owner_alive(rec) and not include_running:
+            if rec.run_id not in skipped:
+                skipped.append(rec.run_id)
+            continue
+        notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
     notes += release_orphans(live)
     return notes, skipped
+
+
+def orphan_temp_records(root: Path | None = None) -> list[StateRecord]:
+    """Records of temporary directories whose state record is gone, read from the copy each
+    keeps (OWNER_FILE). Only a directory named fsbench-* directly in the temporary directory,
+    whose copy names that very directory; release() may then remove only it, and kill only
+    the processes carrying the marker and group it names. A directory without a copy is
+    never touched: its owner may be between creating it and writing the copy."""
+    base = root or Path(tempfile.gettempdir())
+    named = {str(Path(p)) for rec in records() for p in rec.temp_paths}
+    out = []
+    for d in sorted(base.glob("fsbench-*")):
+        copy = d / OWNER_FILE
+        if str(d) in named or d.is_symlink() or not copy.is_file():
+            continue
+        try:
+            rec = StateRecord.load(copy)
+        except (OSError, ValueError, TypeError):
+            continue
+        if str(d) not in rec.temp_paths:
+            continue  # a copy moved or forged: it does not describe this directory
+        # What is released is this directory (and the copy with it), nothing else on disk:
+        # its images and mounts, if any, live under paths only the original record names.
+        rec.temp_paths, rec.image_dir, rec.mount_dir, rec.loops = [str(d)], "", "", []
+        rec.restore, rec.frozen, rec.path = {}, [], ""
+        out.append(rec)
+    return out
 
 
 def orphan_loops(live_dirs: set[str] = frozenset()) -> list[tuple[str, str]]:
