@@ -11,7 +11,9 @@ Two integration modules touch none of the host's lab state and run beside the la
 VM tests (the guest has its own kernel, page cache and loop devices; the host only runs qemu)
 and the browser tests (a report file and Chromium). Scopes are queued in collection order
 (`--no-loadscope-reorder` in pyproject.toml) and the VM tests are collected first, so the VM
-scope starts on one worker and the lab scope on the other; the rest fill in behind them.
+scope starts on one worker and the lab scope on the other; the rest fill in behind them. The VM
+test's one host subject (ext4@host) is measured before the guest boots, in its first seconds:
+beside the lab scope's first test, the chaos test, which asserts nothing about cache states.
 
 In CI (FSBENCH_STRICT_SKIPS=1, set by .ci/run) a test skipped for a missing tool, driver or
 privilege fails instead: CI installs everything and runs as root, so a skip there would hide a
