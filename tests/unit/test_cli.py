@@ -340,8 +340,9 @@ def test_doctor_json_shape(sandbox: Sandbox) -> None:
     assert w["measured"] is True, w
     assert w["same_cpu"] > 0 and isinstance(w["costly"], bool) and w["verdict"]
     if (os.cpu_count() or 1) > 1:
+        # The ratio is of the unrounded costs; the costs are shown rounded (0.1 µs of ~1 µs).
         assert w["cross_cpu"] >= 0 and w["ratio"] == pytest.approx(
-            w["cross_cpu"] / w["same_cpu"], rel=0.01
+            w["cross_cpu"] / w["same_cpu"], rel=0.1
         )
 
 
