@@ -376,11 +376,12 @@ def test_cleanup_removes_an_orphaned_vm_directory_and_its_processes_but_not_a_li
         shutil.rmtree(tmp_path / "state")  # every state record is gone
         time.sleep(0.2)
         notes, skipped = state.cleanup_all()
-        qemu.wait(timeout=10)
+        qemu.wait(timeout=60)  # killed by cleanup_all; a loaded CI machine is slow to say so
         assert any(f"[{dead}] killed VM processes" in n for n in notes), notes
         assert any(f"[{dead}] removed {orphan}" in n for n in notes), notes
         assert not orphan.exists() and _marked(dead) == []
-        assert skipped == [alive]
+        # The live run's record may be in another state directory: left alone, unnamed.
+        assert skipped == [] and not any(alive in n for n in notes)
         assert live.is_dir() and (live / state.OWNER_FILE).is_file() and bare.is_dir()
         # Once its owner is gone, the live run's directory goes too.
         owner.kill()

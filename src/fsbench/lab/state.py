@@ -216,8 +216,8 @@ def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
         notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
     for rec in orphan_temp_records():
         if owner_alive(rec) and not include_running:
-            if rec.run_id not in skipped:
-                skipped.append(rec.run_id)
+            # A live run whose record is in another state directory (FSBENCH_STATE_DIR):
+            # not this cleanup's to name, nor to touch.
             continue
         notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
     notes += release_orphans(live)
