@@ -117,16 +117,10 @@ def ns_clients() -> Iterator[tuple[list[NsClient], Path]]:
         # A server's per-connection processes can leave its session (seen: one outlived the
         # test under PID 1): every process serving one of our addresses goes too.
         ours = [f"--server=ip:{c.addr},{PORT}".encode() for c in clients]
-        for p in Path("/proc").iterdir():
-            if not p.name.isdigit():
-                continue
-            try:
-                argv = (p / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
+        for pid, argv in _processes():
             if any(a in argv for a in ours):
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(p.name), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
         for link in links:
             subprocess.run(["ip", "link", "del", link], capture_output=True)
         for ns in namespaces:
@@ -134,20 +128,24 @@ def ns_clients() -> Iterator[tuple[list[NsClient], Path]]:
         shutil.rmtree(shared, ignore_errors=True)
 
 
+def _processes() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, argv) of every process on this host that can still be read."""
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                yield int(p.name), (p / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+
+
 def fio_clients_of_ours(clients: list[NsClient]) -> list[int]:
     """fio client processes on this host that name one of the namespace servers."""
-    found = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            argv = (p / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        ours = [c.addr.encode() for c in clients]
-        if any(a.startswith(b"--client=") and any(x in a for x in ours) for a in argv):
-            found.append(int(p.name))
-    return found
+    ours = [c.addr.encode() for c in clients]
+    return [
+        pid
+        for pid, argv in _processes()
+        if any(a.startswith(b"--client=") and any(x in a for x in ours) for a in argv)
+    ]
 
 
 @pytest.mark.root
