@@ -283,8 +283,9 @@ def execute(
 
 
 def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
-    """The run's one bpftrace, recorded in the lab's state record the moment it exists, so
-    `release` (normal teardown and `fsbench cleanup`) stops it on every exit path."""
+    """The run's tracer: it starts bpftrace for each traced run (runner._warm_up_and_trace),
+    and records each bpftrace in the lab's state record the moment it exists, so `release`
+    (normal teardown and `fsbench cleanup`) stops it on every exit path."""
     if not plan.trace:
         run.environment.trace_probes = dict.fromkeys(ktrace.PROBE_NAMES, "off (--no-trace)")
         return None
@@ -298,10 +299,15 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
         record.tracers.append([pid, process_start(pid)])
         record.save()
 
-    tracer = ktrace.Tracer(ktrace.availability(wanted=plan.trace_probes), on_started=recorded)
+    def gone(pid: int) -> None:
+        record.tracers = [t for t in record.tracers if t[0] != pid]
+        record.save()
+
+    tracer = ktrace.Tracer(
+        ktrace.availability(wanted=plan.trace_probes), on_started=recorded, on_stopped=gone
+    )
     if ktrace.MOUNTED_NOTES:
         run.environment.notes = [*run.environment.notes, *ktrace.MOUNTED_NOTES]
-    tracer.start()
     run.environment.trace_probes = dict(tracer.status)
     return tracer
 

@@ -260,10 +260,7 @@ class Runner:
             # A sample is as many prepare+run iterations as it takes to last long enough to
             # measure (a 0.1 s read says little); the result records how much work that was.
             if known is None:
-                # Warm-up iterations, discarded: the first run touches memory (page cache,
-                # daemon heaps) for the first time, which is slow and erratic on VMs.
-                for _ in range(self._warmup(wl)):
-                    self._iteration(rt, wl, res)
+                self._warm_up_and_trace(rt, wl, res)
             runs: list[tuple[Measurement, ProbeDelta, int | None]] = []
             cache, cache_flags = "n/a", []
             while True:
@@ -302,6 +299,30 @@ class Runner:
             self.sink.save_sample(self.run.run_id, res, sample)
         self.on_sample()
 
+    def _warm_up_and_trace(self, rt: RunTarget, wl: Workload, res: Result) -> None:
+        """Warm-up iterations (discarded: the first run touches memory, page cache and daemon
+        heaps, for the first time, which is slow and erratic on VMs), then the traced run: one
+        more iteration with the kernel probes attached, untimed, which the explanation is drawn
+        from. bpftrace compiles while the warm-up runs and is gone before the first sample."""
+        tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
+        if tracer is not None:
+            tracer.launch()
+        try:
+            for _ in range(self._warmup(wl)):
+                self._iteration(rt, wl, res)
+            if tracer is None:
+                return
+            tracer.ready()
+            _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
+            if delta.trace is not None:
+                # What the traced run measured, in the result's metric: the probes' own cost
+                # on this subject shows against the samples' median.
+                delta.trace["value"] = m.value
+                res.trace = delta.trace
+        finally:
+            if tracer is not None:
+                tracer.stop()
+
     def _warmup(self, wl: Workload) -> int:
         own = hook(wl, "warmup")
         return self.warmup if own is None else int(own)
@@ -311,7 +332,7 @@ class Runner:
         return self.min_sample_s if own is None else float(own)
 
     def _iteration(
-        self, rt: RunTarget, wl: Workload, res: Result
+        self, rt: RunTarget, wl: Workload, res: Result, traced: bool = False
     ) -> tuple[str, list[str], Measurement, ProbeDelta, int | None]:
         """prepare, bring the cache to its state, and run once between two probe snapshots."""
         target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
@@ -330,21 +351,22 @@ class Runner:
             kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
         )
         resident0 = device_cache(target) if cache == "direct" else None
-        keys = self._trace_keys(target, wl)
+        tracer = self.tracer if traced else None
+        keys = self._trace_keys(target, wl) if tracer else None
         before = take_snapshot(self.procfs, spec)
-        if self.tracer:
-            self.tracer.begin()
+        if tracer:
+            tracer.begin()
         with watched(rt.health):
             m = wl.run(target)
-        maps = self.tracer.end() if self.tracer else None
+        maps = tracer.end() if tracer else None
         after = take_snapshot(self.procfs, spec)
         self._unplace(m)
         resident1 = device_cache(target) if cache == "direct" else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0
         delta = diff(before, after)
-        if self.tracer and keys is not None:
+        if tracer and keys is not None:
             work = {"bytes": m.bytes, "ops": m.ops, "seconds": m.seconds}
-            delta.trace = ktrace.to_trace(maps or {}, keys, self.tracer.status, work)
+            delta.trace = ktrace.to_trace(maps or {}, keys, tracer.status, work)
         return cache, cache_flags, m, delta, growth
 
     def _trace_keys(self, target: Target, wl: Workload) -> ktrace.SubjectKeys | None:
@@ -463,7 +485,6 @@ def merge_iterations(
             d.kthreads_by_name[k] = d.kthreads_by_name.get(k, 0.0) + v
     d.meminfo_before, d.meminfo_after = ds[0].meminfo_before, ds[-1].meminfo_after
     d.flags = list(dict.fromkeys(f for x in ds for f in x.flags))
-    d.trace = ktrace.merge_traces([x.trace for x in ds])
     growths = [r[2] for r in runs]
     growth = None if any(g is None for g in growths) else sum(g for g in growths if g is not None)
     return m, d, growth
@@ -689,7 +710,6 @@ def aggregate(res: Result) -> None:
     if per_kop:
         cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}
     res.cpu = cpu
-    res.trace = ktrace.merge_traces([x.trace for x in det])
     res.device = Device(
         **{
             f: int(_median([getattr(x.device, f) for x in det]))

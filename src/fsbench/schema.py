@@ -26,7 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field
 # 2 - several clients through fio's client/server mode: environment.clients (each client's
 #     host, port, fio version, OS and arch as fio reports them), result.clients (per-client
 #     medians), sample.extra["clients"] (per-client figures of each sample), params.clients.
-SCHEMA_VERSION = 2
+# 3 - Result.trace is one extra, untimed traced run's (no timed sample is traced any more, so
+#     Sample.trace stays None), with that run's `work` and its rate `value`; version 2 files
+#     (trace summed over the samples, no `value`) still load and are explained the same.
+SCHEMA_VERSION = 3
 
 CacheState = Literal[
     "cold-verified",
@@ -79,7 +82,7 @@ class Sample(_Model):
     device: Device = Field(default_factory=Device)
     extra: dict[str, Any] = Field(default_factory=dict)  # fio latency percentiles, IOPS, ...
     flags: list[str] = Field(default_factory=list)
-    # Kernel trace probes over the sample (probes/trace.py); None: tracing off or older run.
+    # Kernel trace probes over the sample: schema 2 only (since 3 no timed sample is traced).
     trace: dict[str, Any] | None = None
 
 
@@ -127,7 +130,8 @@ class Result(_Model):
     # How much work one sample was (median bytes, ops, seconds): not a param, since params are
     # the result's identity and the amount is grown to last long enough.
     work_per_sample: dict[str, float] | None = None
-    trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
+    # The kernel probes over the result's traced run (probes/trace.py, runner._warm_up_and_trace).
+    trace: dict[str, Any] | None = None
     clients: list[ClientFigures] | None = None  # fio client/server runs only
 
 

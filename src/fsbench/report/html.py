@@ -209,7 +209,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
     stands for and the share of the gap to the baseline it accounts for."""
     factors = []
     for f in e.factors:
-        bits = []  # the sentence gives the share of the sample already
+        bits = []  # the sentence gives the share of the traced run already
         if f.accounts is not None:
             bits.append(f"{fmt_pct(f.accounts)} of the gap to {e.baseline}")
         factors.append({"name": f.name, "sentence": f.sentence, "weight": "; ".join(bits)})
@@ -222,6 +222,9 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
         )
     elif e.seconds is not None:
         gap = f"{fmt_time(e.seconds)} per {e.per}"
+    if e.traced_speed is not None:
+        # The figures come from one untimed traced run: say what the probes cost it.
+        gap += f"{'; ' if gap else ''}traced run at {e.traced_speed:.2f}× the timed speed"
     return {
         "subject": head,
         "baseline": e.baseline,
