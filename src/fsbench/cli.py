@@ -18,7 +18,6 @@ from rich.progress import (
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 
@@ -26,6 +25,12 @@ from fsbench import __version__
 from fsbench.errors import EXIT_USAGE, FsbenchError, UsageError
 
 err = Console(stderr=True)
+
+
+# `--repeat auto` (the default) without --time-budget: seconds of measuring after which no
+# round is started, chosen so the default comparison of every driver on a 2-CPU machine
+# takes at most 5 minutes of wall time with the lab's setup and teardown.
+DEFAULT_TIME_BUDGET_S = 150.0
 
 
 def _fail(e: FsbenchError) -> None:
@@ -230,10 +235,10 @@ def _common(f):
     )(f)
     f = click.option(
         "--repeat",
-        default="3",
-        help="Samples per subject and workload (≥ 1), or 'auto': at least 3, then more only "
-        "for subjects whose ratio to the baseline is still open (interval spans 1 and is "
-        "wider than ±2 %), up to --max-repeat or --time-budget.",
+        default="auto",
+        help="Samples per subject and workload (≥ 1), or 'auto' (default): at least 3, then "
+        "more only for subjects whose ratio to the baseline is still open (interval spans 1 "
+        "and is wider than ±2 %), up to --max-repeat or --time-budget.",
     )(f)
     f = click.option(
         "--placement",
@@ -245,7 +250,10 @@ def _common(f):
         "--max-repeat", default="10", help="With --repeat auto: at most this many samples."
     )(f)
     f = click.option(
-        "--time-budget", default=None, help="With --repeat auto: stop adding samples after S s."
+        "--time-budget",
+        default=None,
+        help="With --repeat auto: start no round that would end after S s of measuring "
+        f"(default {DEFAULT_TIME_BUDGET_S:g}; the first 3 rounds always run).",
     )(f)
     f = click.option(
         "--out",
@@ -265,6 +273,13 @@ def _common(f):
         "--verbose", "-v", is_flag=True, help="Every subject's notes under each table."
     )(f)
     return f
+
+
+def _eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = round(seconds)
+    return f"~{s // 60}:{s % 60:02d} left"
 
 
 def _min_sample(text: str) -> float:
@@ -458,6 +473,8 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
     if adaptive and max_repeat < n:
         raise UsageError(f"--max-repeat {max_repeat}: must be at least {n} with --repeat auto")
     budget = _positive("--time-budget", common["time_budget"], float)
+    if adaptive and budget is None:
+        budget = DEFAULT_TIME_BUDGET_S
     scale = _positive("--scale", common["scale"], float) or 1.0
     try:
         warmup = int(common["warmup"])
@@ -495,18 +512,18 @@ def _go(common: dict[str, Any], **plan_fields: Any) -> None:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=err,
         transient=True,
         disable=not err.is_terminal,
     ) as progress:
-        task = progress.add_task("preparing", total=None)
+        task = progress.add_task("preparing", total=None, eta="")
         run, code = execute(
             plan,
             on_step=lambda m: progress.update(task, description=m),
             on_sample=lambda: progress.advance(task),
             on_total=lambda total: progress.update(task, total=total),
+            on_eta=lambda s: progress.update(task, eta=_eta_text(s)),
         )
     if as_json:
         from fsbench.report.explain import run_json

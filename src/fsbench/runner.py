@@ -15,13 +15,14 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 from fsbench import stats
+from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
 from fsbench.lab.placement import Pinned, pin, placement_of
 from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
-from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
+from fsbench.schema import CPU, Device, Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.workloads.base import (
     Measurement,
     Target,
@@ -80,6 +81,15 @@ class Runner:
     settle: bool = False
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
+    # Progress: the number of samples still expected (the bar's total grows or shrinks).
+    on_remaining: Callable[[int], None] = lambda _n: None
+    # Progress: seconds of measuring left (None until the first round has costed each sample).
+    on_eta: Callable[[float | None], None] = lambda _s: None
+    # Wall seconds of each (subject, workload)'s last sample with its preparation: what its
+    # next one will cost (the budget check and the ETA use it).
+    _cost: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
+    _t0: float = field(default=0.0, init=False, repr=False)
+    _rep: int = field(default=0, init=False, repr=False)
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
     # Discarded iterations before the first sample of each subject and workload.
@@ -93,46 +103,113 @@ class Runner:
         for rt in self.targets:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
         rep = 0
         while True:
             todo = self._workloads_for_round(rep)
             if not todo:
                 break
-            if self.adaptive and rep >= self.repeat:
-                elapsed = time.monotonic() - t0
-                if self.time_budget_s is not None and elapsed > self.time_budget_s:
-                    self._note_all("adaptive repeats stopped by the time budget")
-                    break
+            if self.adaptive and rep >= self.repeat and not self._round_fits(todo):
+                self._note_all("adaptive repeats stopped by the time budget", only_open=True)
+                self._stop_open("budget")
+                break
+            self._rep = rep
             self._round(todo, rep)
             rep += 1
+        self.run.schedule = Schedule(
+            adaptive=self.adaptive,
+            repeat=self.repeat,
+            max_repeat=self.max_repeat if self.adaptive else None,
+            time_budget_s=self.time_budget_s if self.adaptive else None,
+            spent_s=round(time.monotonic() - self._t0, 1),
+        )
         self.finish()
         return self.run
+
+    def _round_fits(self, todo: list[Workload]) -> bool:
+        """Another round ends within the time budget, judged by what its samples cost last
+        time (so the budget is a bound on the measuring time, not a point past which the
+        last round started)."""
+        if self.time_budget_s is None:
+            return True
+        elapsed = time.monotonic() - self._t0
+        return elapsed + self._round_cost(todo) <= self.time_budget_s
+
+    def _round_cost(self, todo: list[Workload]) -> float:
+        wids = {workload_id(wl) for wl in todo}
+        return sum(
+            c for (sid, wid), c in self._cost.items() if wid in wids and self._open(sid, wid)
+        )
+
+    def _open(self, sid: str, wid: str) -> bool:
+        res = self.results.get((sid, wid))
+        return (sid, wid) not in self.settled and (res is None or res.status == "ok")
+
+    def _eta_s(self) -> float | None:
+        """Seconds of measuring left: the minimum rounds still to do, and for adaptive runs
+        the open answers' rounds up to --max-repeat, bounded by the time budget."""
+        if self._rep == 0:
+            return None  # the first round is where each sample's cost is learnt
+        every = sum(self._cost.values())
+        open_ = sum(c for (sid, wid), c in self._cost.items() if self._open(sid, wid))
+        rep = self._rep + 1  # rounds begun
+        left = every * max(0, self.repeat - rep)
+        if self.adaptive:
+            left += open_ * max(0, self.max_repeat - max(rep, self.repeat))
+            if self.time_budget_s is not None:
+                spent = time.monotonic() - self._t0
+                left = min(left, max(0.0, self.time_budget_s - spent))
+        return left
+
+    def _samples_left(self) -> int:
+        """Samples still expected, for the progress bar: the minimum rounds for every pair,
+        then the open pairs' rounds that fit the budget (at their last cost)."""
+        pairs = len(self.targets) * len(self.workloads)
+        done_min = sum(min(len(r.samples), self.repeat) for r in self.results.values())
+        done_min += sum(1 for r in self.results.values() if r.status != "ok") * self.repeat
+        left = max(0, pairs * self.repeat - done_min)
+        if not self.adaptive or left:
+            return left
+        open_ = [k for k in self._cost if self._open(*k)]
+        rounds = max(0, self.max_repeat - self._rep - 1)
+        cost = sum(self._cost[k] for k in open_)
+        if self.time_budget_s is not None and cost > 0:
+            spare = self.time_budget_s - (time.monotonic() - self._t0)
+            rounds = min(rounds, max(0, int(spare // cost)))
+        return len(open_) * rounds
 
     def _workloads_for_round(self, rep: int) -> list[Workload]:
         if rep < self.repeat:
             return self.workloads
-        if not self.adaptive or rep >= self.max_repeat:
-            if self.adaptive:
-                self._note_all(f"stopped at --max-repeat {self.max_repeat}", only_unsettled=True)
+        if not self.adaptive:
+            self._stop_open("repeat")
             return []
-        if self.settle:
-            return self._open_workloads()
-        # A workload gets another round, for every subject (keeping the interleaving), while
-        # any subject's interval is still wider than the target.
-        return [
-            wl
-            for wl in self.workloads
-            if any(
-                self._unsettled(res)
-                for (sid, wid), res in self.results.items()
-                if wid == workload_id(wl)
-            )
-        ]
+        if rep >= self.max_repeat:
+            self._note_all(f"stopped at --max-repeat {self.max_repeat}", only_open=True)
+            self._stop_open("max-repeat")
+            return []
+        todo = self._open_workloads() if self.settle else self._wide_workloads()
+        if not todo:
+            self._stop_open("settled")
+        return todo
+
+    def _wide_workloads(self) -> list[Workload]:
+        """Without settling: a workload gets another round, for every subject (keeping the
+        interleaving), while any subject's interval is wider than the target."""
+        todo = []
+        for wl in self.workloads:
+            wid = workload_id(wl)
+            mine = [r for (_, w), r in self.results.items() if w == wid]
+            if any(self._unsettled(r) for r in mine):
+                todo.append(wl)
+            else:
+                self.settled.update((r.subject, wid) for r in mine)
+        return todo
 
     def _open_workloads(self) -> list[Workload]:
         """Workloads with a subject whose answer is still open; settled pairs go to
         self.settled, so _one skips them."""
+        order = [rt.subject.id for rt in self.targets]
         todo = []
         for wl in self.workloads:
             wid = workload_id(wl)
@@ -142,20 +219,29 @@ class Runner:
                 if rt.subject.status == "ok" and (rt.subject.id, wid) in self.results
             ]
             mine = [r for r in mine if r.status == "ok" and r.samples]
-            if not mine:
+            base = baseline_result(mine, order)  # the renderers' rule: compared with it
+            if base is None:
                 continue
-            base, others = mine[0], mine[1:]
+            others = [r for r in mine if r is not base]
             open_ = [r for r in others if not ratio_settled(base, r)]
             if not others and self._unsettled(base):
                 open_ = [base]  # alone: its own interval decides
             for r in others:
                 if r not in open_:
                     self.settled.add((r.subject, wid))
+                    r.stopped = "settled"
             if open_:
                 todo.append(wl)
             else:
                 self.settled.add((base.subject, wid))
+                base.stopped = "settled"
         return todo
+
+    def _stop_open(self, reason: StopReason) -> None:
+        """Why the results still getting samples got no more."""
+        for (sid, wid), res in self.results.items():
+            if res.status == "ok" and res.samples and res.stopped is None:
+                res.stopped = "settled" if (sid, wid) in self.settled else reason
 
     def _unsettled(self, res: Result) -> bool:
         if res.status != "ok" or not res.samples:
@@ -164,9 +250,11 @@ class Runner:
             stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
         )
 
-    def _note_all(self, note: str, only_unsettled: bool = False) -> None:
-        for res in self.results.values():
-            if (not only_unsettled or self._unsettled(res)) and note not in res.flags:
+    def _note_all(self, note: str, only_open: bool = False) -> None:
+        for key, res in self.results.items():
+            if res.status != "ok" or note in res.flags:
+                continue
+            if not only_open or (key not in self.settled and res.stopped is None):
                 res.flags.append(note)
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
@@ -230,8 +318,10 @@ class Runner:
         if (rt.subject.id, workload_id(wl)) in self.settled:
             return  # its answer is settled: the time goes to the open ones
         of = "" if self.adaptive else f"/{self.repeat}"
+        self.on_eta(self._eta_s())
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
+        began = time.monotonic()
         try:
             # A sample is as many prepare+run iterations as it takes to last long enough to
             # measure (a 0.1 s read says little); the result records how much work that was.
@@ -276,7 +366,9 @@ class Runner:
         res.sample_details.append(sample)
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
+        self._cost[(rt.subject.id, workload_id(wl))] = time.monotonic() - began
         self.on_sample()
+        self.on_remaining(self._samples_left())
 
     def _warmup(self, wl: Workload) -> int:
         own = hook(wl, "warmup")
