@@ -110,7 +110,6 @@ class Runner:
             if not todo:
                 break
             if self.adaptive and rep >= self.repeat and not self._round_fits(todo):
-                self._note_all("adaptive repeats stopped by the time budget", only_open=True)
                 self._stop_open("budget")
                 break
             self._rep = rep
@@ -185,7 +184,6 @@ class Runner:
             self._stop_open("repeat")
             return []
         if rep >= self.max_repeat:
-            self._note_all(f"stopped at --max-repeat {self.max_repeat}", only_open=True)
             self._stop_open("max-repeat")
             return []
         todo = self._open_workloads() if self.settle else self._wide_workloads()
@@ -249,13 +247,6 @@ class Runner:
         return stats.needs_more_samples(
             stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
         )
-
-    def _note_all(self, note: str, only_open: bool = False) -> None:
-        for key, res in self.results.items():
-            if res.status != "ok" or note in res.flags:
-                continue
-            if not only_open or (key not in self.settled and res.stopped is None):
-                res.flags.append(note)
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
         for rt in self.targets:
