@@ -237,8 +237,8 @@ def _common(f):
         "--repeat",
         default="auto",
         help="Samples per subject and workload (≥ 1), or 'auto' (default): at least 3, then "
-        "more only for subjects whose ratio to the baseline is still open (interval spans 1 "
-        "and is wider than ±2 %), up to --max-repeat or --time-budget.",
+        "more only for subjects whose ratio to the baseline is still open (not significant, "
+        "nor within ±2 %), up to --max-repeat or --time-budget.",
     )(f)
     f = click.option(
         "--placement",

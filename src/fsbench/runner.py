@@ -76,8 +76,9 @@ class Runner:
     time_budget_s: float | None = None
     target_rel_halfwidth: float = 0.05
     # With adaptive: a subject stops getting samples once its answer is settled (its ratio to
-    # the baseline excludes 1, or lies within ±SETTLED_BAND of it); the rounds left go to the
-    # subjects whose answer is still open. The baseline goes on while any other is open.
+    # the baseline is significant, or within ±SETTLED_BAND of 1: ratio_settled); the rounds
+    # left go to the subjects whose answer is still open. The baseline goes on while any
+    # other is open.
     settle: bool = False
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
@@ -472,12 +473,17 @@ SETTLED_BAND = 0.02
 
 
 def ratio_settled(base: Result, res: Result) -> bool:
-    """The ratio's 95 % interval excludes 1, or lies within ±SETTLED_BAND of it."""
+    """The ratio's 95 % interval lies within ±SETTLED_BAND of 1, or excludes 1 and the test
+    the table marks ▲/▼ with agrees: with 3 samples the bootstrap interval alone is too
+    narrow (a median resample takes few values), and a subject called settled while its
+    table cell says ≈ would contradict itself."""
     c = stats.compare(base.samples, res.samples)
     if c.ratio_ci95 is None:
         return False
     lo, hi = c.ratio_ci95
-    return lo > 1 or hi < 1 or (lo >= 1 - SETTLED_BAND and hi <= 1 + SETTLED_BAND)
+    if lo >= 1 - SETTLED_BAND and hi <= 1 + SETTLED_BAND:
+        return True
+    return (lo > 1 or hi < 1) and bool(c.significant)
 
 
 def merge_iterations(

@@ -133,7 +133,7 @@ class Result(_Model):
     trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
     clients: list[ClientFigures] | None = None  # fio client/server runs only
     # Why this result got no more samples: "repeat" (the fixed --repeat N was reached),
-    # "settled" (its ratio to the baseline excludes 1 or lies within ±2 %; for a lone or
+    # "settled" (its ratio to the baseline is significant or within ±2 %; for a lone or
     # baseline result: nothing left open), "budget" (still open when the time budget ended),
     # "max-repeat" (still open at --max-repeat), None: older runs, failed or interrupted.
     stopped: StopReason | None = None
