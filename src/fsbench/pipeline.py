@@ -174,6 +174,7 @@ def execute(
     on_step: Callable[[str], None] = lambda _m: None,
     on_sample: Callable[[], None] = lambda: None,
     on_total: Callable[[int], None] = lambda _n: None,
+    on_eta: Callable[[float | None], None] = lambda _s: None,
 ) -> tuple[Run, int]:
     """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed)."""
     run_id = plan.run_id
@@ -229,8 +230,14 @@ def execute(
                     else []
                 )
                 tracer = start_tracer(plan, lab, run)
-                rounds = plan.max_repeat if plan.adaptive else plan.repeat
-                on_total(len(targets) * len(plan.workloads) * rounds)
+                # The minimum rounds first; the runner revises the total as answers settle.
+                on_total(len(targets) * len(plan.workloads) * plan.repeat)
+                done = [0]
+
+                def counted() -> None:
+                    done[0] += 1
+                    on_sample()
+
                 runner = Runner(
                     run,
                     targets,
@@ -238,7 +245,9 @@ def execute(
                     plan.repeat,
                     sink=store,
                     on_step=on_step,
-                    on_sample=on_sample,
+                    on_sample=counted,
+                    on_remaining=lambda n: on_total(done[0] + n),
+                    on_eta=on_eta,
                     adaptive=plan.adaptive,
                     settle=plan.adaptive,
                     max_repeat=plan.max_repeat,

@@ -146,8 +146,17 @@ def _amp(res: Result) -> str:
     return ", ".join(bits)
 
 
+# Why a result got no more samples (Result.stopped), as the per-subject detail says it.
+_STOPPED_TEXT = {
+    "settled": "sampling stopped: its answer was settled",
+    "budget": "sampling stopped by the time budget with the answer still open",
+    "max-repeat": "sampling stopped at --max-repeat with the answer still open",
+}
+
+
 def _notes(res: Result) -> list[str]:
-    return [*res.flags, *res.warnings]
+    stopped = _STOPPED_TEXT.get(res.stopped or "")
+    return [*res.flags, *res.warnings, *([stopped] if stopped else [])]
 
 
 def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
