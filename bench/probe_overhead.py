@@ -10,7 +10,7 @@ image; the ratio per driver is the median of all its "on" samples over the media
 3 % is resolved at all. `--placement same` takes FUSE's CPU-placement spread out of it.
 Target: >= 0.97. Needs root (lab mounts) and bpftrace.
 
-Since no timed sample is traced (one extra untimed traced run per subject and workload is),
+Since no timed sample is traced (the last warm-up run of each subject and workload is),
 the ratio should sit at 1 within noise; the lines also print what the design costs instead:
 the traced runs' own speed against the timed median (what the probes would cost every sample
 if they were attached to it) and the wall time of a traced run against an untraced one.

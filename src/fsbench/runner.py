@@ -361,28 +361,26 @@ class Runner:
         self.on_remaining(self._samples_left())
 
     def _warm_up_and_trace(self, rt: RunTarget, wl: Workload, res: Result) -> None:
-        """Warm-up iterations (discarded: the first run touches memory, page cache and daemon
-        heaps, for the first time, which is slow and erratic on VMs), then the traced run: one
-        more iteration with the kernel probes attached, untimed, which the explanation is drawn
-        from. bpftrace compiles while the warm-up runs and is gone before the first sample."""
+        """Warm-up iterations, discarded: the first run touches memory (page cache, daemon
+        heaps) for the first time, which is slow and erratic on VMs. The last of them is the
+        traced run, with the kernel probes attached, which the explanation is drawn from (its
+        own rate is kept, so a slow first touch or the probes' cost shows against the timed
+        median); with no warm-up, one extra untimed iteration is traced instead. bpftrace is
+        started right before it and gone before the first timed sample."""
         tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
-        if tracer is not None:
-            tracer.launch()
+        plain = self._warmup(wl) - (1 if tracer is not None else 0)
+        for _ in range(max(0, plain)):
+            self._iteration(rt, wl, res)
+        if tracer is None:
+            return
         try:
-            for _ in range(self._warmup(wl)):
-                self._iteration(rt, wl, res)
-            if tracer is None:
-                return
-            tracer.ready()
+            tracer.start()
             _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
-            if delta.trace is not None:
-                # What the traced run measured, in the result's metric: the probes' own cost
-                # on this subject shows against the samples' median.
-                delta.trace["value"] = m.value
-                res.trace = delta.trace
         finally:
-            if tracer is not None:
-                tracer.stop()
+            tracer.stop()
+        if delta.trace is not None:
+            delta.trace["value"] = m.value
+            res.trace = delta.trace
 
     def _warmup(self, wl: Workload) -> int:
         own = hook(wl, "warmup")

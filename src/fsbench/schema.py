@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # 2 - several clients through fio's client/server mode: environment.clients (each client's
 #     host, port, fio version, OS and arch as fio reports them), result.clients (per-client
 #     medians), sample.extra["clients"] (per-client figures of each sample), params.clients.
-# 3 - Result.trace is one extra, untimed traced run's (no timed sample is traced any more, so
+# 3 - Result.trace is one untimed traced run's (the last warm-up; no timed sample is traced, so
 #     Sample.trace stays None), with that run's `work` and its rate `value`; version 2 files
 #     (trace summed over the samples, no `value`) still load and are explained the same.
 # 3 - adaptive repeats (issue 11): Result.stopped (why a result got no more samples) and

@@ -219,14 +219,27 @@ def test_run_goes_on_with_an_unavailable_probe_marked(
     assert "block" not in res.trace and res.trace["fuse"]["requests"]["WRITE"] == 2048
 
 
-def test_no_timed_sample_is_traced_only_one_extra_run_after_the_warm_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("warmup", "expected"),
+    [
+        # The last warm-up run is the traced one: bpftrace is started right before it (ready)
+        # and gone before the first timed sample.
+        (2, ["run", "launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
+        (1, ["launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
+        # No warm-up: one extra untimed run is traced, so the explanation still has data.
+        (0, ["launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
+    ],
+)
+def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warmup: int, expected: list[str]
 ) -> None:
     monkeypatch.setattr(T, "subject_keys", lambda *_a, **_k: _keys())
-    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "s=50,80,100,100,100")
+    # The traced run is always the second-to-last value before the samples' 100s.
+    values = {2: "50,80,100,100", 1: "80,100,100", 0: "80,100,100"}[warmup]
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"s={values}")
     log: list[str] = []
     tracer = CannedTracer(dict(ALL_OK), log)
-    wl = FakeWorkload(warmup=1)
+    wl = FakeWorkload(warmup=warmup)
     real_run = wl.run
 
     def run(target: Target) -> Any:
@@ -236,16 +249,12 @@ def test_no_timed_sample_is_traced_only_one_extra_run_after_the_warm_up(
 
     monkeypatch.setattr(wl, "run", run)
     run_ = Run(run_id="t", started="2025-01-01T00:00:00")
-    Runner(run_, [_fake_target(tmp_path)], [wl], repeat=3, tracer=tracer).execute()
+    Runner(run_, [_fake_target(tmp_path)], [wl], repeat=2, tracer=tracer).execute()
     (res,) = run_.results
-    # bpftrace compiles during the warm-up (attached, but the warm-up is discarded), the traced
-    # run is bracketed by the markers, and bpftrace is gone before the first timed sample.
-    assert log == [
-        "launch", "run:traced", "ready", "begin", "run:traced", "end", "stop", "run", "run", "run",
-    ]  # fmt: skip
-    # The samples are the three runs after it; the traced run's own rate (80) is kept beside
-    # the trace, where the probes' cost on this subject shows.
-    assert res.samples == [100.0, 100.0, 100.0]
+    assert log == expected
+    # The samples are the runs after it; the traced run's own rate (80) is kept beside the
+    # trace, where the probes' (and a first run's) cost on this subject shows.
+    assert res.samples == [100.0, 100.0]
     assert all(d.trace is None for d in res.sample_details)
     assert res.trace is not None and res.trace["value"] == 80.0
     assert res.trace["work"]["bytes"] == 64 * 2**20

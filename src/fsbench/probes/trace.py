@@ -1,10 +1,11 @@
 """Kernel trace probes: FUSE requests, readahead windows, block requests, writeback, wake-ups.
 
 No timed sample is ever traced: a probe on every FUSE request costs that request time (measured
-by bench/probe_overhead.py: ntfs-3g's write rate fell 12-18 % with the probes attached). Each
-subject and workload gets one extra, untimed *traced run* after its warm-up instead, and the
-explanation is drawn from it. bpftrace is started for that run (it compiles while the warm-up
-runs) and killed right after it, so no probe is attached while samples are timed.
+by bench/probe_overhead.py: ntfs-3g's write rate fell 12-18 % with the probes attached). The
+last warm-up iteration of each subject and workload is the *traced run* instead (an extra
+untimed iteration when there is no warm-up), and the explanation is drawn from it. bpftrace is
+started for that run (~1.4 s to compile here) and killed right after it, so no probe is
+attached while samples are timed.
 
 bpftrace aggregates tracepoint events in kernel maps (counts, sums, log2 histograms), so no
 event is copied to user space; fsbench marks the traced run's start and end with a close() of
