@@ -365,11 +365,15 @@ class Runner:
         heaps) for the first time, which is slow and erratic on VMs. The last of them is the
         traced run, with the kernel probes attached, which the explanation is drawn from (its
         own rate is kept, so a slow first touch or the probes' cost shows against the timed
-        median); with no warm-up, one extra untimed iteration is traced instead. bpftrace is
-        started right before it and gone before the first timed sample."""
+        median). bpftrace is started right before it and gone before the first timed sample.
+        No warm-up, no traced run: an extra one would cost as much as a sample (it doubled a
+        --repeat 1 run) and ~2 s of bpftrace per matrix cell, so the result says why instead."""
+        warmup = self._warmup(wl)
         tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
-        plain = self._warmup(wl) - (1 if tracer is not None else 0)
-        for _ in range(max(0, plain)):
+        if tracer is not None and warmup == 0:
+            res.trace = ktrace.untraced(tracer.status, NO_WARMUP_TO_TRACE)
+            tracer = None
+        for _ in range(warmup - (1 if tracer is not None else 0)):
             self._iteration(rt, wl, res)
         if tracer is None:
             return
@@ -489,6 +493,10 @@ class Runner:
 
 
 MAX_ITERATIONS = 20
+NO_WARMUP_TO_TRACE = (
+    "not traced: the traced run is the last warm-up run, and this workload had none "
+    "(--warmup 0, or a matrix cell)"
+)
 # A ratio within ±2 % of 1 is "no difference that matters": settled, even if not significant.
 SETTLED_BAND = 0.02
 

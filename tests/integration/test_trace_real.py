@@ -40,7 +40,7 @@ def _compare(
     try:
         res = fsbench(
             "compare", subject, "--size", size, "--scale", scale,
-            "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "0",
+            "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "1",
             "--out", str(out), "--db", str(tmp_path / "results.db"), "--json", *extra,
         )  # fmt: skip
     finally:

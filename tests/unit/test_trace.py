@@ -212,7 +212,9 @@ def test_run_goes_on_with_an_unavailable_probe_marked(
     why = "tracepoint block/block_rq_complete missing on this kernel"
     tracer = CannedTracer({**ALL_OK, "block": why})
     run = Run(run_id="t", started="2025-01-01T00:00:00")
-    Runner(run, [_fake_target(tmp_path)], [FakeWorkload()], repeat=2, tracer=tracer).execute()
+    Runner(
+        run, [_fake_target(tmp_path)], [FakeWorkload(warmup=1)], repeat=2, tracer=tracer
+    ).execute()
     (res,) = run.results
     assert res.status == "ok" and len(res.samples) == 2
     assert res.trace is not None and res.trace["probes"]["block"] == why
@@ -226,8 +228,6 @@ def test_run_goes_on_with_an_unavailable_probe_marked(
         # and gone before the first timed sample.
         (2, ["run", "launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
         (1, ["launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
-        # No warm-up: one extra untimed run is traced, so the explanation still has data.
-        (0, ["launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
     ],
 )
 def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
@@ -235,7 +235,7 @@ def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
 ) -> None:
     monkeypatch.setattr(T, "subject_keys", lambda *_a, **_k: _keys())
     # The traced run is always the second-to-last value before the samples' 100s.
-    values = {2: "50,80,100,100", 1: "80,100,100", 0: "80,100,100"}[warmup]
+    values = {2: "50,80,100,100", 1: "80,100,100"}[warmup]
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"s={values}")
     log: list[str] = []
     tracer = CannedTracer(dict(ALL_OK), log)
@@ -260,12 +260,30 @@ def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
     assert res.trace["work"]["bytes"] == 64 * 2**20
 
 
+def test_no_warm_up_means_no_traced_run_and_the_result_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    why = "tracepoint block/block_rq_complete missing on this kernel"
+    tracer = CannedTracer({**ALL_OK, "block": why})
+    run = Run(run_id="t", started="2025-01-01T00:00:00")
+    wl = FakeWorkload(warmup=0)
+    Runner(run, [_fake_target(tmp_path)], [wl], repeat=2, tracer=tracer).execute()
+    (res,) = run.results
+    assert tracer.log == []  # no bpftrace started: matrix cells would pay ~2 s each
+    assert len(res.samples) == 2 and [p for p, _ in wl.calls].count("run") == 2
+    assert res.trace is not None and "fuse" not in res.trace
+    assert res.trace["probes"]["fuse"].startswith("not traced: the traced run is the last warm")
+    assert res.trace["probes"]["block"] == why  # an unavailable probe keeps its own reason
+
+
 def test_a_tracer_that_failed_is_not_launched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tracer = CannedTracer(dict.fromkeys(T.PROBE_NAMES, "bpftrace stopped: lost"))
     run = Run(run_id="t", started="2025-01-01T00:00:00")
-    Runner(run, [_fake_target(tmp_path)], [FakeWorkload()], repeat=2, tracer=tracer).execute()
+    Runner(
+        run, [_fake_target(tmp_path)], [FakeWorkload(warmup=1)], repeat=2, tracer=tracer
+    ).execute()
     assert tracer.log == [] and run.results[0].trace is None
     assert len(run.results[0].samples) == 2
 

@@ -2,8 +2,8 @@
 
 No timed sample is ever traced: a probe on every FUSE request costs that request time (measured
 by bench/probe_overhead.py: ntfs-3g's write rate fell 12-18 % with the probes attached). The
-last warm-up iteration of each subject and workload is the *traced run* instead (an extra
-untimed iteration when there is no warm-up), and the explanation is drawn from it. bpftrace is
+last warm-up iteration of each subject and workload is the *traced run* instead (no warm-up:
+no traced run, and the result says so), and the explanation is drawn from it. bpftrace is
 started for that run (~1.4 s to compile here) and killed right after it, so no probe is
 attached while samples are timed.
 
@@ -499,6 +499,11 @@ def to_trace(
         trace["sched"] = sc
     trace["work"] = dict(work)
     return trace
+
+
+def untraced(status: dict[str, str], why: str) -> dict[str, Any]:
+    """A result's trace when its traced run did not happen: each available probe says why."""
+    return {"probes": {k: (why if v == "ok" else v) for k, v in status.items()}}
 
 
 def _percentiles(part: dict[str, Any]) -> None:
