@@ -1,6 +1,6 @@
 """The kernel trace probes' cost: the seq-write rate fsbench reports with probes on divided by
 the rate it reports with them off, for ext4 and ntfs-3g, alternated in one invocation (off, on,
-off, on, ...).
+on, on, off, ...: ABBA).
 
     flock /tmp/fsbench-heavy.lock uv run python bench/probe_overhead.py [--rounds 3]
 
@@ -97,7 +97,9 @@ def main() -> int:
     walls: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="fsbench-probe-overhead-") as d:
         for i in range(args.rounds):
-            for trace in (False, True):
+            # ABBA: the order alternates between rounds, so a drift over the invocation (the
+            # machine, /dev/shm, memory fragmentation) weighs on both sides alike.
+            for trace in (False, True) if i % 2 == 0 else (True, False):
                 wall, results = one(Path(d), i, trace, args)
                 walls[trace].append(wall)
                 for subject, r in results.items():
