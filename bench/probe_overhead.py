@@ -1,6 +1,6 @@
 """The kernel trace probes' cost: the seq-write rate fsbench reports with probes on divided by
 the rate it reports with them off, for ext4 and ntfs-3g, alternated in one invocation (off, on,
-on, on, off, ...: ABBA).
+on, off, off, on, ...: ABBA).
 
     flock /tmp/fsbench-heavy.lock uv run python bench/probe_overhead.py [--rounds 3]
 
