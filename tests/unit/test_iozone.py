@@ -95,7 +95,7 @@ def test_params_state_op_file_and_record(tmp_path: Path) -> None:
     assert p["variant"] == "rand-read-1m-8k"
     assert p["rw"] == "randread" and p["cache"] == "cold" and p["block_size"] == "8k"
     # Small files are repeated over several files per sample; each file read once.
-    assert p["files"] == 32 and p["passes"] == 1
+    assert p["files"] == iozone.SAMPLE_BYTES // MiB and p["passes"] == 1
     rr = iozone.make_job("reread", 1 * MiB, 8 * KiB).params(t)
     assert rr["files"] == 1 and rr["passes"] == iozone.REREAD_SAMPLE_BYTES // MiB
     assert iozone.make_job("stride-read", 1 * MiB, 8 * KiB).params(t)["stride_records"] == 8
@@ -103,9 +103,10 @@ def test_params_state_op_file_and_record(tmp_path: Path) -> None:
 
 
 def test_files_per_sample_respect_the_budget(tmp_path: Path) -> None:
-    job = iozone.make_job("write", 16 * MiB, 128 * KiB)
-    assert job.files_for(_target(tmp_path, 409 * MiB)) == 2
-    assert job.files_for(_target(tmp_path, 20 * MiB)) == 1
+    job = iozone.make_job("write", 1 * MiB, 128 * KiB)
+    assert job.files_for(_target(tmp_path, 409 * MiB)) == iozone.SAMPLE_BYTES // MiB
+    assert job.files_for(_target(tmp_path, 3 * MiB)) == 3
+    assert iozone.make_job("write", 16 * MiB, 128 * KiB).files_for(_target(tmp_path)) == 1
 
 
 def test_fio_form_for_clients_mode(tmp_path: Path) -> None:
@@ -117,7 +118,8 @@ def test_fio_form_for_clients_mode(tmp_path: Path) -> None:
 
     w = argv("write")
     assert "--rw=write" in w and "--fsync_on_close=1" in w and "--bs=8k" in w
-    assert "--nrfiles=32" in w and "--filesize=1048576" in w and "--size=33554432" in w
+    n = iozone.SAMPLE_BYTES // MiB
+    assert f"--nrfiles={n}" in w and "--filesize=1048576" in w and f"--size={n * MiB}" in w
     assert "--openfiles=1" in w and "--name=iozone-1m" in w
     assert "--fsync_on_close=1" in argv("rewrite") and "--fsync_on_close=1" not in argv("read")
     assert "--rw=randwrite" in argv("rand-write")

@@ -83,11 +83,12 @@ QUICK_RECORD_SIZES: tuple[int, ...] = (8 * KiB, 128 * KiB, 2 * MiB)
 
 # Strided read visits records 0, S, 2S, … then 1, S+1, …: S records apart.
 STRIDE_RECORDS = 8
-# Work per sample: enough bytes that fio's millisecond runtime is not the resolution limit
-# for fast subjects, few enough that a two-driver quick run stays within minutes. Warm
-# rereads run at memory speed and cost nothing to repeat, so they get more.
-SAMPLE_BYTES = 32 * MiB
-REREAD_SAMPLE_BYTES = 256 * MiB
+# Work per sample: at least this many bytes. The executor's clock resolves nanoseconds, so
+# this is not a timer's limit (fio's whole milliseconds needed 32 MiB, 256 MiB for rereads)
+# but a floor against one-file noise: a 64 KiB cell works through 128 files, a 16 MiB one
+# through its one file, as Iozone does; the runner's repeats give the interval.
+SAMPLE_BYTES = 8 * MiB
+REREAD_SAMPLE_BYTES = SAMPLE_BYTES
 # Laying out and warming files (untimed) goes in records this large.
 LAYOUT_RECORD = MiB
 MAX_FILES = 1024  # per sample: 64 KiB × 1024 = 64 MiB; more files only add open/close cost
