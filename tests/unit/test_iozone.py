@@ -228,3 +228,18 @@ def test_switching_file_size_drops_the_previous_fileset(tmp_path: Path) -> None:
     a.prepare(t)
     b.prepare(t)
     assert all(n.startswith("iozone-1m.") for n in os.listdir(t.workdir))
+
+
+def test_clients_mode_runs_the_cells_fio_form() -> None:
+    """--clients keeps the matrix on fio: each cell becomes the FioJob it composes."""
+    from fsbench.workloads.clients import Client, ClientsJob, apply_clients
+    from fsbench.workloads.fio import FioJob
+
+    cells = [iozone.make_job("rewrite", MiB, 8 * KiB), iozone.make_job("stride-read", MiB, 8 * KiB)]
+    out = apply_clients(list(cells), [Client("10.0.0.2")], None)
+    assert [type(w) for w in out] == [ClientsJob, ClientsJob]
+    jobs = [w.job for w in out if isinstance(w, ClientsJob)]
+    assert all(isinstance(j, FioJob) for j in jobs)
+    assert [j.id for j in jobs] == [c.id for c in cells]
+    assert jobs[0].fsync_on_close and jobs[0].unsupported is None
+    assert jobs[1].unsupported  # said per cell when it runs, not silently dropped
