@@ -243,3 +243,9 @@ def test_clients_mode_runs_the_cells_fio_form() -> None:
     assert [j.id for j in jobs] == [c.id for c in cells]
     assert jobs[0].fsync_on_close and jobs[0].unsupported is None
     assert jobs[1].unsupported  # said per cell when it runs, not silently dropped
+
+
+def test_numjobs_applies_to_matrix_cells() -> None:
+    ws = resolve_workloads("iozone/read-1m-8k", None, numjobs=[1, 2])
+    assert [w.id for w in ws] == ["iozone/read-1m-8k", "iozone/read-1m-8k-j2"]  # type: ignore[attr-defined]
+    assert all(isinstance(w, iozone.IozoneJob) for w in ws)

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from fsbench.workloads.base import (
     Measurement,
@@ -24,6 +24,7 @@ from fsbench.workloads.base import (
 
 MiB = 1024 * 1024
 KiB = 1024
+J = TypeVar("J")
 # Random I/O touches at most this much per sample: a cold 4 KiB read over a loop device costs
 # ~75 µs, so 64 MiB is ~1.2 s of work, long enough to measure and short enough to repeat.
 RANDOM_IO_BYTES = 64 * MiB
@@ -407,5 +408,7 @@ FIO_JOBS: list[FioJob] = [
 ]
 
 
-def with_numjobs(job: FioJob, numjobs: int) -> FioJob:
-    return job if numjobs == job.numjobs else replace(job, numjobs=numjobs)
+def with_numjobs(job: J, numjobs: int) -> J:
+    """The job with `numjobs` parallel jobs (a FioJob, or any frozen job record with that
+    field: the Iozone cells run theirs on threads)."""
+    return job if numjobs == job.numjobs else replace(job, numjobs=numjobs)  # type: ignore[attr-defined]
