@@ -18,7 +18,6 @@ from rich.progress import (
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 
@@ -187,6 +186,13 @@ def list_(what: str, as_json: bool) -> None:
     Console().print(t)
 
 
+def _eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = round(seconds)
+    return f"~{s // 60}:{s % 60:02d} left"
+
+
 @cli.command()
 @click.argument("subjects", nargs=-1)
 @options.click_options("compare")
@@ -291,18 +297,18 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=err,
         transient=True,
         disable=not err.is_terminal,
     ) as progress:
-        task = progress.add_task("preparing", total=None)
+        task = progress.add_task("preparing", total=None, eta="")
         run, code = execute(
             plan,
             on_step=lambda m: progress.update(task, description=m),
             on_sample=lambda: progress.advance(task),
             on_total=lambda total: progress.update(task, total=total),
+            on_eta=lambda s: progress.update(task, eta=_eta_text(s)),
         )
     if as_json:
         from fsbench.report.explain import run_json

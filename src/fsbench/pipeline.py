@@ -174,6 +174,7 @@ def execute(
     on_step: Callable[[str], None] = lambda _m: None,
     on_sample: Callable[[], None] = lambda: None,
     on_total: Callable[[int], None] = lambda _n: None,
+    on_eta: Callable[[float | None], None] = lambda _s: None,
 ) -> tuple[Run, int]:
     """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed)."""
     run_id = plan.run_id
@@ -229,8 +230,14 @@ def execute(
                     else []
                 )
                 tracer = start_tracer(plan, lab, run)
-                rounds = plan.max_repeat if plan.adaptive else plan.repeat
-                on_total(len(targets) * len(plan.workloads) * rounds)
+                # The minimum rounds first; the runner revises the total as answers settle.
+                on_total(len(targets) * len(plan.workloads) * plan.repeat)
+                done = [0]
+
+                def counted() -> None:
+                    done[0] += 1
+                    on_sample()
+
                 runner = Runner(
                     run,
                     targets,
@@ -238,7 +245,9 @@ def execute(
                     plan.repeat,
                     sink=store,
                     on_step=on_step,
-                    on_sample=on_sample,
+                    on_sample=counted,
+                    on_remaining=lambda n: on_total(done[0] + n),
+                    on_eta=on_eta,
                     adaptive=plan.adaptive,
                     settle=plan.adaptive,
                     max_repeat=plan.max_repeat,
@@ -283,8 +292,9 @@ def execute(
 
 
 def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
-    """The run's one bpftrace, recorded in the lab's state record the moment it exists, so
-    `release` (normal teardown and `fsbench cleanup`) stops it on every exit path."""
+    """The run's tracer: it starts bpftrace for each traced run (runner._warm_up_and_trace),
+    and records each bpftrace in the lab's state record the moment it exists, so `release`
+    (normal teardown and `fsbench cleanup`) stops it on every exit path."""
     if not plan.trace:
         run.environment.trace_probes = dict.fromkeys(ktrace.PROBE_NAMES, "off (--no-trace)")
         return None
@@ -298,10 +308,15 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
         record.tracers.append([pid, process_start(pid)])
         record.save()
 
-    tracer = ktrace.Tracer(ktrace.availability(wanted=plan.trace_probes), on_started=recorded)
+    def gone(pid: int) -> None:
+        record.tracers = [t for t in record.tracers if t[0] != pid]
+        record.save()
+
+    tracer = ktrace.Tracer(
+        ktrace.availability(wanted=plan.trace_probes), on_started=recorded, on_stopped=gone
+    )
     if ktrace.MOUNTED_NOTES:
         run.environment.notes = [*run.environment.notes, *ktrace.MOUNTED_NOTES]
-    tracer.start()
     run.environment.trace_probes = dict(tracer.status)
     return tracer
 

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 from fsbench import stats
+from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
 from fsbench.lab.placement import Pinned, pin, placement_of
 from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
-from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
+from fsbench.schema import CPU, Device, Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.workloads.base import (
     Measurement,
     Target,
@@ -75,72 +76,140 @@ class Runner:
     time_budget_s: float | None = None
     target_rel_halfwidth: float = 0.05
     # With adaptive: a subject stops getting samples once its answer is settled (its ratio to
-    # the baseline excludes 1, or lies within ±SETTLED_BAND of it); the rounds left go to the
-    # subjects whose answer is still open. The baseline goes on while any other is open.
+    # the baseline is significant, or within ±SETTLED_BAND of 1: ratio_settled); the rounds
+    # left go to the subjects whose answer is still open. The baseline goes on while any
+    # other is open.
     settle: bool = False
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
+    # Progress: the number of samples still expected (the bar's total grows or shrinks).
+    on_remaining: Callable[[int], None] = lambda _n: None
+    # Progress: seconds of measuring left (None until the first round has costed each sample).
+    on_eta: Callable[[float | None], None] = lambda _s: None
+    # Wall seconds of each (subject, workload)'s last sample with its preparation (not the
+    # first sample's warm-up and traced run): what its next one will cost (the budget check
+    # and the ETA use it).
+    _cost: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
+    _t0: float = field(default=0.0, init=False, repr=False)
+    _rep: int = field(default=0, init=False, repr=False)
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
     # Discarded iterations before the first sample of each subject and workload.
     warmup: int = 1
     # The CPU masks a placement changed for the timed run under way (restored after it).
     _pinned: Pinned | None = field(default=None, init=False, repr=False)
-    # The run's kernel trace probes (one bpftrace for the whole run), None: not traced.
+    # The run's kernel trace probes (bpftrace for each traced run), None: not traced.
     tracer: ktrace.Tracer | None = None
-    # Wall-clock seconds of each (subject, workload)'s last sample, preparation included: what
-    # another round would cost (the time budget's estimate).
-    _sample_wall: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
 
     def execute(self) -> Run:
         for rt in self.targets:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
         rep = 0
         while True:
             todo = self._workloads_for_round(rep)
             if not todo:
                 break
-            if self.adaptive and rep >= self.repeat and self.time_budget_s is not None:
-                # A round is started only if it is expected to end within the budget: the
-                # budget is a promise about the run's length, not a point to pass.
-                left = self.time_budget_s - (time.monotonic() - t0)
-                if self._round_estimate(todo) > left:
-                    self._note_all(
-                        f"adaptive repeats stopped by the time budget ({self.time_budget_s:g} s)",
-                        only_unsettled=True,
-                    )
-                    break
+            if self.adaptive and rep >= self.repeat and not self._round_fits(todo):
+                self._stop_open("budget")
+                break
+            self._rep = rep
             self._round(todo, rep)
             rep += 1
+        self.run.schedule = Schedule(
+            adaptive=self.adaptive,
+            repeat=self.repeat,
+            max_repeat=self.max_repeat if self.adaptive else None,
+            time_budget_s=self.time_budget_s if self.adaptive else None,
+            spent_s=round(time.monotonic() - self._t0, 1),
+        )
         self.finish()
         return self.run
+
+    def _round_fits(self, todo: list[Workload]) -> bool:
+        """Another round ends within the time budget, judged by what its samples cost last
+        time (so the budget is a bound on the measuring time, not a point past which the
+        last round started)."""
+        if self.time_budget_s is None:
+            return True
+        elapsed = time.monotonic() - self._t0
+        return elapsed + self._round_cost(todo) <= self.time_budget_s
+
+    def _round_cost(self, todo: list[Workload]) -> float:
+        wids = {workload_id(wl) for wl in todo}
+        return sum(
+            c for (sid, wid), c in self._cost.items() if wid in wids and self._open(sid, wid)
+        )
+
+    def _open(self, sid: str, wid: str) -> bool:
+        res = self.results.get((sid, wid))
+        return (sid, wid) not in self.settled and (res is None or res.status == "ok")
+
+    def _eta_s(self) -> float | None:
+        """Seconds of measuring left: the minimum rounds still to do, and for adaptive runs
+        the open answers' rounds up to --max-repeat, bounded by the time budget."""
+        if self._rep == 0:
+            return None  # the first round is where each sample's cost is learnt
+        every = sum(self._cost.values())
+        open_ = sum(c for (sid, wid), c in self._cost.items() if self._open(sid, wid))
+        rep = self._rep + 1  # rounds begun
+        left = every * max(0, self.repeat - rep)
+        if self.adaptive:
+            left += open_ * max(0, self.max_repeat - max(rep, self.repeat))
+            if self.time_budget_s is not None:
+                spent = time.monotonic() - self._t0
+                left = min(left, max(0.0, self.time_budget_s - spent))
+        return left
+
+    def _samples_left(self) -> int:
+        """Samples still expected, for the progress bar: the minimum rounds for every pair,
+        then the open pairs' rounds that fit the budget (at their last cost)."""
+        pairs = len(self.targets) * len(self.workloads)
+        done_min = sum(min(len(r.samples), self.repeat) for r in self.results.values())
+        done_min += sum(1 for r in self.results.values() if r.status != "ok") * self.repeat
+        left = max(0, pairs * self.repeat - done_min)
+        if not self.adaptive or left:
+            return left
+        open_ = [k for k in self._cost if self._open(*k)]
+        rounds = max(0, self.max_repeat - self._rep - 1)
+        cost = sum(self._cost[k] for k in open_)
+        if self.time_budget_s is not None and cost > 0:
+            spare = self.time_budget_s - (time.monotonic() - self._t0)
+            rounds = min(rounds, max(0, int(spare // cost)))
+        return len(open_) * rounds
 
     def _workloads_for_round(self, rep: int) -> list[Workload]:
         if rep < self.repeat:
             return self.workloads
-        if not self.adaptive or rep >= self.max_repeat:
-            if self.adaptive:
-                self._note_all(f"stopped at --max-repeat {self.max_repeat}", only_unsettled=True)
+        if not self.adaptive:
+            self._stop_open("repeat")
             return []
-        if self.settle:
-            return self._open_workloads()
-        # A workload gets another round, for every subject (keeping the interleaving), while
-        # any subject's interval is still wider than the target.
-        return [
-            wl
-            for wl in self.workloads
-            if any(
-                self._unsettled(res)
-                for (sid, wid), res in self.results.items()
-                if wid == workload_id(wl)
-            )
-        ]
+        if rep >= self.max_repeat:
+            self._stop_open("max-repeat")
+            return []
+        todo = self._open_workloads() if self.settle else self._wide_workloads()
+        if not todo:
+            self._stop_open("settled")
+        return todo
+
+    def _wide_workloads(self) -> list[Workload]:
+        """Without settling: a workload gets another round, for every subject (keeping the
+        interleaving), while any subject's interval is wider than the target."""
+        todo = []
+        for wl in self.workloads:
+            wid = workload_id(wl)
+            mine = [r for (_, w), r in self.results.items() if w == wid]
+            if any(self._unsettled(r) for r in mine):
+                todo.append(wl)
+            else:
+                self.settled.update((r.subject, wid) for r in mine)
+        return todo
 
     def _open_workloads(self) -> list[Workload]:
         """Workloads with a subject whose answer is still open; settled pairs go to
         self.settled, so _one skips them."""
+        order = [rt.subject.id for rt in self.targets]
         todo = []
         for wl in self.workloads:
             wid = workload_id(wl)
@@ -150,29 +219,29 @@ class Runner:
                 if rt.subject.status == "ok" and (rt.subject.id, wid) in self.results
             ]
             mine = [r for r in mine if r.status == "ok" and r.samples]
-            if not mine:
+            base = baseline_result(mine, order)  # the renderers' rule: compared with it
+            if base is None:
                 continue
-            base, others = mine[0], mine[1:]
+            others = [r for r in mine if r is not base]
             open_ = [r for r in others if not ratio_settled(base, r)]
             if not others and self._unsettled(base):
                 open_ = [base]  # alone: its own interval decides
             for r in others:
                 if r not in open_:
                     self.settled.add((r.subject, wid))
+                    r.stopped = "settled"
             if open_:
                 todo.append(wl)
             else:
                 self.settled.add((base.subject, wid))
+                base.stopped = "settled"
         return todo
 
-    def _round_estimate(self, workloads: list[Workload]) -> float:
-        """Seconds the next round should take: each open pair's last sample, wall clock."""
-        wids = {workload_id(wl) for wl in workloads}
-        return sum(
-            s
-            for (sid, wid), s in self._sample_wall.items()
-            if wid in wids and (sid, wid) not in self.settled
-        )
+    def _stop_open(self, reason: StopReason) -> None:
+        """Why the results still getting samples got no more."""
+        for (sid, wid), res in self.results.items():
+            if res.status == "ok" and res.samples and res.stopped is None:
+                res.stopped = "settled" if (sid, wid) in self.settled else reason
 
     def _unsettled(self, res: Result) -> bool:
         if res.status != "ok" or not res.samples:
@@ -180,11 +249,6 @@ class Runner:
         return stats.needs_more_samples(
             stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
         )
-
-    def _note_all(self, note: str, only_unsettled: bool = False) -> None:
-        for res in self.results.values():
-            if (not only_unsettled or self._unsettled(res)) and note not in res.flags:
-                res.flags.append(note)
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
         for rt in self.targets:
@@ -241,29 +305,21 @@ class Runner:
         return self.results[key]
 
     def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
-        t0 = time.monotonic()
-        try:
-            self._sample(rt, wl, rep)
-        finally:
-            self._sample_wall[(rt.subject.id, workload_id(wl))] = time.monotonic() - t0
-
-    def _sample(self, rt: RunTarget, wl: Workload, rep: int) -> None:
         known = self.results.get((rt.subject.id, workload_id(wl)))
         if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
         if (rt.subject.id, workload_id(wl)) in self.settled:
             return  # its answer is settled: the time goes to the open ones
         of = "" if self.adaptive else f"/{self.repeat}"
+        self.on_eta(self._eta_s())
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
         try:
+            if known is None:
+                self._warm_up_and_trace(rt, wl, res)
             # A sample is as many prepare+run iterations as it takes to last long enough to
             # measure (a 0.1 s read says little); the result records how much work that was.
-            if known is None:
-                # Warm-up iterations, discarded: the first run touches memory (page cache,
-                # daemon heaps) for the first time, which is slow and erratic on VMs.
-                for _ in range(self._warmup(wl)):
-                    self._iteration(rt, wl, res)
+            began = time.monotonic()
             runs: list[tuple[Measurement, ProbeDelta, int | None]] = []
             cache, cache_flags = "n/a", []
             while True:
@@ -300,7 +356,35 @@ class Runner:
         res.sample_details.append(sample)
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
+        self._cost[(rt.subject.id, workload_id(wl))] = time.monotonic() - began
         self.on_sample()
+        self.on_remaining(self._samples_left())
+
+    def _warm_up_and_trace(self, rt: RunTarget, wl: Workload, res: Result) -> None:
+        """Warm-up iterations, discarded: the first run touches memory (page cache, daemon
+        heaps) for the first time, which is slow and erratic on VMs. The last of them is the
+        traced run, with the kernel probes attached, which the explanation is drawn from (its
+        own rate is kept, so a slow first touch or the probes' cost shows against the timed
+        median). bpftrace is started right before it and gone before the first timed sample.
+        No warm-up, no traced run: an extra one would cost as much as a sample (it doubled a
+        --repeat 1 run) and ~2 s of bpftrace per matrix cell, so the result says why instead."""
+        warmup = self._warmup(wl)
+        tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
+        if tracer is not None and warmup == 0:
+            res.trace = ktrace.untraced(tracer.status, NO_WARMUP_TO_TRACE)
+            tracer = None
+        for _ in range(warmup - (1 if tracer is not None else 0)):
+            self._iteration(rt, wl, res)
+        if tracer is None:
+            return
+        try:
+            tracer.start()
+            _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
+        finally:
+            tracer.stop()
+        if delta.trace is not None:
+            delta.trace["value"] = m.value
+            res.trace = delta.trace
 
     def _warmup(self, wl: Workload) -> int:
         own = hook(wl, "warmup")
@@ -311,7 +395,7 @@ class Runner:
         return self.min_sample_s if own is None else float(own)
 
     def _iteration(
-        self, rt: RunTarget, wl: Workload, res: Result
+        self, rt: RunTarget, wl: Workload, res: Result, traced: bool = False
     ) -> tuple[str, list[str], Measurement, ProbeDelta, int | None]:
         """prepare, bring the cache to its state, and run once between two probe snapshots."""
         target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
@@ -330,21 +414,22 @@ class Runner:
             kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
         )
         resident0 = device_cache(target) if cache == "direct" else None
-        keys = self._trace_keys(target, wl)
+        tracer = self.tracer if traced else None
+        keys = self._trace_keys(target, wl) if tracer else None
         before = take_snapshot(self.procfs, spec)
-        if self.tracer:
-            self.tracer.begin()
+        if tracer:
+            tracer.begin()
         with watched(rt.health):
             m = wl.run(target)
-        maps = self.tracer.end() if self.tracer else None
+        maps = tracer.end() if tracer else None
         after = take_snapshot(self.procfs, spec)
         self._unplace(m)
         resident1 = device_cache(target) if cache == "direct" else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0
         delta = diff(before, after)
-        if self.tracer and keys is not None:
+        if tracer and keys is not None:
             work = {"bytes": m.bytes, "ops": m.ops, "seconds": m.seconds}
-            delta.trace = ktrace.to_trace(maps or {}, keys, self.tracer.status, work)
+            delta.trace = ktrace.to_trace(maps or {}, keys, tracer.status, work)
         return cache, cache_flags, m, delta, growth
 
     def _trace_keys(self, target: Target, wl: Workload) -> ktrace.SubjectKeys | None:
@@ -408,17 +493,26 @@ class Runner:
 
 
 MAX_ITERATIONS = 20
+NO_WARMUP_TO_TRACE = (
+    "not traced: the traced run is the last warm-up run, and this workload had none "
+    "(--warmup 0, or a matrix cell)"
+)
 # A ratio within ±2 % of 1 is "no difference that matters": settled, even if not significant.
 SETTLED_BAND = 0.02
 
 
 def ratio_settled(base: Result, res: Result) -> bool:
-    """The ratio's 95 % interval excludes 1, or lies within ±SETTLED_BAND of it."""
+    """The ratio's 95 % interval lies within ±SETTLED_BAND of 1, or excludes 1 and the test
+    the table marks ▲/▼ with agrees: with 3 samples the bootstrap interval alone is too
+    narrow (a median resample takes few values), and a subject called settled while its
+    table cell says ≈ would contradict itself."""
     c = stats.compare(base.samples, res.samples)
     if c.ratio_ci95 is None:
         return False
     lo, hi = c.ratio_ci95
-    return lo > 1 or hi < 1 or (lo >= 1 - SETTLED_BAND and hi <= 1 + SETTLED_BAND)
+    if lo >= 1 - SETTLED_BAND and hi <= 1 + SETTLED_BAND:
+        return True
+    return (lo > 1 or hi < 1) and bool(c.significant)
 
 
 def merge_iterations(
@@ -463,7 +557,6 @@ def merge_iterations(
             d.kthreads_by_name[k] = d.kthreads_by_name.get(k, 0.0) + v
     d.meminfo_before, d.meminfo_after = ds[0].meminfo_before, ds[-1].meminfo_after
     d.flags = list(dict.fromkeys(f for x in ds for f in x.flags))
-    d.trace = ktrace.merge_traces([x.trace for x in ds])
     growths = [r[2] for r in runs]
     growth = None if any(g is None for g in growths) else sum(g for g in growths if g is not None)
     return m, d, growth
@@ -689,7 +782,6 @@ def aggregate(res: Result) -> None:
     if per_kop:
         cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}
     res.cpu = cpu
-    res.trace = ktrace.merge_traces([x.trace for x in det])
     res.device = Device(
         **{
             f: int(_median([getattr(x.device, f) for x in det]))

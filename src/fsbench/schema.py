@@ -26,7 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 # 2 - several clients through fio's client/server mode: environment.clients (each client's
 #     host, port, fio version, OS and arch as fio reports them), result.clients (per-client
 #     medians), sample.extra["clients"] (per-client figures of each sample), params.clients.
-SCHEMA_VERSION = 2
+# 3 - Result.trace is one untimed traced run's (the last warm-up; no timed sample is traced, so
+#     Sample.trace stays None), with that run's `work` and its rate `value`; version 2 files
+#     (trace summed over the samples, no `value`) still load and are explained the same.
+# 3 - adaptive repeats (issue 11): Result.stopped (why a result got no more samples) and
+#     Run.schedule (repeat mode, minimum and maximum samples, time budget and time used).
+SCHEMA_VERSION = 3
 
 CacheState = Literal[
     "cold-verified",
@@ -37,6 +42,7 @@ CacheState = Literal[
     "n/a",
 ]
 SubjectStatus = Literal["ok", "failed", "unavailable"]
+StopReason = Literal["repeat", "settled", "budget", "max-repeat"]
 ResultStatus = Literal["ok", "failed", "unsupported"]
 
 
@@ -79,7 +85,7 @@ class Sample(_Model):
     device: Device = Field(default_factory=Device)
     extra: dict[str, Any] = Field(default_factory=dict)  # fio latency percentiles, IOPS, ...
     flags: list[str] = Field(default_factory=list)
-    # Kernel trace probes over the sample (probes/trace.py); None: tracing off or older run.
+    # Kernel trace probes over the sample: schema 2 only (since 3 no timed sample is traced).
     trace: dict[str, Any] | None = None
 
 
@@ -127,8 +133,14 @@ class Result(_Model):
     # How much work one sample was (median bytes, ops, seconds): not a param, since params are
     # the result's identity and the amount is grown to last long enough.
     work_per_sample: dict[str, float] | None = None
-    trace: dict[str, Any] | None = None  # the samples' traces merged (probes/trace.py)
+    # The kernel probes over the result's traced run (probes/trace.py, runner._warm_up_and_trace).
+    trace: dict[str, Any] | None = None
     clients: list[ClientFigures] | None = None  # fio client/server runs only
+    # Why this result got no more samples: "repeat" (the fixed --repeat N was reached),
+    # "settled" (its ratio to the baseline is significant or within ±2 %; for a lone or
+    # baseline result: nothing left open), "budget" (still open when the time budget ended),
+    # "max-repeat" (still open at --max-repeat), None: older runs, failed or interrupted.
+    stopped: StopReason | None = None
 
 
 class Feature(_Model):
@@ -257,6 +269,17 @@ class Environment(_Model):
     clients: list[ClientInfo] = Field(default_factory=list)
 
 
+class Schedule(_Model):
+    """How many samples the run took and why: fixed (--repeat N) or adaptive (--repeat auto,
+    the default: at least `repeat`, more only where an answer is open)."""
+
+    adaptive: bool = False
+    repeat: int = 3  # samples per result (fixed) or the minimum (adaptive)
+    max_repeat: int | None = None
+    time_budget_s: float | None = None  # measuring time after which no round is started
+    spent_s: float | None = None  # measuring time the rounds took
+
+
 class Run(_Model):
     schema_version: int = SCHEMA_VERSION
     run_id: str
@@ -267,6 +290,7 @@ class Run(_Model):
     environment: Environment = Field(default_factory=Environment)
     subjects: list[Subject] = Field(default_factory=list)
     results: list[Result] = Field(default_factory=list)
+    schedule: Schedule | None = None  # None: older runs
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -266,7 +266,7 @@ class Store:
                         run.environment.model_dump_json(),
                         run.schema_version,
                         str(Path(out_dir).resolve()) if out_dir is not None else None,
-                        canonical_json(run.model_extra or {}),
+                        canonical_json(_run_extra(run)),
                     ),
                 )
                 for subject in run.subjects:
@@ -307,7 +307,7 @@ class Store:
                     run.status,
                     run.environment.model_dump_json(),
                     json.dumps(run.command),
-                    canonical_json(run.model_extra or {}),
+                    canonical_json(_run_extra(run)),
                     run.run_id,
                 ),
             )
@@ -503,3 +503,11 @@ def _read_results_json(path: Path) -> Run:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise UsageError(f"{path} is not an fsbench results file: {where}: {first['msg']}") from exc
+
+
+def _run_extra(run: Run) -> dict[str, Any]:
+    """Run fields without a column of their own: kept in `extra` (loaded back the same)."""
+    extra = dict(run.model_extra or {})
+    if run.schedule is not None:
+        extra["schedule"] = run.schedule.model_dump()
+    return extra

@@ -51,7 +51,7 @@ def test_fuse_request_count_size_and_latency_are_quoted_from_the_trace() -> None
     assert f is not None
     assert f.figure == 262144 and f.unit == "requests/GiB"
     assert "262,144 FUSE WRITE requests per GiB, 4 KiB each" in f.sentence
-    assert "36 µs per request = 9.4 s per GiB, 94 % of the sample" in f.sentence
+    assert "36 µs per request = 9.4 s per GiB, 94 % of the traced run" in f.sentence
     assert f.share == pytest.approx(0.94)
     # The gap to ext4 is 10 s - 1 s per GiB; 9.4 s of FUSE requests (ext4 has none) is 104 % of it.
     assert f.accounts == pytest.approx(9.4 / 9.0)
@@ -64,7 +64,7 @@ def test_changing_the_numbers_changes_the_sentence() -> None:
     f = factor(e, "fuse WRITE")
     assert f is not None
     assert "8,192 FUSE WRITE requests per GiB, 128 KiB each" in f.sentence
-    assert "244 µs per request = 2 s per GiB, 20 % of the sample" in f.sentence
+    assert "244 µs per request = 2 s per GiB, 20 % of the traced run" in f.sentence
     assert f.share == pytest.approx(0.2)
 
 
@@ -76,7 +76,7 @@ def test_ranking_follows_the_share_of_the_difference() -> None:
     e = explained(r)
     assert [f.name for f in e.factors[:2]] == ["writeback", "fuse WRITE"]
     wb = factor(e, "writeback")
-    assert wb is not None and "6 s per GiB, 60 % of the sample" in wb.sentence
+    assert wb is not None and "6 s per GiB, 60 % of the traced run" in wb.sentence
     assert "(ext4: not throttled)" in wb.sentence
 
 
@@ -353,3 +353,25 @@ def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
     assert [e.subject for e in explain_run(r)] == ["ext4", "ntfs-3g"]
     p = plan(r)
     assert p.traces == {} and p.placement is None
+
+
+# -- the traced run's own cost --------------------------------------------------------------------
+def test_the_traced_runs_speed_against_the_timed_median_is_said_with_the_figures() -> None:
+    r = ntfs_vs_ext4()
+    ntfs = r.results[1]
+    trace = trace_of(ntfs)
+    assert trace is not None
+    trace["value"] = 80.0  # the traced run; the samples' median is 100 MiB/s
+    e = explained(r)
+    assert e.traced_speed == pytest.approx(0.80)
+    assert "traced run at 0.80× the timed speed" in render_html(r)
+    trace["value"] = 95.0
+    assert explained(r).traced_speed == pytest.approx(0.95)
+    assert "traced run at 0.95× the timed speed" in render_html(r)
+    # Lower-is-better metrics: a slower traced run has a larger value, still < 1 here.
+    ntfs.higher_is_better = False
+    trace["value"] = 125.0
+    assert explained(r).traced_speed == pytest.approx(0.80)
+    # A result of schema 2 has no traced rate: nothing is claimed.
+    del trace["value"]
+    assert explained(r).traced_speed is None and "traced run at" not in render_html(r)

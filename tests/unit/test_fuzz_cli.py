@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsbench import cli, pipeline
+from fsbench import cli, options, pipeline
 from fsbench.schema import Run
 
 COMMANDS = [
@@ -157,3 +157,34 @@ def test_random_arguments_never_crash(sandbox: Path, argv: list[str]) -> None:
     if code == 2:
         assert text.strip(), (argv, "a refusal must say why")
         assert _files(sandbox) == before, (argv, _files(sandbox) - before)
+
+
+@pytest.mark.parametrize(
+    ("extra", "adaptive", "repeat", "budget"),
+    [
+        ([], True, 3, options.DEFAULT_TIME_BUDGET_S),  # conclusive by default, within a budget
+        (["--time-budget", "30"], True, 3, 30.0),
+        (["--repeat", "5"], False, 5, None),  # a fixed count stays a fixed count
+    ],
+)
+def test_measuring_is_adaptive_by_default_with_a_stated_budget(
+    sandbox: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    extra: list[str],
+    adaptive: bool,
+    repeat: int,
+    budget: float | None,
+) -> None:
+    """`run` shares compare's measuring options and needs no devices."""
+    plans: list[pipeline.Plan] = []
+
+    def keep(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
+        plans.append(plan)
+        return Run(run_id=plan.run_id, started="now", status="complete"), 0
+
+    monkeypatch.setattr(pipeline, "execute", keep)
+    with pytest.raises(SystemExit) as exit_:
+        cli.cli.main(["run", "--target", str(sandbox), *extra], standalone_mode=True)
+    assert exit_.value.code == 0
+    (plan,) = plans
+    assert (plan.adaptive, plan.repeat, plan.time_budget_s) == (adaptive, repeat, budget)

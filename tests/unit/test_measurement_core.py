@@ -105,6 +105,7 @@ def test_adaptive_stops_a_settled_workload_at_repeat(
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")  # no spread at all: settled at once
     run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=10)
     assert len(run.results[0].samples) == 3
+    assert run.results[0].stopped == "settled"
 
 
 def test_adaptive_goes_on_to_max_repeat_while_unsettled_and_says_so(
@@ -114,7 +115,8 @@ def test_adaptive_goes_on_to_max_repeat_while_unsettled_and_says_so(
     run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=7)
     res = run.results[0]
     assert len(res.samples) == 7
-    assert "stopped at --max-repeat 7" in res.flags
+    assert res.stopped == "max-repeat"
+    assert run.schedule is not None and run.schedule.adaptive and run.schedule.max_repeat == 7
 
 
 def test_adaptive_time_budget_ends_the_extra_rounds(
@@ -128,7 +130,7 @@ def test_adaptive_time_budget_ends_the_extra_rounds(
     run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=50, time_budget_s=15)
     res = run.results[0]
     assert len(res.samples) == 3  # the budget was spent before the first extra round
-    assert "adaptive repeats stopped by the time budget (15 s)" in res.flags
+    assert res.stopped == "budget"
 
 
 # -- the file budget ---------------------------------------------------------------------------

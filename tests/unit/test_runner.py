@@ -507,37 +507,128 @@ def test_adaptive_settling_respects_the_time_budget(
                      max_repeat=50, time_budget_s=0.0)  # fmt: skip
     res = _by_subject(runner.execute())
     assert len(res["subj-b"].samples) == 3  # open, but the budget is spent
-    assert "adaptive repeats stopped by the time budget (0 s)" in res["subj-b"].flags
-    assert not any("time budget" in f for f in res["subj-c"].flags)  # settled: nothing to say
+    assert res["subj-b"].stopped == "budget"  # open, but no time for another round
+    assert res["subj-c"].stopped == "settled"  # clearly slower: settled
 
 
-def test_adaptive_budget_starts_only_rounds_that_end_within_it(
+class _Clock:
+    """time.monotonic for the runner: each fake sample costs `per_run` seconds."""
+
+    def __init__(self, per_run: float) -> None:
+        self.now, self.per_run = 0.0, per_run
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _timed(wl: FakeWorkload, clock: _Clock) -> FakeWorkload:
+    run = wl.run
+
+    def costly(target: Target):  # type: ignore[no-untyped-def]
+        clock.now += clock.per_run
+        return run(target)
+
+    wl.run = costly  # type: ignore[method-assign]
+    return wl
+
+
+def test_adaptive_open_answer_gets_samples_until_the_time_budget_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every sample takes 10 s (a clock that only the samples move). The first three rounds
-    (9 samples) take 90 s; subj-b is settled by then, so a further round is the baseline and
-    subj-c: 20 s. A 130 s budget has room for exactly two of them, and no third is begun."""
+    """Each sample costs 10 s and the budget is 150 s: the three minimum rounds of three
+    subjects take 90 s; then subj-b (settled, half as fast) gets nothing more, while subj-c
+    (open) and the baseline share what is left: 3 more rounds of 20 s, and none that would end
+    after the budget."""
     import fsbench.runner as runner_mod
 
+    clock = _Clock(10.0)
+    monkeypatch.setattr(runner_mod.time, "monotonic", clock)
     monkeypatch.setenv(
         "FSBENCH_FAKE_VALUES",
         "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
     )
-    now = [0.0]
-    monkeypatch.setattr(runner_mod.time, "monotonic", lambda: now[0])
-    wl = FakeWorkload()
-    real_run = wl.run
+    etas: list[float | None] = []
+    runner = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
+                     settle=True, max_repeat=50, time_budget_s=150.0,
+                     on_eta=etas.append)  # fmt: skip
+    run = runner.execute()
+    res = _by_subject(run)
+    assert {s: len(r.samples) for s, r in res.items()} == {"subj-a": 6, "subj-b": 3, "subj-c": 6}
+    assert clock.now == 150.0  # within the budget, and nothing of it left unused
+    assert res["subj-b"].stopped == "settled"
+    assert res["subj-c"].stopped == "budget" and res["subj-a"].stopped == "budget"
+    assert run.schedule is not None and run.schedule.time_budget_s == 150.0
+    assert run.schedule.spent_s == 150.0
+    # No estimate while the first round learns the costs; then it falls to the end.
+    assert etas[:3] == [None] * 3 and all(e is not None for e in etas[3:])
+    assert etas[3] == pytest.approx(150 - 30) and etas[-1] == pytest.approx(10.0)
 
-    def ten_seconds(target):  # type: ignore[no-untyped-def]
-        now[0] += 10
-        return real_run(target)
 
-    wl.run = ten_seconds  # type: ignore[method-assign]
-    runner = _runner(tmp_path, [wl], repeat=3, adaptive=True, settle=True,
-                     max_repeat=50, time_budget_s=130)  # fmt: skip
-    res = _by_subject(runner.execute())
-    assert {sid: len(r.samples) for sid, r in res.items()} == {
-        "subj-a": 5, "subj-b": 3, "subj-c": 5,
-    }  # fmt: skip
-    assert now[0] == 130
-    assert "adaptive repeats stopped by the time budget (130 s)" in res["subj-c"].flags
+def test_adaptive_settled_answer_ends_the_run_before_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fsbench.runner as runner_mod
+
+    clock = _Clock(10.0)
+    monkeypatch.setattr(runner_mod.time, "monotonic", clock)
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES", "subj-a=100,100.2,99.8;subj-b=50,51,49;subj-c=100.1,99.9,100"
+    )
+    run = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
+                  settle=True, max_repeat=50, time_budget_s=1000.0).execute()  # fmt: skip
+    assert clock.now == 90.0  # the minimum rounds only: every answer was settled by then
+    assert {r.stopped for r in run.results} == {"settled"}
+
+
+def test_fixed_repeat_records_repeat_as_the_reason(tmp_path: Path) -> None:
+    run = _runner(tmp_path, [FakeWorkload()], repeat=2).execute()
+    assert {(len(r.samples), r.stopped) for r in run.results} == {(2, "repeat")}
+    assert run.schedule is not None and not run.schedule.adaptive
+    assert run.schedule.time_budget_s is None
+
+
+def test_settling_compares_with_the_renderers_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """subj-a fails, so subj-b is the baseline (as in the table): subj-c, twice as fast as
+    subj-b, is settled after the minimum rounds, and nothing is left open."""
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=-1;subj-b=50,51,49;subj-c=100,101,99")
+    run = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+                  max_repeat=10).execute()  # fmt: skip
+    res = _by_subject(run)
+    assert res["subj-a"].status == "failed" and res["subj-a"].stopped is None
+    assert len(res["subj-b"].samples) == len(res["subj-c"].samples) == 3
+    assert res["subj-b"].stopped == res["subj-c"].stopped == "settled"
+
+
+def test_progress_total_shrinks_as_answers_settle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bar's remaining count: the minimum rounds, then only the open pairs' rounds."""
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES",
+        "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
+    )
+    left: list[int] = []
+    _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True, max_repeat=5,
+            on_remaining=left.append).execute()  # fmt: skip
+    assert left[:8] == list(range(8, 0, -1))  # 9 minimum samples, counted down
+    assert left[-1] == 0 and len(left) == 9 + 2 * 2  # subj-a and subj-c: 2 more rounds each
+
+
+def test_a_ratio_is_settled_only_when_the_table_would_mark_it() -> None:
+    """Three wild baseline samples all above three others: the bootstrap interval of the
+    ratio excludes 1, but the test is not significant (the table says ≈), so it stays open;
+    a tight pair within ±2 % is settled without significance."""
+    from fsbench import stats
+    from fsbench.runner import ratio_settled
+
+    def res(values: list[float]) -> Result:
+        return Result(subject="s", workload="w", metric="m", unit="MiB/s", samples=values)
+
+    wild, low = res([100.0, 300.0, 500.0]), res([50.0, 60.0, 70.0])
+    c = stats.compare(wild.samples, low.samples)
+    assert c.ratio_ci95 is not None and c.ratio_ci95[1] < 1 and not c.significant
+    assert not ratio_settled(wild, low)
+    assert ratio_settled(res([100.0, 100.5, 99.5]), res([100.2, 99.9, 100.1]))
+    assert ratio_settled(res([100.0, 101.0, 99.0]), res([50.0, 51.0, 49.0]))

@@ -55,3 +55,22 @@ def test_verbose_lists_each_subjects_notes() -> None:
     detail = [ln for ln in out.splitlines() if "confidence interval is" in ln]
     assert len(detail) == 6
     assert "CI wider than" not in out
+
+
+def test_adaptive_run_shows_why_sampling_stopped_in_100_columns() -> None:
+    from fsbench.schema import Schedule
+
+    r = _eight()
+    for i, res in enumerate(r.results):  # type: ignore[attr-defined]
+        res.stopped = "budget" if 1 < i < 8 else "settled"
+    r.schedule = Schedule(adaptive=True, repeat=3, max_repeat=10, time_budget_s=150, spent_s=148)  # type: ignore[attr-defined]
+    con = Console(width=100, record=True, color_system=None)
+    render(r, con)  # type: ignore[arg-type]
+    out = con.export_text()
+    assert all(len(line) <= 100 for line in out.splitlines()), out
+    assert "samples: auto, 3–10 per result, budget 150 s, 148 s measuring" in out
+    assert "2 settled ✓ · 6 open at the budget …" in out
+    rows = {ln.strip("│ ").split()[0]: ln for ln in out.splitlines() if ln.startswith("│")}
+    assert rows["ext4"].rstrip("│ ").endswith("3✓") and rows["btrfs"].rstrip("│ ").endswith("3…")
+    # More rounds were already tried where they could help: only more time narrows the rest.
+    assert "CI wider than 5 % for 6 of 8 subjects — a longer --time-budget narrows it" in out

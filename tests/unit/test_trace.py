@@ -1,6 +1,7 @@
 """Kernel trace probes without a kernel: script assembly from the probe records, availability
 from a canned tracefs events directory, parsing real bpftrace output (captured on ntfs-3g),
-merging samples, and a run that goes on with a probe unavailable."""
+the traced run beside (never inside) the timed samples, and a run that goes on with a probe
+unavailable."""
 
 from __future__ import annotations
 
@@ -81,21 +82,21 @@ def test_a_missing_tracepoint_makes_only_its_probe_unavailable(
     assert all("sys_enter_close" in v for v in status.values())
 
 
-def test_sched_is_off_by_default_with_its_cost_and_on_when_asked_for(
+def test_every_probe_is_on_by_default_and_trace_probes_chooses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(T.os, "geteuid", lambda: 0)
     monkeypatch.setattr(T.shutil, "which", lambda _n: "/usr/bin/bpftrace")
     events = _events(tmp_path, None)
-    default = T.availability(events)
-    assert default["sched"].startswith("off by default: ") and "costs" in default["sched"]
-    assert all(default[n] == "ok" for n in T.DEFAULT_PROBES) and "sched" not in T.DEFAULT_PROBES
+    # Even sched: the probes only run in the untimed traced run, so they cost no sample.
+    assert T.availability(events) == ALL_OK and set(T.DEFAULT_PROBES) == set(T.PROBE_NAMES)
     asked = T.availability(events, ("fuse", "sched"))
     assert asked["sched"] == "ok" and asked["fuse"] == "ok"
     assert asked["block"] == "off (not in --trace-probes)"
     # The bpftrace program holds only what is "ok".
-    script = T.build_script([p for p in T.PROBES if default[p.name] == "ok"], 1)
-    assert "sched_wakeup" not in script and "fuse_request_send" in script
+    script = T.build_script([p for p in T.PROBES if asked[p.name] == "ok"], 1)
+    assert "sched_wakeup" in script and "fuse_request_send" in script
+    assert "block_rq_complete" not in script
 
 
 def test_not_root_or_no_bpftrace_is_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,45 +163,46 @@ def _t(n: int, lat_bucket: int, probes: dict[str, str] | None = None) -> dict[st
     }
 
 
-def test_merge_adds_counts_and_recomputes_percentiles_from_the_summed_histogram() -> None:
-    m = T.merge_traces([_t(100, 16), None, _t(300, 64)])
-    assert m is not None
-    f = m["fuse"]
-    assert f["requests"]["WRITE"] == 400 and f["bytes"]["WRITE"] == 400 * 4096
-    assert f["size_hist"]["WRITE"] == {"4096": 400}
-    assert f["latency_hist_us"]["WRITE"] == {"16": 100, "64": 300}
-    # 200th of 400 events: the 100th of the 300 in [64, 128).
-    assert f["latency_us"]["WRITE"]["p50"] == pytest.approx(64 + 64 * 100 / 300, abs=0.01)
-    assert f["latency_us"]["WRITE"]["total"] == 100 * 24 + 300 * 96
-    assert m["sched"]["wakeups"] == {"app": 400, "driver": 800}
-    assert m["work"] == {"bytes": 400 * 4096, "ops": 0, "seconds": 2.0}
-    assert T.merge_traces([None]) is None
-
-
-def test_merge_keeps_the_reason_a_probe_was_unavailable() -> None:
-    why = "bpftrace stopped: lost"
-    m = T.merge_traces([_t(1, 8), _t(1, 8, {**ALL_OK, "fuse": why})])
-    assert m is not None and m["probes"]["fuse"] == why and "fuse" not in m
-
-
 # -- the run goes on ------------------------------------------------------------------------------
 class CannedTracer(T.Tracer):
-    """A Tracer whose bpftrace is the captured output: begin/end without a kernel."""
+    """A Tracer whose bpftrace is the captured output: no kernel, and a log of its calls."""
 
-    def __init__(self, status: dict[str, str]) -> None:
+    def __init__(self, status: dict[str, str], log: list[str] | None = None) -> None:
         super().__init__(status)
+        self.log = [] if log is None else log
         self.begins = self.ends = 0
+        self.attached = False
 
     @property
     def active(self) -> bool:
-        return True
+        return self.attached
+
+    def launch(self) -> None:
+        self.log.append("launch")
+        self.attached = True
+
+    def ready(self) -> None:
+        self.log.append("ready")
 
     def begin(self) -> None:
+        self.log.append("begin")
         self.begins += 1
 
     def end(self) -> dict[str, dict[str, Any]] | None:
+        self.log.append("end")
         self.ends += 1
         return T.parse_maps(CAPTURE.read_text().splitlines())
+
+    def stop(self) -> None:
+        self.log.append("stop")
+        self.attached = False
+
+
+def _fake_target(tmp_path: Path) -> RunTarget:
+    return RunTarget(
+        Subject(id="s", driver="fake", fs="fake", kind="fake"),
+        Target("s", str(tmp_path), "fake", 64 * 2**20),
+    )
 
 
 def test_run_goes_on_with_an_unavailable_probe_marked(
@@ -209,22 +211,81 @@ def test_run_goes_on_with_an_unavailable_probe_marked(
     monkeypatch.setattr(T, "subject_keys", lambda *_a, **_k: _keys())
     why = "tracepoint block/block_rq_complete missing on this kernel"
     tracer = CannedTracer({**ALL_OK, "block": why})
-    target = RunTarget(
-        Subject(id="s", driver="fake", fs="fake", kind="fake"),
-        Target("s", str(tmp_path), "fake", 64 * 2**20),
-    )
     run = Run(run_id="t", started="2025-01-01T00:00:00")
-    wl = FakeWorkload()
-    Runner(run, [target], [wl], repeat=2, warmup=0, tracer=tracer).execute()
+    Runner(
+        run, [_fake_target(tmp_path)], [FakeWorkload(warmup=1)], repeat=2, tracer=tracer
+    ).execute()
     (res,) = run.results
     assert res.status == "ok" and len(res.samples) == 2
-    assert tracer.begins == tracer.ends == 2  # once per sample, around the measured run only
     assert res.trace is not None and res.trace["probes"]["block"] == why
-    assert "block" not in res.trace and "block" not in res.sample_details[0].trace
-    # The result is the merge of its samples: twice one sample's requests.
-    one = res.sample_details[0].trace["fuse"]["requests"]["WRITE"]
-    assert res.trace["fuse"]["requests"]["WRITE"] == 2 * one == 4096
-    assert res.trace["work"]["bytes"] == sum(s.bytes for s in res.sample_details)
+    assert "block" not in res.trace and res.trace["fuse"]["requests"]["WRITE"] == 2048
+
+
+@pytest.mark.parametrize(
+    ("warmup", "expected"),
+    [
+        # The last warm-up run is the traced one: bpftrace is started right before it (ready)
+        # and gone before the first timed sample.
+        (2, ["run", "launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
+        (1, ["launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
+    ],
+)
+def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warmup: int, expected: list[str]
+) -> None:
+    monkeypatch.setattr(T, "subject_keys", lambda *_a, **_k: _keys())
+    # The traced run is always the second-to-last value before the samples' 100s.
+    values = {2: "50,80,100,100", 1: "80,100,100"}[warmup]
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"s={values}")
+    log: list[str] = []
+    tracer = CannedTracer(dict(ALL_OK), log)
+    wl = FakeWorkload(warmup=warmup)
+    real_run = wl.run
+
+    def run(target: Target) -> Any:
+        # Which probes were attached while this run went: none but the traced run's.
+        log.append("run:traced" if tracer.active else "run")
+        return real_run(target)
+
+    monkeypatch.setattr(wl, "run", run)
+    run_ = Run(run_id="t", started="2025-01-01T00:00:00")
+    Runner(run_, [_fake_target(tmp_path)], [wl], repeat=2, tracer=tracer).execute()
+    (res,) = run_.results
+    assert log == expected
+    # The samples are the runs after it; the traced run's own rate (80) is kept beside the
+    # trace, where the probes' (and a first run's) cost on this subject shows.
+    assert res.samples == [100.0, 100.0]
+    assert all(d.trace is None for d in res.sample_details)
+    assert res.trace is not None and res.trace["value"] == 80.0
+    assert res.trace["work"]["bytes"] == 64 * 2**20
+
+
+def test_no_warm_up_means_no_traced_run_and_the_result_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    why = "tracepoint block/block_rq_complete missing on this kernel"
+    tracer = CannedTracer({**ALL_OK, "block": why})
+    run = Run(run_id="t", started="2025-01-01T00:00:00")
+    wl = FakeWorkload(warmup=0)
+    Runner(run, [_fake_target(tmp_path)], [wl], repeat=2, tracer=tracer).execute()
+    (res,) = run.results
+    assert tracer.log == []  # no bpftrace started: matrix cells would pay ~2 s each
+    assert len(res.samples) == 2 and [p for p, _ in wl.calls].count("run") == 2
+    assert res.trace is not None and "fuse" not in res.trace
+    assert res.trace["probes"]["fuse"].startswith("not traced: the traced run is the last warm")
+    assert res.trace["probes"]["block"] == why  # an unavailable probe keeps its own reason
+
+
+def test_a_tracer_that_failed_is_not_launched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracer = CannedTracer(dict.fromkeys(T.PROBE_NAMES, "bpftrace stopped: lost"))
+    run = Run(run_id="t", started="2025-01-01T00:00:00")
+    Runner(
+        run, [_fake_target(tmp_path)], [FakeWorkload(warmup=1)], repeat=2, tracer=tracer
+    ).execute()
+    assert tracer.log == [] and run.results[0].trace is None
+    assert len(run.results[0].samples) == 2
 
 
 def test_untraced_run_has_no_trace(tmp_path: Path) -> None:

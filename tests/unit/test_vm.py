@@ -409,3 +409,15 @@ def test_a_copy_naming_another_directory_is_ignored(
     (moved / state.OWNER_FILE).write_text(json.dumps(copy))
     assert state.orphan_temp_records(tmp_path) == []
     assert victim.is_dir() and moved.is_dir()
+
+
+def test_an_emulated_guest_is_not_traced_unless_asked() -> None:
+    from fsbench.vm.guest import guest_trace_args
+
+    base = ["--size", "64M", "--warmup", "1"]
+    assert guest_trace_args(base, kvm=False) == [*base, "--no-trace"]
+    assert guest_trace_args(base, kvm=True) == base  # KVM compiles at host speed: traced
+    asked = [*base, "--trace-probes", "fuse"]
+    assert guest_trace_args(asked, kvm=False) == asked
+    off = [*base, "--no-trace"]
+    assert guest_trace_args(off, kvm=False) == off  # not twice

@@ -1,12 +1,19 @@
 """Kernel trace probes: FUSE requests, readahead windows, block requests, writeback, wake-ups.
 
-One bpftrace process per run aggregates tracepoint events in kernel maps (counts, sums, log2
-histograms), so no event is copied to user space; fsbench marks each sample's start and end
-with a close() of a magic descriptor (EBADF, harmless) that the script recognizes: the start
-clears the maps, the end prints them and a line "fsbench-end SEQ". bpftrace runs its print and
-clear actions in the order the events were emitted, and fsbench waits for each marker's
-acknowledgement line, so a sample's figures are exactly the events between its two markers
-(plus what arrives in the few milliseconds bpftrace's user space takes to read the maps).
+No timed sample is ever traced: a probe on every FUSE request costs that request time (measured
+by bench/probe_overhead.py: ntfs-3g's write rate fell 12-18 % with the probes attached). The
+last warm-up iteration of each subject and workload is the *traced run* instead (no warm-up:
+no traced run, and the result says so), and the explanation is drawn from it. bpftrace is
+started for that run (~1.4 s to compile here) and killed right after it, so no probe is
+attached while samples are timed.
+
+bpftrace aggregates tracepoint events in kernel maps (counts, sums, log2 histograms), so no
+event is copied to user space; fsbench marks the traced run's start and end with a close() of
+a magic descriptor (EBADF, harmless) that the script recognizes: the start clears the maps, the
+end prints them and a line "fsbench-end SEQ". bpftrace runs its print and clear actions in the
+order the events were emitted, and fsbench waits for each marker's acknowledgement line, so the
+figures are exactly the events between the two markers (plus what arrives in the few
+milliseconds bpftrace's user space takes to read the maps).
 
 Probes are data (`PROBES`): a name, the tracepoints it needs, what it yields and its bpftrace
 fragment. The script is assembled from the probes this kernel can serve; the others are
@@ -50,9 +57,6 @@ FUSE_READ, FUSE_WRITE = 15, 16
 # and deleted at its end, was most of this probe's cost at ~60k requests/s (measured with
 # bench/probe_overhead.py). The histogram and the total are scaled back by FUSE_LAT_EVERY.
 FUSE_LAT_EVERY = 8
-# Why the sched probe is opt-in: it runs on every wake-up of every task on the machine (FUSE
-# makes several per request). Measured by bench/probe_overhead.py --placement same.
-SCHED_COST = "it runs on every wake-up on the machine and costs ntfs-3g ~10 % of its write rate"
 ATTACH_TIMEOUT_S = 30.0
 MARK_TIMEOUT_S = 10.0
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -84,8 +88,6 @@ class Probe:
     # then deletes them one by one; a key an event deleted meanwhile fails that delete, and
     # bpftrace 0.17 exits ("failed to look up elem: -2"), ending every probe of the run.
     scratch: tuple[str, ...] = ()
-    # Off unless asked for (--trace-probes), with the measured reason: what it costs.
-    off_by_default: str = ""
 
 
 PROBES: tuple[Probe, ...] = (
@@ -208,11 +210,12 @@ tracepoint:sched:sched_migrate_task {
 """,
         ("sched_wake", "sched_cross", "sched_mig"),
         ("sched_waker",),
-        off_by_default=SCHED_COST,
     ),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
-DEFAULT_PROBES = tuple(p.name for p in PROBES if not p.off_by_default)
+# All of them: they only run in the untimed traced run, so even sched (which fires on every
+# wake-up on the machine) costs no sample anything.
+DEFAULT_PROBES = PROBE_NAMES
 MARKER_TRACEPOINT = "syscalls/sys_enter_close"
 
 
@@ -269,11 +272,7 @@ def availability(events: Path | None = None, wanted: Iterable[str] | None = None
             out[p.name] = "off (FSBENCH_TRACE_OFF)"
             continue
         if p.name not in asked:
-            out[p.name] = (
-                f"off by default: {p.off_by_default}; --trace-probes to add it"
-                if wanted is None and p.off_by_default
-                else "off (not in --trace-probes)"
-            )
+            out[p.name] = "off (not in --trace-probes)"
             continue
         missing = missing_tracepoints(p, events)
         out[p.name] = f"tracepoint {', '.join(missing)} missing on this kernel" if missing else "ok"
@@ -502,6 +501,11 @@ def to_trace(
     return trace
 
 
+def untraced(status: dict[str, str], why: str) -> dict[str, Any]:
+    """A result's trace when its traced run did not happen: each available probe says why."""
+    return {"probes": {k: (why if v == "ok" else v) for k, v in status.items()}}
+
+
 def _percentiles(part: dict[str, Any]) -> None:
     """latency_us[OP].p50/p99 from latency_hist_us[OP] (log2 buckets, interpolated)."""
     lat = part.setdefault("latency_us", {})
@@ -514,44 +518,6 @@ def _percentiles(part: dict[str, Any]) -> None:
                 entry[label] = round(v, 2)
 
 
-def merge_traces(traces: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """Several samples' (or iterations') traces as one: counts, bytes, histogram buckets,
-    latency totals and work add up; p50/p99 are recomputed from the summed histograms."""
-    ts = [t for t in traces if isinstance(t, dict) and t]
-    if not ts:
-        return None
-    out: dict[str, Any] = {"probes": {}}
-    for t in ts:
-        for name, status in (t.get("probes") or {}).items():
-            if out["probes"].get(name, "ok") == "ok":
-                out["probes"][name] = status  # the first reason a probe was unavailable stays
-    for t in ts:
-        for part, val in t.items():
-            if part == "probes" or not isinstance(val, dict):
-                continue
-            _add(out.setdefault(part, {}), val)
-    for part in ("fuse", "block"):
-        if isinstance(out.get(part), dict):
-            for entry in (out[part].get("latency_us") or {}).values():
-                entry.pop("p50", None)
-                entry.pop("p99", None)
-            _percentiles(out[part])
-    for name, status in out["probes"].items():
-        if status != "ok":
-            out.pop(name, None)
-    return out
-
-
-def _add(dst: dict[str, Any], src: dict[str, Any]) -> None:
-    for k, v in src.items():
-        if isinstance(v, dict):
-            _add(dst.setdefault(k, {}), v)
-        elif isinstance(v, int | float) and not isinstance(v, bool):
-            if k in ("p50", "p99"):
-                continue  # recomputed from the merged histogram
-            dst[k] = dst.get(k, 0) + v
-
-
 # -- the running tracer ---------------------------------------------------------------------------
 class TraceError(Exception):
     pass
@@ -559,12 +525,15 @@ class TraceError(Exception):
 
 @dataclass
 class Tracer:
-    """The run's one bpftrace process. `start` records it (via `on_started`) before waiting for
-    it to attach; `sample` brackets one measured run; `stop` ends it (and `release` after a
-    crash: the state record has its pid and start time)."""
+    """bpftrace for one traced run at a time. `launch` starts it and records it (via
+    `on_started`) without waiting; `ready` waits until its probes are attached; `begin`/`end`
+    bracket the traced run; `stop` kills it, so nothing stays attached while samples are timed
+    (`release` stops it after a crash: the state record has its pid and start time). After a
+    failure every probe is marked unavailable with the reason, and later launches do nothing."""
 
     status: dict[str, str]
     on_started: Callable[[int], None] = lambda _pid: None
+    on_stopped: Callable[[int], None] = lambda _pid: None
     attach_timeout: float = ATTACH_TIMEOUT_S
     mark_timeout: float = MARK_TIMEOUT_S
     proc: subprocess.Popen[str] | None = None
@@ -576,11 +545,23 @@ class Tracer:
     def active(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def wanted(self) -> bool:
+        """Some probe is still available: a traced run is worth its time."""
+        return any(v == "ok" for v in self.status.values())
+
     def start(self) -> None:
+        """launch() and ready(): bpftrace attached, or every probe marked why not."""
+        self.launch()
+        self.ready()
+
+    def launch(self) -> None:
         probes = [p for p in PROBES if self.status.get(p.name) == "ok"]
-        if not probes:
+        if not probes or self.active:
             return
         script = build_script(probes, os.getpid())
+        # Each process gets its own line queue: a previous one's last lines are not ours.
+        self._lines, self._errors = queue.Queue(), []
         self.proc = subprocess.Popen(
             ["bpftrace", "-f", "json", "-e", script],
             stdin=subprocess.DEVNULL,
@@ -591,28 +572,34 @@ class Tracer:
         )
         self.on_started(self.proc.pid)
         # Readers drain both pipes all the time: a full pipe would stall bpftrace.
-        threading.Thread(target=self._read_out, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+        threading.Thread(target=self._read_out, args=(self.proc, self._lines), daemon=True).start()
+        threading.Thread(target=self._read_err, args=(self.proc, self._errors), daemon=True).start()
+
+    def ready(self) -> None:
+        if self.proc is None:
+            return
         try:
             self._wait_for("fsbench-ready", self.attach_timeout)
         except TraceError as e:
             self.stop()
             self._unavailable(str(e))
 
-    def _read_out(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
+    @staticmethod
+    def _read_out(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
 
-    def _read_err(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
-        for line in self.proc.stderr:
+    @staticmethod
+    def _read_err(proc: subprocess.Popen[str], errors: list[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
             line = line.strip()
             # bpftrace warns about RLIMIT_MEMLOCK even when the kernel accounts BPF memory
             # by cgroup and the program loads: not an error.
             if line and "RLIMIT_MEMLOCK" not in line and "WARNING" not in line:
-                self._errors.append(line)
+                errors.append(line)
 
     def _first_error(self) -> str:
         errs = [e for e in self._errors if "ERROR" in e] or self._errors
@@ -669,11 +656,17 @@ class Tracer:
         return parse_maps(lines)
 
     def stop(self) -> None:
-        if self.proc is None:
+        """Kill bpftrace and wait until it is gone: its probes are detached when its
+        descriptors close, and the maps were read at `end` (SIGINT would print them all again,
+        ~1 s here, for nothing)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
             return
-        stop_process(self.proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
+            proc.wait(timeout=10)
+        self.on_stopped(proc.pid)
 
 
 def stop_process(pid: int, start: int | None = None) -> bool:

@@ -3,7 +3,7 @@
 For every finished result a `Profile` collects what the run measured about it (the kernel
 trace probes' figures per GiB or per 1000 operations, CPU by part, context switches, device
 amplification), and `explain_run` turns two profiles (the result's and its baseline's) into
-ranked `Factor` records: a name, a figure, its unit, the seconds of the sample it stands for
+ranked `Factor` records: a name, a figure, its unit, the seconds of the traced run it stands for
 and the share of the difference to the baseline it accounts for, and the sentence that says so.
 The terminal table, the HTML report, `--json` and `diff` all read these records.
 
@@ -366,7 +366,7 @@ class Factor:
     brief: str  # the same, shorter, for the terminal
     baseline: float | None = None  # the baseline subject's figure, when it has one
     seconds: float | None = None  # seconds per unit of work this factor stands for
-    share: float | None = None  # seconds / the sample's seconds per unit of work
+    share: float | None = None  # seconds / the traced run's seconds per unit of work
     accounts: float | None = None  # share of the difference to the baseline it accounts for
     weight: float = 0.0  # rank: larger first
 
@@ -384,6 +384,9 @@ class Explanation:
     baseline_seconds: float | None
     factors: list[Factor]
     unavailable: list[str]
+    # The traced run's rate over the samples' median, oriented so that < 1 is slower: what the
+    # probes cost this subject in the one run they ran in (None: no traced rate recorded).
+    traced_speed: float | None = None
 
     def sentence(self) -> str:
         return f"{self.subject}: " + "; ".join(f.sentence for f in self.factors)
@@ -436,8 +439,8 @@ def _share_text(seconds: float | None, prof: Profile) -> str:
         return ""
     share = seconds / prof.seconds
     if share > 1.05:
-        return f" ({fmt_pct(share)} of the sample: they overlap)"
-    return f", {fmt_pct(share)} of the sample"
+        return f" ({fmt_pct(share)} of the traced run: they overlap)"
+    return f", {fmt_pct(share)} of the traced run"
 
 
 def _fuse_factors(
@@ -890,7 +893,17 @@ def explain_result(
         baseline_seconds=bprof.seconds if bprof else None,
         factors=factors,
         unavailable=prof.unavailable,
+        traced_speed=traced_speed(res),
     )
+
+
+def traced_speed(res: Result) -> float | None:
+    """The traced run's speed relative to the timed samples' median (1.0: the probes cost
+    nothing; 0.8: the traced run went at 80 % of the timed speed)."""
+    v = _num(_d(res.trace).get("value"))
+    if not v or not res.median:
+        return None
+    return v / res.median if res.higher_is_better else res.median / v
 
 
 def explain_run(run: Run) -> list[Explanation]:

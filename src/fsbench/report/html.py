@@ -146,8 +146,17 @@ def _amp(res: Result) -> str:
     return ", ".join(bits)
 
 
+# Why a result got no more samples (Result.stopped), as the per-subject detail says it.
+_STOPPED_TEXT = {
+    "settled": "sampling stopped: its answer was settled",
+    "budget": "sampling stopped by the time budget with the answer still open",
+    "max-repeat": "sampling stopped at --max-repeat with the answer still open",
+}
+
+
 def _notes(res: Result) -> list[str]:
-    return [*res.flags, *res.warnings]
+    stopped = _STOPPED_TEXT.get(res.stopped or "")
+    return [*res.flags, *res.warnings, *([stopped] if stopped else [])]
 
 
 def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
@@ -209,7 +218,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
     stands for and the share of the gap to the baseline it accounts for."""
     factors = []
     for f in e.factors:
-        bits = []  # the sentence gives the share of the sample already
+        bits = []  # the sentence gives the share of the traced run already
         if f.accounts is not None:
             bits.append(f"{fmt_pct(f.accounts)} of the gap to {e.baseline}")
         factors.append({"name": f.name, "sentence": f.sentence, "weight": "; ".join(bits)})
@@ -222,6 +231,9 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
         )
     elif e.seconds is not None:
         gap = f"{fmt_time(e.seconds)} per {e.per}"
+    if e.traced_speed is not None:
+        # The figures come from one untimed traced run: say what the probes cost it.
+        gap += f"{'; ' if gap else ''}traced run at {e.traced_speed:.2f}× the timed speed"
     return {
         "subject": head,
         "baseline": e.baseline,

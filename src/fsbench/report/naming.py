@@ -4,12 +4,13 @@ workload's baseline, and how a ratio is marked (green better, red worse, ≈ not
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 from rich.text import Text
 
-from fsbench.schema import INTEGRITY_FAILED_FLAG, Result
+from fsbench.baseline import baseline_result, ranked
+from fsbench.schema import Result
 from fsbench.stats import Comparison
+
+__all__ = ["baseline_result", "placement_text", "ranked", "result_title", "styled_ratio"]
 
 
 def result_title(res: Result) -> str:
@@ -37,21 +38,6 @@ PLACEMENT_TEXT = {
 
 def placement_text(placement: object) -> str:
     return PLACEMENT_TEXT.get(str(placement), f"placement {placement}")
-
-
-def ranked(res: Result) -> bool:
-    """False for a subject whose volume failed its integrity check: its figures are shown but
-    it is never the baseline, the fastest or the best."""
-    return not any(f.startswith(INTEGRITY_FAILED_FLAG) for f in res.flags)
-
-
-def baseline_result(results: Iterable[Result], order: Sequence[str]) -> Result | None:
-    """The result the others of a workload are compared with: that of the first subject (in
-    the run's order) which finished with samples and passed its integrity check. Every
-    renderer and the explanation use it."""
-    ok = [r for r in results if r.status == "ok" and r.samples and ranked(r)]
-    ok.sort(key=lambda r: order.index(r.subject) if r.subject in order else len(order))
-    return ok[0] if ok else None
 
 
 def styled_ratio(c: Comparison, text: str, higher_is_better: bool, ns: str = " ≈") -> Text:

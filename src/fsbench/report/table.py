@@ -100,6 +100,11 @@ _SHARED_NOTES: tuple[tuple[str, str], ...] = (
     ("outlier", "outliers: {k}"),
 )
 _ADVICE = " — use --repeat auto or --time-budget"
+# An adaptive run already went on where it could: only more time helps.
+_ADVICE_ADAPTIVE = " — a longer --time-budget narrows it"
+
+# After the sample count: why a result got no more samples (Result.stopped).
+_STOP_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…"}
 
 
 def _shared_kind(note: str) -> int | None:
@@ -109,7 +114,7 @@ def _shared_kind(note: str) -> int | None:
     return None
 
 
-def _note_lines(results: list[Result], verbose: bool) -> list[Text]:
+def _note_lines(results: list[Result], verbose: bool, advice: str = _ADVICE) -> list[Text]:
     """Failures always, subject by subject; other notes as one line per kind, with the count
     of subjects it concerns; everything per subject when verbose."""
     lines: list[Text] = []
@@ -136,7 +141,7 @@ def _note_lines(results: list[Result], verbose: bool) -> list[Text]:
         head = shared[0] if counts.get(0) else ""
         rest = ", ".join(shared[1:] if head else shared)
         if head:
-            lines.append(Text("  " + head + _ADVICE, style="yellow"))
+            lines.append(Text("  " + head + advice, style="yellow"))
         if rest:
             lines.append(Text(f"  also: {rest} of {n} subjects (--verbose)", style="yellow"))
     if other:
@@ -182,10 +187,11 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
                 ratio_text(base, r),
                 _cpu_text(r),
                 _CACHE_SHORT.get(r.cache, r.cache),
-                str(len(r.samples)),
+                f"{len(r.samples)}{_STOP_MARK.get(r.stopped or '', '')}",
             )
         out.append(t)
-        out += _note_lines(results, verbose)
+        adaptive = run.schedule is not None and run.schedule.adaptive
+        out += _note_lines(results, verbose, _ADVICE_ADAPTIVE if adaptive else _ADVICE)
         for r in results:
             e = explained.get(id(r))
             if e is not None and e.is_baseline:
@@ -238,6 +244,26 @@ def subject_lines(run: Run) -> Iterable[Text]:
             yield Text(f"· not measured: {', '.join(ids)} — {why}", style="dim")
 
 
+def schedule_line(run: Run) -> str:
+    """How many samples were taken and why they stopped, in one line."""
+    sc = run.schedule
+    assert sc is not None
+    spent = f", {sc.spent_s:.0f} s measuring" if sc.spent_s is not None else ""
+    if not sc.adaptive:
+        return f"samples: {sc.repeat} per result (--repeat {sc.repeat}){spent}"
+    budget = f", budget {sc.time_budget_s:g} s" if sc.time_budget_s is not None else ""
+    why: dict[str, int] = {}
+    for r in run.results:
+        if r.stopped and not is_matrix(r):
+            why[r.stopped] = why.get(r.stopped, 0) + 1
+    told = {"settled": "settled ✓", "budget": "open at the budget …"}
+    told["max-repeat"] = f"open at --max-repeat {sc.max_repeat} …"
+    counts = " · ".join(f"{n} {told[k]}" for k, n in why.items())
+    return f"samples: auto, {sc.repeat}–{sc.max_repeat} per result{budget}{spent}" + (
+        f" · {counts}" if counts else ""
+    )
+
+
 def render(
     run: Run, console: Console | None = None, out_dir: str | None = None, verbose: bool = False
 ) -> None:
@@ -263,6 +289,8 @@ def render(
                 style="dim",
             )
         )
+    if run.schedule is not None:
+        parts.append(Text(schedule_line(run), style="dim"))
     for note in env.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     from fsbench.vm.notes import vm_notes

@@ -227,6 +227,15 @@ class GuestOutcome:
     error: str | None = None
 
 
+def guest_trace_args(args: list[str], kvm: bool) -> list[str]:
+    """An emulated guest is not traced unless --trace-probes asks for it: bpftrace compiles
+    its program for each traced run, which takes minutes under emulation, for figures of a
+    functional check (vm_notes says so)."""
+    if kvm or "--no-trace" in args or "--trace-probes" in args:
+        return args
+    return [*args, "--no-trace"]
+
+
 def run_guest(
     run_id: str,
     group: GuestGroup,
@@ -282,10 +291,9 @@ def run_guest(
         if not warm_bytecode(pycache):
             pycache = None
         script = work / "guest.sh"
+        args = guest_trace_args(settings.args, kvm_state == "kvm")
         script.write_text(
-            guest_script(
-                share, group.subjects, settings.args, kernel_modules(group.kernel), pycache
-            )
+            guest_script(share, group.subjects, args, kernel_modules(group.kernel), pycache)
         )
         argv = vng_argv(group.kernel, script, share, memory, cpus, kvm_state == "kvm", pycache)
         argv[0] = vng

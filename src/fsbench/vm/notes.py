@@ -17,7 +17,9 @@ def vm_notes(run: Run) -> list[str]:
         if vm.virtualization == "emulated":
             out.append(
                 f"{where} ran under software emulation ({vm.why_emulated or 'no KVM'}): its "
-                "absolute figures and ratios are NOT representative — a functional check only"
+                "absolute figures and ratios are NOT representative — a functional check only; "
+                "its kernel probes were off unless --trace-probes asked for them (bpftrace "
+                "compiles for minutes per traced run under emulation)"
             )
         elif vm.status == "ok":
             out.append(f"{where} ran with KVM")
