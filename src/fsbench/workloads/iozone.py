@@ -77,8 +77,8 @@ FULL_FILE_SIZES: tuple[int, ...] = (
 )
 FULL_RECORD_SIZES: tuple[int, ...] = tuple(8 * KiB * 4**i for i in range(8))  # 8 KiB … 128 MiB
 
-# About two minutes for ext4 and ntfs-3g on a 1 GiB RAM image at defaults (measured; see the
-# suite's "takes").
+# About two minutes for ext4 and ntfs-3g on a 1 GiB RAM image with 3 samples each (measured;
+# see the suite's "takes").
 QUICK_FILE_SIZES: tuple[int, ...] = (64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB)
 QUICK_RECORD_SIZES: tuple[int, ...] = (8 * KiB, 128 * KiB, 2 * MiB)
 
@@ -510,9 +510,11 @@ def suites() -> dict[str, dict]:
                 f"{describe_grid(QUICK_FILE_SIZES, QUICK_RECORD_SIZES)}"
             ),
             "takes": (
-                "ext4 + ntfs-3g at defaults (--size 1G, --repeat auto): 2 min 8 s; alone with "
-                "--repeat 1: 17 s ext4, 38 s ntfs-3g, fixed costs included (measured "
-                "2026-11-23, 2-CPU VM, Linux 6.18, RAM images)"
+                "ext4 + ntfs-3g at defaults (--size 1G, --repeat auto): 5 min 16 s, all of the "
+                "300 s measuring budget spent on 3 samples each (--repeat 3: about 2 min); "
+                "alone with --repeat 1: 15 s ext4, 39 s ntfs-3g, fixed costs included "
+                "(measured 2026-11-23, 2-CPU VM, Linux 6.18, RAM images; ntfs-3g's times "
+                "swing by a quarter between runs there)"
             ),
             "workloads": [QUICK_GROUP],
             "matrix": _matrix_info(QUICK_FILE_SIZES, QUICK_RECORD_SIZES, QUICK_JOBS),
