@@ -3,6 +3,7 @@
 _xxhtree: read + XXH128 over many files on several threads (the GIL released), for tree-hash.
 _metaops: create/stat/chmod/rename/readdir/unlink loops timed in C, for the metadata workload.
 _wakeup: a pipe ping-pong between pinned threads, the environment's wake-up cost probe.
+_iocell: one Iozone matrix cell's reads/writes in record order, timed in C (no fio per cell).
 Everything else is declared in pyproject.toml.
 """
 
@@ -26,6 +27,12 @@ setup(
         Extension(
             "fsbench._wakeup",
             sources=["src/fsbench/native/wakeup.c"],
+            libraries=["pthread"],
+            extra_compile_args=CFLAGS,
+        ),
+        Extension(
+            "fsbench._iocell",
+            sources=["src/fsbench/native/iocell.c"],
             libraries=["pthread"],
             extra_compile_args=CFLAGS,
         ),

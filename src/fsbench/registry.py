@@ -14,6 +14,7 @@ from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FIO_JOBS, FioJob, with_numjobs
+from fsbench.workloads.iozone import IozoneJob
 from fsbench.workloads.metadata import METADATA_JOBS
 from fsbench.workloads.treehash import TREE_HASH_JOBS
 from fsbench.workloads.webserve import WEB_SERVE_JOBS
@@ -94,9 +95,9 @@ def resolve_workloads(
     if numjobs:
         # Concurrency as a parameter: each fio workload once per job count.
         out = [
-            with_numjobs(w, n) if isinstance(w, FioJob) else w
+            with_numjobs(w, n) if isinstance(w, FioJob | IozoneJob) else w
             for w in out
-            for n in (numjobs if isinstance(w, FioJob) else [1])
+            for n in (numjobs if isinstance(w, FioJob | IozoneJob) else [1])
         ]
     ids = [str(hook(w, "id")) for w in out]
     if len(set(ids)) != len(ids):

@@ -1,6 +1,6 @@
-"""The Iozone matrix as data: ranges, valid cells, parameters, fio command lines, the strided
-access log, suites in the registry; and one small real fio run per kind of operation on a
-temporary directory (skipped without fio)."""
+"""The Iozone matrix as data: ranges, valid cells, parameters, the record orders, the fio form
+used under --clients, suites in the registry; and one small real run of the native executor
+per kind of operation on a temporary directory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import dataclasses
 import itertools
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -96,7 +95,7 @@ def test_params_state_op_file_and_record(tmp_path: Path) -> None:
     assert p["variant"] == "rand-read-1m-8k"
     assert p["rw"] == "randread" and p["cache"] == "cold" and p["block_size"] == "8k"
     # Small files are repeated over several files per sample; each file read once.
-    assert p["files"] == 32 and p["passes"] == 1
+    assert p["files"] == iozone.SAMPLE_BYTES // MiB and p["passes"] == 1
     rr = iozone.make_job("reread", 1 * MiB, 8 * KiB).params(t)
     assert rr["files"] == 1 and rr["passes"] == iozone.REREAD_SAMPLE_BYTES // MiB
     assert iozone.make_job("stride-read", 1 * MiB, 8 * KiB).params(t)["stride_records"] == 8
@@ -104,42 +103,48 @@ def test_params_state_op_file_and_record(tmp_path: Path) -> None:
 
 
 def test_files_per_sample_respect_the_budget(tmp_path: Path) -> None:
-    job = iozone.make_job("write", 16 * MiB, 128 * KiB)
-    assert job.files_for(_target(tmp_path, 409 * MiB)) == 2
-    assert job.files_for(_target(tmp_path, 20 * MiB)) == 1
+    job = iozone.make_job("write", 1 * MiB, 128 * KiB)
+    assert job.files_for(_target(tmp_path, 409 * MiB)) == iozone.SAMPLE_BYTES // MiB
+    assert job.files_for(_target(tmp_path, 3 * MiB)) == 3
+    assert iozone.make_job("write", 16 * MiB, 128 * KiB).files_for(_target(tmp_path)) == 1
 
 
-def test_argv_per_op(tmp_path: Path) -> None:
+def test_fio_form_for_clients_mode(tmp_path: Path) -> None:
+    """Under --clients a cell runs as the FioJob it composes: the one argv builder of fio.py."""
     t = _target(tmp_path)
 
     def argv(op: str) -> list[str]:
-        return iozone.make_job(op, 1 * MiB, 8 * KiB).argv(t)
+        return iozone.make_job(op, 1 * MiB, 8 * KiB).fio_job().argv(t)
 
     w = argv("write")
-    assert "--rw=write" in w and "--create_on_open=1" in w and "--fsync_on_close=1" in w
-    assert "--nrfiles=32" in w and "--filesize=1048576" in w and "--bs=8192" in w
-    assert "--fsync_on_close=1" in argv("rewrite") and "--create_on_open=1" not in argv("rewrite")
-    assert "--fsync_on_close=1" not in argv("read")
+    assert "--rw=write" in w and "--fsync_on_close=1" in w and "--bs=8k" in w
+    n = iozone.SAMPLE_BYTES // MiB
+    assert f"--nrfiles={n}" in w and "--filesize=1048576" in w and f"--size={n * MiB}" in w
+    assert "--openfiles=1" in w and "--name=iozone-1m" in w
+    assert "--fsync_on_close=1" in argv("rewrite") and "--fsync_on_close=1" not in argv("read")
     assert "--rw=randwrite" in argv("rand-write")
-    rr = argv("reread")
-    assert "--nrfiles=1" in rr and any(a.startswith("--loops=") for a in rr)
-    st = argv("stride-read")
-    # fio crashes when --directory is combined with an iolog's absolute paths.
-    assert any(a.startswith("--read_iolog=") for a in st)
-    assert not any(a.startswith("--directory") for a in st)
+    # Untimed helpers (layout) take no fsync_on_close: they sync at the end.
+    assert "--fsync_on_close=1" not in iozone.make_job("write", MiB, 8 * KiB).fio_job().argv(
+        t, rw="write", end_fsync=True
+    )
+    st = iozone.make_job("stride-read", 1 * MiB, 8 * KiB).fio_job()
+    assert st.unsupported and "stride-read" in st.unsupported
+    with pytest.raises(Unsupported, match="client mode"):
+        st.prepare(t)
+    assert iozone.make_job("read", MiB, 8 * KiB).fio_job().unsupported is None
 
 
-def test_stride_log_reads_every_record_once_in_strided_order(tmp_path: Path) -> None:
-    job = iozone.make_job("stride-read", 1 * MiB, 64 * KiB)  # 16 records per file
-    t = _target(tmp_path)
-    lines = job.stride_log(t).splitlines()
-    assert lines[0] == "fio version 2 iolog"
-    reads = [ln.split() for ln in lines if " read " in ln]
-    files = job.files_for(t)
-    assert len(reads) == files * 16
-    first = [int(r[2]) // (64 * KiB) for r in reads if r[0].endswith(".0.0")]
-    assert first == [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15]
-    assert sorted(first) == list(range(16))
+def test_record_orders_visit_every_record_once() -> None:
+    native = iozone._native()
+    assert native.order("stride", 16, 8) == [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15]
+    assert native.order("seq", 5) == [0, 1, 2, 3, 4]
+    for n in (1, 2, 17, 1000):
+        for kind in ("seq", "random", "stride"):
+            assert sorted(native.order(kind, n, 8)) == list(range(n)), (kind, n)
+    rnd = native.order("random", 1000)
+    assert rnd != list(range(1000))  # really shuffled
+    assert rnd == native.order("random", 1000)  # the same order for every subject and sample
+    assert native.order("random", 1000, seed=2) != rnd
 
 
 def test_a_file_larger_than_the_budget_is_unsupported(tmp_path: Path) -> None:
@@ -192,11 +197,7 @@ def test_seeds_suite_names_each_seed_workload() -> None:
             resolve_workloads(None, "seeds")
 
 
-# -- real fio, tiny ----------------------------------------------------------------------------
-needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
-
-
-@needs_fio
+# -- the native executor, tiny ---------------------------------------------------------------
 @pytest.mark.parametrize("op", iozone.OPS)
 def test_each_op_runs_on_a_directory(tmp_path: Path, op: str) -> None:
     t = _target(tmp_path, 64 * MiB)
@@ -205,14 +206,21 @@ def test_each_op_runs_on_a_directory(tmp_path: Path, op: str) -> None:
     )  # 4 files of 256 KiB (reread: one file, 4 passes)
     job.prepare(t)
     m = job.run(t)
-    assert m.bytes == 1 * MiB, (op, m)
+    assert m.bytes == 1 * MiB and m.ops == 64, (op, m)
     assert m.value > 0 and m.seconds > 0
+    assert m.value == pytest.approx(m.bytes / MiB / m.seconds)
+    files = 1 if op == "reread" else 4
+    # Every file opened once per pass; fsync at close only for the writing ops.
+    assert m.extra["opens"] == 4
+    assert m.extra["fsyncs"] == (files if iozone.OP_SPECS[op].fsync else 0)
+    lat = m.extra["lat_us"]
+    assert 0 < lat["p50"] <= lat["p99"] <= lat["p99.9"] <= m.extra["lat_max_us"]
+    assert m.extra["iops"] == pytest.approx(64 / m.seconds)
     names = sorted(os.listdir(t.workdir))
-    assert names and all(n.startswith("iozone-256k.0.") for n in names)
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"fsbench-{os.getpid()}-*.iolog"))
+    assert names == [f"iozone-256k.0.{i}" for i in range(files)]
+    assert all(os.path.getsize(os.path.join(t.workdir, n)) == 256 * KiB for n in names)
 
 
-@needs_fio
 def test_switching_file_size_drops_the_previous_fileset(tmp_path: Path) -> None:
     t = _target(tmp_path, 64 * MiB)
     a = dataclasses.replace(iozone.make_job("rewrite", 256 * KiB, 64 * KiB), sample_bytes=MiB)
@@ -220,3 +228,24 @@ def test_switching_file_size_drops_the_previous_fileset(tmp_path: Path) -> None:
     a.prepare(t)
     b.prepare(t)
     assert all(n.startswith("iozone-1m.") for n in os.listdir(t.workdir))
+
+
+def test_clients_mode_runs_the_cells_fio_form() -> None:
+    """--clients keeps the matrix on fio: each cell becomes the FioJob it composes."""
+    from fsbench.workloads.clients import Client, ClientsJob, apply_clients
+    from fsbench.workloads.fio import FioJob
+
+    cells = [iozone.make_job("rewrite", MiB, 8 * KiB), iozone.make_job("stride-read", MiB, 8 * KiB)]
+    out = apply_clients(list(cells), [Client("10.0.0.2")], None)
+    assert [type(w) for w in out] == [ClientsJob, ClientsJob]
+    jobs = [w.job for w in out if isinstance(w, ClientsJob)]
+    assert all(isinstance(j, FioJob) for j in jobs)
+    assert [j.id for j in jobs] == [c.id for c in cells]
+    assert jobs[0].fsync_on_close and jobs[0].unsupported is None
+    assert jobs[1].unsupported  # said per cell when it runs, not silently dropped
+
+
+def test_numjobs_applies_to_matrix_cells() -> None:
+    ws = resolve_workloads("iozone/read-1m-8k", None, numjobs=[1, 2])
+    assert [w.id for w in ws] == ["iozone/read-1m-8k", "iozone/read-1m-8k-j2"]  # type: ignore[attr-defined]
+    assert all(isinstance(w, iozone.IozoneJob) for w in ws)

@@ -109,6 +109,11 @@ HOOKS: dict[str, Hook] = {
         "the command names of its processes, for the trace probes' wake-ups (None: "
         "fsbench's own threads do the work)",
     ),
+    "fio_job": Hook(
+        None,
+        "a method giving the same work as a fio.FioJob, for fio's client/server mode "
+        "(--clients); None: it runs only here",
+    ),
     "placement": Hook(
         "free", "where the app and the FUSE daemon run: free | same | split (lab/placement.py)"
     ),

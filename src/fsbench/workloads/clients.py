@@ -34,9 +34,11 @@ from fsbench.workloads.base import (
     ChildResult,
     Measurement,
     Target,
+    Unsupported,
     Workload,
     WorkloadFailed,
     children_usage,
+    hook,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary
 
@@ -136,7 +138,9 @@ def apply_clients(
             raise UsageError("--clients-sweep needs --clients HOST[:PORT],...")
         return workloads
     counts = _sweep_fits(sweep, len(clients)) if sweep else [len(clients)]
-    refused = list(dict.fromkeys(w.name for w in workloads if not isinstance(w, FioJob)))
+    forms = [fio_form(w) for w in workloads]
+    pairs = zip(workloads, forms, strict=True)
+    refused = list(dict.fromkeys(w.name for w, f in pairs if f is None))
     if refused:
         raise UsageError(
             f"--clients runs only fio workloads; {', '.join(refused)} "
@@ -144,9 +148,16 @@ def apply_clients(
             "(drop it or run without --clients)"
         )
     group = ClientGroup(tuple(clients))
-    return [
-        ClientsJob(w, group, n, scale) for w in workloads if isinstance(w, FioJob) for n in counts
-    ]
+    return [ClientsJob(f, group, n, scale) for f in forms if f is not None for n in counts]
+
+
+def fio_form(w: Workload) -> FioJob | None:
+    """The workload as a fio job: itself, or its declared fio form (the Iozone cells, which
+    run natively otherwise); None: it has none."""
+    if isinstance(w, FioJob):
+        return w
+    form = hook(w, "fio_job")
+    return form() if callable(form) else None
 
 
 # -- the clients' probe ------------------------------------------------------------------------
@@ -530,6 +541,8 @@ class ClientsJob:
 
     def prepare(self, target: Target) -> None:
         """The clients lay out (or warm) their own files: what a client has cached is its own."""
+        if self.job.unsupported:
+            raise Unsupported(self.job.unsupported)
         self.group.check(target.workdir)
         bad = self.group.problem(self.clients)
         if bad:
@@ -541,7 +554,7 @@ class ClientsJob:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f)
             return
-        size = self.job.per_job_size(target)
+        size = self.job.each_file_size(target)
         if self.job.cache == "warm" and self.job.warm_by == "write":
             self._invoke(target, "writing", rw="write", end_fsync=True, direct=False, whole=True)
             return

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from fsbench.workloads.base import (
     Measurement,
@@ -24,6 +24,7 @@ from fsbench.workloads.base import (
 
 MiB = 1024 * 1024
 KiB = 1024
+J = TypeVar("J")
 # Random I/O touches at most this much per sample: a cold 4 KiB read over a loop device costs
 # ~75 µs, so 64 MiB is ~1.2 s of work, long enough to measure and short enough to repeat.
 RANDOM_IO_BYTES = 64 * MiB
@@ -55,6 +56,11 @@ class FioJob:
     # warm: what put the file in the cache before the timed read: reading it (Iozone's reread)
     # or writing it (Iozone's read, which follows its write).
     warm_by: str = "read"
+    # Several files of `file_size` per job, one open at a time (the Iozone matrix' fio form).
+    nrfiles: int = 1
+    fsync_on_close: bool = False  # fsync each file as it is closed (Iozone -e), timed
+    # Why this job cannot run (checked by prepare): a form fio cannot take.
+    unsupported: str | None = None
     tools: tuple[str, ...] = ("fio",)  # their versions go into the environment
     metric: str = "throughput"
     unit: str = "MiB/s"
@@ -77,7 +83,7 @@ class FioJob:
 
     def per_job_size(self, target: Target) -> int:
         if self.file_size is not None:
-            return self.file_size
+            return self.file_size * self.nrfiles
         return max(MiB, (target.size // self.numjobs) // MiB * MiB)
 
     def params(self, target: Target) -> dict[str, Any]:
@@ -100,9 +106,10 @@ class FioJob:
             "io_per_sample": self.io_limit,
             "numjobs": self.numjobs,
             "direct": self.direct,
-            "fsync": "end" if self.end_fsync else "none",
+            "fsync": "close" if self.fsync_on_close else "end" if self.end_fsync else "none",
             "cache": self.cache,
             "ioengine": "psync",
+            **({"files": self.nrfiles} if self.nrfiles > 1 else {}),
         }
 
     def argv(
@@ -137,6 +144,17 @@ class FioJob:
             "--randrepeat=1",  # the same random offsets for every subject and sample
             "--clocksource=clock_gettime",  # skips fio's 0.15 s CPU clock calibration
         ]
+        if self.nrfiles > 1:
+            # fio names the files NAME.JOB.FILE; one open at a time, so fsync_on_close syncs
+            # each as it is finished.
+            argv += [
+                f"--nrfiles={self.nrfiles}",
+                f"--filesize={self.file_size}",
+                "--file_service_type=sequential",
+                "--openfiles=1",
+            ]
+        if self.fsync_on_close and rw is None:
+            argv.append("--fsync_on_close=1")
         if self.io_limit and not whole:
             argv.append(f"--io_size={min(self.io_limit, self.per_job_size(target))}")
         elif self.io_fraction and not whole:
@@ -172,11 +190,21 @@ class FioJob:
     def _min_bytes(self) -> int:
         return 64 * KiB
 
+    def each_file_size(self, target: Target) -> int:
+        """The size of each of a job's files."""
+        return self.per_job_size(target) // self.nrfiles
+
     def _files(self, target: Target) -> list[str]:
-        return [os.path.join(target.workdir, f"{self.fileset}.{i}.0") for i in range(self.numjobs)]
+        return [
+            os.path.join(target.workdir, f"{self.fileset}.{i}.{f}")
+            for i in range(self.numjobs)
+            for f in range(self.nrfiles)
+        ]
 
     def prepare(self, target: Target) -> None:
         """Untimed: a new-file write starts from no file; everything else needs its file."""
+        if self.unsupported:
+            raise Unsupported(self.unsupported)
         if target.read_only:
             if self.cache == "warm":
                 measured_child(self._argv_existing(target, "read", False))
@@ -188,7 +216,7 @@ class FioJob:
                 if os.path.exists(f):
                     os.unlink(f)
             return
-        size = self.per_job_size(target)
+        size = self.each_file_size(target)
         if self.cache == "warm" and self.warm_by == "write":
             # Written just now (fsynced, so no writeback falls into the sample): the timed
             # read finds what the driver kept in the page cache of what it wrote.
@@ -380,5 +408,7 @@ FIO_JOBS: list[FioJob] = [
 ]
 
 
-def with_numjobs(job: FioJob, numjobs: int) -> FioJob:
-    return job if numjobs == job.numjobs else replace(job, numjobs=numjobs)
+def with_numjobs(job: J, numjobs: int) -> J:
+    """The job with `numjobs` parallel jobs (a FioJob, or any frozen job record with that
+    field: the Iozone cells run theirs on threads)."""
+    return job if numjobs == job.numjobs else replace(job, numjobs=numjobs)  # type: ignore[attr-defined]
