@@ -77,9 +77,10 @@ FULL_FILE_SIZES: tuple[int, ...] = (
 )
 FULL_RECORD_SIZES: tuple[int, ...] = tuple(8 * KiB * 4**i for i in range(8))  # 8 KiB … 128 MiB
 
-# About two minutes for ext4 and ntfs-3g on a 1 GiB RAM image with 3 samples each (measured;
-# see the suite's "takes").
-QUICK_FILE_SIZES: tuple[int, ...] = (64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB)
+# Iozone's own quick range (`iozone -a -n 64k -g 16m`, the reference issue 11 measures
+# against) in ×4 steps. A 64 MiB row took 60 % of the I/O of the default two-driver run
+# (ntfs-3g writing 64 MiB files at 3 samples each), for a knee the 16 MiB row shows already.
+QUICK_FILE_SIZES: tuple[int, ...] = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB)
 QUICK_RECORD_SIZES: tuple[int, ...] = (8 * KiB, 128 * KiB, 2 * MiB)
 
 # Strided read visits records 0, S, 2S, … then 1, S+1, …: S records apart.
@@ -510,11 +511,10 @@ def suites() -> dict[str, dict]:
                 f"{describe_grid(QUICK_FILE_SIZES, QUICK_RECORD_SIZES)}"
             ),
             "takes": (
-                "ext4 + ntfs-3g at defaults (--size 1G, --repeat auto): 5 min 16 s, all of the "
-                "300 s measuring budget spent on 3 samples each (--repeat 3: about 2 min); "
-                "alone with --repeat 1: 15 s ext4, 39 s ntfs-3g, fixed costs included "
-                "(measured 2026-11-23, 2-CPU VM, Linux 6.18, RAM images; ntfs-3g's times "
-                "swing by a quarter between runs there)"
+                "ext4 + ntfs-3g at defaults (--size 1G, --repeat auto): 2 min 55 s wall, "
+                "161 s of it measuring; 134 of 144 results settled, 10 stopped at "
+                "--max-repeat (measured 2026-11-23, 2-CPU VM, Linux 6.18, RAM images; "
+                "ntfs-3g's times swing by a quarter between runs there)"
             ),
             "workloads": [QUICK_GROUP],
             "matrix": _matrix_info(QUICK_FILE_SIZES, QUICK_RECORD_SIZES, QUICK_JOBS),
