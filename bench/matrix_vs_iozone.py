@@ -13,9 +13,12 @@ For each driver:
   before each cold cell and Iozone never does (Iozone's "reads" are warm) — measured on the
   mounted image and multiplied by the number of cold cells; stated separately.
 
-Prints per driver: both wall times, the ratio, the cold-cell cost and the ratio without it;
-then the totals, and `together`: one `fsbench compare` of all the drivers (what a user runs,
-its fixed costs paid once) against the same Iozone total. The target is a ratio ≤ 2. Needs
+Prints per driver: both wall times, the ratio, the cold-cell cost and the ratio without it,
+and `cells s`: the compare's own time for the cells (results.json `schedule.spent_s`: the
+runner's rounds, cold-cache preparation included; not process start, images, noise floor,
+report), which is what Iozone's summed per-cell processes stand against; then the totals, and
+`together`: one `fsbench compare` of all the drivers (what a user runs, its fixed costs paid
+once) against the same Iozone total. The target is a cells ratio ≤ 2. Needs
 root and the `iozone3` package (`scripts/setup.sh --test` installs it). Run it under the
 shared-machine lock.
 """
@@ -46,9 +49,10 @@ from fsbench.workloads.iozone import (
 KiB = 1024
 
 
-def fsbench_wall(drivers: list[str], size: str, tmp: Path) -> tuple[float, int, int]:
-    """Seconds the whole compare command takes, how many cells it reported ok, and the bytes
-    its samples moved."""
+def fsbench_wall(drivers: list[str], size: str, tmp: Path) -> tuple[float, float, int, int]:
+    """Seconds the whole compare command takes, seconds its cells took (the runner's rounds:
+    `schedule.spent_s`, without process start, images, noise floor and report), how many
+    cells it reported ok, and the bytes its samples moved."""
     out = tmp / f"fsbench-{'-'.join(drivers)}"
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -79,7 +83,7 @@ def fsbench_wall(drivers: list[str], size: str, tmp: Path) -> tuple[float, int, 
     doc = json.loads((out / "results.json").read_text())
     ok = sum(1 for r in doc["results"] if r["status"] == "ok")
     moved = sum(d["bytes"] for r in doc["results"] for d in r["sample_details"])
-    return wall, ok, moved
+    return wall, float(doc["schedule"]["spent_s"]), ok, moved
 
 
 def cells() -> list[tuple[int, int]]:
@@ -153,34 +157,38 @@ def main() -> None:
     )
     print(
         f"{'driver':<10} {'fsbench s':>10} {'iozone s':>9} {'ratio':>6} "
-        f"{'cold cells s':>13} {'ratio w/o cold':>15}"
+        f"{'cold cells s':>13} {'ratio w/o cold':>15} {'cells s':>8} {'cells ratio':>12}"
     )
-    tot_f = tot_i = tot_c = 0.0
+    tot_f = tot_i = tot_c = tot_cells = 0.0
     moved_f = 0
     with tempfile.TemporaryDirectory(prefix="matrix-vs-iozone-") as t:
         tmp = Path(t)
         for i, d in enumerate(drivers):
-            fs_wall, ok, moved = fsbench_wall([d], args.size, tmp)
+            fs_wall, cells_s, ok, moved = fsbench_wall([d], args.size, tmp)
+            tot_cells += cells_s
             moved_f += moved
             io_wall, cold_one = iozone_wall(d, size, f"bench-iozone-{os.getpid()}-{i}")
             cold = cold_one * n_cold
             tot_f, tot_i, tot_c = tot_f + fs_wall, tot_i + io_wall, tot_c + cold
             print(
                 f"{d:<10} {fs_wall:>10.1f} {io_wall:>9.1f} {fs_wall / io_wall:>5.1f}× "
-                f"{cold:>13.1f} {(fs_wall - cold) / io_wall:>14.1f}×"
+                f"{cold:>13.1f} {(fs_wall - cold) / io_wall:>14.1f}× {cells_s:>8.1f} "
+                f"{cells_s / io_wall:>11.1f}×"
                 + ("" if ok == len(QUICK_JOBS) else f"  ({ok}/{len(QUICK_JOBS)} cells ok)")
             )
         print(
             f"{'all':<10} {tot_f:>10.1f} {tot_i:>9.1f} {tot_f / tot_i:>5.1f}× "
-            f"{tot_c:>13.1f} {(tot_f - tot_c) / tot_i:>14.1f}×"
+            f"{tot_c:>13.1f} {(tot_f - tot_c) / tot_i:>14.1f}× {tot_cells:>8.1f} "
+            f"{tot_cells / tot_i:>11.1f}×"
         )
         if len(drivers) > 1:
             # What a user runs: one compare of every driver, its fixed costs (image formats,
             # tracer, noise floor, report) paid once rather than once per driver.
-            one, ok, _ = fsbench_wall(drivers, args.size, tmp)
+            one, one_cells, ok, _ = fsbench_wall(drivers, args.size, tmp)
             print(
                 f"{'together':<10} {one:>10.1f} {tot_i:>9.1f} {one / tot_i:>5.1f}× "
-                f"{tot_c:>13.1f} {(one - tot_c) / tot_i:>14.1f}×"
+                f"{tot_c:>13.1f} {(one - tot_c) / tot_i:>14.1f}× {one_cells:>8.1f} "
+                f"{one_cells / tot_i:>11.1f}×"
                 + ("" if ok == len(QUICK_JOBS) * len(drivers) else f"  ({ok} cells ok)")
             )
     # Not quite the same work: a sample moves at least 8 MiB (several files of a small cell's
