@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     (trace summed over the samples, no `value`) still load and are explained the same.
 # 3 - adaptive repeats (issue 11): Result.stopped (why a result got no more samples) and
 #     Run.schedule (repeat mode, minimum and maximum samples, time budget and time used).
+# 3 - Iozone matrix cells run in the native executor: params.engine "native" (was "fio") and
+#     params.order; samples' extra gains opens, fsyncs and lat_max_us (free-form keys).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[

@@ -123,6 +123,11 @@ def test_fio_form_for_clients_mode(tmp_path: Path) -> None:
     assert f"--nrfiles={n}" in w and "--filesize=1048576" in w and f"--size={n * MiB}" in w
     assert "--openfiles=1" in w and "--name=iozone-1m" in w
     assert "--fsync_on_close=1" in argv("rewrite") and "--fsync_on_close=1" not in argv("read")
+    # Composed, not inherited (issue 12): a cell is no FioJob and re-lists none of its options.
+    from fsbench.workloads.fio import FioJob
+
+    assert not issubclass(iozone.IozoneJob, FioJob)
+    assert isinstance(iozone.make_job("write", 1 * MiB, 8 * KiB).fio_job(), FioJob)
     assert "--rw=randwrite" in argv("rand-write")
     # Untimed helpers (layout) take no fsync_on_close: they sync at the end.
     assert "--fsync_on_close=1" not in iozone.make_job("write", MiB, 8 * KiB).fio_job().argv(
