@@ -22,6 +22,7 @@ setup(
         Extension(
             "fsbench._metaops",
             sources=["src/fsbench/native/metaops.c"],
+            depends=["src/fsbench/native/nearest_rank.h"],
             extra_compile_args=CFLAGS,
         ),
         Extension(
@@ -33,6 +34,7 @@ setup(
         Extension(
             "fsbench._iocell",
             sources=["src/fsbench/native/iocell.c"],
+            depends=["src/fsbench/native/nearest_rank.h"],
             libraries=["pthread"],
             extra_compile_args=CFLAGS,
         ),

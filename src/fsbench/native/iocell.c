@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nearest_rank.h"
+
 typedef enum { ORDER_SEQ, ORDER_RANDOM, ORDER_STRIDE } order_t;
 
 static inline uint64_t now_ns(void) {
@@ -164,19 +166,6 @@ static void *run_job(void *arg) {
     j->end_ns = now_ns();
     free(buf);
     return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile (per_mille: 500 = p50, 999 = p99.9): a latency that happened. */
-static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned per_mille) {
-    if (n == 0) return 0;
-    size_t rank = (size_t)(((unsigned __int128)n * per_mille + 999) / 1000);
-    if (rank < 1) rank = 1;
-    return sorted[rank - 1];
 }
 
 static int parse_order(const char *s, order_t *out) {

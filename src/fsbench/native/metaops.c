@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nearest_rank.h"
+
 #define NAME_STRIDE 32  /* "f" + up to 20 digits + ".r" + NUL fits */
 #define DIR_NAME_LEN 24  /* "d" + up to 20 digits + NUL */
 #define MAX_DIRS 65536
@@ -48,21 +50,6 @@ static void dir_name(char *out, size_t j) { snprintf(out, DIR_NAME_LEN, "d%04zu"
 /* The directory that file i of n lives in (0 when flat): contiguous runs, balanced sizes. */
 static inline size_t dir_of(size_t i, size_t n, size_t dirs) {
     return dirs ? (size_t)(((unsigned __int128)i * dirs) / n) : 0;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile (per_mille: 500 = p50, 999 = p99.9) of a sorted array: the smallest
- * value with at least that share of samples at or below it. No interpolation, so every reported
- * latency is one that really happened. */
-static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned per_mille) {
-    if (n == 0) return 0;
-    size_t rank = (size_t)(((unsigned __int128)n * per_mille + 999) / 1000);
-    if (rank < 1) rank = 1;
-    return sorted[rank - 1];
 }
 
 typedef struct {
