@@ -177,12 +177,9 @@ class CannedTracer(T.Tracer):
     def active(self) -> bool:
         return self.attached
 
-    def launch(self) -> None:
-        self.log.append("launch")
+    def start(self) -> None:
+        self.log.append("start")
         self.attached = True
-
-    def ready(self) -> None:
-        self.log.append("ready")
 
     def begin(self) -> None:
         self.log.append("begin")
@@ -224,10 +221,10 @@ def test_run_goes_on_with_an_unavailable_probe_marked(
 @pytest.mark.parametrize(
     ("warmup", "expected"),
     [
-        # The last warm-up run is the traced one: bpftrace is started right before it (ready)
-        # and gone before the first timed sample.
-        (2, ["run", "launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
-        (1, ["launch", "ready", "begin", "run:traced", "end", "stop", "run", "run"]),
+        # The last warm-up run is the traced one: bpftrace is started right before it and gone
+        # before the first timed sample.
+        (2, ["run", "start", "begin", "run:traced", "end", "stop", "run", "run"]),
+        (1, ["start", "begin", "run:traced", "end", "stop", "run", "run"]),
     ],
 )
 def test_no_timed_sample_is_traced_only_the_last_warm_up_run(

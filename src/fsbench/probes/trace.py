@@ -525,11 +525,11 @@ class TraceError(Exception):
 
 @dataclass
 class Tracer:
-    """bpftrace for one traced run at a time. `launch` starts it and records it (via
-    `on_started`) without waiting; `ready` waits until its probes are attached; `begin`/`end`
-    bracket the traced run; `stop` kills it, so nothing stays attached while samples are timed
-    (`release` stops it after a crash: the state record has its pid and start time). After a
-    failure every probe is marked unavailable with the reason, and later launches do nothing."""
+    """bpftrace for one traced run at a time. `start` starts it, records it (via `on_started`)
+    and waits until its probes are attached; `begin`/`end` bracket the traced run; `stop` kills
+    it, so nothing stays attached while samples are timed (`release` stops it after a crash:
+    the state record has its pid and start time). After a failure every probe is marked
+    unavailable with the reason, and later starts do nothing."""
 
     status: dict[str, str]
     on_started: Callable[[int], None] = lambda _pid: None
@@ -551,11 +551,8 @@ class Tracer:
         return any(v == "ok" for v in self.status.values())
 
     def start(self) -> None:
-        """launch() and ready(): bpftrace attached, or every probe marked why not."""
-        self.launch()
-        self.ready()
-
-    def launch(self) -> None:
+        """bpftrace attached (recorded via `on_started` before it is waited for), or every
+        probe marked with why not."""
         probes = [p for p in PROBES if self.status.get(p.name) == "ok"]
         if not probes or self.active:
             return
@@ -574,10 +571,6 @@ class Tracer:
         # Readers drain both pipes all the time: a full pipe would stall bpftrace.
         threading.Thread(target=self._read_out, args=(self.proc, self._lines), daemon=True).start()
         threading.Thread(target=self._read_err, args=(self.proc, self._errors), daemon=True).start()
-
-    def ready(self) -> None:
-        if self.proc is None:
-            return
         try:
             self._wait_for("fsbench-ready", self.attach_timeout)
         except TraceError as e:
