@@ -39,6 +39,7 @@ from pathlib import Path
 from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
+from fsbench.phases import phases_line
 from fsbench.workloads.iozone import (
     QUICK_FILE_SIZES,
     QUICK_JOBS,
@@ -50,10 +51,13 @@ from fsbench.workloads.iozone import (
 KiB = 1024
 
 
-def fsbench_wall(drivers: list[str], size: str, tmp: Path) -> tuple[float, float, int, int]:
+def fsbench_wall(
+    drivers: list[str], size: str, tmp: Path
+) -> tuple[float, float, int, int, dict[str, float]]:
     """Seconds the whole compare command takes, seconds its cells took (the runner's rounds:
     `schedule.spent_s`, without process start, images, noise floor and report), how many
-    cells it reported ok, and the bytes its samples moved."""
+    cells it reported ok, the bytes its samples moved, and where the cells' time went
+    (`schedule.phases`: the timed runs against fsbench's own steps around them)."""
     out = tmp / f"fsbench-{'-'.join(drivers)}"
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -84,7 +88,8 @@ def fsbench_wall(drivers: list[str], size: str, tmp: Path) -> tuple[float, float
     doc = json.loads((out / "results.json").read_text())
     ok = sum(1 for r in doc["results"] if r["status"] == "ok")
     moved = sum(d["bytes"] for r in doc["results"] for d in r["sample_details"])
-    return wall, float(doc["schedule"]["spent_s"]), ok, moved
+    phases = doc["schedule"].get("phases") or {}
+    return wall, float(doc["schedule"]["spent_s"]), ok, moved, phases
 
 
 def cells() -> list[tuple[int, int]]:
@@ -166,7 +171,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="matrix-vs-iozone-") as t:
         tmp = Path(t)
         for i, d in enumerate(drivers):
-            fs_wall, cells_s, ok, moved = fsbench_wall([d], args.size, tmp)
+            fs_wall, cells_s, ok, moved, phases = fsbench_wall([d], args.size, tmp)
             tot_cells += cells_s
             moved_f += moved
             io_wall, cold_one = iozone_wall(d, size, f"bench-iozone-{os.getpid()}-{i}")
@@ -178,6 +183,7 @@ def main() -> None:
                 f"{cells_s / io_wall:>11.1f}× {(cells_s - cold) / io_wall:>8.1f}×"
                 + ("" if ok == len(QUICK_JOBS) else f"  ({ok}/{len(QUICK_JOBS)} cells ok)")
             )
+            print(f"{'':<10} {phases_line(phases, cells_s)}")
         print(
             f"{'all':<10} {tot_f:>10.1f} {tot_i:>9.1f} {tot_f / tot_i:>5.1f}× "
             f"{tot_c:>13.1f} {(tot_f - tot_c) / tot_i:>14.1f}× {tot_cells:>8.1f} "
@@ -186,13 +192,14 @@ def main() -> None:
         if len(drivers) > 1:
             # What a user runs: one compare of every driver, its fixed costs (image formats,
             # tracer, noise floor, report) paid once rather than once per driver.
-            one, one_cells, ok, _ = fsbench_wall(drivers, args.size, tmp)
+            one, one_cells, ok, _, phases = fsbench_wall(drivers, args.size, tmp)
             print(
                 f"{'together':<10} {one:>10.1f} {tot_i:>9.1f} {one / tot_i:>5.1f}× "
                 f"{tot_c:>13.1f} {(one - tot_c) / tot_i:>14.1f}× {one_cells:>8.1f} "
                 f"{one_cells / tot_i:>11.1f}× {(one_cells - tot_c) / tot_i:>8.1f}×"
                 + ("" if ok == len(QUICK_JOBS) * len(drivers) else f"  ({ok} cells ok)")
             )
+            print(f"{'':<10} {phases_line(phases, one_cells)}")
     # Not quite the same work: a sample moves at least 8 MiB (several files of a small cell's
     # size, or passes over a reread's file); Iozone passes over each file once.
     mib = 1024 * 1024

@@ -38,6 +38,8 @@ TARGET = 0.97
 @dataclass
 class Side:
     samples: list[float] = field(default_factory=list)
+    first: list[float] = field(default_factory=list)  # each run's first timed sample
+    later: list[float] = field(default_factory=list)  # the samples after it
     traced_speed: list[float] = field(default_factory=list)  # traced run / the timed median
     walls: list[float] = field(default_factory=list)
 
@@ -105,6 +107,8 @@ def main() -> int:
                 for subject, r in results.items():
                     side = sides.setdefault((subject, trace), Side())
                     side.samples.extend(r["samples"])
+                    side.first.extend(r["samples"][:1])
+                    side.later.extend(r["samples"][1:])
                     value = (r.get("trace") or {}).get("value")
                     if trace and value and r.get("median"):
                         side.traced_speed.append(value / r["median"])
@@ -126,6 +130,12 @@ def main() -> int:
             + (f" [probes off: {','.join(args.off)}]" if args.off else "")
             + (f" [placement {args.placement}]" if args.placement else "")
         )
+        if son and soff and son.later and soff.later:
+            # The first timed sample follows the traced run (bpftrace just killed, its
+            # programs detaching); a cost that outlives the probes would show here alone.
+            f = statistics.median(son.first) / statistics.median(soff.first)
+            later = statistics.median(son.later) / statistics.median(soff.later)
+            print(f"{'':8} first timed sample on/off {f:.3f}, later samples on/off {later:.3f}")
         if son and son.traced_speed:
             ts = son.traced_speed
             print(

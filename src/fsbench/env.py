@@ -157,6 +157,18 @@ def measure_wakeups() -> tuple[WakeupCost | None, str | None]:
         return None, str(e)
 
 
+def remeasure_wakeups(env: Environment) -> None:
+    """Measure the wake-up costs again after the last sample, into the start's record: the
+    explanation then uses the calmer of the two (a figure inflated by a busy host at one
+    moment would otherwise claim more time than the runs took)."""
+    w = env.wakeup_us
+    if w is None:
+        return
+    again, _ = measure_wakeups()
+    if again is not None:
+        w.same_cpu_end, w.cross_cpu_end = again.same_cpu, again.cross_cpu
+
+
 def capture(tools: list[str] | None = None, wakeups: bool = True) -> Environment:
     """The environment of a run. `wakeups`: measure the wake-up costs first (≈ 0.2 s), before
     anything else the run starts can disturb them."""

@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.env import capture, memory_notes, noise_floor
+from fsbench.env import capture, memory_notes, noise_floor, remeasure_wakeups
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
@@ -257,6 +257,7 @@ def execute(
                     tracer=tracer,
                 )
                 runner.execute()
+                remeasure_wakeups(run.environment)  # before the checks and teardown load it
                 if lab is not None:
                     # Before the lab is torn down: the checks need its loop devices.
                     guard.conclude(lab, run, on_step)

@@ -18,6 +18,7 @@ from fsbench import stats
 from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
 from fsbench.lab.placement import Pinned, pin, placement_of
+from fsbench.phases import PhaseClock
 from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
@@ -100,6 +101,8 @@ class Runner:
     _pinned: Pinned | None = field(default=None, init=False, repr=False)
     # The run's kernel trace probes (bpftrace for each traced run), None: not traced.
     tracer: ktrace.Tracer | None = None
+    # Where the measuring time goes (Schedule.phases).
+    clock: PhaseClock = field(default_factory=PhaseClock)
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -117,12 +120,14 @@ class Runner:
             self._rep = rep
             self._round(todo, rep)
             rep += 1
+        spent = time.monotonic() - self._t0
         self.run.schedule = Schedule(
             adaptive=self.adaptive,
             repeat=self.repeat,
             max_repeat=self.max_repeat if self.adaptive else None,
             time_budget_s=self.time_budget_s if self.adaptive else None,
-            spent_s=round(time.monotonic() - self._t0, 1),
+            spent_s=round(spent, 1),
+            phases=self.clock.report(spent),
         )
         self.finish()
         return self.run
@@ -373,15 +378,19 @@ class Runner:
         if tracer is not None and warmup == 0:
             res.trace = ktrace.untraced(tracer.status, NO_WARMUP_TO_TRACE)
             tracer = None
-        for _ in range(warmup - (1 if tracer is not None else 0)):
-            self._iteration(rt, wl, res)
+        with self.clock.phase("warm-up", whole=True):
+            for _ in range(warmup - (1 if tracer is not None else 0)):
+                self._iteration(rt, wl, res)
         if tracer is None:
             return
         try:
-            tracer.start()
-            _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
+            with self.clock.phase("bpftrace"):
+                tracer.start()
+            with self.clock.phase("traced run", whole=True):
+                _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
         finally:
-            tracer.stop()
+            with self.clock.phase("bpftrace"):
+                tracer.stop()
         if delta.trace is not None:
             delta.trace["value"] = m.value
             res.trace = delta.trace
@@ -398,33 +407,38 @@ class Runner:
         self, rt: RunTarget, wl: Workload, res: Result, traced: bool = False
     ) -> tuple[str, list[str], Measurement, ProbeDelta, int | None]:
         """prepare, bring the cache to its state, and run once between two probe snapshots."""
-        target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
+        ph = self.clock.phase
+        with ph("mount"):
+            target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
         if not res.params:
             # Parameters from the live target (read-only volumes name the file read).
             res.params = wl.params(target)
-        with watched(rt.health):
+        with ph("prepare"), watched(rt.health):
             wl.prepare(target)
-        cache, cache_flags = self._prepare_cache(target, wl)
-        if rt.ensure:  # a FUSE remount has a new daemon
-            target = self._sized(rt.ensure(), wl)
+        with ph("cache"):
+            cache, cache_flags = self._prepare_cache(target, wl)
+            if rt.ensure:  # a FUSE remount has a new daemon
+                target = self._sized(rt.ensure(), wl)
         self._place(wl, target)  # after the remount: its daemon is the one to pin
         spec = ProbeSpec(
             daemon_pid=target.daemon_pid,
             block_device=target.block_device,
             kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
         )
-        resident0 = device_cache(target) if cache == "direct" else None
         tracer = self.tracer if traced else None
-        keys = self._trace_keys(target, wl) if tracer else None
-        before = take_snapshot(self.procfs, spec)
-        if tracer:
-            tracer.begin()
-        with watched(rt.health):
+        with ph("probes"):
+            resident0 = device_cache(target) if cache == "direct" else None
+            keys = self._trace_keys(target, wl) if tracer else None
+            before = take_snapshot(self.procfs, spec)
+            if tracer:
+                tracer.begin()
+        with ph("run"), watched(rt.health):
             m = wl.run(target)
-        maps = tracer.end() if tracer else None
-        after = take_snapshot(self.procfs, spec)
-        self._unplace(m)
-        resident1 = device_cache(target) if cache == "direct" else None
+        with ph("probes"):
+            maps = tracer.end() if tracer else None
+            after = take_snapshot(self.procfs, spec)
+            self._unplace(m)
+            resident1 = device_cache(target) if cache == "direct" else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0
         delta = diff(before, after)
         if tracer and keys is not None:

@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Run.schedule (repeat mode, minimum and maximum samples, time budget and time used).
 # 3 - Iozone matrix cells run in the native executor: params.engine "native" (was "fio") and
 #     params.order; samples' extra gains opens, fsyncs and lat_max_us (free-form keys).
+#     Later, additive: schedule.phases (the measuring time by phase); wakeup_us gains
+#     same_cpu_end and cross_cpu_end (re-measured after the last sample).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -230,6 +232,10 @@ class WakeupCost(_Model):
     cross_cpu: float | None = None
     cpus: list[int] = Field(default_factory=list)  # the CPUs the two threads were pinned to
     method: str = ""
+    # The same two, measured again after the last sample (None: not re-measured). On a VM the
+    # cross-CPU figure swings 10× between hours; two points say whether it held during the run.
+    same_cpu_end: float | None = None
+    cross_cpu_end: float | None = None
 
 
 class ClientInfo(_Model):
@@ -280,6 +286,9 @@ class Schedule(_Model):
     max_repeat: int | None = None
     time_budget_s: float | None = None  # measuring time after which no round is started
     spent_s: float | None = None  # measuring time the rounds took
+    # spent_s by phase (fsbench.phases.ORDER, and "other"): what the timed runs cost against
+    # their preparation, cache drops, warm-up and bpftrace. Empty: older runs.
+    phases: dict[str, float] = Field(default_factory=dict)
 
 
 class Run(_Model):

@@ -137,6 +137,36 @@ def test_wakeup_remark_needs_costly_wakeups_and_many_of_them() -> None:
     assert "wake-ups" not in wake(20.0, cross=1000)  # too few to matter (0.04 s of 10 s)
 
 
+def test_a_wakeup_cost_that_cannot_have_held_claims_no_time() -> None:
+    """279 µs measured at a busy moment (25 µs an hour later): 500,000 crossed wake-ups would
+    be 138 s per GiB, more than the 10 s the traced run took. The sentence says so and the
+    factor claims no share of the run, nor of the gap to ext4."""
+    r = ntfs_vs_ext4()
+    r.environment.wakeup_us = {"same_cpu": 2.0, "cross_cpu": 279.0}  # type: ignore[attr-defined]
+    e = explained(r)
+    f = factor(e, "wake-ups")
+    assert f is not None
+    assert "at the 279 µs each measured here that would be 138 s per GiB" in f.sentence
+    assert "more than the traced run took (10 s)" in f.sentence
+    assert f.seconds is None and f.share is None and f.accounts is None
+    assert "≈" not in f.brief
+
+
+def test_the_calmer_of_two_wakeup_measurements_is_used() -> None:
+    """Re-measured after the last sample: the cheaper cross-CPU figure (a busy host inflates
+    it, nothing deflates it) is the one the explanation computes with, at either end."""
+    for start, end in ((279.0, 20.0), (20.0, 279.0)):
+        r = ntfs_vs_ext4()
+        r.environment.wakeup_us = {  # type: ignore[attr-defined]
+            "same_cpu": 2.0,
+            "cross_cpu": start,
+            "same_cpu_end": 2.0,
+            "cross_cpu_end": end,
+        }
+        text = explained(r).sentence()
+        assert "at 20 µs each against 2 µs on one CPU" in text and "≈ 9 s per GiB" in text
+
+
 def _placements(same: list[float]) -> Run:
     return run(
         [

@@ -397,6 +397,28 @@ def test_the_environment_records_the_wakeup_costs_and_old_runs_still_load() -> N
     assert old.environment.wakeup_us is None and schema.SCHEMA_VERSION > 1
 
 
+def test_the_wakeup_cost_is_measured_again_after_the_last_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fsbench import env
+
+    e = Environment(wakeup_us=WakeupCost(same_cpu=1.3, cross_cpu=279.0))
+    monkeypatch.setattr(
+        env, "measure_wakeups", lambda: (WakeupCost(same_cpu=1.2, cross_cpu=25.0), None)
+    )
+    env.remeasure_wakeups(e)
+    assert e.wakeup_us is not None
+    assert (e.wakeup_us.same_cpu_end, e.wakeup_us.cross_cpu_end) == (1.2, 25.0)
+    assert e.wakeup_us.cross_cpu == 279.0  # the start's figure is kept beside it
+    page = render_html(Run(run_id="r", started="t", environment=e))
+    assert "1.3 µs on one CPU, 279 µs across CPUs at the start; 1.2 µs and 25 µs after" in page
+    assert "uses the end&#39;s, the calmer" in page
+    # Not measured at the start (a guest, or unavailable): none at the end either.
+    none = Environment()
+    env.remeasure_wakeups(none)
+    assert none.wakeup_us is None
+
+
 # -- reporting -------------------------------------------------------------------------------
 def _placed_run() -> Run:
     r = run(

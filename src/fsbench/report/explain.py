@@ -61,7 +61,9 @@ def placement_of(res: Result) -> str:
 
 
 def wakeup_costs(env: Environment) -> tuple[float, float] | None:
-    """(same-CPU, cross-CPU) wake-up cost in µs as the environment measured them."""
+    """(same-CPU, cross-CPU) wake-up cost in µs as the environment measured them: of the
+    measurement at the run's start and the one after its last sample, the one with the
+    cheaper cross-CPU wake-up (a busy host inflates the figure; it never deflates it)."""
     w = getattr(env, "wakeup_us", None)
     if w is None:
         w = (env.model_extra or {}).get("wakeup_us")
@@ -69,10 +71,13 @@ def wakeup_costs(env: Environment) -> tuple[float, float] | None:
         w = w.model_dump()
     if not isinstance(w, dict):
         return None
-    same, cross = w.get("same_cpu"), w.get("cross_cpu")
-    if not isinstance(same, int | float) or not isinstance(cross, int | float) or same <= 0:
-        return None
-    return float(same), float(cross)
+    pairs = [(w.get(f"same_cpu{e}"), w.get(f"cross_cpu{e}")) for e in ("", "_end")]
+    ok = [
+        (float(s), float(c))
+        for s, c in pairs
+        if isinstance(s, int | float) and isinstance(c, int | float) and s > 0
+    ]
+    return min(ok, key=lambda sc: sc[1]) if ok else None
 
 
 def workload_key(res: Result) -> str:
@@ -685,18 +690,32 @@ def _wakeup_factor(
     extra = crossed * (cross - same) / 1e6
     if extra / prof.seconds < WAKEUP_SHARE_MIN:
         return []
-    text = (
-        f"{fmt_count(crossed)} of {fmt_count(wakeups)} wake-ups per {prof.per} crossed CPUs; "
-        f"at {fmt_us(cross)} each against {fmt_us(same)} on one CPU (measured here) that is "
-        f"≈ {fmt_time(extra)} per {prof.per}" + _share_text(extra, prof)
-    )
+    bounded = extra > prof.seconds
+    if bounded:
+        # The measured cost cannot have held during this run: the wake-ups would have taken
+        # longer than the whole run. No time is claimed for them (never > 100 %).
+        text = (
+            f"{fmt_count(crossed)} of {fmt_count(wakeups)} wake-ups per {prof.per} crossed "
+            f"CPUs; at the {fmt_us(cross)} each measured here that would be "
+            f"{fmt_time(extra)} per {prof.per}, more than the traced run took "
+            f"({fmt_time(prof.seconds)}): the host was busier when the cost was measured, so "
+            f"their share of it is unknown"
+        )
+    else:
+        text = (
+            f"{fmt_count(crossed)} of {fmt_count(wakeups)} wake-ups per {prof.per} crossed "
+            f"CPUs; at {fmt_us(cross)} each against {fmt_us(same)} on one CPU (measured here) "
+            f"that is ≈ {fmt_time(extra)} per {prof.per}" + _share_text(extra, prof)
+        )
     if migrations:
         text += f"; {fmt_count(migrations)} migrations"
     base_extra = None
     if base is not None and base.sched is not None:
-        base_extra = base.sched[1] * (cross - same) / 1e6
+        base_extra = None if bounded else base.sched[1] * (cross - same) / 1e6
         text += f" ({base_name}: {fmt_count(base.sched[1])} crossed)"
-    brief = f"{fmt_short(crossed)} cross-CPU wake-ups/{prof.per} ≈ {fmt_time(extra)}/{prof.per}"
+    brief = f"{fmt_short(crossed)} cross-CPU wake-ups/{prof.per}"
+    if not bounded:
+        brief += f" ≈ {fmt_time(extra)}/{prof.per}"
     return [
         _time_factor(
             "wake-ups",
@@ -704,7 +723,7 @@ def _wakeup_factor(
             f"cross-CPU wake-ups/{prof.per}",
             text,
             brief,
-            extra,
+            None if bounded else extra,
             base_extra,
             prof,
             gap,

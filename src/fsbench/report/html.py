@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from fsbench import __version__
+from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
 from fsbench.report.explain import (
     Explanation,
@@ -43,6 +44,7 @@ from fsbench.report.summary import (
     size_text,
     usable,
 )
+from fsbench.report.table import schedule_line
 from fsbench.schema import Environment, Result, Run
 from fsbench.vm.notes import vm_notes
 
@@ -356,6 +358,11 @@ def _env_rows(run: Run) -> list[tuple[str, str]]:
     rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]
     rows += [(f"{k} cache", size_text(v)) for k, v in env.cpu_caches.items() if v]
     rows += [("note", n) for n in env.notes]
+    if run.schedule is not None:
+        rows.append(("samples", schedule_line(run).removeprefix("samples: ")))
+        if run.schedule.phases:
+            line = phases_line(run.schedule.phases, run.schedule.spent_s)
+            rows.append(("measuring time", line.removeprefix("measuring time by phase: ")))
     rows += [("interrupted by", env.interrupted_by or ""), ("report", env.report_error or "")]
     for k, v in sorted((env.model_extra or {}).items()):
         rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
@@ -367,8 +374,17 @@ def wakeup_text(env: Environment) -> str:
     costs = wakeup_costs(env)
     if costs is None:
         return ""
-    same, cross = costs
-    return f"{fmt_us(same)} on one CPU, {fmt_us(cross)} across CPUs ({cross / same:.1f}×)"
+    w = env.wakeup_us
+    if w is None or w.cross_cpu is None or w.cross_cpu_end is None or w.same_cpu_end is None:
+        same, cross = costs
+        return f"{fmt_us(same)} on one CPU, {fmt_us(cross)} across CPUs ({cross / same:.1f}×)"
+    # Measured twice: both, and which one the explanation uses (the calmer).
+    used = "the end's" if costs == (w.same_cpu_end, w.cross_cpu_end) else "the start's"
+    return (
+        f"{fmt_us(w.same_cpu)} on one CPU, {fmt_us(w.cross_cpu)} across CPUs at the start; "
+        f"{fmt_us(w.same_cpu_end)} and {fmt_us(w.cross_cpu_end)} after the last sample "
+        f"(the explanation uses {used}, the calmer)"
+    )
 
 
 def _subject_rows(run: Run) -> list[dict[str, str]]:

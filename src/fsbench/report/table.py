@@ -15,6 +15,7 @@ from rich.text import Text
 
 from fsbench import stats
 from fsbench.lab.backing import format_size
+from fsbench.phases import phases_line
 from fsbench.report.explain import brief_lines, explain_run
 from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.matrix_table import has_matrix, matrix_tables
@@ -291,6 +292,8 @@ def render(
         )
     if run.schedule is not None:
         parts.append(Text(schedule_line(run), style="dim"))
+        if verbose and run.schedule.phases:
+            parts.append(Text(phases_line(run.schedule.phases, run.schedule.spent_s), style="dim"))
     for note in env.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     from fsbench.vm.notes import vm_notes
