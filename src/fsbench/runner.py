@@ -355,6 +355,8 @@ class Runner:
             return
         finally:
             self._unplace()  # also when the timed run failed: no pin outlives its sample
+            if self.tracer is not None:
+                self.tracer.reap()  # a traced run killed it; its sample may have failed
         m, delta, growth = merge_iterations(runs, wl)
         sample = build_sample(m, delta, wl, cache, cache_flags, growth)
         res.samples.append(sample.value)
@@ -383,14 +385,17 @@ class Runner:
                 self._iteration(rt, wl, res)
         if tracer is None:
             return
+        # bpftrace compiles while the traced run's preparation goes (ready() before its
+        # snapshot), and exits while the first sample's does (reap() before its snapshot):
+        # ~2 s a pair overlapped with untimed work, never with a timed run.
+        with self.clock.phase("bpftrace"):
+            tracer.launch()
         try:
-            with self.clock.phase("bpftrace"):
-                tracer.start()
-            with self.clock.phase("traced run", whole=True):
-                _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
-        finally:
-            with self.clock.phase("bpftrace"):
-                tracer.stop()
+            _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
+        except BaseException:
+            tracer.stop()
+            raise
+        tracer.kill()
         if delta.trace is not None:
             delta.trace["value"] = m.value
             res.trace = delta.trace
@@ -426,13 +431,17 @@ class Runner:
             kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
         )
         tracer = self.tracer if traced else None
+        if self.tracer is not None:
+            with ph("bpftrace"):
+                # The traced run's bpftrace attached; the previous one gone (probes detached).
+                (self.tracer.ready if traced else self.tracer.reap)()
         with ph("probes"):
             resident0 = device_cache(target) if cache == "direct" else None
             keys = self._trace_keys(target, wl) if tracer else None
             before = take_snapshot(self.procfs, spec)
             if tracer:
                 tracer.begin()
-        with ph("run"), watched(rt.health):
+        with ph("traced run" if traced else "run"), watched(rt.health):
             m = wl.run(target)
         with ph("probes"):
             maps = tracer.end() if tracer else None

@@ -177,9 +177,13 @@ class CannedTracer(T.Tracer):
     def active(self) -> bool:
         return self.attached
 
-    def start(self) -> None:
-        self.log.append("start")
-        self.attached = True
+    def launch(self) -> None:
+        self.log.append("launch")  # compiling: nothing attached yet
+
+    def ready(self) -> None:
+        if not self.attached and self.log[-1:] != ["ready"]:
+            self.log.append("ready")
+            self.attached = True
 
     def begin(self) -> None:
         self.log.append("begin")
@@ -190,9 +194,19 @@ class CannedTracer(T.Tracer):
         self.ends += 1
         return T.parse_maps(CAPTURE.read_text().splitlines())
 
-    def stop(self) -> None:
-        self.log.append("stop")
-        self.attached = False
+    def kill(self) -> None:
+        if self.attached:
+            self.log.append("kill")  # dying: its probes stay attached until reaped
+            self.dying, self.attached = True, False
+
+    def reap(self) -> None:
+        if getattr(self, "dying", False):
+            self.log.append("reap")
+            self.dying = False
+
+    @property
+    def probes_attached(self) -> bool:
+        return self.attached or getattr(self, "dying", False)
 
 
 def _fake_target(tmp_path: Path) -> RunTarget:
@@ -221,10 +235,45 @@ def test_run_goes_on_with_an_unavailable_probe_marked(
 @pytest.mark.parametrize(
     ("warmup", "expected"),
     [
-        # The last warm-up run is the traced one: bpftrace is started right before it and gone
-        # before the first timed sample.
-        (2, ["run", "start", "begin", "run:traced", "end", "stop", "run", "run"]),
-        (1, ["start", "begin", "run:traced", "end", "stop", "run", "run"]),
+        # The last warm-up run is the traced one: bpftrace is launched before its preparation
+        # (the compile overlaps it), attached before it runs, killed after it and gone before
+        # the first timed sample runs (its exit overlaps that sample's preparation).
+        (
+            2,
+            [
+                "prep",
+                "run",
+                "launch",
+                "prep",
+                "ready",
+                "begin",
+                "run:traced",
+                "end",
+                "kill",
+                "prep",
+                "reap",
+                "run",
+                "prep",
+                "run",
+            ],
+        ),
+        (
+            1,
+            [
+                "launch",
+                "prep",
+                "ready",
+                "begin",
+                "run:traced",
+                "end",
+                "kill",
+                "prep",
+                "reap",
+                "run",
+                "prep",
+                "run",
+            ],
+        ),
     ],
 )
 def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
@@ -241,10 +290,17 @@ def test_no_timed_sample_is_traced_only_the_last_warm_up_run(
 
     def run(target: Target) -> Any:
         # Which probes were attached while this run went: none but the traced run's.
-        log.append("run:traced" if tracer.active else "run")
+        log.append("run:traced" if tracer.probes_attached else "run")
         return real_run(target)
 
     monkeypatch.setattr(wl, "run", run)
+    real_prepare = wl.prepare
+
+    def prepare(target: Target) -> None:
+        log.append("prep")
+        real_prepare(target)
+
+    monkeypatch.setattr(wl, "prepare", prepare)
     run_ = Run(run_id="t", started="2025-01-01T00:00:00")
     Runner(run_, [_fake_target(tmp_path)], [wl], repeat=2, tracer=tracer).execute()
     (res,) = run_.results

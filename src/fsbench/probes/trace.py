@@ -525,11 +525,14 @@ class TraceError(Exception):
 
 @dataclass
 class Tracer:
-    """bpftrace for one traced run at a time. `start` starts it, records it (via `on_started`)
-    and waits until its probes are attached; `begin`/`end` bracket the traced run; `stop` kills
-    it, so nothing stays attached while samples are timed (`release` stops it after a crash:
-    the state record has its pid and start time). After a failure every probe is marked
-    unavailable with the reason, and later starts do nothing."""
+    """bpftrace for one traced run at a time. `launch` starts it and records it (via
+    `on_started`) without waiting, `ready` waits until its probes are attached (`start`: both);
+    `begin`/`end` bracket the traced run; `kill` kills it without waiting and `reap` waits until
+    it is gone (`stop`: both), so nothing stays attached while samples are timed (`release`
+    stops it after a crash: the state record has its pid and start time). The halves let the
+    compile (~1.2 s here) and the exit (~1 s: the probes' detach) overlap the untimed
+    preparation around the traced run. After a failure every probe is marked unavailable with
+    the reason, and later launches do nothing."""
 
     status: dict[str, str]
     on_started: Callable[[int], None] = lambda _pid: None
@@ -540,6 +543,8 @@ class Tracer:
     _lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
     _seq: int = 0
     _errors: list[str] = field(default_factory=list)
+    _ready: bool = False
+    _dying: subprocess.Popen[str] | None = None  # killed, not yet reaped
 
     @property
     def active(self) -> bool:
@@ -553,7 +558,12 @@ class Tracer:
     def start(self) -> None:
         """bpftrace attached (recorded via `on_started` before it is waited for), or every
         probe marked with why not."""
+        self.launch()
+        self.ready()
+
+    def launch(self) -> None:
         probes = [p for p in PROBES if self.status.get(p.name) == "ok"]
+        self.reap()  # one bpftrace at a time
         if not probes or self.active:
             return
         script = build_script(probes, os.getpid())
@@ -571,8 +581,15 @@ class Tracer:
         # Readers drain both pipes all the time: a full pipe would stall bpftrace.
         threading.Thread(target=self._read_out, args=(self.proc, self._lines), daemon=True).start()
         threading.Thread(target=self._read_err, args=(self.proc, self._errors), daemon=True).start()
+        self._ready = False
+
+    def ready(self) -> None:
+        """Wait until the launched bpftrace has attached its probes."""
+        if self.proc is None or self._ready:
+            return
         try:
             self._wait_for("fsbench-ready", self.attach_timeout)
+            self._ready = True
         except TraceError as e:
             self.stop()
             self._unavailable(str(e))
@@ -623,6 +640,7 @@ class Tracer:
 
     def begin(self) -> None:
         """Start a sample: clear the maps and wait until bpftrace has done so."""
+        self.ready()
         if not self.active:
             return
         self._seq = (self._seq + 1) % SEQ_SPAN
@@ -649,14 +667,26 @@ class Tracer:
         return parse_maps(lines)
 
     def stop(self) -> None:
-        """Kill bpftrace and wait until it is gone: its probes are detached when its
-        descriptors close, and the maps were read at `end` (SIGINT would print them all again,
-        ~1 s here, for nothing)."""
+        """Kill bpftrace and wait until it is gone."""
+        self.kill()
+        self.reap()
+
+    def kill(self) -> None:
+        """SIGKILL bpftrace, not waiting: the maps were read at `end` (SIGINT would print them
+        all again, ~1 s here, for nothing). Its probes stay attached until `reap`."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
+        self._dying = proc
+
+    def reap(self) -> None:
+        """Wait until a killed bpftrace is gone: its probes are detached when its descriptors
+        close (~1 s here), so the next timed run has none."""
+        proc, self._dying = self._dying, None
+        if proc is None:
+            return
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
         self.on_stopped(proc.pid)
