@@ -76,6 +76,9 @@ class Plan:
     trace_probes: tuple[str, ...] | None = None  # which (--trace-probes); None: the default set
     integrity: bool = True  # check each lab subject's volume after its workloads
     run_id: str = field(default_factory=lambda: new_run_id())
+    # When the command started (time.monotonic): --time-budget counts from here, so the
+    # images, the noise floor and the wake-up probe are inside it, as a user's clock sees.
+    started: float = field(default_factory=time.monotonic)
 
 
 def new_run_id() -> str:
@@ -252,6 +255,7 @@ def execute(
                     settle=plan.adaptive,
                     max_repeat=plan.max_repeat,
                     time_budget_s=plan.time_budget_s,
+                    budget_origin=plan.started,
                     warmup=plan.warmup,
                     min_sample_s=plan.min_sample_s,
                     tracer=tracer,

@@ -79,6 +79,8 @@ class Runner:
     adaptive: bool = False
     max_repeat: int = 10
     time_budget_s: float | None = None
+    # time.monotonic() the budget counts from (the command's start); None: execute's start.
+    budget_origin: float | None = None
     target_rel_halfwidth: float = 0.05
     # With adaptive: a subject stops getting samples once its answer is settled (its ratio to
     # the baseline is significant, or within ±SETTLED_BAND of 1: ratio_settled); the rounds
@@ -143,8 +145,12 @@ class Runner:
         last round started)."""
         if self.time_budget_s is None:
             return True
-        elapsed = time.monotonic() - self._t0
-        return elapsed + self._round_cost(todo) <= self.time_budget_s
+        return self._elapsed() + self._round_cost(todo) <= self.time_budget_s
+
+    def _elapsed(self) -> float:
+        """Seconds of the time budget used."""
+        origin = self._t0 if self.budget_origin is None else min(self.budget_origin, self._t0)
+        return time.monotonic() - origin
 
     def _round_cost(self, todo: list[Workload]) -> float:
         wids = {workload_id(wl) for wl in todo}
@@ -168,8 +174,7 @@ class Runner:
         if self.adaptive:
             left += open_ * max(0, self.max_repeat - max(rep, self.repeat))
             if self.time_budget_s is not None:
-                spent = time.monotonic() - self._t0
-                left = min(left, max(0.0, self.time_budget_s - spent))
+                left = min(left, max(0.0, self.time_budget_s - self._elapsed()))
         return left
 
     def _samples_left(self) -> int:
@@ -185,7 +190,7 @@ class Runner:
         rounds = max(0, self.max_repeat - self._rep - 1)
         cost = sum(self._cost[k] for k in open_)
         if self.time_budget_s is not None and cost > 0:
-            spare = self.time_budget_s - (time.monotonic() - self._t0)
+            spare = self.time_budget_s - self._elapsed()
             rounds = min(rounds, max(0, int(spare // cost)))
         return len(open_) * rounds
 

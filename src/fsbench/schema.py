@@ -284,7 +284,9 @@ class Schedule(_Model):
     adaptive: bool = False
     repeat: int = 3  # samples per result (fixed) or the minimum (adaptive)
     max_repeat: int | None = None
-    time_budget_s: float | None = None  # measuring time after which no round is started
+    # Seconds from the command's start (images, noise floor, measuring) after which no round
+    # is started (until schema 3's phases: seconds of measuring).
+    time_budget_s: float | None = None
     spent_s: float | None = None  # measuring time the rounds took
     # spent_s by phase (fsbench.phases.ORDER, and "other"): what the timed runs cost against
     # their preparation, cache drops, warm-up and bpftrace. Empty: older runs.

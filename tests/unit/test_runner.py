@@ -564,6 +564,31 @@ def test_adaptive_open_answer_gets_samples_until_the_time_budget_ends(
     assert etas[3] == pytest.approx(150 - 30) and etas[-1] == pytest.approx(10.0)
 
 
+def test_the_time_budget_counts_from_the_commands_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same run as above, but 30 s went on images and the noise floor before the first
+    sample: of the 150 s budget, 120 are left; the minimum rounds take 90, one more of the open
+    answers' (20 s) fits, a second would end at 160 s."""
+    import fsbench.runner as runner_mod
+
+    clock = _Clock(10.0)
+    clock.now = 30.0
+    monkeypatch.setattr(runner_mod.time, "monotonic", clock)
+    monkeypatch.setenv(
+        "FSBENCH_FAKE_VALUES",
+        "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
+    )
+    runner = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
+                     settle=True, max_repeat=50, time_budget_s=150.0,
+                     budget_origin=0.0)  # fmt: skip
+    run = runner.execute()
+    res = _by_subject(run)
+    assert {s: len(r.samples) for s, r in res.items()} == {"subj-a": 4, "subj-b": 3, "subj-c": 4}
+    assert clock.now == 140.0 and res["subj-c"].stopped == "budget"
+    assert run.schedule is not None and run.schedule.spent_s == 110.0  # measuring alone
+
+
 def test_adaptive_settled_answer_ends_the_run_before_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
