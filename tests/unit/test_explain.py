@@ -137,6 +137,20 @@ def test_wakeup_remark_needs_costly_wakeups_and_many_of_them() -> None:
     assert "wake-ups" not in wake(20.0, cross=1000)  # too few to matter (0.04 s of 10 s)
 
 
+def test_requests_in_flight_together_are_concurrency_not_a_share_above_100_percent() -> None:
+    """Readahead keeps several FUSE READs in flight: 2.7 s of summed latency in a 0.9 s traced
+    run is ≈ 3 at a time, never "308 % of the traced run" nor of the gap to ext4."""
+    r = ntfs_vs_ext4(latency_total_us=2.7e6, seconds=0.9)
+    f = factor(explained(r), "fuse WRITE")
+    assert f is not None
+    assert "2.7 s of request time per GiB in a traced run of 900 ms: ≈ 3.0 in flight" in f.sentence
+    assert "%" not in f.sentence and "≈ 3.0 in flight" in f.brief and "%" not in f.brief
+    assert f.share is None and f.accounts is None
+    # Below the run's time they are a share as before.
+    f = factor(explained(ntfs_vs_ext4(latency_total_us=0.45e6, seconds=0.9)), "fuse WRITE")
+    assert f is not None and "50 % of the traced run" in f.sentence and f.share == 0.5
+
+
 def test_a_wakeup_cost_that_cannot_have_held_claims_no_time() -> None:
     """279 µs measured at a busy moment (25 µs an hour later): 500,000 crossed wake-ups would
     be 138 s per GiB, more than the 10 s the traced run took. The sentence says so and the

@@ -30,6 +30,9 @@ GiB = 2**30
 COSTLY_WAKEUP_RATIO = COSTLY_RATIO
 # ... and the subject's cross-CPU wake-ups matter when their extra cost is this share of a sample.
 WAKEUP_SHARE_MIN = 0.05
+# FUSE requests whose summed latency exceeds the traced run by this factor were in flight
+# together: reported as concurrency, never as a share above 100 %.
+OVERLAPPING = 1.05
 # A histogram bucket holding this share of the events is "the" size ("4 KiB each").
 DOMINANT = 0.9
 # Figures closer than this ratio to the baseline's (or to the other run's) are not a difference.
@@ -487,7 +490,21 @@ def _fuse_factors(
                 f"{size_text(env.image_size)})"
             )
             brief += " (< 4 GiB: no big_writes)"
-        if f.mean_us is not None and f.seconds is not None:
+        # Requests in flight together (readahead sends several READs at once): their summed
+        # latency outlasts the run, so it is concurrency, not a share of the run's time.
+        overlap = (
+            f.seconds / prof.seconds
+            if f.seconds is not None and prof.seconds and f.seconds > OVERLAPPING * prof.seconds
+            else None
+        )
+        if f.mean_us is not None and f.seconds is not None and overlap is not None:
+            text += (
+                f"; {fmt_us(f.mean_us)} per request = {fmt_time(f.seconds)} of request time per "
+                f"{prof.per} in a traced run of {fmt_time(prof.seconds)}: ≈ {overlap:.1f} in "
+                "flight at a time, so no share of the run's time is theirs alone"
+            )
+            brief += f", {fmt_us(f.mean_us)}, ≈ {overlap:.1f} in flight"
+        elif f.mean_us is not None and f.seconds is not None:
             text += f"; {fmt_us(f.mean_us)} per request = {fmt_time(f.seconds)} per {prof.per}"
             text += _share_text(f.seconds, prof)
             brief += f", {fmt_us(f.mean_us)} = {fmt_time(f.seconds)}/{prof.per}"
@@ -508,20 +525,21 @@ def _fuse_factors(
                 text += f" ({base_name} is in the kernel: no FUSE requests)"
             else:
                 text += f" ({base_name}: none)"
-        out.append(
-            _time_factor(
-                f"fuse {op}",
-                f.count,
-                f"requests/{prof.per}",
-                text,
-                brief,
-                f.seconds,
-                base_seconds,
-                prof,
-                gap,
-                bf.count if bf is not None else (0.0 if base_seconds == 0.0 else None),
-            )
+        factor = _time_factor(
+            f"fuse {op}",
+            f.count,
+            f"requests/{prof.per}",
+            text,
+            brief,
+            None if overlap is not None else f.seconds,
+            None if overlap is not None else base_seconds,
+            prof,
+            gap,
+            bf.count if bf is not None else (0.0 if base_seconds == 0.0 else None),
         )
+        if overlap is not None:
+            factor.weight = 6.0  # ranks as a factor that fills the run, which it does
+        out.append(factor)
     # The other way round: the baseline spends time in FUSE requests this subject never sends.
     base_total = sum(bf.count for bf in (base_ops or {}).values())
     if prof.fuse is not None and base is not None:
