@@ -424,8 +424,8 @@ class Runner:
         heaps) for the first time, which is slow and erratic on VMs. The last of them is the
         traced run, with the kernel probes attached, which the explanation is drawn from (its
         own rate is kept, so a slow first touch or the probes' cost shows against the timed
-        median). bpftrace is started right before it and gone before the first timed sample.
-        No warm-up, no traced run: an extra one would cost as much as a sample (it doubled a
+        median). bpftrace runs for the whole warm-up pass and is gone before the first timed
+        sample. No warm-up, no traced run: an extra one would cost as much as a sample (it doubled a
         --repeat 1 run) and ~2 s of bpftrace per matrix cell, so the result says why instead."""
         warmup = self._warmup(wl)
         tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
