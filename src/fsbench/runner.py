@@ -605,7 +605,13 @@ def merge_iterations(
         app_user_s=sum(x.app_user_s for x in ms),
         app_sys_s=sum(x.app_sys_s for x in ms),
         app_ctx=sum(x.app_ctx for x in ms),
-        extra={**merge_extras(ms, seconds), "iterations": len(ms)},
+        # Each iteration's own value: a stall inside one sample (one slow iteration of five)
+        # tells a different story from a sample slow throughout.
+        extra={
+            **merge_extras(ms, seconds),
+            "iterations": len(ms),
+            "iteration_values": [round(x.value, 3) for x in ms],
+        },
         flags=list(dict.fromkeys(f for x in ms for f in x.flags)),
     )
     ds = [r[1] for r in runs]
