@@ -35,17 +35,36 @@ def _run(tmp_path: Path, wls: list[FakeWorkload], ids=("a",), size=64 * MiB, **k
 def test_a_sample_grows_iterations_until_min_sample_s_and_merges_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 64 MiB at 100 MiB/s = 0.64 s per run: a 1.5 s minimum needs 3 runs per sample.
-    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")
+    # 64 MiB at 100 MiB/s = 0.64 s per run: a 1.5 s minimum needs 3 runs per sample, after
+    # the turn's first run, which is discarded (rewarm): here it is the slow one, at 50.
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=50,100,100,100")
     wl = FakeWorkload(min_sample_s=1.5, warmup=0)
     run = _run(tmp_path, [wl], repeat=2, min_sample_s=0.0)
     res = run.results[0]
-    assert [p for p, _ in wl.calls].count("run") == 6
+    assert [p for p, _ in wl.calls].count("run") == 8
     for s in res.sample_details:
         assert s.extra["iterations"] == 3
         assert s.bytes == 3 * 64 * MiB
         assert s.seconds == pytest.approx(3 * 0.64)
         assert s.value == pytest.approx(100.0)  # total bytes over total seconds
+        assert s.extra["rewarm_value"] == 50.0  # kept beside the sample, not in it
+    # Without rewarm the slow first run is part of the sample.
+    wl = FakeWorkload(min_sample_s=1.5, warmup=0)
+    res = _run(tmp_path / "off", [wl], repeat=1, min_sample_s=0.0, rewarm=False).results[0]
+    assert res.sample_details[0].extra["iteration_values"] == [50.0, 100.0]
+    assert "rewarm_value" not in res.sample_details[0].extra
+
+
+def test_a_sample_of_one_iteration_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run long enough on its own is the sample: nothing is discarded (a slow FUSE write
+    would otherwise cost twice)."""
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=40")  # 64 MiB in 1.6 s
+    wl = FakeWorkload(min_sample_s=1.5, warmup=0)
+    res = _run(tmp_path, [wl], repeat=3, min_sample_s=0.0).results[0]
+    assert [p for p, _ in wl.calls].count("run") == 3 and res.samples == [40.0] * 3
+    assert all("rewarm_value" not in s.extra for s in res.sample_details)
 
 
 def test_rates_merge_as_total_work_over_total_time() -> None:
