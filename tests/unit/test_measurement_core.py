@@ -53,6 +53,11 @@ def test_a_sample_grows_iterations_until_min_sample_s_and_merges_them(
     res = _run(tmp_path / "off", [wl], repeat=1, min_sample_s=0.0, rewarm=False).results[0]
     assert res.sample_details[0].extra["iteration_values"] == [50.0, 100.0]
     assert "rewarm_value" not in res.sample_details[0].extra
+    # A cold sample's iterations each start from dropped caches: its first is kept.
+    for cache in ("cold", "direct"):
+        wl = FakeWorkload(min_sample_s=1.5, warmup=0, cache=cache)
+        res = _run(tmp_path / cache, [wl], repeat=1, min_sample_s=0.0).results[0]
+        assert res.sample_details[0].extra["iteration_values"] == [50.0, 100.0], cache
 
 
 def test_a_sample_of_one_iteration_keeps_it(
