@@ -55,7 +55,7 @@ class PhaseClock:
         return out
 
 
-def phases_line(phases: dict[str, float], total_s: float | None) -> str:
+def phases_line(phases: dict[str, float], total_s: float | None, label: bool = True) -> str:
     """One line, the biggest first: "run 98 s (33 %) · warm-up 61 s (20 %) · ..."."""
     total = total_s or sum(phases.values()) or 1.0
     parts = [
@@ -63,4 +63,4 @@ def phases_line(phases: dict[str, float], total_s: float | None) -> str:
         for k, v in sorted(phases.items(), key=lambda kv: -kv[1])
         if v >= 0.5
     ]
-    return "measuring time by phase: " + " · ".join(parts)
+    return ("measuring time by phase: " if label else "") + " · ".join(parts)

@@ -530,9 +530,9 @@ class Tracer:
     `begin`/`end` bracket the traced run; `kill` kills it without waiting and `reap` waits until
     it is gone (`stop`: both), so nothing stays attached while samples are timed (`release`
     stops it after a crash: the state record has its pid and start time). The halves let the
-    compile (~1.2 s here) and the exit (~1 s: the probes' detach) overlap the untimed
-    preparation around the traced run. After a failure every probe is marked unavailable with
-    the reason, and later launches do nothing."""
+    compile (~1.2 s here) overlap the warm-up pass's first steps and the exit (~1 s: the
+    probes' detach) the first timed sample's preparation. After a failure every probe is
+    marked unavailable with the reason, and later launches do nothing."""
 
     status: dict[str, str]
     on_started: Callable[[int], None] = lambda _pid: None

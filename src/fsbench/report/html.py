@@ -361,8 +361,8 @@ def _env_rows(run: Run) -> list[tuple[str, str]]:
     if run.schedule is not None:
         rows.append(("samples", schedule_line(run).removeprefix("samples: ")))
         if run.schedule.phases:
-            line = phases_line(run.schedule.phases, run.schedule.spent_s)
-            rows.append(("measuring time", line.removeprefix("measuring time by phase: ")))
+            line = phases_line(run.schedule.phases, run.schedule.spent_s, label=False)
+            rows.append(("measuring time", line))
     rows += [("interrupted by", env.interrupted_by or ""), ("report", env.report_error or "")]
     for k, v in sorted((env.model_extra or {}).items()):
         rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
