@@ -120,6 +120,13 @@ HOOKS: dict[str, Hook] = {
 }
 
 
+def job_id(name: str, variant: str, numjobs: int) -> str:
+    """A job's identity in results ("seq-write/fsync", "rand-read/4k-direct-j4"): one rule for
+    fio jobs and Iozone cells, whose ids must agree when a cell composes a fio job."""
+    base = f"{name}/{variant}"
+    return base if numjobs == 1 else f"{base}-j{numjobs}"
+
+
 def hook(wl: Any, name: str) -> Any:
     """A workload's optional member, or the contract's default for it."""
     h = HOOKS[name]

@@ -19,6 +19,7 @@ from fsbench.workloads.base import (
     Target,
     Unsupported,
     WorkloadFailed,
+    job_id,
     measured_child,
 )
 
@@ -68,8 +69,7 @@ class FioJob:
 
     @property
     def id(self) -> str:
-        base = f"{self.name}/{self.variant}"
-        return base if self.numjobs == 1 else f"{base}-j{self.numjobs}"
+        return job_id(self.name, self.variant, self.numjobs)
 
     @property
     def is_write(self) -> bool:

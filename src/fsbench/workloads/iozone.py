@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsbench.units import size_tag, size_text
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, job_id
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob
 
 KiB = 1024
@@ -174,8 +174,7 @@ class IozoneJob:
 
     @property
     def id(self) -> str:
-        base = f"{self.name}/{self.variant}"
-        return base if self.numjobs == 1 else f"{base}-j{self.numjobs}"
+        return job_id(self.name, self.variant, self.numjobs)
 
     @property
     def spec(self) -> OpSpec:
