@@ -194,8 +194,14 @@ def test_sweep_over_three_namespace_clients(
             # fio's "All clients" total: the bytes and I/Os of every client, exactly ...
             assert sum(c["bytes"] for c in per) == s["bytes"] > 0
             assert sum(c["ios"] for c in per) == s["ops"]
-            # ... and, all clients running the same time-based window, the rates add up.
-            assert sum(c["mib_s"] for c in per) == pytest.approx(s["value"], rel=0.05)
+            # ... and its rate is all their bytes over the longest client's window (fio's
+            # aggregate rule), so the clients' own rates add up to at least it: a client that
+            # started late on a busy machine ran a shorter window at its own rate (the sum
+            # was 6 % above the total once, under the full suite).
+            window = max(c["seconds"] for c in per)
+            total = sum(c["bytes"] for c in per) / 2**20 / window
+            assert s["value"] == pytest.approx(total, rel=0.002)
+            assert sum(c["mib_s"] for c in per) >= s["value"] * 0.998
             assert all(c["usr_cpu"] + c["sys_cpu"] > 0 and c["lat_us"]["p99"] > 0 for c in per)
     html = (out / "report.html").read_text()
     assert 'id="clients-scaling' in html and "<svg" in html
