@@ -29,6 +29,10 @@ from typing import Any
 
 import pytest
 
+# The fake workload resolves only under the suite (registry.FAKE_WORKLOAD_ENV); CLI
+# subprocesses the tests start inherit it.
+os.environ["FSBENCH_TEST_FAKE_WORKLOAD"] = "1"
+
 INTEGRATION = "tests/integration/"
 # Integration modules that share nothing with the lab scope (see above): a scope each.
 BESIDE_THE_LAB = ("test_vm_real.py", "test_report_browser.py")

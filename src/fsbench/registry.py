@@ -5,6 +5,8 @@ A later plug-in registers the same way (append to the tables); nothing else need
 
 from __future__ import annotations
 
+import os
+
 from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
@@ -28,8 +30,16 @@ WORKLOADS.update({w.id: w for w in COPY_JOBS})
 WORKLOADS.update({w.id: w for w in COMPILE_JOBS})
 WORKLOADS.update({w.id: w for w in WEB_SERVE_JOBS})
 
-# Hidden from listings: only for tests of the scheduler, statistics and reports.
+# Hidden from listings: only for tests of the scheduler, statistics and reports, and
+# resolvable only where the suite set FAKE_WORKLOAD_ENV (tests/conftest.py): from a user's
+# command line a fake result would read like a measurement.
 HIDDEN_WORKLOADS: dict[str, type] = {"fake": FakeWorkload}
+FAKE_WORKLOAD_ENV = "FSBENCH_TEST_FAKE_WORKLOAD"
+
+
+def _hidden() -> dict[str, type]:
+    return HIDDEN_WORKLOADS if os.environ.get(FAKE_WORKLOAD_ENV) == "1" else {}
+
 
 # The Iozone matrix: hundreds of generated cells, resolvable by id (or all as "iozone") but kept
 # out of `fsbench list workloads`; suites name a subset through WORKLOAD_GROUPS.
@@ -87,8 +97,8 @@ def resolve_workloads(
         matches = [w for wid, w in pool.items() if n in (wid, w.name)]
         if matches:
             out += matches
-        elif n in HIDDEN_WORKLOADS:
-            out.append(HIDDEN_WORKLOADS[n]())
+        elif n in _hidden():
+            out.append(_hidden()[n]())
         else:
             known = ", ".join(dict.fromkeys(w.name for w in WORKLOADS.values()))
             raise UsageError(f"unknown workload {n!r}; known: {known} (or NAME/VARIANT)")
