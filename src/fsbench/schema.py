@@ -35,6 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     params.order; samples' extra gains opens, fsyncs and lat_max_us (free-form keys).
 #     Later, additive: schedule.phases (the measuring time by phase); wakeup_us gains
 #     same_cpu_end and cross_cpu_end (re-measured after the last sample).
+#     Later, additive: fio params gain new_file (a write to a new file: seq-write/*) and
+#     warmed_by ("write": seq-read/warm), so every variant's params differ from every other's.
 SCHEMA_VERSION = 3
 
 CacheState = Literal[

@@ -110,6 +110,11 @@ class FioJob:
             "cache": self.cache,
             "ioengine": "psync",
             **({"files": self.nrfiles} if self.nrfiles > 1 else {}),
+            # What prepare did, where variants differ only there (a write to a new file
+            # against an overwrite, a read warmed by writing against one warmed by reading).
+            # Only the exceptions are named, so results of older runs still match (diff).
+            **({"new_file": True} if self.fresh_file else {}),
+            **({"warmed_by": "write"} if self.cache == "warm" and self.warm_by == "write" else {}),
         }
 
     def argv(
