@@ -331,8 +331,9 @@ class Runner:
     def finish(self) -> None:
         """Aggregate every result from its samples (also used after an interrupt)."""
         self.close_workloads()
+        writes = {workload_id(w): bool(hook(w, "is_write")) for w in self.workloads}
         for res in self.results.values():
-            aggregate(res)
+            aggregate(res, writes.get(res.workload_id or res.workload, False))
             if self.sink:
                 self.sink.save_result(self.run.run_id, res)
         self.run.results = list(self.results.values())
@@ -850,8 +851,10 @@ def _median(xs: list[float]) -> float:
     return float(_st.median(xs)) if xs else 0.0
 
 
-def aggregate(res: Result) -> None:
-    """Statistics over the samples; CPU, device and ctx as medians of the per-sample values."""
+def aggregate(res: Result, is_write: bool = False) -> None:
+    """Statistics over the samples; CPU, device and ctx as medians of the per-sample values.
+    `is_write`: the workload's declared direction, which picks write or read amplification
+    (copy-large writes though its name does not say so)."""
     if not res.samples:
         return
     s = stats.summarize(res.samples)
@@ -887,10 +890,7 @@ def aggregate(res: Result) -> None:
     moved = _median([x.bytes for x in det])
     if moved:
         res.ctx_switches_per_gib = res.ctx_switches / (moved / GiB)
-        wrote = any(x.device.write_bytes for x in det)
-        if getattr(res, "params", {}).get("rw", "").endswith("write") or (
-            wrote and res.workload.endswith("write")
-        ):
+        if is_write:
             res.write_amplification = res.device.write_bytes / moved
         else:
             res.read_amplification = res.device.read_bytes / moved

@@ -8,7 +8,12 @@ import pytest
 
 from fsbench import registry
 from fsbench.errors import UsageError
+from fsbench.runner import Runner
+from fsbench.schema import Device, Result, Run, Sample
+from fsbench.units import GiB
 from fsbench.workloads.base import Target, hook
+from fsbench.workloads.copy import COPY_JOBS
+from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FioJob, with_numjobs
 
 
@@ -36,3 +41,25 @@ def test_params_distinguish_every_workload_variant(tmp_path) -> None:
         assert key not in seen, f"{wid} and {seen.get(key)} record the same params: {key}"
         seen[key] = wid
     assert len(seen) == len(variants)
+
+
+def _copy_result(wl_name: str) -> Result:
+    # A copy writes what it reads from tmpfs: the device sees writes, no reads.
+    s = Sample(value=1.0, seconds=1.0, bytes=GiB, device=Device(write_bytes=GiB + GiB // 2))
+    return Result(subject="a", workload=wl_name, workload_id=f"{wl_name}", metric="t",
+                  unit="MiB/s", samples=[1.0], sample_details=[s])  # fmt: skip
+
+
+def test_amplification_follows_the_declared_direction() -> None:
+    # copy-large declares is_write; its name does not end in "write".
+    wl = next(w for w in COPY_JOBS if w.name == "copy-large")
+    assert hook(wl, "is_write") is True
+    fake = FakeWorkload(name="copy-large")
+    fake.is_write = True  # type: ignore[attr-defined]
+    run = Run(run_id="r", started="t")
+    runner = Runner(run, [], [fake])
+    res = _copy_result("copy-large")
+    runner.results[("a", "copy-large")] = res
+    runner.finish()
+    assert res.write_amplification == pytest.approx(1.5)
+    assert res.read_amplification is None

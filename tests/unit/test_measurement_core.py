@@ -233,7 +233,7 @@ def test_cpu_per_gib_and_amplification_from_the_sample() -> None:
     assert s.cpu.per_gib_s == pytest.approx(4.0)
     res = Result(subject="a", workload="seq-write", params={"rw": "write"}, metric="t",
                  unit="MiB/s", samples=[s.value], sample_details=[s])  # fmt: skip
-    aggregate(res)
+    aggregate(res, is_write=True)
     assert res.write_amplification == pytest.approx(1.5)
     assert res.read_amplification is None
 
