@@ -851,8 +851,20 @@ def _median(xs: list[float]) -> float:
     return float(_st.median(xs)) if xs else 0.0
 
 
+def median_parts(samples: list[dict[str, float]]) -> dict[str, float]:
+    """The parts (app, driver, kernel threads) of the median sample by their sum, so they add
+    up to the median total shown beside them; per-part medians need not (each may come from
+    another sample). With an even count, the mean of the middle two samples' parts."""
+    order = sorted(samples, key=lambda p: sum(p.values()))
+    n = len(order)
+    mid = order[(n - 1) // 2 : n // 2 + 1]
+    keys = list(dict.fromkeys(k for p in samples for k in p))
+    return {k: sum(p.get(k, 0.0) for p in mid) / len(mid) for k in keys}
+
+
 def aggregate(res: Result, is_write: bool = False) -> None:
-    """Statistics over the samples; CPU, device and ctx as medians of the per-sample values.
+    """Statistics over the samples; CPU, device and ctx as medians of the per-sample values
+    (CPU per GiB and per kop: the median sample's parts, so they add up: median_parts).
     `is_write`: the workload's declared direction, which picks write or read amplification
     (copy-large writes though its name does not say so)."""
     if not res.samples:
@@ -870,15 +882,13 @@ def aggregate(res: Result, is_write: bool = False) -> None:
         "system_iowait_s",
     ]
     cpu = CPU(**{f: _median([getattr(x.cpu, f) for x in det]) for f in cpu_fields})
-    per = [x.cpu.per_gib_s for x in det if x.cpu.per_gib_s is not None]
+    per = [x.cpu.per_gib for x in det if x.cpu.per_gib_s is not None and x.cpu.per_gib]
     if per:
-        cpu.per_gib_s = _median(per)
-        cpu.per_gib = {
-            k: _median([x.cpu.per_gib.get(k, 0.0) for x in det]) for k in det[0].cpu.per_gib
-        }
+        cpu.per_gib = median_parts(per)
+        cpu.per_gib_s = sum(cpu.per_gib.values())
     per_kop = [x.cpu.per_kop_ms for x in det if x.cpu.per_kop_ms]
     if per_kop:
-        cpu.per_kop_ms = {k: _median([x.get(k, 0.0) for x in per_kop]) for k in per_kop[0]}
+        cpu.per_kop_ms = median_parts(per_kop)
     res.cpu = cpu
     res.device = Device(
         **{

@@ -8,8 +8,8 @@ import pytest
 
 from fsbench import registry
 from fsbench.errors import UsageError
-from fsbench.runner import Runner
-from fsbench.schema import Device, Result, Run, Sample
+from fsbench.runner import Runner, aggregate
+from fsbench.schema import CPU, Device, Result, Run, Sample
 from fsbench.units import GiB
 from fsbench.workloads.base import Target, hook
 from fsbench.workloads.copy import COPY_JOBS
@@ -63,3 +63,28 @@ def test_amplification_follows_the_declared_direction() -> None:
     runner.finish()
     assert res.write_amplification == pytest.approx(1.5)
     assert res.read_amplification is None
+
+
+def _cpu_sample(app: float, driver: float, kthreads: float) -> Sample:
+    per = {"app": app, "driver": driver, "kernel_threads": kthreads}
+    kop = {k: 10 * v for k, v in per.items()}
+    cpu = CPU(per_gib=per, per_gib_s=sum(per.values()), per_kop_ms=kop)
+    return Sample(value=1.0, seconds=1.0, bytes=GiB, cpu=cpu)
+
+
+def test_cpu_parts_add_up_to_the_total_beside_them() -> None:
+    # Per-part medians (2 + 2 + 0) would not add up to the median total (3).
+    det = [_cpu_sample(3, 0, 0), _cpu_sample(0, 3, 0), _cpu_sample(2, 2, 2)]
+    res = Result(subject="a", workload="w", metric="t", unit="MiB/s",
+                 samples=[1.0, 1.0, 1.0], sample_details=det)  # fmt: skip
+    aggregate(res)
+    assert res.cpu.per_gib_s == pytest.approx(3.0)
+    assert sum(res.cpu.per_gib.values()) == pytest.approx(res.cpu.per_gib_s)
+    assert res.cpu.per_kop_ms is not None
+    assert sum(res.cpu.per_kop_ms.values()) == pytest.approx(30.0)
+    # With an even count the total is the mean of the middle two, and so are its parts.
+    res.sample_details.append(_cpu_sample(1, 1, 2))
+    res.samples.append(1.0)
+    aggregate(res)
+    assert res.cpu.per_gib_s == pytest.approx(3.5)
+    assert sum(res.cpu.per_gib.values()) == pytest.approx(3.5)
