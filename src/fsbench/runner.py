@@ -831,6 +831,7 @@ def build_sample(
         cache=cache,  # type: ignore[arg-type]
         cpu=cpu,
         ctx_switches=ctx,
+        subject_ctx_switches=m.app_ctx + d.daemon_ctx,
         device=d.device,
         extra=extra,
         flags=flags,
@@ -897,9 +898,13 @@ def aggregate(res: Result, is_write: bool = False) -> None:
         }
     )
     res.ctx_switches = _median([x.ctx_switches for x in det])
+    own = [x.subject_ctx_switches for x in det if x.subject_ctx_switches is not None]
+    res.subject_ctx_switches = _median(own) if own else None
     moved = _median([x.bytes for x in det])
     if moved:
         res.ctx_switches_per_gib = res.ctx_switches / (moved / GiB)
+        if res.subject_ctx_switches is not None:
+            res.subject_ctx_switches_per_gib = res.subject_ctx_switches / (moved / GiB)
         if is_write:
             res.write_amplification = res.device.write_bytes / moved
         else:

@@ -37,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     same_cpu_end and cross_cpu_end (re-measured after the last sample).
 #     Later, additive: fio params gain new_file (a write to a new file: seq-write/*) and
 #     warmed_by ("write": seq-read/warm), so every variant's params differ from every other's.
+#     Later, additive: subject_ctx_switches (app + daemon) on samples and results, and
+#     subject_ctx_switches_per_gib; ctx_switches stays the whole machine's.
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -87,7 +89,9 @@ class Sample(_Model):
     ops: int = 0
     cache: CacheState = "n/a"
     cpu: CPU = Field(default_factory=CPU)
-    ctx_switches: int = 0
+    ctx_switches: int = 0  # the whole machine's (/proc/stat ctxt): every process and kworker
+    # The subject's own: the app's and the FUSE daemon's (all threads). None: older runs.
+    subject_ctx_switches: int | None = None
     device: Device = Field(default_factory=Device)
     extra: dict[str, Any] = Field(default_factory=dict)  # fio latency percentiles, IOPS, ...
     flags: list[str] = Field(default_factory=list)
@@ -129,8 +133,10 @@ class Result(_Model):
     outliers: list[int] = Field(default_factory=list)
     cache: CacheState = "n/a"
     cpu: CPU = Field(default_factory=CPU)
-    ctx_switches: float | None = None
+    ctx_switches: float | None = None  # the whole machine's (Sample.ctx_switches), median
     ctx_switches_per_gib: float | None = None
+    subject_ctx_switches: float | None = None  # the app's and the daemon's, median
+    subject_ctx_switches_per_gib: float | None = None
     device: Device = Field(default_factory=Device)
     write_amplification: float | None = None
     read_amplification: float | None = None

@@ -113,7 +113,7 @@ def result(
             for v in samples
         ],
         cpu=CPU(per_gib_s=sum(cpu.values()), per_gib=cpu),
-        ctx_switches_per_gib=ctx,
+        subject_ctx_switches_per_gib=ctx,
         write_amplification=1.01,
     )
     if trace is not None:

@@ -118,7 +118,7 @@ def test_a_run_without_probe_data_says_only_what_it_has() -> None:
         setattr(res, "trace", None)  # noqa: B010 (an extra field now, a declared one later)
     e = explained(r)
     assert {f.name for f in e.factors} <= {"cpu", "context switches", "write amplification"}
-    assert "1,100,000 context switches per GiB (ext4: 5,000)" in e.sentence()
+    assert "1,100,000 app + daemon context switches per GiB (ext4: 5,000)" in e.sentence()
     assert any("no probe data" in u for u in e.unavailable)
 
 

@@ -8,10 +8,13 @@ import pytest
 
 from fsbench import registry
 from fsbench.errors import UsageError
-from fsbench.runner import Runner, aggregate
-from fsbench.schema import CPU, Device, Result, Run, Sample
+from fsbench.probes.sample import ProbeDelta
+from fsbench.report.explain import explain_result, profile
+from fsbench.report.html import render_html
+from fsbench.runner import Runner, aggregate, build_sample
+from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
 from fsbench.units import GiB
-from fsbench.workloads.base import Target, hook
+from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FioJob, with_numjobs
@@ -88,3 +91,39 @@ def test_cpu_parts_add_up_to_the_total_beside_them() -> None:
     aggregate(res)
     assert res.cpu.per_gib_s == pytest.approx(3.5)
     assert sum(res.cpu.per_gib.values()) == pytest.approx(3.5)
+
+
+def _ctx_result(subject: str, app: int, daemon: int, machine: int) -> Result:
+    m = Measurement(value=100.0, seconds=1.0, bytes=GiB, app_ctx=app)
+    d = ProbeDelta(daemon_ctx=daemon, system_ctx=machine)
+    s = build_sample(m, d, FakeWorkload(name="seq-write"), "n/a", [])
+    res = Result(subject=subject, workload="seq-write", metric="t", unit="MiB/s",
+                 samples=[s.value], sample_details=[s])  # fmt: skip
+    aggregate(res, is_write=True)
+    return res
+
+
+def test_context_switches_are_the_subjects_where_the_label_says_subject() -> None:
+    # The app's and the daemon's own switches are the subject's; /proc/stat ctxt is the
+    # whole machine's (every other process, every kworker) and is labelled so.
+    res = _ctx_result("ntfs-3g", app=1000, daemon=3000, machine=90_000)
+    assert res.sample_details[0].subject_ctx_switches == 4000
+    assert res.subject_ctx_switches_per_gib == pytest.approx(4000)
+    assert res.ctx_switches_per_gib == pytest.approx(90_000)  # still recorded: the machine's
+    base = _ctx_result("ext4", app=100, daemon=0, machine=80_000)
+    run = Run(run_id="r", started="t", results=[base, res])
+    run.subjects = [Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel"),
+                    Subject(id="ntfs-3g", driver="ntfs-3g", fs="ntfs", kind="fuse")]  # fmt: skip
+    prof = profile(res, run)
+    assert prof.ctx == pytest.approx(4000)
+    labels = {key: label for key, label, _, _ in prof.figures()}
+    assert "app + daemon" in labels["ctx"]
+    factor = next(f for f in explain_result(res, base, run).factors if f.name == "context switches")
+    assert "4,000" in factor.sentence and "90,000" not in factor.sentence
+    assert "app + daemon" in factor.sentence
+    html = render_html(run)
+    assert "4,000" in html and "90,000" not in html
+    # An older run has only the machine's figure: shown, and labelled the machine's.
+    old = res.model_copy(update={"subject_ctx_switches_per_gib": None})
+    old_prof = profile(old, run)
+    assert {k: lab for k, lab, _, _ in old_prof.figures()}["ctx.machine"].startswith("machine")

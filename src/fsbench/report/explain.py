@@ -215,7 +215,8 @@ class Profile:
     writeback: tuple[float, float, float | None] | None = None  # pauses, pause s, pages /unit
     sched: tuple[float, float, float] | None = None  # wake-ups, cross-CPU, migrations /unit
     cpu: dict[str, float] | None = None  # seconds per unit by part
-    ctx: float | None = None
+    ctx: float | None = None  # context switches per GiB
+    ctx_machine: bool = False  # ctx is the whole machine's (older runs), not app + daemon
     amplification: dict[str, float] = field(default_factory=dict)
 
     def figures(self) -> list[tuple[str, str, float, str]]:
@@ -249,7 +250,11 @@ class Profile:
         for part, v in sorted((self.cpu or {}).items()):
             out.append((f"cpu.{part}", f"CPU {_PART_WORDS.get(part, part)} per {per}", v, "s"))
         if self.ctx is not None:
-            out.append(("ctx", "context switches per GiB", self.ctx, "count"))
+            # Different keys: diff never sets a machine figure against a subject's.
+            if self.ctx_machine:
+                out.append(("ctx.machine", "machine context switches per GiB", self.ctx, "count"))
+            else:
+                out.append(("ctx", "context switches per GiB (app + daemon)", self.ctx, "count"))
         return out
 
 
@@ -350,7 +355,9 @@ def profile(res: Result, run: Run) -> Profile:
             )
     if per == "GiB" and res.cpu.per_gib:
         p.cpu = {k: v for k, v in res.cpu.per_gib.items() if isinstance(v, int | float)}
-        p.ctx = res.ctx_switches_per_gib
+        own = getattr(res, "subject_ctx_switches_per_gib", None)
+        p.ctx = own if own is not None else res.ctx_switches_per_gib
+        p.ctx_machine = own is None and p.ctx is not None
     elif per != "GiB":
         per_kop = getattr(res.cpu, "per_kop_ms", None) or {}
         if per_kop:
@@ -789,11 +796,17 @@ def _cpu_factor(prof: Profile, base: Profile | None, base_name: str) -> list[Fac
 def _ctx_factor(prof: Profile, base: Profile | None, base_name: str) -> list[Factor]:
     if prof.ctx is None:
         return []
-    bctx = base.ctx if base is not None else None
+    # A subject's figure is set only against a subject's, a machine's against a machine's.
+    same = base is not None and base.ctx_machine == prof.ctx_machine
+    bctx = base.ctx if base is not None and same else None
     if bctx is not None and not _differs(prof.ctx, bctx):
         return []
-    text = f"{fmt_count(prof.ctx)} context switches per GiB"
-    brief = f"{fmt_short(prof.ctx)} ctx switches/GiB"
+    if prof.ctx_machine:
+        text = f"{fmt_count(prof.ctx)} context switches per GiB on the whole machine"
+        brief = f"{fmt_short(prof.ctx)} machine ctx switches/GiB"
+    else:
+        text = f"{fmt_count(prof.ctx)} app + daemon context switches per GiB"
+        brief = f"{fmt_short(prof.ctx)} app+daemon ctx switches/GiB"
     if bctx is not None:
         text += f" ({base_name}: {fmt_count(bctx)})"
         brief += f" ({base_name} {fmt_short(bctx)})"

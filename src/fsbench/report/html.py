@@ -139,6 +139,16 @@ def _cpu_parts(res: Result) -> str:
     return " + ".join(f"{per.get(k, 0.0):.2f}" for k in ("app", "driver", "kernel_threads"))
 
 
+def _ctx(res: Result) -> str:
+    """The subject's context switches per GiB (app + daemon); an older run has only the whole
+    machine's, and says so."""
+    if res.subject_ctx_switches_per_gib is not None:
+        return f"{res.subject_ctx_switches_per_gib:,.0f}"
+    if res.ctx_switches_per_gib is not None:
+        return f"{res.ctx_switches_per_gib:,.0f} (machine)"
+    return ""
+
+
 def _amp(res: Result) -> str:
     bits = []
     if res.read_amplification is not None:
@@ -176,7 +186,7 @@ def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
         test=test,
         cpu="" if res.cpu.per_gib_s is None else f"{res.cpu.per_gib_s:.2f}",
         cpu_parts=_cpu_parts(res),
-        ctx="" if res.ctx_switches_per_gib is None else f"{res.ctx_switches_per_gib:,.0f}",
+        ctx=_ctx(res),
         amp=_amp(res),
         cache=_CACHE_TEXT.get(res.cache, res.cache),
         n=len(res.samples),
