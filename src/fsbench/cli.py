@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from fsbench import __version__, options
-from fsbench.errors import EXIT_USAGE, FsbenchError, UsageError
+from fsbench.errors import EXIT_FAILED, EXIT_USAGE, FsbenchError, UsageError
 
 err = Console(stderr=True)
 
@@ -385,7 +385,7 @@ def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -
 def cleanup(include_running: bool) -> None:
     """Release what an interrupted or killed run left: mounts, daemons, loops, images, and
     loops over deleted fsbench images that a file system frozen at the kill still pins."""
-    from fsbench.lab.state import cleanup_all
+    from fsbench.lab.state import cleanup_all, failures
 
     notes, skipped = cleanup_all(include_running)
     for n in notes:
@@ -394,6 +394,10 @@ def cleanup(include_running: bool) -> None:
         click.echo(f"run {s} is still running; left alone (use --all to force)", err=True)
     if not notes and not skipped:
         click.echo("nothing to clean up")
+    failed = failures(notes)
+    if failed:
+        click.echo(f"fsbench cleanup: {len(failed)} step(s) failed (above)", err=True)
+        raise click.exceptions.Exit(EXIT_FAILED)
 
 
 from fsbench.commands.verify import hash_tree as _hash  # noqa: E402

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from fsbench import registry
-from fsbench.errors import UsageError
+from fsbench.cli import cli
+from fsbench.errors import EXIT_FAILED, UsageError
+from fsbench.lab import state
 from fsbench.probes.sample import ProbeDelta
 from fsbench.report.explain import explain_result, profile
 from fsbench.report.html import render_html
@@ -127,3 +133,38 @@ def test_context_switches_are_the_subjects_where_the_label_says_subject() -> Non
     old = res.model_copy(update={"subject_ctx_switches_per_gib": None})
     old_prof = profile(old, run)
     assert {k: lab for k, lab, _, _ in old_prof.figures()}["ctx.machine"].startswith("machine")
+
+
+def test_cleanup_says_what_it_did_and_what_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setattr(state, "release_orphans", lambda live: [])  # no loop devices here
+    images, mnt = tmp_path / "fsbench-img", tmp_path / "fsbench-mnt"
+    images.mkdir()
+    mnt.mkdir()
+    # A canned failure of each kind: a setting that cannot be written back (no such module),
+    # a directory that cannot be deleted.
+    setting = "/sys/module/fsbench_no_such_module/parameters/x"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    rec = state.StateRecord("r1", dead.pid, str(images), str(mnt), restore={setting: "1"})
+    rec.save()
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path: str, ignore_errors: bool = False, **k: object) -> None:
+        if Path(path) != images:
+            return real_rmtree(path, ignore_errors)
+        if not ignore_errors:  # as the real one: ignore_errors says nothing of the failure
+            raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(state.shutil, "rmtree", rmtree)
+    r = CliRunner().invoke(cli, ["cleanup"])
+    out = r.output
+    assert f"restored {setting}" not in out
+    assert f"could not restore {setting} = 1" in out
+    assert f"removed {images}" not in out and f"could not remove {images}" in out
+    assert f"removed {mnt}" in out and not mnt.exists()  # what it did do, it says
+    assert r.exit_code == EXIT_FAILED
+    # The record stays: the next cleanup tries again what failed.
+    assert [x.run_id for x in state.records()] == ["r1"]

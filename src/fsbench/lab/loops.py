@@ -16,8 +16,10 @@ def attach(image: Path, read_only: bool = False) -> str:
     return run([*argv, str(image)]).stdout.strip()
 
 
-def detach(device: str) -> None:
-    run(["losetup", "-d", device], check=False)
+def detach(device: str) -> str | None:
+    """Detach a loop device; None when done, else why not (losetup's words)."""
+    proc = run(["losetup", "-d", device], check=False)
+    return None if proc.returncode == 0 else (proc.stderr.strip() or f"exit {proc.returncode}")
 
 
 def list_loops() -> list[tuple[str, str]]:

@@ -81,10 +81,20 @@ def _under(path: str, root: str) -> bool:
     return bool(path) and bool(root) and (path == root or path.startswith(root.rstrip("/") + "/"))
 
 
+# How a note says a step failed (failures() finds them): the rest say what was done.
+FAILED = "could not "
+
+
+def failures(notes: list[str]) -> list[str]:
+    return [n for n in notes if FAILED in n]
+
+
 def release(rec: StateRecord) -> list[str]:
     """Unmount, stop daemons, detach loops, delete images of one record. Idempotent.
 
-    Signals are held off meanwhile: a second Ctrl-C must not leave half a teardown.
+    Returns a note per step: what was done, or "could not …" and why (each checked, never
+    assumed). When a step failed the record is kept, so the next `fsbench cleanup` tries it
+    again. Signals are held off meanwhile: a second Ctrl-C must not leave half a teardown.
     """
     notes: list[str] = []
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -107,11 +117,13 @@ def release(rec: StateRecord) -> list[str]:
                 if mounts.thaw(entry.mountpoint):
                     notes.append(f"thawed {entry.mountpoint}")
             except OSError as e:
-                notes.append(f"cannot thaw {entry.mountpoint}: {e.strerror}")
+                notes.append(f"{FAILED}thaw {entry.mountpoint}: {e.strerror}")
         for entry in reversed(ours):  # innermost first
             daemons = mounts.processes_mentioning(entry.mountpoint)
             notes += mounts.unmount(entry.mountpoint, daemons, timeout=15)
-            notes.append(f"unmounted {entry.mountpoint}")
+            gone = mounts.find_mount(entry.mountpoint) is None
+            notes.append(("" if gone else FAILED) + f"unmount{'ed' if gone else ''} "
+                         f"{entry.mountpoint}")  # fmt: skip
         stray = mounts.processes_mentioning(rec.mount_dir) if rec.mount_dir else []
         if stray:
             mounts.kill_pids(stray)
@@ -122,24 +134,38 @@ def release(rec: StateRecord) -> list[str]:
         recorded = {(d, b) for d, b in rec.loops}
         for dev, back in loops.list_loops():
             if _under(back, rec.image_dir) or (dev, back) in recorded:
-                loops.detach(dev)
-                notes.append(f"detached {dev}")
+                why = loops.detach(dev)
+                notes.append(f"{FAILED}detach {dev}: {why}" if why else f"detached {dev}")
         for path, value in rec.restore.items():
             if path.startswith("/sys/module/"):  # only what a run may tune
-                with contextlib.suppress(OSError):
+                try:
                     Path(path).write_text(value)
-                notes.append(f"restored {path} = {value}")
+                    notes.append(f"restored {path} = {value}")
+                except OSError as e:
+                    notes.append(f"{FAILED}restore {path} = {value}: {e.strerror or e}")
         for d in (rec.image_dir, rec.mount_dir, *rec.temp_paths):
             if d and Path(d).exists() and Path(d).name.startswith("fsbench-"):
-                shutil.rmtree(d, ignore_errors=True)
-                notes.append(f"removed {d}")
-        if rec.path:
+                notes.append(_remove(d))
+        if rec.path and failures(notes):
+            notes.append(f"kept the record {rec.path}: `fsbench cleanup` tries again")
+        elif rec.path:
             Path(rec.path).unlink(missing_ok=True)
     finally:
         with contextlib.suppress(ValueError):
             for s, h in old.items():
                 signal.signal(s, h)
     return notes
+
+
+def _remove(d: str) -> str:
+    """Delete a directory of the run's; the note says whether it is gone."""
+    try:
+        shutil.rmtree(d)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        return f"{FAILED}remove {d}: {e.strerror or e}"
+    return f"{FAILED}remove {d}" if Path(d).exists() else f"removed {d}"
 
 
 def _kill_marked(rec: StateRecord) -> list[int]:
@@ -334,21 +360,21 @@ def release_orphans(live_dirs: set[str] = frozenset()) -> list[str]:
             where = tempfile.mkdtemp(prefix="fsbench-orphan-")
             try:
                 if run(["mount", "-t", fstype, dev, where], check=False, timeout=60).returncode:
-                    what.append(f"could not mount its {fstype} file system again")
+                    what.append(f"{FAILED}mount its {fstype} file system again")
                 else:
                     try:
                         if mounts.thaw(where):
                             what.append(f"thawed its frozen {fstype} file system")
                     except OSError as e:
-                        what.append(f"could not thaw its {fstype} file system ({e.strerror})")
+                        what.append(f"{FAILED}thaw its {fstype} file system ({e.strerror})")
                     proc = run(["umount", where], check=False, timeout=60)
-                    what.append("unmounted it" if proc.returncode == 0 else "could not unmount")
+                    what.append("unmounted it" if proc.returncode == 0 else f"{FAILED}unmount")
             except LabError as e:
                 what.append(str(e))
             finally:
                 with contextlib.suppress(OSError):
                     os.rmdir(where)
-        loops.detach(dev)
-        what.append("detached")
+        why = loops.detach(dev)
+        what.append(f"{FAILED}detach: {why}" if why else "detached")
         notes.append(f"[orphan] {dev} over deleted {image}: {', '.join(what)}")
     return notes
