@@ -1,9 +1,14 @@
 """Several fio clients against one shared directory, through fio's client/server mode (issue 13).
 
-The clients live on this machine only: each in a network namespace the fixture creates
-(fsbench-t-*), reached over a veth pair with private addresses of its own (10.213.X.Y/30),
-running `fio --server`; all share one directory under /dev/shm that the test owns. The
-finalizer removes servers, veths and namespaces even when a test fails.
+Every address lives inside network namespaces the fixture creates, both ends: each client in
+a namespace of its own (fsbench-t-TAG-N) running `fio --server`, and fsbench itself in a hub
+namespace (fsbench-t-TAG-hub) joined to each client by a veth pair created inside the two
+namespaces (10.213.X.Y/30). The root namespace holds no address and no route of the test, and
+the hub has no interface but its veths and lo: a packet for a client can go nowhere else. Before
+anything is sent, `ip route get ADDR` in the hub must name that client's own veth, or the set-up
+refuses (a sabotaged set-up, below, proves it). All clients share one directory under /dev/shm
+the test owns. The finalizer removes servers and namespaces (with their veths) even when a test
+fails.
 """
 
 from __future__ import annotations
@@ -16,12 +21,12 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, fsbench, fsbench_argv, wait_until
+from conftest import REPO, fsbench_argv, wait_until
 
 PORT = 8765
 
@@ -53,6 +58,10 @@ class NsClient:
         os.killpg(self.server.pid, signal.SIGKILL)
 
 
+class RouteRefused(AssertionError):
+    """A client address the hub would not reach over the veth the test made for it."""
+
+
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
 
@@ -63,52 +72,106 @@ def _free_octet() -> int:
         x = 100 + secrets.randbelow(150)
         if f"10.213.{x}." not in used:
             return x
-    pytest.skip("no free 10.213.X.0/24 for the namespace clients")
+    pytest.skip("not applicable here: no free 10.213.X.0/24 for the namespace clients")
 
 
-def _listening(c: NsClient) -> bool:
-    ss = ["ip", "netns", "exec", c.ns, "ss", "-ltn"]
-    return f"{c.addr}:{PORT}" in subprocess.run(ss, capture_output=True, text=True).stdout
+def check_route(hub: str, addr: str, link: str) -> None:
+    """Refuse unless the hub reaches `addr` directly over `link`, the veth made for it."""
+    got = subprocess.run(
+        ["ip", "-n", hub, "-o", "route", "get", addr], capture_output=True, text=True, timeout=20
+    )
+    words = got.stdout.split()
+    dev = words[words.index("dev") + 1] if "dev" in words[:-1] else None
+    if got.returncode != 0 or "via" in words or dev != link:
+        raise RouteRefused(f"refusing to send to {addr}: {(got.stdout + got.stderr).strip()!r}")
+
+
+def hub_links(hub: str) -> list[str]:
+    """The interfaces inside the hub namespace."""
+    out = subprocess.run(["ip", "-n", hub, "-o", "link"], capture_output=True, text=True).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+
+
+@contextlib.contextmanager
+def namespaces(n: int, sabotage: Callable[[str, str], None] | None = None) -> Iterator[dict]:
+    """A hub namespace and `n` client namespaces, each joined to the hub by a veth pair created
+    inside them (never in the root namespace), with routes checked. `sabotage(hub, link)` runs
+    mid-set-up, after a pair is made and before it is addressed. Yields {hub, clients: [(ns,
+    addr)], links}; everything is deleted on the way out."""
+    tag = secrets.token_hex(2)
+    hub = f"fsbench-t-{tag}-hub"
+    made: list[str] = []
+    try:
+        _ip("netns", "add", hub)
+        made.append(hub)
+        _ip("-n", hub, "link", "set", "lo", "up")
+        x = _free_octet()
+        clients, links = [], []
+        for i in range(n):
+            ns, hub_if, ns_if = f"fsbench-t-{tag}-{i}", f"fbt{i}h", f"fbt{i}n"
+            hub_addr, addr = f"10.213.{x}.{4 * i + 1}", f"10.213.{x}.{4 * i + 2}"
+            _ip("netns", "add", ns)
+            made.append(ns)
+            _ip("-n", hub, "link", "add", hub_if, "type", "veth", "peer", "name", ns_if,
+                "netns", ns)  # fmt: skip
+            if sabotage is not None:
+                sabotage(hub, hub_if)
+            with contextlib.suppress(subprocess.CalledProcessError):  # the check below says
+                _ip("-n", hub, "addr", "add", f"{hub_addr}/30", "dev", hub_if)
+                _ip("-n", hub, "link", "set", hub_if, "up")
+                _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", ns_if)
+                _ip("-n", ns, "link", "set", ns_if, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            check_route(hub, addr, hub_if)
+            clients.append((ns, addr))
+            links.append(hub_if)
+        yield {"hub": hub, "clients": clients, "links": links}
+    finally:
+        for ns in reversed(made):  # a namespace takes its veth ends with it
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_a_sabotaged_veth_is_refused_and_nothing_can_leave() -> None:
+    """The link deleted mid-set-up: the route check refuses before anything is sent, and the
+    hub, where fsbench would run, has no interface but lo, so no packet could have gone out."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2: creates network namespaces")
+    seen: dict[str, list[str]] = {}
+
+    def delete_link(hub: str, link: str) -> None:
+        _ip("-n", hub, "link", "del", link)
+        seen["links"] = hub_links(hub)
+
+    with pytest.raises(RouteRefused, match=r"refusing to send to 10\.213\."):  # noqa: SIM117
+        with namespaces(1, sabotage=delete_link):
+            pass
+    assert seen["links"] == ["lo"]
 
 
 @pytest.fixture
-def ns_clients() -> Iterator[tuple[list[NsClient], Path]]:
+def ns_clients() -> Iterator[tuple[list[NsClient], Path, str]]:
     if os.geteuid() != 0:
         pytest.skip("needs root: creates network namespaces")
     if shutil.which("fio") is None or shutil.which("ip") is None:
         pytest.skip("needs fio and iproute2")
-    tag = secrets.token_hex(2)
-    shared = Path(f"/dev/shm/fsbench-t-{tag}")
-    namespaces: list[str] = []
-    links: list[str] = []
+    shared = Path(f"/dev/shm/fsbench-t-{secrets.token_hex(2)}")
     clients: list[NsClient] = []
     try:
         shared.mkdir()
-        x = _free_octet()
-        for i in range(3):
-            ns, host_if, ns_if = f"fsbench-t-{tag}-{i}", f"fbt{tag}{i}h", f"fbt{tag}{i}n"
-            host_addr, addr = f"10.213.{x}.{4 * i + 1}", f"10.213.{x}.{4 * i + 2}"
-            _ip("netns", "add", ns)
-            namespaces.append(ns)
-            _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
-            links.append(host_if)
-            _ip("link", "set", ns_if, "netns", ns)
-            _ip("addr", "add", f"{host_addr}/30", "dev", host_if)
-            _ip("link", "set", host_if, "up")
-            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", ns_if)
-            _ip("-n", ns, "link", "set", ns_if, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-            server = subprocess.Popen(
-                ["ip", "netns", "exec", ns, "fio", f"--server=ip:{addr},{PORT}"],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            clients.append(NsClient(ns, addr, server))
-        for c in clients:
-            assert wait_until(lambda c=c: _listening(c), 10), f"no fio server in {c.ns}"
-        yield clients, shared
+        with namespaces(3) as net:
+            assert sorted(hub_links(net["hub"])) == sorted(["lo", *net["links"]])
+            for ns, addr in net["clients"]:
+                server = subprocess.Popen(
+                    ["ip", "netns", "exec", ns, "fio", f"--server=ip:{addr},{PORT}"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                clients.append(NsClient(ns, addr, server))
+            for c in clients:
+                assert wait_until(lambda c=c: _listening(c), 10), f"no fio server in {c.ns}"
+            yield clients, shared, net["hub"]
     finally:
         for c in clients:
             with contextlib.suppress(ProcessLookupError):
@@ -121,11 +184,17 @@ def ns_clients() -> Iterator[tuple[list[NsClient], Path]]:
             if any(a in argv for a in ours):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        for link in links:
-            subprocess.run(["ip", "link", "del", link], capture_output=True)
-        for ns in namespaces:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def _listening(c: NsClient) -> bool:
+    ss = ["ip", "netns", "exec", c.ns, "ss", "-ltn"]
+    return f"{c.addr}:{PORT}" in subprocess.run(ss, capture_output=True, text=True).stdout
+
+
+def in_hub(hub: str, *args: str) -> list[str]:
+    """fsbench's command line, run inside the hub namespace (uv offline: there is no network)."""
+    return ["ip", "netns", "exec", hub, "env", "UV_OFFLINE=1", *fsbench_argv(*args)]
 
 
 def _processes() -> Iterator[tuple[int, list[bytes]]]:
@@ -136,6 +205,13 @@ def _processes() -> Iterator[tuple[int, list[bytes]]]:
                 yield int(p.name), (p / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def fio_clients_of_ours(clients: list[NsClient]) -> list[int]:
@@ -152,30 +228,18 @@ def fio_clients_of_ours(clients: list[NsClient]) -> list[int]:
 def test_sweep_over_three_namespace_clients(
     ns_clients: tuple[list[NsClient], Path], tmp_path: Path
 ) -> None:
-    clients, shared = ns_clients
+    clients, shared, hub = ns_clients
     out = tmp_path / "out"
-    res = fsbench(
-        "run",
-        "--target",
-        str(shared),
-        "--clients",
-        ",".join(c.spec for c in clients),
-        "--clients-sweep",
-        "1,2,3",
-        "--workloads",
-        "seq-write/buffered",
-        "--scale",
-        "0.05",  # 51 MiB files, 1 s time-based samples
-        "--repeat",
-        "2",
-        "--warmup",
-        "0",
-        "--out",
-        str(out),
-        "--db",
-        str(tmp_path / "db.sqlite"),
-        timeout=120,
-    )
+    res = subprocess.run(
+        in_hub(
+            hub, "run", "--target", str(shared),
+            "--clients", ",".join(c.spec for c in clients), "--clients-sweep", "1,2,3",
+            "--workloads", "seq-write/buffered",
+            "--scale", "0.05",  # 51 MiB files, 1 s time-based samples
+            "--repeat", "2", "--warmup", "0", "--out", str(out), "--db", str(tmp_path / "db"),
+        ),
+        cwd=REPO, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr
     run = json.loads((out / "results.json").read_text())
     env_clients = run["environment"]["clients"]
@@ -213,49 +277,32 @@ def test_sweep_over_three_namespace_clients(
 def test_client_killed_mid_sample_fails_it_by_name(
     ns_clients: tuple[list[NsClient], Path], tmp_path: Path
 ) -> None:
-    clients, shared = ns_clients
+    clients, shared, hub = ns_clients
     out = tmp_path / "out"
     victim = clients[1]
     proc = subprocess.Popen(
-        fsbench_argv(
-            "run",
-            "--target",
-            str(shared),
-            "--clients",
-            ",".join(c.spec for c in clients),
-            "--workloads",
-            "seq-write/buffered",
-            "--scale",
-            "1",  # 2 s samples: the kill lands inside one
-            "--repeat",
-            "2",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-            "--db",
-            str(tmp_path / "db.sqlite"),
+        in_hub(
+            hub, "run", "--target", str(shared), "--clients", ",".join(c.spec for c in clients),
+            "--workloads", "seq-write/buffered",
+            "--scale", "1",  # 2 s samples: the kill lands inside one
+            "--repeat", "2", "--warmup", "0", "--out", str(out), "--db", str(tmp_path / "db"),
         ),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
         # The sample is running once the victim's server has a connection that lasts (the
-        # version probe's is gone within a moment).
-        def running() -> bool:
-            kids = victim.server_children()
-            return bool(kids) and any(shared.glob(".fsbench-*/client-*.fio"))
+        # version probe's is gone within a moment) and its client has written a MiB.
+        def writing() -> bool:
+            mine = shared.glob(f".fsbench-*/{victim.addr}.*")
+            return bool(victim.server_children()) and any(_size(f) > 2**20 for f in mine)
 
         t0 = time.monotonic()
-        assert wait_until(running, 30), "the sample never started on the victim"
-        time.sleep(1.2)
+        assert wait_until(writing, 30), "the sample never started on the victim"
         victim.kill()
         killed = time.monotonic()
         _out, stderr = proc.communicate(timeout=90)
         after = time.monotonic() - killed
-        print(f"started after {killed - 1.2 - t0:.1f} s; ended {after:.1f} s after the kill")
+        print(f"started after {killed - t0:.1f} s; ended {after:.1f} s after the kill")
     finally:
         if proc.poll() is None:
             proc.kill()
