@@ -7,7 +7,6 @@ file-system type in /proc/filesystems or a loadable module; a FUSE driver needs 
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 import shutil
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsbench.lab.formats import FORMATS
+from fsbench.probes.procfs import ProcFS
 
 SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -51,8 +51,8 @@ class Driver:
         argv = [self.binary_path() or self.binary, device, mountpoint]
         return [*argv, "-o", options] if options else argv
 
-    def binary_path(self) -> str | None:
-        return shutil.which(self.binary, path=SBIN_PATH) if self.binary else None
+    def binary_path(self, path: str = SBIN_PATH) -> str | None:
+        return shutil.which(self.binary, path=path) if self.binary else None
 
 
 GiB = 1024**3
@@ -151,26 +151,14 @@ class Availability:
     reason: str = ""  # why not, and what to do
 
 
-def kernel_filesystems(proc_filesystems: str = "/proc/filesystems") -> set[str]:
-    try:
-        text = Path(proc_filesystems).read_text()
-    except OSError:
-        return set()
-    return {line.split()[-1] for line in text.splitlines() if line.strip()}
-
-
-def _module_exists(module: str) -> bool:
-    base = Path("/lib/modules") / platform.release()
-    if not base.is_dir():
-        return False
-    return any(base.rglob(f"{module}.ko*"))
-
-
-def availability(driver: Driver) -> Availability:
+def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH) -> Availability:
+    """Whether this machine can mount with `driver`; `fs` and `path` are where the kernel and
+    the binaries are looked for (a canned tree in tests)."""
+    fs = fs or ProcFS()
     if driver.kind == "kernel":
-        if driver.fstype in kernel_filesystems():
+        if driver.fstype in fs.filesystems():
             return Availability(True)
-        if _module_exists(driver.module):
+        if fs.module_exists(driver.module, platform.release()):
             return Availability(True)
         return Availability(
             False,
@@ -178,11 +166,11 @@ def availability(driver: Driver) -> Availability:
             f"/proc/filesystems and no {driver.module} module under /lib/modules; "
             f"use a kernel built with it",
         )
-    if driver.binary_path() is None:
+    if driver.binary_path(path) is None:
         return Availability(False, f"{driver.binary} not found; apt-get install {driver.package}")
-    if not os.path.exists("/dev/fuse"):
+    if not fs.exists("/dev/fuse"):
         return Availability(False, "/dev/fuse is missing; modprobe fuse")
-    if "fuse" not in kernel_filesystems() and "fuseblk" not in kernel_filesystems():
+    if not {"fuse", "fuseblk"} & fs.filesystems():
         return Availability(False, "the kernel has no FUSE support; modprobe fuse")
     return Availability(True)
 

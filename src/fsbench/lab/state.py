@@ -22,6 +22,7 @@ from fsbench.errors import LabError
 from fsbench.lab import loops, mounts
 from fsbench.lab.system import run
 from fsbench.probes import trace
+from fsbench.probes.procfs import ProcFS
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
 OWNER_FILE = ".fsbench-record.json"  # a record's copy inside its own temporary directory
@@ -340,14 +341,6 @@ def _held_open(dev: str) -> bool:
     return False
 
 
-def _kernel_filesystems() -> set[str]:
-    try:
-        lines = Path("/proc/filesystems").read_text().splitlines()
-    except OSError:
-        return set()
-    return {ln.split()[-1] for ln in lines if ln.strip() and not ln.startswith("nodev")}
-
-
 def release_orphans(live_dirs: set[str] = frozenset()) -> list[str]:
     """Release orphan loops (see orphan_loops): mount the file system again in a private
     directory, thaw it, unmount it, detach the loop. Returns what was done, in words."""
@@ -355,7 +348,7 @@ def release_orphans(live_dirs: set[str] = frozenset()) -> list[str]:
     for dev, image in orphan_loops(live_dirs):
         what = []
         fstype = run(["blkid", "-o", "value", "-s", "TYPE", dev], check=False).stdout.strip()
-        if fstype in _kernel_filesystems():
+        if fstype in ProcFS().filesystems(nodev=False):
             # Mounting it again gives back its live superblock, which can then be thawed.
             where = tempfile.mkdtemp(prefix="fsbench-orphan-")
             try:

@@ -280,6 +280,34 @@ class ProcFS:
     def _s(self, ticks: int) -> float:
         return ticks / self.clk_tck
 
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.path(rel))
+
+    # -- the kernel
+
+    def filesystems(self, nodev: bool = True) -> set[str]:
+        """File-system types this kernel has now (/proc/filesystems); without `nodev`, only
+        those that mount a device. Empty when unreadable."""
+        try:
+            lines = self.read("proc/filesystems").splitlines()
+        except OSError:
+            return set()
+        return {
+            ln.split()[-1]
+            for ln in lines
+            if ln.strip() and (nodev or not ln.startswith("nodev"))
+        }
+
+    def module_exists(self, module: str, release: str) -> bool:
+        """A loadable module of that name in the kernel's module tree (/lib/modules/RELEASE)."""
+        base = self.path(f"lib/modules/{release}")
+        if not os.path.isdir(base):
+            return False
+        for _dir, _subdirs, files in os.walk(base):
+            if any(f == f"{module}.ko" or f.startswith(f"{module}.ko.") for f in files):
+                return True
+        return False
+
     # -- whole system
 
     def system_stat(self) -> SystemStat:
