@@ -18,15 +18,17 @@ import secrets
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fsbench.lab import state
 from fsbench.lab.drivers import DRIVERS, availability
+from polling import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
@@ -148,15 +150,6 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
-
-
 @dataclass(frozen=True)
 class RunDirs:
     run_id: str
@@ -251,6 +244,81 @@ def release_leftovers(state_dir: Path) -> None:
             os.kill(rec.pid, signal.SIGKILL)
             wait_until(lambda rec=rec: not alive(rec.pid), 10)
         state.release(rec)
+
+
+# -- run the command line, then prove it left nothing --------------------------------------------
+@dataclass
+class Ran:
+    """A finished fsbench process: its output and its results.json."""
+
+    proc: subprocess.Popen
+    stdout: str = ""
+    stderr: str = ""
+    doc: dict = field(default_factory=dict)
+
+
+@contextmanager
+def fsbench_run(
+    state_dir: Path, out: Path, *args: str, returncode: int = 0, timeout: float = 300
+) -> Iterator[Ran]:
+    """`fsbench ARGS --out OUT` started; the body may act on the running process (kill its
+    daemon, send a signal). On leaving: the process ended with `returncode`, results.json
+    loaded, and nothing of the run left anywhere. What the run left is read *before* the
+    last-resort release, so a leak fails the test instead of being cleaned up unseen; the
+    release still runs on every path, so a failing test leaks nothing either."""
+    proc = subprocess.Popen(
+        fsbench_argv(*args, "--out", str(out)),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "FSBENCH_STATE_DIR": str(state_dir)},
+    )
+    ran = Ran(proc)
+    left: dict[str, object] = {}
+    try:
+        yield ran
+        ran.stdout, ran.stderr = proc.communicate(timeout=timeout)
+        results = out / "results.json"
+        if results.exists():
+            ran.doc = json.loads(results.read_text())
+            left = RunDirs.of(ran.doc["run_id"], state_dir).leftovers()
+        stale = sorted(p.name for p in state_dir.glob("*.json"))
+        if stale:
+            left["state records"] = stale
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        release_leftovers(state_dir)
+    assert proc.returncode == returncode, ran.stderr[-3000:]
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    assert ran.doc, f"no results.json in {out}"
+    assert left == {}, f"run {ran.doc['run_id']} left behind: {left}"
+
+
+def fsbench_released(
+    state_dir: Path, out: Path, *args: str, returncode: int = 0, timeout: float = 300
+) -> Ran:
+    """`fsbench ARGS --out OUT` run to its end; see `fsbench_run` for what is checked."""
+    with fsbench_run(state_dir, out, *args, returncode=returncode, timeout=timeout) as ran:
+        pass
+    return ran
+
+
+def execute_released(plan: Any, state_dir: Path) -> tuple[Any, int]:
+    """`pipeline.execute(plan)` in this process (a test that patches the lab), with the same
+    proof as `fsbench_run`: what the run left is read before the last-resort release."""
+    from fsbench.pipeline import execute
+
+    try:
+        run, code = execute(plan)
+        left = RunDirs.of(run.run_id, state_dir).leftovers()
+    finally:
+        release_leftovers(state_dir)
+    assert left == {}, f"run {run.run_id} left behind: {left}"
+    return run, code
 
 
 # -- what a run may leave anywhere on the system: a list other moving parts extend ------------

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -296,7 +295,7 @@ def test_cleanup_spares_lookalike_mounts_loops_and_daemons(tmp_path: Path, dirs:
             subprocess.run(["losetup", "-d", other_dev], check=False)
         other_img.unlink(missing_ok=True)
         if other_mnt.exists():
-            time.sleep(0.1)
+            wait_until(lambda: mount_at(str(other_mnt)) is None, 10)
             other_mnt.rmdir()
 
 

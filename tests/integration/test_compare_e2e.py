@@ -15,25 +15,20 @@ import pytest
 from conftest import (
     REPO,
     MiB,
-    RunDirs,
-    fsbench,
+    execute_released,
+    fsbench_released,
     mount_at,
     need_drivers,
-    release_leftovers,
 )
 
 from fsbench.errors import EXIT_FAILED
 from fsbench.lab.backing import Backing
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
-from fsbench.pipeline import Plan, execute
+from fsbench.pipeline import Plan
 from fsbench.registry import resolve_workloads
 
 NOBODY = 65534
-
-
-def _run_dirs(results: dict, state_dir: Path) -> RunDirs:
-    return RunDirs.of(results["run_id"], state_dir)
 
 
 def _of(doc: dict, subject: str, workload: str) -> list[dict]:
@@ -51,32 +46,14 @@ def _asks_cold(result: dict) -> bool:
 def test_compare_ext4_and_fuse2fs(tmp_path: Path, state_dir: Path) -> None:
     need_drivers("ext4", "fuse2fs")
     out = tmp_path / "out"
-    try:
-        res = fsbench(
-            "compare",
-            "ext4",
-            "fuse2fs",
-            "--size",
-            "64M",
-            "--repeat",
-            "2",
-            "--warmup",
-            "0",
-            "--min-sample-time",
-            "0",
-            "--workloads",
-            "seq-write,seq-read",
-            "--out",
-            str(out),
-            "--db",
-            str(tmp_path / "results.db"),
-            "--json",
-        )
-    finally:
-        release_leftovers(state_dir)
-    assert res.returncode == 0, res.stderr
-    doc = json.loads((out / "results.json").read_text())
-    assert json.loads(res.stdout)["run_id"] == doc["run_id"]
+    ran = fsbench_released(
+        state_dir, out,
+        "compare", "ext4", "fuse2fs", "--size", "64M", "--repeat", "2", "--warmup", "0",
+        "--min-sample-time", "0", "--workloads", "seq-write,seq-read",
+        "--db", str(tmp_path / "results.db"), "--json",
+    )  # fmt: skip
+    doc = ran.doc
+    assert json.loads(ran.stdout)["run_id"] == doc["run_id"]
     assert isinstance(doc["schema_version"], int) and doc["schema_version"] >= 1
     assert doc["status"] == "complete"
 
@@ -115,45 +92,25 @@ def test_compare_ext4_and_fuse2fs(tmp_path: Path, state_dir: Path) -> None:
         assert r["cpu"]["driver_s"] > 0, r["params"]
     for r in _of(doc, "ext4", "seq-write"):
         assert r["cpu"]["driver_s"] == 0, r["params"]
-    _run_dirs(doc, state_dir).assert_released()
 
 
 @pytest.mark.root
 def test_rejected_mount_option_is_a_usage_error(tmp_path: Path, state_dir: Path) -> None:
     need_drivers("ext4")
-    try:
-        res = fsbench(
-            "compare",
-            "ext4:bogusopt",
-            "--size",
-            "64M",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--min-sample-time",
-            "0",
-            "--workloads",
-            "seq-write",
-            "--out",
-            str(tmp_path / "out"),
-            "--db",
-            str(tmp_path / "results.db"),
-        )
-    finally:
-        release_leftovers(state_dir)
-    assert res.returncode == 2, (res.returncode, res.stderr)
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1, res.stderr
-    assert "Traceback" not in res.stderr
+    # The refusal comes after the lab was built, so results.json names the run (no samples),
+    # and what was built is released.
+    ran = fsbench_released(
+        state_dir, tmp_path / "out",
+        "compare", "ext4:bogusopt", "--size", "64M", "--repeat", "1", "--warmup", "0",
+        "--min-sample-time", "0", "--workloads", "seq-write",
+        "--db", str(tmp_path / "results.db"),
+        returncode=2,
+    )  # fmt: skip
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1, ran.stderr
     assert "bogusopt" in lines[0] and "rejected" in lines[0]
     assert "Unknown parameter 'bogusopt'" in lines[0]  # the kernel's reason, not mount(8)'s
-    # The refusal comes after the lab was built, so results.json names the run (no samples).
-    doc = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert all(not r["samples"] for r in doc["results"])
-    run_dirs = RunDirs.of(doc["run_id"], state_dir)
-    assert list(state_dir.glob("*.json")) == []
-    run_dirs.assert_released()
+    assert all(not r["samples"] for r in ran.doc["results"])
 
 
 @pytest.mark.root
@@ -189,10 +146,7 @@ def test_subject_that_fails_to_mount_fails_alone(
         warmup=0,
         min_sample_s=0.0,  # one iteration per sample: the test is about the failure
     )
-    try:
-        run, code = execute(plan)
-    finally:
-        release_leftovers(state_dir)
+    run, code = execute_released(plan, state_dir)
     assert code == EXIT_FAILED
     assert run.status == "complete"
     subjects = {s.id: s for s in run.subjects}
@@ -208,7 +162,6 @@ def test_subject_that_fails_to_mount_fails_alone(
         "ext4:noatime": "failed",
         "ext4": "ok",
     }
-    RunDirs.of(run.run_id, state_dir).assert_released()
 
 
 # -- run --target as an unprivileged user ----------------------------------------------------

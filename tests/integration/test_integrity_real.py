@@ -9,12 +9,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import MiB, RunDirs, need_drivers, release_leftovers
+from conftest import MiB, execute_released, need_drivers
 
 from fsbench.lab.backing import Backing
 from fsbench.lab.integrity import DAMAGE_HOOK_ENV, INTEGRITY_DIR, SET_SIZES
 from fsbench.lab.subject import parse_subject
-from fsbench.pipeline import Plan, execute
+from fsbench.pipeline import Plan
 from fsbench.registry import resolve_workloads
 from fsbench.report.naming import baseline_result, ranked
 from fsbench.report.summary import findings
@@ -64,12 +64,7 @@ def _plan(tmp_path: Path, subjects: list[str], workloads: str) -> Plan:
 
 
 def _run(plan: Plan, state_dir: Path) -> Run:
-    try:
-        run, _code = execute(plan)
-    finally:
-        release_leftovers(state_dir)
-    RunDirs.of(run.run_id, state_dir).assert_released()
-    return run
+    return execute_released(plan, state_dir)[0]
 
 
 @pytest.mark.root

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import RunDirs, fsbench, need_drivers, release_leftovers
+from conftest import fsbench, fsbench_released, need_drivers
 
 from fsbench.workloads import iozone
 
@@ -28,30 +28,12 @@ CELLS = iozone.matrix_jobs([1 * MiB, 4 * MiB], [8 * KiB, 128 * KiB])
 def test_iozone_quick_ext4_vs_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
     need_drivers("ext4", "ntfs-3g")
     out, db = tmp_path / "out", tmp_path / "db"
-    try:
-        res = fsbench(
-            "compare",
-            "ext4",
-            "ntfs-3g",
-            "--size",
-            "256M",
-            "--workloads",
-            ",".join(j.id for j in CELLS),
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-            "--db",
-            str(db / "results.db"),
-            timeout=300,
-        )
-    finally:
-        release_leftovers(state_dir)
-    assert res.returncode == 0, res.stderr[-2000:]
-    doc = json.loads((out / "results.json").read_text())
-    RunDirs.of(doc["run_id"], state_dir).assert_released()
+    doc = fsbench_released(
+        state_dir, out,
+        "compare", "ext4", "ntfs-3g", "--size", "256M",
+        "--workloads", ",".join(j.id for j in CELLS), "--repeat", "1", "--warmup", "0",
+        "--db", str(db / "results.db"),
+    ).doc  # fmt: skip
 
     matrix = [r for r in doc["results"] if r["workload"] == "iozone"]
     assert len(matrix) == len(doc["results"]) == 2 * len(CELLS)

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import RunDirs, alive, cmdline, fsbench, need_drivers, release_leftovers, wait_until
+from conftest import alive, cmdline, fsbench, fsbench_released, need_drivers, wait_until
 
 WORKLOADS = "copy-large,copy-small,compile,web-serve"
 VARIANTS = {
@@ -64,31 +64,12 @@ def test_macro_workloads_on_ext4_and_ntfs3g(tmp_path: Path, state_dir: Path) -> 
     _need_tools()
     nginx_before = _nginx_pids()
     out = tmp_path / "out"
-    try:
-        res = fsbench(
-            "compare",
-            "ext4",
-            "ntfs-3g",
-            "--workloads",
-            WORKLOADS,
-            "--size",
-            "256M",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--min-sample-time",
-            "0",
-            "--out",
-            str(out),
-            "--db",
-            str(tmp_path / "db"),
-            timeout=240,
-        )
-    finally:
-        release_leftovers(state_dir)
-    assert res.returncode == 0, res.stderr[-3000:]
-    doc = json.loads((out / "results.json").read_text())
+    doc = fsbench_released(
+        state_dir, out,
+        "compare", "ext4", "ntfs-3g", "--workloads", WORKLOADS, "--size", "256M",
+        "--repeat", "1", "--warmup", "0", "--min-sample-time", "0",
+        "--db", str(tmp_path / "db"),
+    ).doc  # fmt: skip
     assert doc["status"] == "complete"
     got = {(r["subject"], r["workload"], r["params"]["variant"]): r for r in doc["results"]}
     want = {(s, w, v) for s in ("ext4", "ntfs-3g") for w, vs in VARIANTS.items() for v in vs}
@@ -119,7 +100,6 @@ def test_macro_workloads_on_ext4_and_ntfs3g(tmp_path: Path, state_dir: Path) -> 
     for subj in ("ext4", "ntfs-3g"):
         assert got[(subj, "compile", "make")]["cpu"]["app_user_s"] > 0
         assert got[(subj, "web-serve", "1m-warm")]["cpu"]["app_sys_s"] > 0
-    RunDirs.of(doc["run_id"], state_dir).assert_released()
     _assert_nothing_running(nginx_before)
 
 

@@ -9,22 +9,17 @@ wake-up costs (which the run records); only its significance decides what the wo
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from conftest import (
-    REPO,
-    RunDirs,
     alive,
     cmdline,
-    fsbench_argv,
+    fsbench_run,
     need_drivers,
     read_record,
-    release_leftovers,
 )
 
 from fsbench.report.explain import explain_run
@@ -78,24 +73,21 @@ def _ours(mount_dir: str) -> dict[int, tuple[str, list[frozenset[int]]]]:
 
 
 @pytest.mark.root
-@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell pinned from free")
+@pytest.mark.skipif(
+    len(CPUS) < 2, reason="not applicable here: one CPU, nothing to tell pinned from free"
+)
 def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
     tmp_path: Path, state_dir: Path
 ) -> None:
     need_drivers("ntfs-3g")
-    out = tmp_path / "out"
-    argv = fsbench_argv(
-        "compare", "ntfs-3g", "--placement", "same,free", "--workloads", "seq-write/fsync",
-        "--size", "256M", "--repeat", "3", "--out", str(out), "--db", str(tmp_path / "db"),
-    )  # fmt: skip
-    proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
     seen: dict[str, list[tuple[frozenset[int], list[frozenset[int]]]]] = {"same": [], "free": []}
-    try:
-        rec = read_record(state_dir)
-        mount_dir = rec["mount_dir"]
-        while proc.poll() is None:
+    with fsbench_run(
+        state_dir, tmp_path / "out",
+        "compare", "ntfs-3g", "--placement", "same,free", "--workloads", "seq-write/fsync",
+        "--size", "256M", "--repeat", "3", "--db", str(tmp_path / "db"),
+    ) as ran:  # fmt: skip
+        mount_dir = read_record(state_dir)["mount_dir"]
+        while ran.proc.poll() is None:
             # fio alive and pinned before and after the daemon is read: the daemon was read
             # between the pin (before fio started) and the restore (after fio ended).
             before = {p: m[1] for p, m in _ours(mount_dir).items() if m[0] == "fio"}
@@ -108,15 +100,7 @@ def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
                 kind = "same" if len(mask) == 1 else "free" if mask == CPUS else None
                 if kind is not None:
                     seen[kind].append((mask, daemon))
-            time.sleep(0.1)
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        release_leftovers(state_dir)
-    assert proc.returncode == 0, stderr
-    RunDirs.of(rec["run_id"], state_dir).assert_released()
+            time.sleep(0.1)  # the sampling interval of this observer, not a synchronisation
 
     # Where the processes really ran while the samples were timed.
     assert seen["same"], "never saw fio running during a `same` sample"
@@ -127,7 +111,7 @@ def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
         assert all(m == CPUS for m in daemon), daemon
 
     # Both placements are results of their own, and the samples say what was pinned.
-    run = Run.model_validate(json.loads((out / "results.json").read_text()))
+    run = Run.model_validate(ran.doc)
     by = {r.params.get("placement"): r for r in run.results}
     assert set(by) == {"same", "free"} and all(r.status == "ok" for r in by.values())
     assert all(len(r.samples) == 3 for r in by.values())
@@ -155,6 +139,6 @@ def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
         assert "(significant" in f.sentence
         # The terminal says it under the table too.
         shown = fmt_ratio(c.ratio if c.ratio > 1 else 1 / c.ratio)
-        assert f"ntfs-3g: on one CPU {shown} {word}" in " ".join(stdout.split())
+        assert f"ntfs-3g: on one CPU {shown} {word}" in " ".join(ran.stdout.split())
     else:
         assert "not significant" in f.sentence or "too few samples" in f.sentence

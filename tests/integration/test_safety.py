@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from conftest import (
     cmdline,
     fsbench,
     fsbench_argv,
+    fsbench_released,
+    fsbench_run,
     mounts_under,
     need_drivers,
     processes_naming,
@@ -127,30 +128,13 @@ def test_read_only_leaves_the_volume_byte_identical(volume, state_dir, tmp_path)
     need_drivers("ntfs-3g", "lowntfs-3g")
     dev, img = volume
     before = sha256(img)
-    out = tmp_path / "out"
-    proc = fsbench(
-        "compare",
-        "ntfs-3g",
-        "lowntfs-3g",
-        "--backing",
-        f"device:{dev}",
-        "--read-only",
-        "--workloads",
-        "tree-hash/cold,seq-read/cold,rand-read/4k-buffered",
-        "--repeat",
-        "2",
-        "--warmup",
-        "0",
-        "--min-sample-time",
-        "0",
-        "--out",
-        str(out),
-        "--db",
-        str(tmp_path / "db"),
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads((out / "results.json").read_text())
+    doc = fsbench_released(
+        state_dir, tmp_path / "out",
+        "compare", "ntfs-3g", "lowntfs-3g", "--backing", f"device:{dev}", "--read-only",
+        "--workloads", "tree-hash/cold,seq-read/cold,rand-read/4k-buffered",
+        "--repeat", "2", "--warmup", "0", "--min-sample-time", "0",
+        "--db", str(tmp_path / "db"),
+    ).doc  # fmt: skip
     assert {s["id"]: s["status"] for s in doc["subjects"]} == {"ntfs-3g": "ok", "lowntfs-3g": "ok"}
     for s in doc["subjects"]:
         assert "ro" in s["effective_mount_options"].split(","), s
@@ -224,185 +208,78 @@ def ntfs_daemon_while_fio_runs(dirs: RunDirs) -> list[int]:
     return daemon
 
 
-def test_killing_the_fuse_daemon_fails_that_subject_only(state_dir: Path, tmp_path) -> None:
+# A FUSE daemon killed, or stopped (SIGSTOP: unresponsive, every request hangs), while fio works
+# on its mount: the run notices within a bounded wait, fails that subject with the reason, forces
+# the mount away, and measures the other subject in full.
+DAEMON_FAULTS = {
+    "killed": ("-9", "seq-write/fsync,seq-read/cold", "daemon"),
+    "stopped": ("-STOP", "seq-write/fsync", "stopped (unresponsive)"),
+}
+
+
+@pytest.mark.parametrize("fault", list(DAEMON_FAULTS))
+def test_a_faulty_fuse_daemon_fails_that_subject_only(
+    state_dir: Path, tmp_path: Path, fault: str
+) -> None:
     need_drivers("ext4", "ntfs-3g")
-    out = tmp_path / "out"
-    proc = _start(
-        tmp_path,
-        "compare",
-        "ntfs-3g",
-        "ext4",
-        "--size",
-        "128M",
-        "--repeat",
-        "2",
-        "--warmup",
-        "0",
-        "--min-sample-time",
-        "0.2",
-        "--workloads",
-        "seq-write/fsync,seq-read/cold",
-        "--out",
-        str(out),
-        "--db",
-        str(tmp_path / "db"),
-    )
-    try:
+    signal_arg, workloads, reason = DAEMON_FAULTS[fault]
+    with fsbench_run(
+        state_dir, tmp_path / "out",
+        "compare", "ntfs-3g", "ext4", "--size", "128M", "--repeat", "2", "--warmup", "0",
+        "--min-sample-time", "0.2", "--workloads", workloads, "--db", str(tmp_path / "db"),
+        returncode=1, timeout=240,
+    ) as ran:  # fmt: skip
         rec = read_record(state_dir)
-        dirs = RunDirs.of(rec["run_id"], state_dir)
-        daemon = ntfs_daemon_while_fio_runs(dirs)
-        for p in daemon:
-            subprocess.run(["kill", "-9", str(p)])
-        _stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        release_leftovers(state_dir)
-    assert proc.returncode == 1, stderr
-    assert "Traceback" not in stderr
-    doc = json.loads((out / "results.json").read_text())
-    subjects = {s["id"]: s for s in doc["subjects"]}
+        for p in ntfs_daemon_while_fio_runs(RunDirs.of(rec["run_id"], state_dir)):
+            subprocess.run(["kill", signal_arg, str(p)])
+    subjects = {s["id"]: s for s in ran.doc["subjects"]}
     assert subjects["ntfs-3g"]["status"] == "failed"
-    assert "daemon" in subjects["ntfs-3g"]["error"]
+    assert reason in subjects["ntfs-3g"]["error"]
     assert subjects["ext4"]["status"] == "ok"
-    ext4 = [r for r in doc["results"] if r["subject"] == "ext4"]
+    ext4 = [r for r in ran.doc["results"] if r["subject"] == "ext4"]
     assert ext4 and all(len(r["samples"]) == 2 for r in ext4)
-    dirs.assert_released()
-
-
-def test_a_stopped_daemon_is_detected_and_released(state_dir: Path, tmp_path) -> None:
-    """An unresponsive FUSE daemon (SIGSTOP) hangs every request: the run must notice within a
-    bounded wait, fail that subject, force the mount away and go on."""
-    need_drivers("ext4", "ntfs-3g")
-    out = tmp_path / "out"
-    proc = _start(
-        tmp_path,
-        "compare",
-        "ntfs-3g",
-        "ext4",
-        "--size",
-        "128M",
-        "--repeat",
-        "2",
-        "--warmup",
-        "0",
-        "--min-sample-time",
-        "0.2",
-        "--workloads",
-        "seq-write/fsync",
-        "--out",
-        str(out),
-        "--db",
-        str(tmp_path / "db"),
-    )
-    t0 = time.monotonic()
-    try:
-        rec = read_record(state_dir)
-        dirs = RunDirs.of(rec["run_id"], state_dir)
-        daemon = ntfs_daemon_while_fio_runs(dirs)
-        for p in daemon:
-            subprocess.run(["kill", "-STOP", str(p)])
-        _stdout, stderr = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        release_leftovers(state_dir)
-    assert time.monotonic() - t0 < 200
-    assert proc.returncode == 1, stderr
-    doc = json.loads((out / "results.json").read_text())
-    subjects = {s["id"]: s for s in doc["subjects"]}
-    assert subjects["ntfs-3g"]["status"] == "failed"
-    assert "stopped (unresponsive)" in subjects["ntfs-3g"]["error"]
-    assert subjects["ext4"]["status"] == "ok"
-    dirs.assert_released()
 
 
 def test_enospc_is_reported_for_that_workload(state_dir: Path, tmp_path) -> None:
     need_drivers("ext4")
-    out = tmp_path / "out"
     # --scale 3 asks for files of 120 % of the image: the write must fail with ENOSPC.
-    proc = fsbench(
-        "compare",
-        "ext4",
-        "--size",
-        "64M",
-        "--scale",
-        "3",
-        "--repeat",
-        "1",
-        "--warmup",
-        "0",
-        "--min-sample-time",
-        "0",
-        "--workloads",
-        "seq-write/fsync",
-        "--out",
-        str(out),
-        "--db",
-        str(tmp_path / "db"),
-    )
-    assert proc.returncode == 1, proc.stderr
-    doc = json.loads((out / "results.json").read_text())
-    (res,) = doc["results"]
+    ran = fsbench_released(
+        state_dir, tmp_path / "out",
+        "compare", "ext4", "--size", "64M", "--scale", "3", "--repeat", "1", "--warmup", "0",
+        "--min-sample-time", "0", "--workloads", "seq-write/fsync", "--db", str(tmp_path / "db"),
+        returncode=1,
+    )  # fmt: skip
+    (res,) = ran.doc["results"]
     assert res["status"] == "failed"
     assert "No space left on device" in res["error"]
-    assert "No space left on device" in proc.stdout  # the table says it too
-    RunDirs.of(doc["run_id"], state_dir).assert_released()
+    assert "No space left on device" in ran.stdout  # the table says it too
 
 
 def test_sigint_keeps_finished_samples(state_dir: Path, tmp_path) -> None:
     need_drivers("ext4")
-    out, db = tmp_path / "out", tmp_path / "db"
-    proc = _start(
-        tmp_path,
-        "compare",
-        "ext4",
-        "--size",
-        "128M",
-        "--repeat",
-        "200",
-        "--warmup",
-        "0",
-        "--min-sample-time",
-        "0.2",
-        "--workloads",
-        "seq-write/buffered",
-        "--out",
-        str(out),
-        "--db",
-        str(db),
-    )
-    try:
-        rec = read_record(state_dir)
+    db = tmp_path / "db"
 
-        def samples() -> int:
-            try:
-                with sqlite3.connect(db, timeout=5) as c:
-                    return c.execute("select count(*) from samples").fetchone()[0]
-            except sqlite3.Error:
-                return 0
+    def samples() -> int:
+        try:
+            with sqlite3.connect(db, timeout=5) as c:
+                return c.execute("select count(*) from samples").fetchone()[0]
+        except sqlite3.Error:
+            return 0
 
+    with fsbench_run(
+        state_dir, tmp_path / "out",
+        "compare", "ext4", "--size", "128M", "--repeat", "200", "--warmup", "0",
+        "--min-sample-time", "0.2", "--workloads", "seq-write/buffered", "--db", str(db),
+        returncode=130, timeout=120,
+    ) as ran:  # fmt: skip
         assert wait_until(lambda: samples() >= 3, 120), "no samples were stored"
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)  # a second Ctrl-C must not leave a mess either
-        _stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        release_leftovers(state_dir)
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
-    doc = json.loads((out / "results.json").read_text())
-    assert doc["status"] == "incomplete"
-    (res,) = doc["results"]
+        ran.proc.send_signal(signal.SIGINT)
+        ran.proc.send_signal(signal.SIGINT)  # a second Ctrl-C must not leave a mess either
+    assert ran.doc["status"] == "incomplete"
+    (res,) = ran.doc["results"]
     assert len(res["samples"]) >= 3 and res["median"] > 0
     with sqlite3.connect(db) as c:
         assert c.execute("select count(*) from samples").fetchone()[0] == len(res["samples"])
-    RunDirs.of(rec["run_id"], state_dir).assert_released()
 
 
 def test_two_runs_at_once_do_not_collide(state_dir: Path, tmp_path) -> None:

@@ -4,12 +4,11 @@ and the run's bpftrace gone afterwards."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-from conftest import fsbench, need_drivers, release_leftovers
+from conftest import fsbench_released, need_drivers
 
 from fsbench.probes import trace as ktrace
 
@@ -37,18 +36,15 @@ def _compare(
     need_drivers(subject.split(":")[0])
     out = tmp_path / "out"
     before = _bpftrace_pids()
-    try:
-        res = fsbench(
-            "compare", subject, "--size", size, "--scale", scale,
-            "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "1",
-            "--out", str(out), "--db", str(tmp_path / "results.db"), "--json", *extra,
-        )  # fmt: skip
-    finally:
-        release_leftovers(state_dir)
-    assert res.returncode == 0, res.stderr
+    doc = fsbench_released(
+        state_dir, out,
+        "compare", subject, "--size", size, "--scale", scale,
+        "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "1",
+        "--db", str(tmp_path / "results.db"), *extra,
+    ).doc  # fmt: skip
     # The run's own bpftrace is gone (others' may be running: only new ones count).
     assert not (_bpftrace_pids() - before - {os.getpid()})
-    return json.loads((out / "results.json").read_text())
+    return doc
 
 
 def _write_sizes(doc: dict, sched: bool) -> tuple[dict[str, int], dict]:

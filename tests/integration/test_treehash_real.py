@@ -3,11 +3,10 @@ verified by the device's read counter, the daemon's CPU seen, nothing left behin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import RunDirs, fsbench, release_leftovers
+from conftest import fsbench_released
 
 from fsbench.lab.drivers import DRIVERS, availability
 
@@ -23,31 +22,13 @@ def _need(*names: str) -> None:
 def test_tree_hash_on_ext4_and_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
     _need("ext4", "ntfs-3g")
     out = tmp_path / "out"
-    try:
-        res = fsbench(
-            "compare",
-            "ext4",
-            "ntfs-3g",
-            "--workloads",
-            "tree-hash",
-            "--size",
-            "256M",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--min-sample-time",
-            "0",
-            "--out",
-            str(out),
-            "--db",
-            str(out / "db"),
-            timeout=600,
-        )
-    finally:
-        release_leftovers(state_dir)
-    assert res.returncode == 0, res.stderr
-    doc = json.loads((out / "results.json").read_text())
+    doc = fsbench_released(
+        state_dir, out,
+        "compare", "ext4", "ntfs-3g", "--workloads", "tree-hash", "--size", "256M",
+        "--repeat", "1", "--warmup", "0", "--min-sample-time", "0",
+        "--db", str(tmp_path / "db"),
+        timeout=540,
+    ).doc  # fmt: skip
     assert doc["status"] == "complete"
     assert {s["id"]: s["status"] for s in doc["subjects"]} == {"ext4": "ok", "ntfs-3g": "ok"}
 
@@ -71,4 +52,3 @@ def test_tree_hash_on_ext4_and_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
     # The FUSE daemon does the file system's work in its own process; ext4 has none.
     assert by[("ntfs-3g", "cold")]["cpu"]["driver_s"] > 0
     assert by[("ext4", "cold")]["cpu"]["driver_s"] == 0
-    RunDirs.of(doc["run_id"], state_dir).assert_released()

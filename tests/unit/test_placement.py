@@ -323,14 +323,12 @@ def test_free_pins_nothing(tmp_path: Path) -> None:
 
 
 # -- the wake-up probe ---------------------------------------------------------------------------
-def test_wakeup_probe_measures_positive_costs_quickly() -> None:
-    t0 = time.perf_counter()
+def test_wakeup_probe_measures_positive_costs() -> None:
+    # (What the probe costs a run is in its schedule's phases, not asserted here.)
     w = wakeup.measure()
-    took = time.perf_counter() - t0
-    assert took < 0.3 + 0.1  # the run's start may spend about 0.2 s on it (+ slack for a busy box)
     assert w.same_cpu > 0
     if len(CPUS) > 1:
-        assert w.cross_cpu is not None and w.cross_cpu >= 0 and w.cpus == CPUS[:2]
+        assert w.cross_cpu is not None and w.cross_cpu > 0 and w.cpus == CPUS[:2]
     else:
         assert w.cross_cpu is None
 

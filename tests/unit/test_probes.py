@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -241,7 +242,8 @@ def test_block_stat_disk_partition_and_dev_path() -> None:
 def _delta() -> ProbeDelta:
     before = take_snapshot(ProcFS(str(BEFORE), clk_tck=TCK), SPEC)
     after = take_snapshot(ProcFS(str(AFTER), clk_tck=TCK), SPEC)
-    return diff(before, after)
+    # The wall time is the snapshots' own clock readings, fixed here so the test can check it.
+    return diff(replace(before, taken=100.0), replace(after, taken=102.5))
 
 
 def test_diff_system() -> None:
@@ -250,7 +252,7 @@ def test_diff_system() -> None:
     assert d.system_busy_s == approx(5.10)
     assert d.system_iowait_s == approx(0.50)
     assert d.system_ctx == 12345
-    assert d.seconds >= 0.0
+    assert d.seconds == approx(2.5)
 
 
 def test_diff_daemon_counts_exited_threads_cpu() -> None:
@@ -397,10 +399,9 @@ def test_live_proc_busy_loop_shows_user_cpu() -> None:
         n += 1
     after = take_snapshot(fs, spec)
     d = diff(before, after)
+    assert d.seconds >= 0.3  # the snapshots surround the 0.3 s loop
     assert d.app_user_s > 0.0
-    assert d.app_ctx >= 0
     assert d.system_busy_s > 0.0
-    assert d.system_ctx >= 0
-    assert d.kthreads_s >= 0.0
+    assert d.system_ctx > 0  # the whole machine switched tasks at least once in 0.3 s
     assert set(d.meminfo_after) >= {"MemFree", "Cached", "Dirty", "Writeback"}
     assert not any(f.startswith("app-") for f in d.flags)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from fsbench.runner import Runner, RunTarget
 from fsbench.schema import Run, Subject
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
+from polling import wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CAPTURE = FIXTURES / "bpftrace_ntfs3g.jsonl"  # one sample: dd 8 MiB conv=fsync, cold cat
@@ -380,8 +380,8 @@ def test_release_stops_the_recorded_tracer_and_only_that_process(
         notes = state.release(loaded)
         assert ours.wait(timeout=5) is not None
         assert f"stopped bpftrace {ours.pid}" in notes
-        time.sleep(0.1)
-        assert other.poll() is None
+        # Not stopped a little later either (a kill would have landed by then).
+        assert not wait_until(lambda: other.poll() is not None, 0.2)
     finally:
         for p in (ours, other):
             p.kill()

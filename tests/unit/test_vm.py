@@ -38,6 +38,7 @@ from fsbench.vm.kernels import (
     tree_sha256,
 )
 from fsbench.vm.notes import vm_notes
+from polling import wait_until
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -278,7 +279,7 @@ def test_release_kills_marked_processes_and_removes_temp_paths(
     leader = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], env=env, start_new_session=True)
     rec.processes.append([leader.pid, state.process_start(leader.pid)])
     rec.save()
-    time.sleep(0.2)
+    assert wait_until(lambda: len(_marked(marker)) >= 2, 10), "the grandchild never started"
     notes = state.release(rec)
     leader.wait(timeout=10)
     assert any("killed VM processes" in n for n in notes)
@@ -374,7 +375,7 @@ def test_cleanup_removes_an_orphaned_vm_directory_and_its_processes_but_not_a_li
         bare = tmp / f"fsbench-bare-{tag}-vm-k"  # no copy yet: its owner may be writing it
         bare.mkdir()
         shutil.rmtree(tmp_path / "state")  # every state record is gone
-        time.sleep(0.2)
+        assert wait_until(lambda: len(_marked(dead)) >= 2, 10), "the grandchild never started"
         notes, skipped = state.cleanup_all()
         qemu.wait(timeout=60)  # killed by cleanup_all; a loaded CI machine is slow to say so
         assert any(f"[{dead}] killed VM processes" in n for n in notes), notes
