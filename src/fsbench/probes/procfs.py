@@ -293,9 +293,7 @@ class ProcFS:
         except OSError:
             return set()
         return {
-            ln.split()[-1]
-            for ln in lines
-            if ln.strip() and (nodev or not ln.startswith("nodev"))
+            ln.split()[-1] for ln in lines if ln.strip() and (nodev or not ln.startswith("nodev"))
         }
 
     def module_exists(self, module: str, release: str) -> bool:
