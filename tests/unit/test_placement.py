@@ -43,7 +43,9 @@ from fsbench.workloads.fake import FakeWorkload
 
 MiB = 1024 * 1024
 CPUS = sorted(os.sched_getaffinity(0))
-two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs to tell pinned from free")
+two_cpus = pytest.mark.skipif(
+    len(CPUS) < 2, reason="not applicable here: one CPU, nothing to tell pinned from free"
+)
 
 
 # -- parsing ---------------------------------------------------------------------------------
