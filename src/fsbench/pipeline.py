@@ -12,6 +12,7 @@ import shutil
 import signal
 import stat
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -259,6 +260,8 @@ def execute(
                     warmup=plan.warmup,
                     min_sample_s=plan.min_sample_s,
                     tracer=tracer,
+                    # Every round's subject order shuffled, reproducibly from the run's id.
+                    order_seed=zlib.crc32(run.run_id.encode()),
                 )
                 runner.execute()
                 remeasure_wakeups(run.environment)  # before the checks and teardown load it

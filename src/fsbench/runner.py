@@ -8,6 +8,7 @@ measured run, never inside it.
 from __future__ import annotations
 
 import os
+import random
 import statistics as _st
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from fsbench import stats
+from fsbench import stats, verdict
 from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
 from fsbench.lab.placement import Pinned, pin, placement_of
@@ -25,6 +26,7 @@ from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
 from fsbench.schema import CPU, Device, Result, Run, Sample, Schedule, StopReason, Subject
+from fsbench.verdict import Family
 from fsbench.workloads.base import (
     Measurement,
     Target,
@@ -87,6 +89,13 @@ class Runner:
     # left go to the subjects whose answer is still open. The baseline goes on while any
     # other is open.
     settle: bool = False
+    # The seed of every round's subject order (None: the order as given, every round).
+    order_seed: int | None = None
+    # The looks and comparisons the verdicts' error rate is spread over (fsbench.verdict);
+    # set by execute, the looks of an adaptive run fixed after its first round (_fix_looks).
+    family: Family = field(default_factory=Family)
+    _orders: list[list[str]] = field(default_factory=list, init=False, repr=False)
+    _last_look: int | None = field(default=None, init=False, repr=False)
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
     # Progress: the number of samples still expected (the bar's total grows or shrinks).
@@ -117,6 +126,7 @@ class Runner:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
         self._t0 = time.monotonic()
+        self.family = Family(looks=1, comparisons=self._comparisons())
         self._warm_up_pass()
         rep = 0
         while True:
@@ -128,6 +138,8 @@ class Runner:
                 break
             self._rep = rep
             self._round(todo, rep)
+            if rep == 0 and self.adaptive:
+                self._fix_looks()
             rep += 1
         spent = time.monotonic() - self._t0
         self.run.schedule = Schedule(
@@ -137,9 +149,45 @@ class Runner:
             time_budget_s=self.time_budget_s if self.adaptive else None,
             spent_s=round(spent, 1),
             phases=self.clock.report(spent),
+            verdict={
+                "method": "welch-log",
+                "looks": self.family.looks,
+                "comparisons": self.family.comparisons,
+                "alpha": self.family.alpha,
+                "confidence": self.family.confidence,
+            },
+            order_seed=self.order_seed,
+            orders=self._orders,
         )
         self.finish()
         return self.run
+
+    def _comparisons(self) -> int:
+        """Subject-against-baseline comparisons the run will report: the family the verdicts'
+        error rate is spread over (at least 1, so a lone subject has a valid family)."""
+        subjects = sum(1 for rt in self.targets if rt.subject.status == "ok")
+        return max(1, (subjects - 1) * len(self.workloads))
+
+    def _fix_looks(self) -> None:
+        """Fix the number of looks after the first round, from what its samples cost and the
+        time budget (never from what they measured): each round from the minimum to
+        --max-repeat is a look at which a verdict may be drawn, and a round costs at least one
+        comparison's pair of samples (a subject and its baseline), so no more rounds than
+        that bound can fit. Fewer looks, narrower intervals; the runner never looks more
+        often than it counted (_looks_left)."""
+        rounds = self.max_repeat
+        base = next((rt.subject.id for rt in self.targets if rt.subject.status == "ok"), None)
+        pairs = [
+            c + self._cost.get((base, wid), 0.0)
+            for (sid, wid), c in self._cost.items()
+            if sid != base
+        ] or list(self._cost.values())
+        cheapest = min(pairs, default=0.0)
+        if self.time_budget_s is not None and cheapest > 0:
+            spare = max(0.0, self.time_budget_s - self._elapsed())
+            rounds = min(rounds, 1 + int(spare // cheapest))
+        self._last_look = max(rounds, self.repeat)
+        self.family = replace(self.family, looks=self._last_look - self.repeat + 1)
 
     def _round_fits(self, todo: list[Workload]) -> bool:
         """Another round ends within the time budget, judged by what its samples cost last
@@ -202,12 +250,18 @@ class Runner:
         if not self.adaptive:
             self._stop_open("repeat")
             return []
-        if rep >= self.max_repeat:
-            self._stop_open("max-repeat")
-            return []
+        # Settle what the rounds so far decided first, so a stop for another reason does not
+        # hide that an answer was reached.
         todo = self._open_workloads() if self.settle else self._wide_workloads()
         if not todo:
             self._stop_open("settled")
+            return []
+        if rep >= self.max_repeat:
+            self._stop_open("max-repeat")
+            return []
+        if self._last_look is not None and rep >= self._last_look:
+            self._stop_open("budget")  # the looks counted from the budget are spent
+            return []
         return todo
 
     def _wide_workloads(self) -> list[Workload]:
@@ -240,7 +294,7 @@ class Runner:
             if base is None:
                 continue
             others = [r for r in mine if r is not base]
-            open_ = [r for r in others if not ratio_settled(base, r)]
+            open_ = [r for r in others if not ratio_settled(base, r, self.family)]
             if not others and self._unsettled(base):
                 open_ = [base]  # alone: its own interval decides
             for r in others:
@@ -267,8 +321,18 @@ class Runner:
             stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
         )
 
+    def _round_order(self, rep: int) -> list[RunTarget]:
+        """This round's subject order: shuffled with a seeded generator per round (recorded),
+        so whatever slows the n-th subject of a round (in an A/A test the last read 20-28 %
+        slower cold, and drew false verdicts) hits every subject alike, as noise."""
+        targets = list(self.targets)
+        if self.order_seed is not None:
+            random.Random(f"{self.order_seed}:{rep}").shuffle(targets)
+        self._orders.append([rt.subject.id for rt in targets])
+        return targets
+
     def _round(self, workloads: list[Workload], rep: int) -> None:
-        for rt in self.targets:
+        for rt in self._round_order(rep):
             if rt.subject.status != "ok":
                 continue
             for wl in workloads:
@@ -332,7 +396,10 @@ class Runner:
         """Aggregate every result from its samples (also used after an interrupt)."""
         self.close_workloads()
         writes = {workload_id(w): bool(hook(w, "is_write")) for w in self.workloads}
+        fam = {"looks": self.family.looks, "comparisons": self.family.comparisons}
+        fam["alpha"] = self.family.alpha
         for res in self.results.values():
+            res.verdict_family = dict(fam)
             aggregate(res, writes.get(res.workload_id or res.workload, False))
             if self.sink:
                 self.sink.save_result(self.run.run_id, res)
@@ -587,22 +654,12 @@ NO_WARMUP_TO_TRACE = (
     "not traced: the traced run is the last warm-up run, and this workload had none "
     "(--warmup 0, or a matrix cell)"
 )
-# A ratio within ±2 % of 1 is "no difference that matters": settled, even if not significant.
-SETTLED_BAND = 0.02
 
 
-def ratio_settled(base: Result, res: Result) -> bool:
-    """The ratio's 95 % interval lies within ±SETTLED_BAND of 1, or excludes 1 and the test
-    the table marks ▲/▼ with agrees: with 3 samples the bootstrap interval alone is too
-    narrow (a median resample takes few values), and a subject called settled while its
-    table cell says ≈ would contradict itself."""
-    c = stats.compare(base.samples, res.samples)
-    if c.ratio_ci95 is None:
-        return False
-    lo, hi = c.ratio_ci95
-    if lo >= 1 - SETTLED_BAND and hi <= 1 + SETTLED_BAND:
-        return True
-    return (lo > 1 or hi < 1) and bool(c.significant)
+def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bool:
+    """The comparison's verdict is decided (▲, ▼ or ≈): the one procedure of fsbench.verdict,
+    whose interval the table prints, at the run's family of looks and comparisons."""
+    return verdict.verdict(base.samples, res.samples, family).decided
 
 
 def merge_iterations(

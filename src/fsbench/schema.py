@@ -39,6 +39,9 @@ from pydantic import BaseModel, ConfigDict, Field
 #     warmed_by ("write": seq-read/warm), so every variant's params differ from every other's.
 #     Later, additive: subject_ctx_switches (app + daemon) on samples and results, and
 #     subject_ctx_switches_per_gib; ctx_switches stays the whole machine's.
+#     Later, additive (issue 22): Result.verdict_family (the looks and comparisons the run's
+#     error rate is spread over: fsbench.verdict), schedule.verdict and schedule.orders (the
+#     seeded subject order of every round).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -153,6 +156,9 @@ class Result(_Model):
     # baseline result: nothing left open), "budget" (still open when the time budget ended),
     # "max-repeat" (still open at --max-repeat), None: older runs, failed or interrupted.
     stopped: StopReason | None = None
+    # {looks, comparisons, alpha}: the family fsbench.verdict makes this result's interval for
+    # (None: a run stored before issue 22, judged as one comparison at one look).
+    verdict_family: dict[str, Any] | None = None
 
 
 class Feature(_Model):
@@ -299,6 +305,12 @@ class Schedule(_Model):
     # spent_s by phase (fsbench.phases.ORDER, and "other"): what the timed runs cost against
     # their preparation, cache drops, warm-up and bpftrace. Empty: older runs.
     phases: dict[str, float] = Field(default_factory=dict)
+    # The verdict procedure's family ({looks, comparisons, alpha, confidence, method}).
+    verdict: dict[str, Any] = Field(default_factory=dict)
+    # The subjects' order in each round (randomised with order_seed, so a position effect hits
+    # every subject alike instead of always the last).
+    order_seed: int | None = None
+    orders: list[list[str]] = Field(default_factory=list)
 
 
 class Run(_Model):

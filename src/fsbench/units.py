@@ -27,14 +27,40 @@ def size_tag(n: int) -> str:
 
 
 def fmt_ratio(r: float | None) -> str:
-    """0.05×, 0.61×, 1.2×, 12×: two significant digits, as a reader compares them."""
+    """The one ratio format of every table, report, diff and plot: 0.053×, 0.82×, 1.16×,
+    12.3×, 123× (three significant digits, two decimals from 0.1 to 10)."""
     if r is None or not math.isfinite(r):
         return "–"
-    if r >= 10:
+    if r >= 100:
         return f"{r:.0f}×"
-    if r >= 1:
+    if r >= 10:
         return f"{r:.1f}×"
+    if r >= 0.1:
+        return f"{r:.2f}×"
     return f"{r:.2g}×"
+
+
+# The points a ratio interval's mark is decided at (fsbench.verdict: 1 and the ±2 % band).
+_THRESHOLDS = (1.0, 0.98, 1.02)
+
+
+def fmt_bound(x: float, upper: bool) -> str:
+    """An interval bound rounded outward (down for the lower, up for the upper), with as many
+    digits as it takes not to cross 1 or the ±2 % band: the printed interval then contains the
+    computed one and says the same as its mark (1.004 prints 1.004, never 1.00 beside ▲)."""
+    if not math.isfinite(x):
+        return "∞" if x > 0 else "–"
+    for digits in range(2, 8):
+        scale = 10.0**digits
+        if abs(x) >= 10:
+            scale = 10.0 ** max(0, digits - int(math.log10(abs(x))))
+        elif 0 < abs(x) < 0.1:
+            scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(x))))
+        y = (math.ceil(x * scale - 1e-9) if upper else math.floor(x * scale + 1e-9)) / scale
+        if not any((x < t) != (y < t) or (x > t) != (y > t) for t in _THRESHOLDS):
+            break
+    text = f"{y:.{max(0, round(math.log10(scale)))}f}"
+    return text
 
 
 def fmt_value(v: float | None, digits: int | None = None) -> str:

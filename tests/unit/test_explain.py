@@ -192,17 +192,21 @@ def _placements(same: list[float]) -> Run:
     )
 
 
-def test_placement_remark_is_the_ratio_of_medians_with_its_significance() -> None:
+def test_placement_remark_is_the_ratio_with_its_verdict() -> None:
     e = explained(_placements([140.0, 145.0, 150.0]))
     f = factor(e, "placement same")
-    assert f is not None and f.figure == pytest.approx(145 / 40)
-    assert "on one CPU (same) 3.6× faster than free (significant, Welch p = " in f.sentence
+    # The verdict's ratio (of geometric means) and interval, as the tables print them.
+    assert f is not None and f.figure == pytest.approx(145 / 39.67, rel=0.01)
+    assert "on one CPU (same) 3.66× faster than free (" in f.sentence
+    assert "at 95 %: better)" in f.sentence
     assert e.factors[-1] is f
     back = factor(explained(_placements([140.0, 145.0, 150.0]), placement="same"), "placement free")
-    assert back is not None and "unpinned (free) 3.6× slower than same" in back.sentence
+    assert back is not None and "unpinned (free) 3.66× slower than same" in back.sentence
     flat = factor(explained(_placements([39.0, 40.0, 42.0])), "placement same")
     assert (
-        flat is not None and "no different" in flat.sentence and "not significant" in flat.sentence
+        flat is not None
+        and "not decidedly different" in flat.sentence
+        and "open: not decided" in flat.sentence
     )
     # Each placement is compared with the baseline at the same placement.
     assert explained(_placements([140.0, 145.0, 150.0]), placement="same").baseline == "ext4"
@@ -235,7 +239,7 @@ def test_terminal_lines_fit_and_skip_the_baseline() -> None:
     out = con.export_text()
     lines = [ln for ln in out.splitlines() if ln.startswith("  ntfs-3g")]
     assert lines and "262,144 FUSE WRITE/GiB × 4 KiB (< 4 GiB: no big_writes)" in lines[0]
-    assert "on one CPU 3.6× faster" in out
+    assert "on one CPU 3.66× faster" in out
     assert not any(ln.startswith("  ext4:") for ln in out.splitlines())
     for e in explain_run(r):
         got = brief_lines(e)

@@ -268,13 +268,13 @@ def test_summary_sentence_from_known_medians(run: Run, page: str) -> None:
     # 30 / 610 = 0.049; CPU 18 / 2 = 9
     assert "ext4 is fastest: 610 MiB/s." in text
     assert "ntfs-3g writes 1 MiB records (final fsync) at 0.049× ext4's rate" in text
-    assert "spends 9.0× the CPU per GiB" in text
+    assert "spends 9.00× the CPU per GiB" in text
     assert "ntfs-3g writes 1 MiB records (final fsync) at 0.049× ext4" in page
 
 
-def test_summary_says_when_a_difference_is_not_significant(run: Run) -> None:
+def test_summary_says_when_a_difference_is_not_decided(run: Run) -> None:
     text = " ".join(next(f for f in findings(run) if f.title == "seq-read/cold").sentences)
-    assert "not significant (Welch's t-test" in text
+    assert "[95 % interval 0.97–1.03]" in text and "; open: not decided" in text
 
 
 def test_summary_of_a_matrix_op_spans_its_cells(run: Run) -> None:
@@ -282,7 +282,7 @@ def test_summary_of_a_matrix_op_spans_its_cells(run: Run) -> None:
     text = " ".join(f.sentences)
     assert "over the 4 cells all subjects ran" in text
     assert "ntfs-3g writes new files at 0.25× ext4's rate" in text
-    assert "spends 3.0× the CPU per GiB" in text
+    assert "spends 3.00× the CPU per GiB" in text
     assert any("unsupported: file size 2 GiB exceeds" in p for p in f.problems)
 
 
@@ -324,8 +324,9 @@ def test_write_report_is_atomic(run: Run, tmp_path: Path) -> None:
 def test_ratio_format() -> None:
     assert fmt_ratio(0.0492) == "0.049×"
     assert fmt_ratio(0.61) == "0.61×"
-    assert fmt_ratio(9.04) == "9.0×"
-    assert fmt_ratio(12.4) == "12×"
+    assert fmt_ratio(9.04) == "9.04×"
+    assert fmt_ratio(12.4) == "12.4×"
+    assert fmt_ratio(123.4) == "123×"
     assert fmt_ratio(None) == "–"
 
 

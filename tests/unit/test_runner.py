@@ -614,7 +614,7 @@ def test_adaptive_settled_answer_ends_the_run_before_the_budget(
     clock = _Clock(10.0)
     monkeypatch.setattr(runner_mod.time, "monotonic", clock)
     monkeypatch.setenv(
-        "FSBENCH_FAKE_VALUES", "subj-a=100,100.2,99.8;subj-b=50,51,49;subj-c=100.1,99.9,100"
+        "FSBENCH_FAKE_VALUES", "subj-a=100,100.1,99.9;subj-b=50,51,49;subj-c=100.05,99.95,100"
     )
     run = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
                   settle=True, max_repeat=50, time_budget_s=1000.0).execute()  # fmt: skip

@@ -45,8 +45,8 @@ def test_eight_subjects_fit_100_columns_with_one_warning_line() -> None:
     assert set(rows) == set(SUBJECTS)
     assert "CI wider than 5 % for 6 of 8 subjects — use --repeat auto or --time-budget" in out
     assert "confidence interval is" not in out  # the per-subject text stays behind --verbose
-    # The ratio cell: the ratio, its interval in %, and a significance mark, on one line.
-    assert "0.50× ±0% ▼" in rows["xfs"] and "baseline" in rows["ext4"]
+    # The ratio cell: the ratio, its interval and the mark that interval gives, on one line.
+    assert "0.50× 0.49–0.51 ▼" in rows["xfs"] and "baseline" in rows["ext4"]
 
 
 def test_verbose_lists_each_subjects_notes() -> None:

@@ -26,7 +26,7 @@ def test_tags_ratios_values_and_intervals() -> None:
         "64k", "1m", "2g", "1000",
     ]  # fmt: skip
     assert [fmt_ratio(r) for r in (0.0512, 1.234, 12.6, None, float("inf"))] == [
-        "0.051×", "1.2×", "13×", "–", "–",
+        "0.051×", "1.23×", "12.6×", "–", "–",
     ]  # fmt: skip
     assert [units.fmt_value(v) for v in (1234.5, 12.34, 1.2345, None)] == [
         "1,234", "12.3", "1.23", "–",

@@ -128,8 +128,8 @@ def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Pa
 )
 @click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
 def diff(run_a: str, run_b: str, as_json: bool, force: bool, db: Path | None) -> None:
-    """Per matching result of RUN_A and RUN_B: both medians, B / A with its 95 % interval,
-    and whether the difference is significant (Welch or Mann-Whitney)."""
+    """Per matching result of RUN_A and RUN_B: both medians, B / A with its interval,
+    and the verdict (fsbench.verdict: ▲/▼ when the ratio's interval excludes 1)."""
     from fsbench.report.diff import diff_runs
 
     with _store(db, [run_a, run_b]) as store:
@@ -165,14 +165,15 @@ def _print_diff(d: RunDiff) -> None:
     from fsbench.report.summary import fmt_value
 
     styles = {"better": "green", "worse": "red", "ns": "yellow", "dim": "dim"}
+    conf = next((r.confidence for r in d.results if r.confidence), 0.95)
     t = Table(title=f"B = {d.run_b}  against  A = {d.run_a}", title_justify="left")
     t.add_column("subject", style="bold")
     t.add_column("workload", overflow="fold")
     t.add_column("A", justify="right")
     t.add_column("B", justify="right")
     t.add_column("unit")
-    t.add_column("B / A [95 %]", justify="right")
-    t.add_column("signif.")
+    t.add_column(f"B / A [{conf * 100:.3g} %]", justify="right")
+    t.add_column("verdict")
     for r in d.results:
         a = fmt_value(r.median_a) if r.status_a == "ok" else r.status_a
         b = fmt_value(r.median_b) if r.status_b == "ok" else r.status_b
@@ -182,7 +183,7 @@ def _print_diff(d: RunDiff) -> None:
             a,
             b,
             r.unit,
-            Text(ratio_text(r).replace(" – ", "–"), style=styles[verdict_class(r)]),
+            Text(ratio_text(r), style=styles[verdict_class(r)]),
             Text(_short_test(r), style="dim"),
         )
     con = Console()
@@ -199,8 +200,9 @@ def _print_diff(d: RunDiff) -> None:
         con.print(Text(f"only in B ({len(d.only_b)}): " + ", ".join(d.only_b[:8]), style="dim"))
     con.print(
         Text(
-            "B / A: ratio of medians with a bootstrap 95 % interval; green/red: significantly "
-            "better/worse for B, yellow: not significant",
+            "B / A: ratio of geometric means with its interval (Welch on logs; Bonferroni over "
+            "the results compared: any false ▲/▼ ≤ 5 %); ▲/▼ the interval excludes 1 (green/red: "
+            "better/worse for B), ≈ within ±2 %, ? open",
             style="dim",
         )
     )
@@ -209,10 +211,9 @@ def _print_diff(d: RunDiff) -> None:
 def _short_test(r: ResultDiff) -> str:
     if r.not_comparable:
         return "not comparable"
-    if r.p_value is None:
+    if r.confidence is None:
         return "untested"
-    name = {"welch": "Welch", "mann-whitney": "M-W"}.get(r.test, r.test)
-    return f"{'yes' if r.significant else 'no'} ({name} p={r.p_value:.2g})"
+    return f"{r.verdict} ({r.confidence * 100:.3g} %)"
 
 
 @click.command("export")

@@ -19,8 +19,10 @@ from fsbench.probes.wakeup import is_costly
 from fsbench.report.explain import changed_figures
 from fsbench.report.integrity import changes as integrity_changes
 from fsbench.report.naming import result_title
-from fsbench.report.summary import fmt_ratio, quiet_compare, usable
+from fsbench.report.summary import usable
 from fsbench.schema import Environment, Result, Run, Subject, WakeupCost
+from fsbench.units import fmt_bound, fmt_ratio
+from fsbench.verdict import Family, verdict
 
 # Parameters older runs stored that say how much work a sample was, not what was measured.
 _VOLATILE_PARAMS = frozenset({"bytes_per_sample", "seconds_per_sample"})
@@ -43,11 +45,12 @@ class ResultDiff:
     ci_b: tuple[float, float] | None
     n_a: int
     n_b: int
-    ratio: float | None = None  # median B / median A
-    ratio_ci95: tuple[float, float] | None = None
-    p_value: float | None = None
-    test: str = "none"
-    significant: bool | None = None
+    ratio: float | None = None  # B / A, ratio of geometric means (fsbench.verdict)
+    ratio_ci95: tuple[float, float] | None = None  # its interval, at `confidence`
+    confidence: float | None = None
+    # fsbench.verdict's mark: above | below (the interval excludes 1), same (within ±2 %),
+    # open, none (fewer than 2 samples a side)
+    mark: str = "none"
     # Kernel-probe figures that changed along with the rate (explain.changed_figures).
     probe_changes: list[str] = field(default_factory=list)
     # Environment differences that change what this result means (kernel, its driver's
@@ -56,16 +59,14 @@ class ResultDiff:
 
     @property
     def verdict(self) -> str:
-        """better | worse | same (not significant) | untested | not comparable | n/a."""
+        """better | worse | same (within ±2 %) | open | untested | not comparable | n/a."""
         if self.ratio is None:
             return "n/a"
         if self.not_comparable:
             return "not comparable"
-        if self.significant is None:
-            return "untested"
-        if not self.significant:
-            return "same"
-        return "better" if (self.ratio > 1) == self.higher_is_better else "worse"
+        if self.mark in ("above", "below"):
+            return "better" if (self.mark == "above") == self.higher_is_better else "worse"
+        return {"same": "same", "open": "open"}.get(self.mark, "untested")
 
 
 @dataclass
@@ -115,7 +116,11 @@ def _label(res: Result) -> str:
 
 
 def diff_results(
-    a: Result, b: Result, run_a: Run | None = None, run_b: Run | None = None
+    a: Result,
+    b: Result,
+    run_a: Run | None = None,
+    run_b: Run | None = None,
+    family: Family | None = None,
 ) -> ResultDiff:
     d = ResultDiff(
         subject=a.subject,
@@ -135,9 +140,8 @@ def diff_results(
         n_b=len(b.samples),
     )
     if usable(a) and usable(b):
-        c = quiet_compare(a.samples, b.samples)
-        d.ratio, d.ratio_ci95 = c.ratio, c.ratio_ci95
-        d.p_value, d.test, d.significant = c.p_value, c.test, c.significant
+        v = verdict(a.samples, b.samples, family)
+        d.ratio, d.ratio_ci95, d.confidence, d.mark = v.ratio, v.interval, v.confidence, v.mark
     if run_a is not None and run_b is not None and a.status == "ok" and b.status == "ok":
         d.probe_changes = changed_figures(a, run_a, b, run_b)
     return d
@@ -147,7 +151,10 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
     """B against A: per matching result, in A's order."""
     in_b = {match_key(r): r for r in b.results}
     in_a = {match_key(r): r for r in a.results}
-    rows = [diff_results(r, in_b[k], a, b) for k, r in in_a.items() if k in in_b]
+    pairs = [(r, in_b[k]) for k, r in in_a.items() if k in in_b]
+    # One look, one comparison per matching pair: the error rate spread over all of them.
+    family = Family(comparisons=max(1, sum(1 for x, y in pairs if usable(x) and usable(y))))
+    rows = [diff_results(x, y, a, b, family) for x, y in pairs]
     env = environment_differences(a, b)
     for row in rows:
         # "ext4: mkfs" concerns ext4's results only; "kernel" or "tool mkntfs" concerns all.
@@ -239,22 +246,28 @@ def _wakeups(w: WakeupCost) -> str:
 
 # -- shared text ---------------------------------------------------------------------------------
 def ratio_text(r: ResultDiff) -> str:
+    """'1.16× 1.08–1.24 ▲': as every table prints a ratio (report.naming.ratio_cell)."""
     if r.ratio is None:
         return "–"
     text = fmt_ratio(r.ratio)
     if r.ratio_ci95:
-        text += f" [{fmt_ratio(r.ratio_ci95[0])} – {fmt_ratio(r.ratio_ci95[1])}]"
-    return text
+        text += f" {fmt_bound(r.ratio_ci95[0], False)}–{fmt_bound(r.ratio_ci95[1], True)}"
+    mark = {"better": "▲", "worse": "▼", "same": "≈"}.get(r.verdict, "?")
+    return f"{text} {mark}" if not r.not_comparable else text
 
 
 def test_text(r: ResultDiff) -> str:
     if r.not_comparable:
         return "not comparable: " + ", ".join(r.not_comparable) + " differ"
-    if r.test == "none" or r.p_value is None:
-        return "no test (fewer than 2 samples)" if r.ratio is not None else ""
-    name = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(r.test, r.test)
-    verdict = "significant" if r.significant else "not significant"
-    return f"{verdict} ({name}, p = {r.p_value:.2g})"
+    if r.confidence is None or r.ratio_ci95 is None:
+        return "no interval (fewer than 2 samples a side)" if r.ratio is not None else ""
+    words = {
+        "better": "better",
+        "worse": "worse",
+        "same": "no difference (within ±2 %)",
+        "open": "open: not decided",
+    }.get(r.verdict, r.verdict)
+    return f"{words} ({r.confidence * 100:.3g} % interval)"
 
 
 def verdict_class(r: ResultDiff) -> str:

@@ -20,7 +20,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fsbench.probes.wakeup import COSTLY_RATIO
-from fsbench.report.naming import baseline_result, result_title
+from fsbench.report.naming import (
+    OUTCOME_WORDS,
+    baseline_result,
+    interval_text,
+    outcome,
+    result_title,
+)
 from fsbench.report.summary import compare, fmt_ratio, measured_subjects, size_text, usable
 from fsbench.schema import Environment, Result, Run
 
@@ -861,25 +867,26 @@ def _placement_factors(
             continue
         faster = c.ratio if res.higher_is_better else 1 / c.ratio
         words = PLACEMENT_WORDS.get(where, f"placement {where}")
-        if c.significant is False:
+        said = outcome(c, res.higher_is_better)
+        if said == "same":
             how = f"no different ({fmt_ratio(faster)} the speed)"
+        elif said in ("open", "none"):
+            how = f"not decidedly different ({fmt_ratio(faster)} the speed)"
         elif faster >= 1:
             how = f"{fmt_ratio(faster)} faster"
         else:
             how = f"{fmt_ratio(1 / faster)} slower"
         text = f"{words} ({where}) {how} than {here}"
-        if c.significant is None:
-            text += " (too few samples to test)"
+        if c.interval is None:
+            text += " (too few samples to judge)"
         else:
-            test = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(c.test, c.test)
-            verdict = "significant" if c.significant else "not significant"
-            text += f" ({verdict}, {test} p = {c.p_value:.2g})"
+            text += f" ({interval_text(c)} at {c.confidence * 100:.3g} %: {OUTCOME_WORDS[said]})"
         brief = f"{words} {how}"
         out.append(
             Factor(
                 f"placement {where}",
                 c.ratio,
-                f"ratio of medians to {here}",
+                f"ratio to {here}",
                 text,
                 brief,
                 1.0,

@@ -29,7 +29,15 @@ from fsbench.report.explain import (
     workload_key,
 )
 from fsbench.report.integrity import failure_lines, integrity_rows, semantics_rows
-from fsbench.report.naming import baseline_result, placement_text, ranked, result_title
+from fsbench.report.naming import (
+    OUTCOME_WORDS,
+    baseline_result,
+    outcome,
+    placement_text,
+    ranked,
+    ratio_cell,
+    result_title,
+)
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.scaling import client_rows, scaling_plots
 from fsbench.report.summary import (
@@ -37,7 +45,6 @@ from fsbench.report.summary import (
     Group,
     compare,
     findings,
-    fmt_ratio,
     fmt_value,
     groups,
     measured_subjects,
@@ -118,18 +125,12 @@ def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
     c = compare(base, res)
     if c.ratio is None:
         return "–", "dim", ""
-    text = fmt_ratio(c.ratio)
-    if c.ratio_ci95:
-        text += f" [{fmt_ratio(c.ratio_ci95[0])} – {fmt_ratio(c.ratio_ci95[1])}]"
-    test = {"welch": "Welch", "mann-whitney": "Mann-Whitney"}.get(c.test, c.test)
-    if c.p_value is not None:
-        test += f" p={c.p_value:.2g}"
-    if c.significant is None:
-        return text + " ?", "dim", "too few samples"
-    if not c.significant:
-        return text + " ≈ n.s.", "ns", test
-    better = (c.ratio > 1) == res.higher_is_better
-    return text, "better" if better else "worse", test
+    said = outcome(c, res.higher_is_better)
+    css = {"better": "better", "worse": "worse", "same": "ns"}.get(said, "dim")
+    how = OUTCOME_WORDS[said]
+    if c.interval is not None:
+        how += f" ({c.confidence * 100:.3g} % interval)"
+    return ratio_cell(c, res.higher_is_better), css, how
 
 
 def _cpu_parts(res: Result) -> str:

@@ -13,7 +13,6 @@ from rich.text import Text
 from fsbench.report.naming import ranked, styled_ratio
 from fsbench.report.summary import (
     compare,
-    fmt_ratio,
     fmt_value,
     groups,
     is_matrix,
@@ -42,7 +41,7 @@ def _ratio(base: Result | None, res: Result | None) -> Text:
     c = compare(base, res)
     if c.ratio is None:
         return Text("–", style="dim")
-    return styled_ratio(c, fmt_ratio(c.ratio), res.higher_is_better)
+    return styled_ratio(c, res.higher_is_better, interval=False)
 
 
 def matrix_tables(run: Run) -> list[Table | Text]:

@@ -1,6 +1,7 @@
 """Shared by the renderers: how a result is named (workload/variant[-jN]), which result is a
-workload's baseline, and how a ratio is marked (green better, red worse, ≈ not significant,
-? undecided)."""
+workload's baseline, and how a ratio and its verdict are printed (fsbench.verdict: ▲ better,
+▼ worse, both when the interval excludes 1; ≈ within ±2 %; ? open). Every table, report, diff
+and plot prints a ratio through these, so a mark never disagrees with its printed interval."""
 
 from __future__ import annotations
 
@@ -8,9 +9,32 @@ from rich.text import Text
 
 from fsbench.baseline import baseline_result, ranked
 from fsbench.schema import Result
-from fsbench.stats import Comparison
+from fsbench.units import fmt_bound, fmt_ratio
+from fsbench.verdict import Verdict
 
-__all__ = ["baseline_result", "placement_text", "ranked", "result_title", "styled_ratio"]
+__all__ = [
+    "OUTCOME_WORDS",
+    "SYMBOLS",
+    "baseline_result",
+    "interval_text",
+    "outcome",
+    "placement_text",
+    "ranked",
+    "ratio_cell",
+    "result_title",
+    "styled_ratio",
+]
+
+# What a verdict tells the reader, by outcome (outcome()).
+SYMBOLS = {"better": "▲", "worse": "▼", "same": "≈", "open": "?", "none": "?"}
+OUTCOME_WORDS = {
+    "better": "better",
+    "worse": "worse",
+    "same": "no difference (within ±2 %)",
+    "open": "open: not decided",
+    "none": "too few samples to judge",
+}
+STYLES = {"better": "green", "worse": "red", "same": "yellow", "open": "dim", "none": "dim"}
 
 
 def result_title(res: Result) -> str:
@@ -40,10 +64,32 @@ def placement_text(placement: object) -> str:
     return PLACEMENT_TEXT.get(str(placement), f"placement {placement}")
 
 
-def styled_ratio(c: Comparison, text: str, higher_is_better: bool, ns: str = " ≈") -> Text:
-    if c.significant is False:
-        return Text(text + ns, style="yellow")
-    if c.significant is None:
-        return Text(text + " ?", style="dim")
-    better = (c.ratio or 0) > 1 if higher_is_better else (c.ratio or 0) < 1
-    return Text(text, style="green" if better else "red")
+def outcome(v: Verdict, higher_is_better: bool) -> str:
+    """better | worse | same | open | none: the verdict's mark for this metric's direction."""
+    b = v.better(higher_is_better)
+    if b is not None:
+        return "better" if b else "worse"
+    return v.mark if v.mark in ("same", "open") else "none"
+
+
+def interval_text(v: Verdict) -> str:
+    """'1.08–1.24': the interval's bounds rounded outward (units.fmt_bound), '' without one."""
+    if v.interval is None:
+        return ""
+    return f"{fmt_bound(v.interval[0], False)}–{fmt_bound(v.interval[1], True)}"
+
+
+def ratio_cell(v: Verdict, higher_is_better: bool, interval: bool = True) -> str:
+    """'1.16× 1.08–1.24 ▲': the ratio, its interval and the mark the interval gives."""
+    if v.ratio is None:
+        return "–"
+    text = fmt_ratio(v.ratio)
+    if interval and v.interval is not None:
+        text += " " + interval_text(v)
+    return f"{text} {SYMBOLS[outcome(v, higher_is_better)]}"
+
+
+def styled_ratio(v: Verdict, higher_is_better: bool, interval: bool = True) -> Text:
+    """ratio_cell, green better, red worse, yellow ≈, dim open or untested."""
+    style = STYLES[outcome(v, higher_is_better)]
+    return Text(ratio_cell(v, higher_is_better, interval), style=style)

@@ -26,7 +26,7 @@ from matplotlib.ticker import (
 )
 
 from fsbench.report.explain import Profile, placement_of, profile, workload_key
-from fsbench.report.naming import baseline_result
+from fsbench.report.naming import SYMBOLS, baseline_result, outcome
 from fsbench.report.summary import (
     Group,
     compare,
@@ -37,6 +37,7 @@ from fsbench.report.summary import (
     usable,
 )
 from fsbench.schema import Environment, Result, Run
+from fsbench.units import fmt_ratio
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -395,7 +396,11 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
                 continue
             r, c = files.index(fs), records.index(rs)
             grid[r][c] = math.log2(cmp_.ratio)
-            label = f"{cmp_.ratio:.2g}" + ("~" if cmp_.significant is False else "")
+            # The cell's mark from the one verdict procedure: ▲/▼ decided, ≈ within ±2 %, ? open.
+            said = outcome(cmp_, o.higher_is_better)
+            label = fmt_ratio(cmp_.ratio).rstrip("×") + (
+                "" if said in ("better", "worse") else SYMBOLS[said]
+            )
             ax.text(
                 c,
                 r,
@@ -434,7 +439,8 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         f"{other} / {base} over the matrix",
         _svg(fig, pid),
         f"Each cell: median rate of {other} divided by {base}'s. Green: {other} faster; red: "
-        "slower; '~' marks a difference that is not statistically significant.",
+        "slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ in the tables), ≈ "
+        "is within ±2 %, ? is open (not decided).",
     )
 
 
@@ -442,7 +448,7 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
 @_styled
 def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Plot | None:
     """Median with 95 % CI per subject; beside it, the ratio to the baseline with its
-    interval (hollow and marked 'n.s.' where not significant)."""
+    interval (fsbench.verdict; hollow and marked ≈ or ? where not decided ▲/▼)."""
     per = next(iter(group.cells.values()), {})
     rows = [s for s in subjects if s in per]
     if not rows or not any(usable(per[s]) for s in rows):
@@ -476,8 +482,9 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
             c = compare(per[base], r)
             if c.ratio is None:
                 continue
-            lo, hi = c.ratio_ci95 or (c.ratio, c.ratio)
-            ns = c.significant is not True
+            lo, hi = c.interval or (c.ratio, c.ratio)
+            said = outcome(c, r.higher_is_better)
+            ns = said not in ("better", "worse")
             rx.errorbar(
                 c.ratio,
                 y,
@@ -488,7 +495,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
                 color=col[s],
                 mfc="white" if ns else col[s],
             )
-            tag = "n.s." if c.significant is False else ("?" if c.significant is None else "")
+            tag = SYMBOLS[said]
             if tag:
                 rx.annotate(
                     tag,
@@ -501,7 +508,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
         rx.set_xscale("log")
         rx.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}×"))
         rx.xaxis.set_minor_formatter(NullFormatter())
-        rx.set_xlabel(f"ratio to {base} (95 % interval)")
+        rx.set_xlabel(f"ratio to {base} (its verdict's interval)")
         rx.grid(axis="y", visible=False)
     pid = f"workload-{_slug(group.key)}"
     return Plot(pid, group.title, _svg(fig, pid))

@@ -1,21 +1,21 @@
 """What a run says, in words: per workload (and per Iozone operation) the fastest subject and
 by how much, with the CPU it cost. Also the grouping every report renderer shares.
 
-Only reads finished `Run` records; every number comes from the results and `stats.compare`.
+Only reads finished `Run` records; every number comes from the results and the verdicts of
+`fsbench.verdict`.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fsbench import stats
-from fsbench.report.naming import ranked, result_title
+from fsbench.report.naming import OUTCOME_WORDS, interval_text, outcome, ranked, result_title
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
+from fsbench.verdict import ALPHA, Family, Verdict, verdict
 
 MATRIX_WORKLOAD = "iozone"
 OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
@@ -110,23 +110,24 @@ def gmean(xs: Iterable[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in vals) / len(vals))
 
 
-def compare(base: Result, other: Result) -> stats.Comparison:
-    """stats.compare of the two results' samples (memoized: a report asks several times)."""
-    return _compare(tuple(base.samples), tuple(other.samples))
+def compare(base: Result, other: Result) -> Verdict:
+    """The verdict (fsbench.verdict) of ``other`` against ``base`` at the family the run
+    recorded on ``other`` (memoized: a report asks several times)."""
+    fam = other.verdict_family or {}
+    return _compare(
+        tuple(base.samples),
+        tuple(other.samples),
+        int(fam.get("looks", 1)),
+        int(fam.get("comparisons", 1)),
+        float(fam.get("alpha", ALPHA)),
+    )
 
 
 @functools.lru_cache(maxsize=4096)
-def _compare(base: tuple[float, ...], other: tuple[float, ...]) -> stats.Comparison:
-    return quiet_compare(base, other)
-
-
-def quiet_compare(base: Sequence[float], other: Sequence[float]) -> stats.Comparison:
-    """stats.compare without scipy's precision warning for near-identical samples (the
-    p-value is still right there: the samples simply do not differ), which would otherwise
-    land on the user's terminal from a report command."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return stats.compare(base, other)
+def _compare(
+    base: tuple[float, ...], other: tuple[float, ...], looks: int, comparisons: int, alpha: float
+) -> Verdict:
+    return verdict(base, other, Family(looks=looks, comparisons=comparisons, alpha=alpha))
 
 
 def cpu_ratio(base: Result, other: Result) -> float | None:
@@ -147,11 +148,11 @@ class Standing:
     subject: str
     ratios: list[float]
     cpu_ratios: list[float]
-    significant: int  # cells where the difference is significant
-    tested: int  # cells with a test at all
-    not_significant: int
+    significant: int  # cells where the verdict is ▲ or ▼
+    tested: int  # cells with a verdict at all (an interval)
+    not_significant: int  # cells where it is ≈ or open
     cells: int
-    single: stats.Comparison | None = None  # the comparison when the group has one cell
+    single: Verdict | None = None  # the verdict when the group has one cell
 
     @property
     def ratio(self) -> float | None:
@@ -298,10 +299,10 @@ def finding(group: Group, order: Sequence[str]) -> Finding:
             cr = cpu_ratio(b, o)
             if cr is not None:
                 cpus.append(cr)
-            if cmp_.significant is not None:
+            if cmp_.interval is not None:
                 tested += 1
-                sig += int(cmp_.significant)
-                ns += int(not cmp_.significant)
+                sig += int(cmp_.mark in ("above", "below"))
+                ns += int(cmp_.mark not in ("above", "below"))
         standings.append(Standing(s, ratios, cpus, sig, tested, ns, len(cells), single))
     sentences = _sentences(group, best, scores[best], standings, cells)
     return Finding(
@@ -331,32 +332,26 @@ def _sentences(
             rate = f"{doing} at {fmt_ratio(r)} {best}'s rate"
         else:
             rate = f"takes {fmt_ratio(r)} as long as {best}"
-        if one and st.single is not None and st.single.ratio_ci95:
-            lo, hi = st.single.ratio_ci95
-            rate += f" [95 % interval {fmt_ratio(lo)}–{fmt_ratio(hi)}]"
+        if one and st.single is not None and st.single.interval:
+            pct = f"{st.single.confidence * 100:.3g}"
+            rate += f" [{pct} % interval {interval_text(st.single)}]"
         elif not one:
             rate += f" (geometric mean; {fmt_ratio(min(st.ratios))}–{fmt_ratio(max(st.ratios))})"
         text = f"{st.subject} {rate}"
         if st.cpu is not None:
             text += f" and spends {fmt_ratio(st.cpu)} the CPU per GiB"
         if one and st.single is not None:
-            c = st.single
-            if c.significant is False:
-                text += f"; not significant ({_test_name(c.test)}, p = {c.p_value:.2g})"
-            elif c.significant is None:
-                text += "; too few samples to test"
+            said = outcome(st.single, hib)
+            if said not in ("better", "worse"):
+                text += f"; {OUTCOME_WORDS[said]}"
         elif not one:
             ahead = sum(1 for r in st.ratios if _better(r, 1.0, hib))
             if ahead:
                 text += f"; it is ahead in {ahead} of {len(st.ratios)} cells"
             if st.tested:
-                text += f"; the difference is significant in {st.significant} of {st.tested}"
+                text += f"; the interval excludes 1 (▲/▼) in {st.significant} of {st.tested}"
         out.append(text + ".")
     return out
-
-
-def _test_name(test: str) -> str:
-    return {"welch": "Welch's t-test", "mann-whitney": "Mann-Whitney U"}.get(test, test)
 
 
 def findings(run: Run) -> list[Finding]:

@@ -26,9 +26,10 @@ from fsbench.report.naming import (
     result_title,
     styled_ratio,
 )
-from fsbench.report.summary import is_matrix
+from fsbench.report.summary import compare, is_matrix
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_halfwidth, fmt_value
+from fsbench.verdict import family_of
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -43,24 +44,13 @@ def _ci_text(res: Result) -> str:
 
 
 def ratio_text(base: Result | None, res: Result) -> Text:
-    """'1.23× ±4% ▲': the ratio of medians, its 95 % interval as ± % of the ratio, and a mark
-    (▲ better, ▼ worse, both significant; ≈ not significant; ? cannot tell). One short cell,
-    so the table fits 100 columns."""
+    """'1.23× 1.10–1.38 ▲': the ratio to the baseline, its interval and the mark the interval
+    gives (fsbench.verdict through report.naming: ▲ better, ▼ worse, ≈ within ±2 %, ? open)."""
     if not ranked(res):
         return Text("not ranked", style="red")
     if base is None or base is res or not base.samples or not res.samples:
         return Text("baseline" if base is res else "–", style="dim")
-    c = stats.compare(base.samples, res.samples)
-    if c.ratio is None:
-        return Text("–")
-    txt = f"{c.ratio:.2f}×"
-    if c.ratio_ci95 and c.ratio:
-        lo, hi = c.ratio_ci95
-        txt += f" ±{max(c.ratio - lo, hi - c.ratio) / c.ratio * 100:.0f}%"
-    if c.significant:
-        better = c.ratio > 1 if res.higher_is_better else c.ratio < 1
-        txt += " ▲" if better else " ▼"
-    return styled_ratio(c, txt, res.higher_is_better, ns=" ≈")
+    return styled_ratio(compare(base, res), res.higher_is_better)
 
 
 def _cpu_text(res: Result) -> str:
@@ -197,11 +187,12 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
             e = explained.get(id(r))
             if e is not None and e.is_baseline:
                 # The baseline differs from nothing in its table, but from its own other
-                # placements it may: say so when that difference is significant.
+                # placements it may: say so when the verdict is ▲ or ▼.
                 moved = [
                     f
                     for f in e.factors
-                    if f.name.startswith("placement") and "(significant" in f.sentence
+                    if f.name.startswith("placement")
+                    and (": better)" in f.sentence or ": worse)" in f.sentence)
                 ]
                 e = replace(e, factors=moved)
             if e is not None and e.factors:
@@ -309,8 +300,9 @@ def render(
     parts += [ln for ln in integrity_lines(run) if not ln.plain.startswith("✗")]
     parts.append(
         Text(
-            "vs: ratio ±95 % CI, ▲ better ▼ worse ≈ n.s. · CPU s/GiB app+driver+kthreads · "
-            "cold ✓ device read",
+            "vs: ratio to the baseline with its interval · "
+            + family_of(run).legend()
+            + " · CPU s/GiB app+driver+kthreads · cold ✓ device read",
             style="dim",
         )
     )
