@@ -32,6 +32,7 @@ Every function is deterministic and needs no random numbers.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,11 +135,17 @@ def mark_of(interval: tuple[float, float] | None) -> Mark:
     return "open"
 
 
-def _scipy_t():
-    # scipy costs ~2 s to import; only intervals need it.
-    from scipy.stats import t
+@functools.cache
+def _t_quantile(p: float, df: float) -> float:
+    # scipy costs ~2 s to import, so only intervals import it; a report asks for the same
+    # quantiles many times.
+    from scipy.special import stdtrit
 
-    return t
+    return float(stdtrit(df, p))
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 700 else math.inf
 
 
 def verdict(
@@ -173,8 +180,9 @@ def verdict(
         # Welch-Satterthwaite degrees of freedom (a constant side contributes none).
         den = (qa * qa / (a.size - 1) if qa else 0.0) + (qb * qb / (b.size - 1) if qb else 0.0)
         df = (qa + qb) ** 2 / den
-        half = float(_scipy_t().ppf(1.0 - (1.0 - conf) / 2.0, df)) * se
-        interval = (math.exp(diff - half), math.exp(diff + half))
+        half = _t_quantile(1.0 - (1.0 - conf) / 2.0, df) * se
+        # Two samples at a high confidence can give a bound beyond floating point: infinity.
+        interval = (_exp(diff - half), _exp(diff + half))
     return Verdict(ratio=ratio, interval=interval, confidence=conf, mark=mark_of(interval), n=n)
 
 
