@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.stats import compare
+from fsbench.verdict import verdict
 
 DRIVERS = ("ext4", "ntfs-3g")
 TARGET = 0.97
@@ -119,10 +119,10 @@ def main() -> int:
         if not on or not off:
             print(f"{drv}: no samples (driver unavailable?)")
             continue
-        c = compare(off, on)  # fsbench's own statistics: ratio of medians, bootstrap CI
+        c = verdict(off, on)  # fsbench's own verdict: ratio of geometric means, 95 % interval
         ratio = c.ratio or 0.0
         ratios.append(ratio)
-        ci = f"95 % CI {c.ratio_ci95[0]:.3f}–{c.ratio_ci95[1]:.3f}" if c.ratio_ci95 else "no CI"
+        ci = f"95 % CI {c.interval[0]:.3f}–{c.interval[1]:.3f}" if c.interval else "no CI"
         print(
             f"{drv:8} {args.workload}: probes on {statistics.median(on):8.1f} MiB/s, off "
             f"{statistics.median(off):8.1f} MiB/s, on/off = {ratio:.3f} ({ci}; "
@@ -146,12 +146,12 @@ def main() -> int:
     if not ratios:
         return 1
     worst = min(ratios)
-    verdict = "meets" if worst >= TARGET else "misses"
+    outcome = "meets" if worst >= TARGET else "misses"
     print(
         f"wall time per invocation: traced {statistics.median(walls[True]):.1f} s, "
         f"--no-trace {statistics.median(walls[False]):.1f} s (medians of {args.rounds})"
     )
-    print(f"summary: worst on/off ratio {worst:.3f} {verdict} the target {TARGET}")
+    print(f"summary: worst on/off ratio {worst:.3f} {outcome} the target {TARGET}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Statistics over repeated samples: robust summaries, median CIs and A/B comparisons.
+"""Statistics over repeated samples: robust summaries and median CIs. Comparisons between
+subjects (the ratio, its interval and the ▲/▼/≈ mark) are fsbench.verdict's alone.
 
 Benchmark noise on a real machine is skewed and spiky (a background job, a writeback flush,
 a cold cache), so everything here is centred on the median and on rank- or order-based methods
@@ -8,8 +9,7 @@ docstring says so, so a reader knows what the number assumes.
 The ideas follow pyperf (warn when the stdev exceeds 10 % of the mean, report the median)
 and hyperfine (flag statistical outliers and say what to do about them).
 
-Every function is deterministic: the bootstrap uses a fixed seed, so the same samples always
-give the same report.
+Every function is deterministic.
 """
 
 from __future__ import annotations
@@ -30,14 +30,9 @@ def _scipy_stats():
 
 
 __all__ = [
-    "BOOTSTRAP_RESAMPLES",
-    "BOOTSTRAP_SEED",
     "CV_WARN_THRESHOLD",
-    "MANN_WHITNEY_MIN_SAMPLES",
     "OUTLIER_THRESHOLD",
-    "Comparison",
     "Summary",
-    "compare",
     "median_ci",
     "needs_more_samples",
     "summarize",
@@ -54,16 +49,7 @@ _MEANAD_TO_SIGMA = 1.253314
 CV_WARN_THRESHOLD = 0.10
 DEFAULT_TARGET_REL_HALFWIDTH = 0.05
 
-# Below 5 per side Mann-Whitney is nearly powerless: at 3 vs 3 its smallest possible
-# two-sided p is 0.10 (can never be significant), at 4 vs 4 it is 0.029 and needs complete
-# separation. Welch's t-test still has power there, at the price of assuming normal noise.
-MANN_WHITNEY_MIN_SAMPLES = 5
-
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
-
 CIMethod = Literal["order-statistic", "t", "none"]
-TestName = Literal["welch", "mann-whitney", "none"]
 
 
 @dataclass(frozen=True)
@@ -87,21 +73,6 @@ class Summary:
     outliers: list[int]
     warnings: list[str]
     ci_method: CIMethod = "none"
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """``other`` against ``baseline``: ratio of medians, its CI and a significance test.
-
-    ``ratio`` is ``median(other) / median(baseline)``; ``test`` names the test whose
-    ``p_value`` is reported ("none" when either side has fewer than 2 samples).
-    """
-
-    ratio: float | None
-    ratio_ci95: tuple[float, float] | None
-    p_value: float | None
-    test: TestName
-    significant: bool | None
 
 
 def _as_array(samples: Sequence[float]) -> np.ndarray:
@@ -295,64 +266,3 @@ def needs_more_samples(
     if summary.n < min_samples:
         return True
     return summary.ci_halfwidth_rel is None or summary.ci_halfwidth_rel > target_rel_halfwidth
-
-
-def _bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
-    # Percentile bootstrap of median(b)/median(a), resampling each side independently.
-    # A fresh generator with a fixed seed makes the interval a pure function of the data.
-    # With very few samples it is too narrow (the median of a resample can only take a few
-    # values), which is one more reason to run enough repeats.
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    med_a = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], axis=1)
-    med_b = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], axis=1)
-    if np.any(med_a == 0.0):
-        return None  # the ratio is undefined for some resamples: no honest interval
-    lo, hi = np.percentile(med_b / med_a, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-def compare(baseline: Sequence[float], other: Sequence[float], alpha: float = 0.05) -> Comparison:
-    """Compare ``other`` against ``baseline``.
-
-    - ``ratio = median(other) / median(baseline)`` (None if a side is empty or the baseline
-      median is 0).
-    - ``ratio_ci95``: percentile bootstrap of the ratio of medians, 2000 resamples per side,
-      ``numpy.random.default_rng(0)``, so identical inputs give identical intervals. None with
-      fewer than 2 samples on a side.
-    - Test: Mann-Whitney U (two-sided) when both sides have >= 5 samples, since it is robust
-      to outliers; Welch's t-test when a side has 2-4, where Mann-Whitney cannot (or can
-      barely) reach p < 0.05. Fewer than 2 on a side: no test (``test="none"``).
-    - If neither side varies, no statistic is computed: p = 1.0 when the constants are equal
-      and 0.0 when they differ; ``test`` still names the test the size rule selects.
-    """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
-    a = _as_array(baseline)
-    b = _as_array(other)
-
-    ratio: float | None = None
-    if a.size and b.size:
-        med_a = float(np.median(a))
-        if med_a != 0.0:
-            ratio = float(np.median(b)) / med_a
-
-    if a.size < 2 or b.size < 2:
-        return Comparison(ratio=ratio, ratio_ci95=None, p_value=None, test="none", significant=None)
-
-    ratio_ci = _bootstrap_ratio_ci(a, b) if ratio is not None else None
-    test: TestName = "mann-whitney" if min(a.size, b.size) >= MANN_WHITNEY_MIN_SAMPLES else "welch"
-
-    if a.min() == a.max() and b.min() == b.max():
-        # Zero variance on both sides means the measurement is deterministic (a byte count,
-        # a perfectly stable timer): equal constants cannot differ, and different constants
-        # differ every single time, so the difference is certain rather than chance. This is
-        # the limit of Welch's t (t -> 0 or infinity), which scipy would return as NaN or 0.
-        p = 1.0 if a[0] == b[0] else 0.0
-    elif test == "mann-whitney":
-        p = float(_scipy_stats().mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    else:
-        p = float(_scipy_stats().ttest_ind(a, b, equal_var=False).pvalue)
-
-    return Comparison(
-        ratio=ratio, ratio_ci95=ratio_ci, p_value=p, test=test, significant=bool(p < alpha)
-    )

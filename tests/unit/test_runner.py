@@ -658,19 +658,17 @@ def test_progress_total_shrinks_as_answers_settle(
     assert left[-1] == 0 and len(left) == 9 + 2 * 2  # subj-a and subj-c: 2 more rounds each
 
 
-def test_a_ratio_is_settled_only_when_the_table_would_mark_it() -> None:
-    """Three wild baseline samples all above three others: the bootstrap interval of the
-    ratio excludes 1, but the test is not significant (the table says ≈), so it stays open;
-    a tight pair within ±2 % is settled without significance."""
-    from fsbench import stats
+def test_a_ratio_is_settled_exactly_when_its_verdict_is_decided() -> None:
+    """Settled is the verdict the table prints: ▲/▼ (the interval excludes 1) or ≈ (within
+    ±2 %); three wild baseline samples above three others are still open."""
     from fsbench.runner import ratio_settled
+    from fsbench.verdict import verdict
 
     def res(values: list[float]) -> Result:
         return Result(subject="s", workload="w", metric="m", unit="MiB/s", samples=values)
 
     wild, low = res([100.0, 300.0, 500.0]), res([50.0, 60.0, 70.0])
-    c = stats.compare(wild.samples, low.samples)
-    assert c.ratio_ci95 is not None and c.ratio_ci95[1] < 1 and not c.significant
+    assert verdict(wild.samples, low.samples).mark == "open"
     assert not ratio_settled(wild, low)
     assert ratio_settled(res([100.0, 100.5, 99.5]), res([100.2, 99.9, 100.1]))
     assert ratio_settled(res([100.0, 101.0, 99.0]), res([50.0, 51.0, 49.0]))

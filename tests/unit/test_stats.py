@@ -6,12 +6,9 @@ import math
 import random
 
 import pytest
-from scipy import stats as sps
 
 from fsbench.stats import (
-    Comparison,
     Summary,
-    compare,
     median_ci,
     needs_more_samples,
     summarize,
@@ -68,7 +65,7 @@ def test_non_finite_samples_are_rejected() -> None:
     with pytest.raises(ValueError, match="finite"):
         summarize([1.0, float("nan"), 2.0])
     with pytest.raises(ValueError, match="finite"):
-        compare([1.0, 2.0], [1.0, float("inf")])
+        summarize([1.0, float("inf")])
 
 
 # --- summarize: basic statistics --------------------------------------------------------------
@@ -279,138 +276,6 @@ def test_needs_more_samples_on_real_summaries() -> None:
     assert needs_more_samples(summarize([99.0, 100.0, 101.0])) is False
     # ±29.8 % with 3 samples: keep going.
     assert needs_more_samples(summarize([88.0, 100.0, 112.0])) is True
-
-
-# --- compare -----------------------------------------------------------------------------------
-
-
-def test_compare_clearly_different_mann_whitney() -> None:
-    base = [100.0, 101.0, 99.0, 100.5, 99.5]
-    other = [200.0, 202.0, 198.0, 201.0, 199.0]
-    c = compare(base, other)
-    assert c.test == "mann-whitney"
-    assert c.ratio == 2.0  # 200 / 100
-    # Complete separation, 5 vs 5, exact two-sided: 2 / C(10, 5) = 2 / 252.
-    assert c.p_value == pytest.approx(2 / 252)
-    assert c.significant is True
-    assert c.ratio_ci95 is not None
-    lo, hi = c.ratio_ci95
-    # Resampled medians stay within 99..101 and 198..202.
-    assert 198 / 101 <= lo <= 2.0 <= hi <= 202 / 99
-    assert hi - lo < 0.1
-
-
-def test_compare_small_n_uses_welch() -> None:
-    base = [10.0, 11.0, 12.0]
-    other = [20.0, 21.0, 22.0]
-    c = compare(base, other)
-    assert c.test == "welch"
-    assert c.ratio == pytest.approx(21 / 11)
-    # Both variances 1: t = -10 / sqrt(1/3 + 1/3), Welch df = (2/3)^2 / (2 * (1/3)^2 / 2) = 4.
-    t = -10 / math.sqrt(2 / 3)
-    assert c.p_value == pytest.approx(2 * sps.t.sf(abs(t), 4))
-    assert c.p_value == pytest.approx(2.552e-4, rel=1e-3)
-    assert c.significant is True
-
-
-def test_compare_identical_samples_not_significant() -> None:
-    data = [10.0, 11.0, 12.0, 13.0, 14.0]
-    c = compare(data, list(reversed(data)))
-    assert c.test == "mann-whitney"
-    assert c.ratio == 1.0
-    assert c.p_value == pytest.approx(1.0)
-    assert c.significant is False
-    assert c.ratio_ci95 is not None
-    assert c.ratio_ci95[0] < 1.0 < c.ratio_ci95[1]
-
-
-def test_compare_same_distribution_not_significant() -> None:
-    rng = random.Random(7)
-    a = [rng.gauss(100.0, 2.0) for _ in range(12)]
-    b = [rng.gauss(100.0, 2.0) for _ in range(12)]
-    c = compare(a, b)
-    assert c.test == "mann-whitney"
-    assert c.significant is False
-    assert c.p_value is not None and c.p_value > 0.05
-    assert c.ratio is not None and c.ratio_ci95 is not None
-    assert c.ratio_ci95[0] <= c.ratio <= c.ratio_ci95[1]
-    assert c.ratio_ci95[0] < 1.0 < c.ratio_ci95[1]
-
-
-def test_compare_mann_whitney_resists_an_outlier() -> None:
-    # One wild baseline sample makes Welch see huge variance; ranks don't care.
-    base = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.08, 500.0]
-    other = [11.0, 11.1, 10.9, 11.05, 10.95, 11.02, 10.98, 11.08, 11.03]
-    c = compare(base, other)
-    assert c.test == "mann-whitney"
-    assert c.significant is True
-    # 8 of 9 baseline samples below all 9 others: U = 9, two-sided p ~ 0.0062.
-    assert c.p_value == pytest.approx(0.00619, abs=1e-4)
-    assert c.ratio == pytest.approx(11.02 / 10.02)
-    welch_p = sps.ttest_ind(base, other, equal_var=False).pvalue
-    assert welch_p > 0.05  # the reason Mann-Whitney is preferred when n allows
-
-
-@pytest.mark.parametrize(
-    ("n_base", "n_other", "expected"),
-    [(1, 5, "none"), (5, 1, "none"), (2, 2, "welch"), (4, 9, "welch"), (5, 5, "mann-whitney")],
-)
-def test_compare_test_choice(n_base: int, n_other: int, expected: str) -> None:
-    base = [10.0 + 0.1 * i for i in range(n_base)]
-    other = [12.0 + 0.1 * i for i in range(n_other)]
-    assert compare(base, other).test == expected
-
-
-def test_compare_too_few_samples_undecided() -> None:
-    c = compare([10.0], [20.0, 21.0])
-    assert c == Comparison(ratio=2.05, ratio_ci95=None, p_value=None, test="none", significant=None)
-    empty = compare([], [1.0, 2.0])
-    assert empty.ratio is None and empty.significant is None
-
-
-def test_compare_equal_constants() -> None:
-    c = compare([3.0, 3.0, 3.0], [3.0, 3.0, 3.0])
-    assert c.p_value == 1.0
-    assert c.significant is False
-    assert c.ratio == 1.0
-    assert c.ratio_ci95 == (1.0, 1.0)
-
-
-@pytest.mark.parametrize("n", [3, 6])
-def test_compare_different_constants_significant(n: int) -> None:
-    c = compare([3.0] * n, [4.0] * n)
-    assert c.p_value == 0.0
-    assert c.significant is True
-    assert c.ratio == pytest.approx(4 / 3)
-
-
-def test_compare_zero_baseline_median_has_no_ratio() -> None:
-    c = compare([0.0, 0.0, 1.0], [1.0, 2.0, 3.0])
-    assert c.ratio is None
-    assert c.ratio_ci95 is None
-    assert c.test == "welch"
-    assert c.p_value is not None
-
-
-def test_compare_is_reproducible() -> None:
-    rng = random.Random(11)
-    a = [rng.uniform(90, 110) for _ in range(8)]
-    b = [rng.uniform(95, 120) for _ in range(8)]
-    assert compare(a, b) == compare(a, b)
-    # Independent of any global random state.
-    random.seed(123)
-    first = compare(a, b).ratio_ci95
-    random.seed(456)
-    assert compare(a, b).ratio_ci95 == first
-
-
-def test_compare_alpha_changes_decision() -> None:
-    base = [10.0, 11.0, 12.0]
-    other = [11.0, 12.0, 13.5]
-    c = compare(base, other)
-    assert c.p_value is not None and 0.05 < c.p_value < 0.5
-    assert c.significant is False
-    assert compare(base, other, alpha=0.5).significant is True
 
 
 def test_median_ci_exact_coverage_boundary_counts() -> None:
