@@ -119,7 +119,8 @@ def main() -> None:
     lo, hi = clopper_pearson(k, n)
     rate = f"{k / max(n, 1):.1%} (95 % interval {lo:.1%}–{hi:.1%})"
     print(
-        f"A/A: {k} false ▲/▼ in {n} comparisons = {rate}; runs with any: {runs_with_false} of {runs}"
+        f"A/A: {k} false ▲/▼ in {n} comparisons = {rate}; "
+        f"runs with any: {runs_with_false} of {runs}"
     )
     tally = defaultdict(int)
     for *_x, o in comps:
