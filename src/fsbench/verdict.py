@@ -87,7 +87,7 @@ class Family:
         return (
             f"▲/▼ interval excludes 1 (chance of any false ▲/▼ in the run ≤ "
             f"{self.alpha * 100:.0f} %{over}: each interval at {self.confidence * 100:.3g} %); "
-            f"≈ within ±{SETTLE_BAND * 100:.0f} %; open: not decided"
+            f"≈ within ±{SETTLE_BAND * 100:.0f} %; ? open (not decided)"
         )
 
 
