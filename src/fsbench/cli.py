@@ -254,7 +254,13 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
     from fsbench.report.table import render
     from fsbench.store import default_db_path
 
-    wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"])
+    own = []
+    if o["command"] is not None:
+        from fsbench.workloads.command import build
+
+        steps = (o["prepare"], o["setup"], o["cleanup"])
+        own.append(build(o["command"], *steps, o["input"], o["timeout"], o["as_user"]))
+    wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"], own, o["timeout"])
     if o.get("clients") is not None or o.get("clients_sweep") is not None:
         from fsbench.workloads.clients import apply_clients
 

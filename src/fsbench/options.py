@@ -258,6 +258,23 @@ OPTIONS: list[Option] = [
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),
     Option(("--suite",), "A named suite (see `fsbench list suites`)."),
     Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`)."),
+    # the user's own command as a workload (workloads/command.py), hyperfine's vocabulary
+    Option(("--command",), "Your own command as a workload: run by /bin/sh in each subject's "
+           "mount, timed (wall time; CPU of its process tree); alone unless --workloads names "
+           "more.", metavar="CMD"),
+    Option(("--prepare",), "With --command: run before every run of it (untimed).",
+           metavar="CMD"),
+    Option(("--setup",), "With --command: run once per subject, after --input is copied.",
+           metavar="CMD"),
+    Option(("--cleanup",), "With --command: run once per subject after its last sample.",
+           metavar="CMD"),
+    Option(("--input",), "With --command: a directory copied onto every subject first (as "
+           "<mount>/<its name>, the command's working directory).", path=True),
+    Option(("--timeout",), "Stop any of your commands or fio job files after S seconds (its "
+           "process group killed); that subject's sample fails (default 3600).",
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "x")),
+    Option(("--as-user",), "With --command: run your commands as USER (the lab runs as root).",
+           metavar="USER"),
     Option(("--trace-probes",), "The kernel trace probes to run, a comma list of fuse, "
            "readahead, block, writeback, sched (default: all but sched, which costs a FUSE "
            "driver ~10 %).", parse=trace_probes, bad=("fuse,dtrace", ",")),
@@ -277,10 +294,19 @@ def _check_read_only(v: dict[str, Any]) -> None:
         raise UsageError("--read-only and --destroy-data contradict each other; give one")
 
 
+def _check_command(v: dict[str, Any]) -> None:
+    if v.get("command") is not None:
+        return
+    for key in ("prepare", "setup", "cleanup", "input", "as_user"):
+        if v.get(key) is not None:
+            raise UsageError(f"--{key.replace('_', '-')} goes with --command; give --command too")
+
+
 # Checks across options, run in order after every option parsed on its own.
 CHECKS: list[Callable[[dict[str, Any]], None]] = [
     _check_max_repeat,
     _check_read_only,
+    _check_command,
 ]
 
 

@@ -285,6 +285,7 @@ def execute(
                 run.status = "incomplete"
             if runner is not None and not run.results:
                 run.results = list(runner.results.values())
+            run.definitions = definitions(plan.workloads)  # after close(): cleanups' outcome
             # The report first: a rendering failure is then recorded in results.json and the
             # store, and the terminal says so, instead of being lost after the data is written.
             write_report_safely(run, plan.out_dir)
@@ -571,6 +572,17 @@ def _device_of(path: Path) -> str | None:
     dev = os.stat(path).st_dev
     name = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
     return Path(os.path.realpath(name)).name if os.path.exists(name) else None
+
+
+def definitions(workloads: list[Workload]) -> list[dict]:
+    """Each user workload's definition once (a job file's phases share theirs)."""
+    out: dict[str, dict] = {}
+    for wl in workloads:
+        d = hook(wl, "definition")
+        if callable(d):
+            rec = d()
+            out.setdefault(str(rec.get("id") or rec.get("name")), rec)
+    return list(out.values())
 
 
 def read_only_ok(wl: Workload) -> bool:

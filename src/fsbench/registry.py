@@ -10,7 +10,7 @@ import os
 from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
-from fsbench.workloads import iozone
+from fsbench.workloads import fiofile, iozone
 from fsbench.workloads.base import Workload, hook
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
@@ -76,10 +76,18 @@ SUITES.update(iozone.suites())
 
 
 def resolve_workloads(
-    spec: str | None, suite: str | None, numjobs: list[int] | None = None
+    spec: str | None,
+    suite: str | None,
+    numjobs: list[int] | None = None,
+    own: list[Workload] | None = None,
+    timeout_s: float | None = None,
 ) -> list[Workload]:
+    """The workloads named; `own` (a --command) runs after them, alone when none is named.
+    `fio:PATH[:cache=cold]` names a user's job file (workloads/fiofile.py)."""
     if spec and suite:
         raise UsageError("give --workloads or --suite, not both")
+    if own and not spec and not suite:
+        return list(own)
     if suite:
         if suite not in SUITES:
             raise UsageError(f"unknown suite {suite!r}; known suites: {', '.join(SUITES)}")
@@ -95,13 +103,17 @@ def resolve_workloads(
     out: list[Workload] = []
     for n in names:
         matches = [w for wid, w in pool.items() if n in (wid, w.name)]
-        if matches:
+        if n.startswith(fiofile.PREFIX):
+            out += fiofile.resolve(n, timeout_s)
+        elif matches:
             out += matches
         elif n in _hidden():
             out.append(_hidden()[n]())
         else:
             known = ", ".join(dict.fromkeys(w.name for w in WORKLOADS.values()))
-            raise UsageError(f"unknown workload {n!r}; known: {known} (or NAME/VARIANT)")
+            raise UsageError(
+                f"unknown workload {n!r}; known: {known} (or NAME/VARIANT, or fio:JOBFILE)"
+            )
     if numjobs:
         # Concurrency as a parameter: each fio workload once per job count.
         out = [
@@ -109,6 +121,7 @@ def resolve_workloads(
             for w in out
             for n in (numjobs if isinstance(w, FioJob | IozoneJob) else [1])
         ]
+    out += own or []
     ids = [str(hook(w, "id")) for w in out]
     if len(set(ids)) != len(ids):
         raise UsageError("a workload is listed twice in --workloads")

@@ -42,6 +42,12 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Later, additive (issue 22): Result.verdict_family (the looks and comparisons the run's
 #     error rate is spread over: fsbench.verdict), schedule.verdict and schedule.orders (the
 #     seeded subject order of every round).
+#     Later, additive (issue 27): Run.definitions, the user's own workloads, enough to run
+#     them again from results.json alone: a fio job file (its text, included files, the ${ENV}
+#     values it used, each section's options as written, effective and as fio reported them,
+#     its phase) or a command (command, prepare, setup, cleanup, the --input tree's digest,
+#     timeout, user, how each subject's cleanup ended). Their results carry workload
+#     `fio:STEM` (variant: the phase's sections) or `command` (variant: the command's words).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -324,6 +330,9 @@ class Run(_Model):
     subjects: list[Subject] = Field(default_factory=list)
     results: list[Result] = Field(default_factory=list)
     schedule: Schedule | None = None  # None: older runs
+    # The user's workloads (fio job files, commands), as workloads/fiofile.py and
+    # workloads/command.py record them; built-ins need none (their code is their definition).
+    definitions: list[dict[str, Any]] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -510,4 +510,6 @@ def _run_extra(run: Run) -> dict[str, Any]:
     extra = dict(run.model_extra or {})
     if run.schedule is not None:
         extra["schedule"] = run.schedule.model_dump()
+    if run.definitions:
+        extra["definitions"] = run.definitions
     return extra

@@ -57,6 +57,11 @@ def _cpu_text(res: Result) -> str:
     per = res.cpu.per_gib
     if not per:
         per_kop = res.cpu.per_kop_ms
+        if per_kop and _per_run(res):
+            # One operation is one run of the user's command: CPU seconds per run.
+            return "+".join(
+                f"{per_kop.get(k, 0) / 1e6:.2f}" for k in ("app", "driver", "kernel_threads")
+            )
         if per_kop:
             parts = "+".join(
                 f"{per_kop.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads")
@@ -64,6 +69,10 @@ def _cpu_text(res: Result) -> str:
             return parts
         return "–"
     return "+".join(f"{per.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads"))
+
+
+def _per_run(res: Result) -> bool:
+    return res.params.get("engine") == "command"
 
 
 _CACHE_SHORT = {
@@ -165,7 +174,8 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
         # Workloads that move no bytes report CPU per 1000 operations: the header says which.
         per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
-        t.add_column(f"CPU {'ms/kop' if per_kop else 's/GiB'}", justify="right")
+        cpu_unit = "s/run" if all(_per_run(r) for r in results) else "ms/kop"
+        t.add_column(f"CPU {cpu_unit if per_kop else 's/GiB'}", justify="right")
         t.add_column("cache")
         t.add_column("n", justify="right")
         for r in results:

@@ -114,6 +114,11 @@ HOOKS: dict[str, Hook] = {
         "a method giving the same work as a fio.FioJob, for fio's client/server mode "
         "(--clients); None: it runs only here",
     ),
+    "definition": Hook(
+        None,
+        "a user's workload (fio job file, command): a dict that reproduces it, kept in "
+        "results.json's definitions; None: a built-in",
+    ),
     "placement": Hook(
         "free", "where the app and the FUSE daemon run: free | same | split (lab/placement.py)"
     ),
