@@ -21,6 +21,7 @@ import pytest
 from fsbench.lab.drivers import DRIVERS, availability
 
 IS_ROOT = os.geteuid() == 0
+FIO = Path(__file__).parent / "fixtures" / "fio"
 
 
 # --- running fsbench in a sandbox ----------------------------------------------------------
@@ -198,6 +199,20 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     (["run", "--target", ".", "--placement", "pinned"], "--placement 'pinned': not one of"),
     (["compare", "ext4", "--trace-probes", "fuse,dtrace"], "(dtrace is not one)"),
     (["compare", "ext4", "--trace-probes", ","], "--trace-probes ',': give some of fuse,"),
+    # The user's own workloads, refused before anything is formatted (test_user_workloads.py)
+    (["compare", "ext4", "--workloads", f"fio:{FIO}/rejected.fio"], "failed parsing rw=bogus"),
+    (
+        ["compare", "ext4", "--workloads", f"fio:{FIO}/dev-sda.fio"],
+        "filename=/dev/sda (dev-sda.fio line 8, section [wipe]) points outside the subject's",
+    ),
+    (["compare", "ext4", "--workloads", "fio:/nonexistent.fio"], "no such job file"),
+    (
+        ["compare", "ext4", "--command", "true", "--input", "/nonexistent"],
+        "fsbench: --input /nonexistent: no such directory",
+    ),
+    (["compare", "ext4", "--command", "no-such-program-xyz -v"], "command not found"),
+    (["compare", "ext4", "--prepare", "true"], "--prepare goes with --command"),
+    (["run", "--target", ".", "--command", "true", "--as-user", "nobody-xyz"], "no such user"),
     (["show", "nonexistent-run"], "fsbench: no run 'nonexistent-run'"),
     (["show"], "RUN"),  # click's "Missing argument 'RUN'" or fsbench's own line
     (["list", "foo"], "Invalid value for '{drivers|workloads|suites}': 'foo' is not one of"),

@@ -118,6 +118,12 @@ def read_job_file(path: str, env: dict[str, str] | None = None) -> JobFile:
             s.phase = jobs[-1].phase + 1
         elif jobs:
             s.phase = jobs[-1].phase
+        waitee = next((j for j in jobs if j.name == s.effective.get("wait_for")), None)
+        if waitee is not None:
+            # fio resolves wait_for within one process: the waitee's phase runs on to here.
+            for j in jobs:
+                j.phase = min(j.phase, waitee.phase)
+            s.phase = waitee.phase
         jobs.append(s)
     if not jobs:
         raise UsageError(f"fio:{path}: no job section (a [name] other than [global])")
@@ -366,7 +372,7 @@ class FioPhase:
         except ValueError as e:
             raise WorkloadFailed(f"could not read fio's JSON output ({e})") from e
         self._remember_options(doc)
-        out = phase_figures(doc)
+        out = phase_figures(doc, serial=any("wait_for" in s.effective for s in self.sections))
         return Measurement(
             value=out["bytes"] / MiB / out["seconds"],
             seconds=out["seconds"],
@@ -399,9 +405,11 @@ def _direction(part: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def phase_figures(doc: dict[str, Any]) -> dict[str, Any]:
+def phase_figures(doc: dict[str, Any], serial: bool = False) -> dict[str, Any]:
     """A phase's bytes, I/Os and seconds from fio's JSON: every job's and direction's bytes
     over the longest job's runtime (fio's aggregate rule); each job's own figures in `jobs`.
+    `serial`: the reporting groups ran one after another (a wait_for chain), so the phase's
+    time is the sum of each group's longest runtime (fio's JSON has no start times).
     Latency percentiles belong to the result only when fio reported one job (one section, or
     a reporting group): percentiles of separate jobs cannot be merged without histograms."""
     jobs = doc.get("jobs") or []
@@ -430,7 +438,10 @@ def phase_figures(doc: dict[str, Any]) -> dict[str, Any]:
         )
     total = sum(v["bytes"] for j in per_job for d, v in j.items() if d in ("read", "write", "trim"))
     ios = sum(v["ios"] for j in per_job for d, v in j.items() if d in ("read", "write", "trim"))
-    seconds = max(j["seconds"] for j in per_job)
+    groups: dict[Any, float] = {}
+    for j in per_job:
+        groups[j["group"]] = max(groups.get(j["group"], 0.0), j["seconds"])
+    seconds = sum(groups.values()) if serial else max(j["seconds"] for j in per_job)
     if seconds <= 0:
         # fio counts whole milliseconds: no rate can be given for "0 ms" of work.
         raise WorkloadFailed(
