@@ -17,7 +17,8 @@ import pytest
 from fsbench.errors import UsageError
 from fsbench.pipeline import definitions
 from fsbench.registry import resolve_workloads
-from fsbench.schema import SCHEMA_VERSION, Run
+from fsbench.runner import Runner, RunTarget
+from fsbench.schema import SCHEMA_VERSION, Run, Subject
 from fsbench.workloads import command as cmdmod
 from fsbench.workloads import fiofile
 from fsbench.workloads.base import Target, WorkloadFailed
@@ -288,6 +289,31 @@ def test_as_user_runs_unprivileged_in_a_tree_it_owns(tmp_path: Path) -> None:
     wl.prepare(target)
     wl.run(target)
     assert (work / "uid.txt").read_text().strip() == "65534"
+
+
+def test_the_runner_fails_a_hanging_or_killed_command_for_its_subject_alone(
+    tmp_path: Path,
+) -> None:
+    marker = f"{time.time_ns() % 10**6 + 4000}.5"
+    cmd = f"[ -e hang ] && sleep {marker}; [ -e die ] && kill -SEGV $$; true"
+    wl = cmdmod.build(cmd, None, None, None, None, 1, None)
+    targets = []
+    for sid, trap in (("ok", None), ("hangs", "hang"), ("dies", "die")):
+        work = tmp_path / sid
+        work.mkdir()
+        if trap:
+            (work / trap).touch()
+        subject = Subject(id=sid, driver="directory", fs="tmpfs", kind="directory")
+        targets.append(RunTarget(subject, Target(sid, str(work), "directory", 1 << 20)))
+    runner = Runner(Run(run_id="r", started="t"), targets, [wl], 2, warmup=0, min_sample_s=0)
+    by = {r.subject: r for r in runner.execute().results}
+    assert by["ok"].status == "ok" and len(by["ok"].samples) == 2
+    assert by["hangs"].status == "failed" and not by["hangs"].samples
+    assert by["hangs"].error == (
+        f"{cmd[:59]}…: did not finish within 1 s (--timeout); its process group was killed"
+    )
+    assert by["dies"].error == "the command failed: killed by signal SIGSEGV"
+    assert _alive(marker) == []
 
 
 # -- results ---------------------------------------------------------------------------------

@@ -178,36 +178,54 @@ def _tail(f: IO[bytes]) -> str:
     return " | ".join(lines[-TAIL_LINES:])[-400:]
 
 
-def _killpg(pgid: int, sig: int) -> bool:
-    """Signal the group; False when nothing of it is left."""
-    try:
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # members that changed user; still there
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs. A zombie does not count: it holds no file
+    and no mount busy, and reaping an orphan is up to init (here it took ~1 s)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'.
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _wait_gone(pgid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)  # polling the process table: bounded by the deadline
     return True
 
 
 def _stop_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
-    """SIGTERM the whole group, SIGKILL what is left; reap the leader."""
+    """SIGTERM the whole group (a build may remove what it half made), SIGKILL what is left
+    after the grace time; reap the leader."""
     _killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace_s)
-    _killpg(proc.pid, signal.SIGKILL)
+    if not _wait_gone(proc.pid, grace_s):
+        _killpg(proc.pid, signal.SIGKILL)
+        _wait_gone(proc.pid, 10.0)
     proc.wait()
-    _reap_group(proc.pid)
 
 
-def _reap_group(pgid: int, timeout_s: float = 5.0) -> int:
-    """Kill whatever is still in the group (a background child the command left); how many
-    there were is not knowable from outside, so 1 means 'some'. Waits until it is gone."""
-    if not _killpg(pgid, 0):
+def _reap_group(pgid: int) -> int:
+    """Kill whatever is still in the group after its leader ended (a background child the
+    command left): 1 if there was something (how many is not knowable from outside), else 0."""
+    if not group_alive(pgid):
         return 0
     _killpg(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout_s
-    while _killpg(pgid, 0) and time.monotonic() < deadline:
-        time.sleep(0.01)  # poll for the kernel to finish them: bounded
+    _wait_gone(pgid, 10.0)
     return 1
 
 

@@ -304,6 +304,7 @@ class FioPhase:
     app_comms: tuple[str, ...] = ("fio",)
     space_group: str | None = None  # the file's own sizes decide, not fsbench's budget
     read_only_ok: bool = False
+    _laid_out: set[str] = field(default_factory=set, repr=False)  # workdirs laid out
 
     @property
     def variant(self) -> str:
@@ -351,13 +352,19 @@ class FioPhase:
         return [fio_binary(), *extra, *sections, self.definition_of.job.path]
 
     def prepare(self, target: Target) -> None:
-        """Untimed: fio lays out the phase's files (what it would do before its clock)."""
+        """Untimed: fio lays out the phase's files (what it would do before its clock), once
+        per subject: they stay (fio reuses a file of the right size), unless the job unlinks
+        them (`unlink`, `unlink_each_loop`), then before every run."""
         os.makedirs(target.workdir, exist_ok=True)
+        unlinks = any(s.flag("unlink") or s.flag("unlink_each_loop") for s in self.sections)
+        if target.workdir in self._laid_out and not unlinks:
+            return
         res = measured_child(
             self._argv("--create_only=1"), cwd=target.workdir, timeout=self.definition_of.timeout_s
         )
         if res.returncode != 0:
             raise WorkloadFailed(f"laying out {self.id}: {fio_error(res.stdout, res.stderr)}")
+        self._laid_out.add(target.workdir)
 
     def run(self, target: Target) -> Measurement:
         res = measured_child(

@@ -1,0 +1,84 @@
+"""The user's own workloads on real drivers: a multi-section fio job file (fio's tiobench
+example, sized for a small image) and a real build as a command, on ext4 and ntfs-3g in one
+run. (Failing, hanging and killed commands: tests/unit/test_user_workloads.py, with real
+processes through the runner.)"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import REPO, RunDirs, fsbench, need_drivers, release_leftovers
+
+FIO = REPO / "tests" / "unit" / "fixtures" / "fio"
+MAKEFILE = """all: build/app
+build/app: main.c util.c
+\t@mkdir -p build
+\tcc -O1 -o build/app main.c util.c
+clean:
+\trm -rf build
+"""
+
+
+def _project(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir()
+    (src / "Makefile").write_text(MAKEFILE)
+    (src / "main.c").write_text("int twice(int);\nint main(void) { return twice(21) - 42; }\n")
+    (src / "util.c").write_text("int twice(int x) { return 2 * x; }\n")
+    return src
+
+
+@pytest.mark.root
+def test_a_job_file_and_a_build_on_ext4_and_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
+    need_drivers("ext4", "ntfs-3g")
+    src = _project(tmp_path)
+    out = tmp_path / "out"
+    job = f"fio:{FIO / 'tiobench-small.fio'}:cache=cold"
+    try:
+        res = fsbench(
+            *("compare", "ext4", "ntfs-3g", "--size", "128M", "--out", str(out)),
+            *("--repeat", "1", "--warmup", "0", "--min-sample-time", "0", "--no-trace"),
+            *("--db", str(tmp_path / "results.db"), "--workloads", job),
+            *("--input", str(src), "--prepare", "make -C src clean", "--command", "make -C src"),
+            *("--timeout", "120"),
+            env={**os.environ, "TIOBENCH_SIZE": "1m"},
+            timeout=300,
+        )
+    finally:
+        release_leftovers(state_dir)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["schema_version"] == 4 and doc["status"] == "complete"
+    ids = [f"fio:tiobench-small/f{i}" for i in (1, 2, 3, 4)] + ["command/make-C-src"]
+    results = {(r["subject"], r["workload_id"]): r for r in doc["results"]}
+    assert set(results) == {(s, w) for s in ("ext4", "ntfs-3g") for w in ids}
+    for (subject, wid), r in results.items():
+        assert r["status"] == "ok", (subject, wid, r["error"])
+        assert r["median"] > 0 and r["cpu"]["app_user_s"] + r["cpu"]["app_sys_s"] > 0
+    for subject in ("ext4", "ntfs-3g"):
+        for phase in ("f3", "f4"):  # cache=cold: the read phases, verified by the device
+            assert results[(subject, f"fio:tiobench-small/{phase}")]["cache"] == "cold-verified"
+        f1 = results[(subject, "fio:tiobench-small/f1")]
+        # Four jobs (numjobs=4) of 1 MiB each, every one's figures kept.
+        (sample,) = f1["sample_details"]
+        assert sample["bytes"] == 4 << 20 and len(sample["extra"]["jobs"]) == 4
+    assert results[("ntfs-3g", "fio:tiobench-small/f1")]["cpu"]["driver_s"] > 0
+    build = results[("ntfs-3g", "command/make-C-src")]
+    assert build["unit"] == "s" and build["params"]["input"]["files"] == 3
+    # The definitions reproduce both: the job file's text, its include and env, and every
+    # section's options as written, effective and as fio itself reported them.
+    defs = {d["kind"]: d for d in doc["definitions"]}
+    fio_def = defs["fio-file"]
+    assert fio_def["text"] == (FIO / "tiobench-small.fio").read_text()
+    assert fio_def["env"] == {"TIOBENCH_SIZE": "1m"} and "tiobench-io.fio" in fio_def["includes"]
+    for s in fio_def["sections"]:
+        assert s["effective"]["numjobs"] == "4" and s["effective"]["size"] == "1m"
+        assert s["reported_by_fio"]["direct"] == "1", s
+    assert defs["command"]["command"] == "make -C src"
+    assert defs["command"]["prepare"] == "make -C src clean"
+    for subject in doc["subjects"]:
+        assert subject["integrity"]["status"] == "ok", subject["integrity"]
+    RunDirs.of(doc["run_id"], state_dir).assert_released()
