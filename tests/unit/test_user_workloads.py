@@ -168,20 +168,23 @@ def test_phase_figures_refuse_zero_time_and_job_errors() -> None:
 @needs_fio
 def test_a_phase_runs_in_the_target_and_fio_reports_its_options(tmp_path: Path) -> None:
     f = tmp_path / "two.fio"
+    # fio refuses a directory that does not exist: fsbench makes it, in the check and the mount.
     f.write_text(
-        "[global]\nsize=1m\nbs=64k\n[w]\nrw=write\n[r]\nstonewall\nrw=read\nfilename=w.0.0\n"
+        "[global]\nsize=1m\nbs=64k\ndirectory=d/deep\n"
+        "[w]\nrw=write\n[r]\nstonewall\nrw=read\nfilename=w.0.0\n"
     )
     w, r = resolve_workloads(f"fio:{f}", None)
     target = Target("dir", str(tmp_path / "work"), "directory", 0)
     w.prepare(target)
     m = w.run(target)
-    assert m.bytes == 1 << 20 and os.path.getsize(tmp_path / "work" / "w.0.0") == 1 << 20
+    assert m.bytes == 1 << 20 and os.path.getsize(tmp_path / "work/d/deep/w.0.0") == 1 << 20
     r.prepare(target)
     assert r.run(target).bytes == 1 << 20
     d = w.definition()
     assert d["sections"][1]["reported_by_fio"] == {
         "size": "1m",
         "bs": "64k",
+        "directory": "d/deep",
         "rw": "read",
         "filename": "w.0.0",
     }

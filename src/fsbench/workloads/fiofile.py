@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,19 +210,35 @@ def check_paths(job: JobFile, shown: str) -> None:
             )
 
 
-def fio_parse_only(path: str, shown: str) -> None:
-    """fio's own verdict on the file, before anything is formatted (exit 2 with its words)."""
-    try:
-        res = subprocess.run(
-            [fio_binary(), "--parse-only", path],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=os.path.dirname(path),
-            stdin=subprocess.DEVNULL,
-        )
-    except WorkloadFailed as e:
-        raise UsageError(f"fio:{shown}: {e}") from None
+def directories(sections: list[Section]) -> list[str]:
+    """The relative directories the jobs name: fio refuses a `directory` that does not exist
+    yet (it checks while parsing), so fsbench makes them in the mount first."""
+    out: list[str] = []
+    for s in sections:
+        for part in re.split(r"(?<!\\):", s.effective.get("directory", "")):
+            part = part.replace("\\:", ":")
+            if part and not os.path.isabs(part) and part not in out:
+                out.append(part)
+    return out
+
+
+def fio_parse_only(job: JobFile, shown: str) -> None:
+    """fio's own verdict on the file, before anything is formatted (exit 2 with its words).
+    It parses in a scratch directory laid out like the mount will be (its `directory`s made)."""
+    with tempfile.TemporaryDirectory(prefix="fsbench-fio-parse-") as scratch:
+        for d in directories(job.sections):
+            os.makedirs(os.path.join(scratch, d), exist_ok=True)
+        try:
+            res = subprocess.run(
+                [fio_binary(), "--parse-only", job.path],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=scratch,
+                stdin=subprocess.DEVNULL,
+            )
+        except WorkloadFailed as e:
+            raise UsageError(f"fio:{shown}: {e}") from None
     if res.returncode != 0:
         lines = [ln.strip().removeprefix("fio: ") for ln in res.stderr.splitlines()]
         why = "; ".join(ln for ln in lines if ln) or fio_error(res.stdout, res.stderr)
@@ -249,8 +266,8 @@ def resolve(spec: str, timeout_s: float | None = None) -> list[FioPhase]:
     if not os.path.isfile(path):
         raise UsageError(f"fio:{path}: no such job file")
     job = read_job_file(path)
-    fio_parse_only(job.path, path)
-    check_paths(job, path)
+    check_paths(job, path)  # first: fio's parse makes the job's directories in a scratch dir
+    fio_parse_only(job, path)
     stem = Path(path).stem
     defn = Definition(job, cache, timeout_s or DEFAULT_TIMEOUT_S)
     return [FioPhase(f"{PREFIX}{stem}", phase, defn) for phase in job.phases]
@@ -355,7 +372,8 @@ class FioPhase:
         """Untimed: fio lays out the phase's files (what it would do before its clock), once
         per subject: they stay (fio reuses a file of the right size), unless the job unlinks
         them (`unlink`, `unlink_each_loop`), then before every run."""
-        os.makedirs(target.workdir, exist_ok=True)
+        for d in directories(self.sections):
+            os.makedirs(os.path.join(target.workdir, d), exist_ok=True)
         unlinks = any(s.flag("unlink") or s.flag("unlink_each_loop") for s in self.sections)
         if target.workdir in self._laid_out and not unlinks:
             return
