@@ -446,6 +446,7 @@ class Runner:
         if rewarm is not None:
             m.extra["rewarm_value"] = round(rewarm, 3)  # the discarded first iteration's
         sample = build_sample(m, delta, wl, cache, cache_flags, growth)
+        sample.flags += short_sample_flags(m.seconds, len(runs), wl, self.min_sample_s)
         res.samples.append(sample.value)
         res.sample_details.append(sample)
         if self.sink:
@@ -649,11 +650,39 @@ class Runner:
         return "n/a", []
 
 
+# A sample stops growing at this many iterations, even below --min-sample-time (the sample
+# then says so: short_sample_flags): a workload whose iteration takes milliseconds would
+# otherwise run thousands, each with its cache preparation and probes.
 MAX_ITERATIONS = 20
+# Samples whose median lasts less get a "too short to trust" warning. The design's figure
+# (BRIEF, "Size each sample to last long enough": ≥ ~1 s; bonnie++ gives up under ~0.5 s, and
+# compile/install at 0.1 s spread ±111 %): timer resolution is not the limit, everything a
+# sample pays once (process start, open, the final fsync, a writeback flush) is.
+TOO_SHORT_S = 1.0
+# In a short-sample flag: the workload itself asks for less (one pass of its work per sample).
+OWN_MINIMUM = "the workload's own minimum"
 NO_WARMUP_TO_TRACE = (
     "not traced: the traced run is the last warm-up run, and this workload had none "
     "(--warmup 0, or a matrix cell)"
 )
+
+
+def short_sample_flags(seconds: float, iterations: int, wl: Workload, asked: float) -> list[str]:
+    """Why a sample lasted less than --min-sample-time (`asked`), if it did."""
+    if seconds >= asked:
+        return []
+    head = f"short-sample: {seconds:.2f} s, under --min-sample-time {asked:g} s"
+    own = hook(wl, "min_sample_s")
+    if seconds <= 0:
+        return [f"{head}: the workload reported no time"]
+    if iterations >= MAX_ITERATIONS:
+        return [
+            f"{head}: stopped at {MAX_ITERATIONS} iterations (the cap); more work per "
+            "iteration (--size or --scale) makes it longer"
+        ]
+    if own is not None and float(own) < asked:
+        return [f"{head}: {OWN_MINIMUM} is {float(own):g} s (one pass of its work a sample)"]
+    return [f"{head}: ended early"]
 
 
 def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bool:
@@ -981,9 +1010,22 @@ def aggregate(res: Result, is_write: bool = False) -> None:
         "ops": ops,
         "seconds": seconds,
     }
-    if seconds < 0.2:
-        grow = "--scale" if not moved and ops else "--size or --scale"
-        res.warnings.append(f"samples last only {seconds:.2f} s: too short to trust; raise {grow}")
+    # A workload that asks for less than the run's minimum (matrix cells) says why in its
+    # short-sample flag; any other sample under TOO_SHORT_S is too short to trust.
+    by_design = all(any(OWN_MINIMUM in f for f in x.flags) for x in det)
+    if seconds < TOO_SHORT_S and not by_design:
+        capped = any(f"{MAX_ITERATIONS} iterations" in f for x in det for f in x.flags)
+        grow = (
+            "--min-sample-time"
+            if not capped
+            else "--scale"
+            if not moved and ops
+            else "--size or --scale"
+        )
+        res.warnings.append(
+            f"samples last only {seconds:.2f} s (under the ~{TOO_SHORT_S:g} s a sample needs): "
+            f"too short to trust; raise {grow}"
+        )
 
 
 def collapse_flags(per_sample: list[list[str]]) -> list[str]:

@@ -17,9 +17,9 @@ from fsbench.lab import state
 from fsbench.probes.sample import ProbeDelta
 from fsbench.report.explain import explain_result, profile
 from fsbench.report.html import render_html
-from fsbench.runner import Runner, aggregate, build_sample
+from fsbench.runner import Runner, RunTarget, aggregate, build_sample
 from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
-from fsbench.units import GiB
+from fsbench.units import GiB, MiB
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
@@ -168,3 +168,31 @@ def test_cleanup_says_what_it_did_and_what_failed(
     assert r.exit_code == EXIT_FAILED
     # The record stays: the next cleanup tries again what failed.
     assert [x.run_id for x in state.records()] == ["r1"]
+
+
+def _short_run(tmp_path: Path, wl: FakeWorkload, size: int, **kw: object) -> Result:
+    target = RunTarget(Subject(id="s", driver="fake", fs="fake", kind="fake"),
+                       Target("s", str(tmp_path), "fake", size))  # fmt: skip
+    runner = Runner(Run(run_id="r", started="t"), [target], [wl], repeat=1, **kw)  # type: ignore[arg-type]
+    return runner.execute().results[0]
+
+
+def test_a_sample_shorter_than_min_sample_time_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "s=50")
+    # 1 MiB at 50 MiB/s: 0.02 s an iteration; the iteration cap ends the sample at 0.4 s.
+    capped = FakeWorkload(min_sample_s=None)  # type: ignore[arg-type]
+    res = _short_run(tmp_path, capped, MiB, min_sample_s=1.0, rewarm=False)
+    assert all(any(f.startswith("short-sample:") and "iterations" in f for f in s.flags)
+               for s in res.sample_details)  # fmt: skip
+    assert any("short-sample" in f for f in res.flags)
+    # Under the ~1 s a sample needs (the design's figure), not only under 0.2 s.
+    assert any("too short" in w for w in res.warnings)
+    # A workload with its own lower minimum (matrix cells: one pass) says that instead.
+    own = _short_run(tmp_path, FakeWorkload(), 32 * MiB, min_sample_s=1.0)
+    assert all(any("own minimum" in f for f in s.flags) for s in own.sample_details)
+    # Long enough: nothing to say.
+    long = _short_run(tmp_path, FakeWorkload(), 100 * MiB, min_sample_s=1.0)
+    assert not any("short-sample" in f for f in long.flags)
+    assert not any("too short" in w for w in long.warnings)
