@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from fsbench.lab.placement import allowed_cpus
 from fsbench.schema import WakeupCost
+from fsbench.units import fmt_ratio
 
 # A cross-CPU wake-up is "costly" when it takes at least this many times a same-CPU one.
 COSTLY_RATIO = 2.0
@@ -71,7 +72,7 @@ def verdict(w: WakeupCost) -> str:
     ratio = w.cross_cpu / w.same_cpu if w.same_cpu > 0 else float("inf")
     head = (
         f"a wake-up costs {w.same_cpu:.1f} µs on one CPU and {w.cross_cpu:.1f} µs across CPUs "
-        f"({ratio:.1f}×)"
+        f"({fmt_ratio(ratio)})"
     )
     if is_costly(w):
         return (

@@ -53,6 +53,7 @@ from fsbench.report.summary import (
 )
 from fsbench.report.table import schedule_line
 from fsbench.schema import Environment, Result, Run
+from fsbench.units import fmt_ratio
 from fsbench.vm.notes import vm_notes
 
 REPORT_NAME = "report.html"
@@ -246,7 +247,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
         gap = f"{fmt_time(e.seconds)} per {e.per}"
     if e.traced_speed is not None:
         # The figures come from one untimed traced run: say what the probes cost it.
-        gap += f"{'; ' if gap else ''}traced run at {e.traced_speed:.2f}× the timed speed"
+        gap += f"{'; ' if gap else ''}traced run at {fmt_ratio(e.traced_speed)} the timed speed"
     return {
         "subject": head,
         "baseline": e.baseline,
@@ -388,7 +389,7 @@ def wakeup_text(env: Environment) -> str:
     w = env.wakeup_us
     if w is None or w.cross_cpu is None or w.cross_cpu_end is None or w.same_cpu_end is None:
         same, cross = costs
-        return f"{fmt_us(same)} on one CPU, {fmt_us(cross)} across CPUs ({cross / same:.1f}×)"
+        return f"{fmt_us(same)} on one CPU, {fmt_us(cross)} across CPUs ({fmt_ratio(cross / same)})"
     # Measured twice: both, and which one the explanation uses (the calmer).
     used = "the end's" if costs == (w.same_cpu_end, w.cross_cpu_end) else "the start's"
     return (
