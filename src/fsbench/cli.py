@@ -107,8 +107,24 @@ def doctor(as_json: bool) -> None:
             p["yields"],
         )
     con.print(t)
+    if info.get("fuse_transports"):
+        _print_transports(con, info["fuse_transports"])
     if info.get("kernels"):
         _print_kernels(con, info["kernels"])
+
+
+def _print_transports(con: Console, rows: list[dict[str, Any]]) -> None:
+    """FUSE transports for the floor subject (passthrough_hp[:uring|:passthrough])."""
+    t = Table(title="FUSE transports (passthrough_hp[:TRANSPORT])", title_justify="left")
+    for c in ("transport", "available", "what it is / why not"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(
+            r["name"],
+            _yn(r["available"]),
+            r["description"] if r["available"] else f"[dim]{r['reason']}[/]",
+        )
+    con.print(t)
 
 
 def _print_kernels(con: Console, vms: dict[str, Any]) -> None:

@@ -254,6 +254,7 @@ def doctor() -> dict[str, Any]:
         "tools": tools,
         "kernels": _kernels(),
         "trace_probes": probes,
+        "fuse_transports": _transports(),
     }
 
 
@@ -312,6 +313,12 @@ def noise_floor(directory: Path, runs: int = NOISE_RUNS) -> dict[str, Any] | Non
         "mib_s": [round(r, 1) for r in rates],
         "cv": sd / mean if mean else None,
     }
+
+
+def _transports() -> list[dict[str, Any]]:
+    from fsbench.lab.transports import doctor_rows
+
+    return doctor_rows()
 
 
 def _kernels() -> dict[str, Any]:

@@ -108,6 +108,8 @@ def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject]
         return parse_subjects(texts), [], True
     specs, skipped = [], []
     for d in DRIVERS.values():
+        if not d.in_default:
+            continue  # named to be compared (the FUSE floor, built on first use)
         av = availability(d)
         if av.available:
             specs.append(parse_subject(d.name))
@@ -168,6 +170,7 @@ def _subject_record(ls: LabSubject) -> Subject:
         fs=d.fs,
         kind=d.kind,
         mount_options=ls.spec.options,
+        transport=ls.spec.transport or None,
         driver_version=driver_version(d),
         mkfs_command=ls.mkfs_command,
     )

@@ -48,6 +48,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     its phase) or a command (command, prepare, setup, cleanup, the --input tree's digest,
 #     timeout, user, how each subject's cleanup ended). Their results carry workload
 #     `fio:STEM` (variant: the phase's sections) or `command` (variant: the command's words).
+#     Later, additive: Subject.transport (a FUSE subject's transport: dev-fuse, uring,
+#     passthrough; the FUSE floor `passthrough_hp` names it, every other FUSE driver dev-fuse).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -219,6 +221,8 @@ class Subject(_Model):
     status: SubjectStatus = "ok"
     error: str | None = None
     kernel: str | None = None  # the guest kernel's name (src/fsbench/vm); None: the host's
+    # FUSE subjects: how the daemon gets its requests (dev-fuse, uring, passthrough).
+    transport: str | None = None
     integrity: Integrity | None = None
     semantics: dict[str, Feature] | None = None
 

@@ -37,21 +37,46 @@ class Driver:
     direct_io: bool = True  # O_DIRECT accepted (not necessarily honoured: probes check)
     max_file_size: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # FUSE transports the daemon can use (lab/transports.py), each with the daemon arguments
+    # that select it; a subject names one (`passthrough_hp:uring`). Empty: /dev/fuse only.
+    transports: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A daemon that serves a directory, not a device: the image is mounted with this kernel
+    # driver first (beside the mount point) and the daemon exports that mount.
+    lower: str = ""
+    # "libfuse": the daemon is fsbench's own libfuse build (lab/libfuse.py), not on PATH.
+    built: str = ""
+    in_default: bool = True  # compared when no subject is named
+
+    def transport_args(self, transport: str) -> tuple[str, ...]:
+        return dict(self.transports).get(transport, ())
 
     @property
     def fmt(self):
         return FORMATS[self.fs]
 
-    def mount_argv(self, device: str, mountpoint: str, options: str) -> list[str]:
+    def mount_argv(
+        self, device: str, mountpoint: str, options: str, transport: str = ""
+    ) -> list[str]:
+        """The mount command; for a driver with a `lower` one, `device` is the directory the
+        daemon serves (lab/stacked.py mounts it)."""
         if self.kind == "kernel":
             argv = ["mount", "-t", self.fstype]
             if options:
                 argv += ["-o", options]
             return [*argv, device, mountpoint]
-        argv = [self.binary_path() or self.binary, device, mountpoint]
+        daemon = self.binary_path() or self.binary
+        argv = [daemon, *self.transport_args(transport), device, mountpoint]
         return [*argv, "-o", options] if options else argv
 
     def binary_path(self, path: str = SBIN_PATH) -> str | None:
+        if self.built == "libfuse":
+            from fsbench.lab import libfuse
+
+            try:
+                build = libfuse.load()
+            except libfuse.BuildFailed:
+                return None
+            return build.daemons.get(self.binary) if build else None
         return shutil.which(self.binary, path=path) if self.binary else None
 
 
@@ -141,6 +166,27 @@ DRIVERS: dict[str, Driver] = {
             symlinks=False,
             notes=(_FAT_NOTE,),
         ),
+        Driver(
+            "passthrough_hp",
+            "ext4",
+            "fuse",
+            "the FUSE floor: libfuse 3.18's passthrough_hp example serving a directory on ext4 "
+            "(built here); transports dev-fuse (default), uring, passthrough",
+            binary="passthrough_hp",
+            package="fuse3 3.18 (Debian unstable source, built by fsbench)",
+            transports=(
+                ("dev-fuse", ("--nopassthrough",)),
+                ("uring", ("--nopassthrough", "-o", "io_uring")),
+                ("passthrough", ()),
+            ),
+            lower="ext4",
+            built="libfuse",
+            in_default=False,
+            notes=(
+                "does almost nothing per request: what it costs is FUSE's transport; without "
+                "passthrough it runs with the writeback cache (libfuse's example as shipped)",
+            ),
+        ),
     ]
 }
 
@@ -166,13 +212,42 @@ def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH
             f"/proc/filesystems and no {driver.module} module under /lib/modules; "
             f"use a kernel built with it",
         )
-    if driver.binary_path(path) is None:
+    if driver.built == "libfuse":
+        why = _build_problem()
+        if why:
+            return Availability(False, f"{driver.binary}: {why}")
+    elif driver.binary_path(path) is None:
         return Availability(False, f"{driver.binary} not found; apt-get install {driver.package}")
     if not fs.exists("/dev/fuse"):
         return Availability(False, "/dev/fuse is missing; modprobe fuse")
     if not {"fuse", "fuseblk"} & fs.filesystems():
         return Availability(False, "the kernel has no FUSE support; modprobe fuse")
     return Availability(True)
+
+
+def _build_problem() -> str:
+    """Why fsbench's libfuse build cannot serve now ("" when it is built and verified); no
+    network is asked: a subject naming the driver builds it (Lab.check)."""
+    from fsbench.lab import libfuse
+
+    try:
+        if libfuse.load() is not None:
+            return ""
+    except libfuse.BuildFailed as e:
+        return str(e)
+    failed = libfuse.last_failure()
+    if failed:
+        return f"the libfuse 3.18 build failed: {failed['reason']} (log {failed['log']})"
+    missing = libfuse.missing_build_tools()
+    if missing:
+        return (
+            f"not built: libfuse 3.18 is built on first use and needs {', '.join(missing)}: "
+            f"apt-get install {' '.join(missing)}"
+        )
+    return (
+        "not built yet: naming it in `fsbench compare` fetches libfuse 3.18's source with apt "
+        "and builds it (about a minute, once)"
+    )
 
 
 _VERSION_RE = re.compile(r"\d+\.\d+[\w.+~-]*")
@@ -184,6 +259,17 @@ def driver_version(driver: Driver) -> str | None:
         mod_version = Path(f"/sys/module/{driver.module}/version")
         suffix = f" (module {mod_version.read_text().strip()})" if mod_version.exists() else ""
         return f"Linux {platform.release()}{suffix}"
+    if driver.built == "libfuse":
+        from fsbench.lab import libfuse
+
+        try:
+            b = libfuse.load(verify=False)
+        except libfuse.BuildFailed:
+            return None
+        if b is None:
+            return None
+        digest = b.daemon_sha256.get(driver.binary, "")[:12]
+        return f"libfuse {b.version} (built here, {driver.binary} sha256 {digest})"
     path = driver.binary_path()
     if path is None:
         return None

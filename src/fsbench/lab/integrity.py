@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import xxhash
 
 from fsbench.errors import FsbenchError
-from fsbench.lab import mounts
+from fsbench.lab import mounts, stacked
 from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
@@ -346,9 +346,8 @@ def _verify_digests(ls: LabSubject, w: _Watch, out: Integrity) -> None:
     """A fresh read-only mount, so every byte comes from the device."""
     d = ls.spec.driver
     opts = ",".join(o for o in ("ro", ls.spec.options) if o)
-    argv = d.mount_argv(ls.device or "", ls.mountpoint, opts)
     try:
-        mounts.mount(argv, ls.mountpoint)
+        stacked.mount(d, ls.device or "", ls.mountpoint, opts, ls.spec.transport)
     except FsbenchError as e:
         out.problems.append(f"the volume no longer mounts read-only: {e}")
         return
@@ -359,7 +358,7 @@ def _verify_digests(ls: LabSubject, w: _Watch, out: Integrity) -> None:
         out.problems += [f"digest: {f}" for f in failures]
     finally:
         pids = mounts.processes_mentioning(ls.mountpoint) if d.kind == "fuse" else []
-        mounts.unmount(ls.mountpoint, pids)
+        stacked.unmount(d, ls.mountpoint, pids)
 
 
 def directory_integrity() -> Integrity:

@@ -7,6 +7,7 @@ Lifecycle of a subject (tested for order): format -> copy -> attach -> mount -> 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ import psutil
 
 from fsbench.env import PAGE_REPORTING
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
-from fsbench.lab import loops, mounts, safety
+from fsbench.lab import loops, mounts, safety, stacked, transports
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
@@ -93,6 +94,7 @@ class Lab:
         self.subjects: list[LabSubject] = []
         self.mkfs_commands: dict[str, list[str]] = {}
         self.record: StateRecord | None = None
+        self.uring = False  # a subject uses FUSE over io_uring: enable_uring held on (check)
 
     # -- set-up ---------------------------------------------------------------------------
     def check(self, specs: list[SubjectSpec]) -> None:
@@ -102,7 +104,11 @@ class Lab:
                 "formatting and mounting need root; run as root, or use --target DIR for an "
                 "existing directory"
             )
+        self.uring = any(s.transport == "uring" for s in specs)
         for s in specs:
+            why = transports.subject_problem(s)  # builds the FUSE floor on first use
+            if why:
+                raise EnvironmentProblem(f"subject {s.id} is not available: {why}")
             av = availability(s.driver)
             if not av.available:
                 raise EnvironmentProblem(f"driver {s.driver.name} is not available: {av.reason}")
@@ -167,6 +173,12 @@ class Lab:
         self.record.save()  # written before anything exists, so cleanup can always find it
         if self.tune_memory:
             self._hold_page_reporting()
+        if self.uring:  # not a tuning: the transport does not exist without it
+            # A failure shows at the mount: the daemon is checked for its rings.
+            with contextlib.suppress(OSError):
+                held = transports.hold_uring(self.record.restore, self.record.save)
+                if held:
+                    self.tuned.append(held)
         image_dir.mkdir(parents=True, exist_ok=True)
         mount_dir.mkdir(parents=True, exist_ok=True)
         return self
@@ -278,10 +290,11 @@ class Lab:
         opts = s.spec.options
         if self.read_only:
             opts = ",".join(o for o in ("ro", opts) if o)
-        argv = s.spec.driver.mount_argv(s.device or "", s.mountpoint, opts)
         mark = dmesg_mark() if s.spec.driver.kind == "kernel" else ""
         try:
-            s.entry = mounts.mount(argv, s.mountpoint)
+            s.entry = stacked.mount(
+                s.spec.driver, s.device or "", s.mountpoint, opts, s.spec.transport
+            )
         except LabError as e:
             if s.spec.driver.kind == "kernel":
                 # mount(8) says "wrong fs type, bad option, bad superblock" whatever happened;
@@ -298,6 +311,10 @@ class Lab:
         s.events.append("mount")
         if s.spec.driver.kind == "fuse":
             s.daemon_pid = self._find_daemon(s)
+            why = transports.check_daemon(s.spec.transport, s.daemon_pid)
+            if why:
+                self.unmount(s)
+                raise LabError(f"{s.spec.id}: {why}")
         if not self.read_only:
             os.makedirs(s.workdir, exist_ok=True)
 
@@ -310,14 +327,12 @@ class Lab:
             for other in self.subjects:  # one device: one driver at a time
                 if other is not s and other.mounted:
                     self.unmount(other)
-        argv = s.spec.driver.mount_argv(
-            s.device or "", s.mountpoint, "ro" if self.read_only else ""
-        )
+        d, ro = s.spec.driver, "ro" if self.read_only else ""
         try:
-            mounts.mount(argv, s.mountpoint)
+            stacked.mount(d, s.device or "", s.mountpoint, ro, s.spec.transport)
         except LabError:
             return False
-        mounts.unmount(s.mountpoint, mounts.processes_mentioning(s.mountpoint))
+        stacked.unmount(d, s.mountpoint, mounts.processes_mentioning(s.mountpoint))
         return True
 
     def _find_daemon(self, s: LabSubject) -> int | None:
@@ -334,7 +349,8 @@ class Lab:
         if not s.mounted:
             return []
         os.sync()
-        notes = mounts.unmount(s.mountpoint, [s.daemon_pid] if s.daemon_pid else [])
+        pids = [s.daemon_pid] if s.daemon_pid else []
+        notes = stacked.unmount(s.spec.driver, s.mountpoint, pids)
         s.entry, s.daemon_pid = None, None
         s.events.append("unmount")
         return notes
@@ -370,7 +386,7 @@ class Lab:
         # A broken daemon is not asked to shut down nicely: SIGKILL reaches even a stopped
         # one, and the kernel then fails its requests so the unmount cannot hang.
         mounts.kill_pids([p for p in pids if mounts.pid_running(p)], timeout=5)
-        mounts.unmount(s.mountpoint, pids, timeout=10)
+        stacked.unmount(s.spec.driver, s.mountpoint, pids, timeout=10)
         s.entry, s.daemon_pid = None, None
         s.events.append("discard")
 

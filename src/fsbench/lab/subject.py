@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS, Driver
+from fsbench.lab.transports import DEFAULT as DEFAULT_TRANSPORT
+from fsbench.lab.transports import TRANSPORTS
 
 # Mount options reach a command line: allow what real options use and nothing a shell or
 # mount(8) could read as something else (no spaces, quotes, leading dashes).
@@ -21,6 +23,9 @@ class SubjectSpec:
     id: str
     driver: Driver
     options: str
+    # The FUSE transport (lab/transports.py): named among the options (`passthrough_hp:uring`)
+    # by a driver that offers several; "dev-fuse" for every other FUSE driver, "" in the kernel.
+    transport: str = ""
 
     @property
     def slug(self) -> str:
@@ -47,9 +52,29 @@ def parse_subject(text: str) -> SubjectSpec:
             raise UsageError(
                 f"mount option {opt!r} in {text!r} is managed by fsbench itself; leave it out"
             )
+    transport, opts = _transport(driver, opts, text)
     joined = ",".join(opts)
-    # One spelling per subject: "ext4:" is "ext4".
-    return SubjectSpec(id=f"{name}:{joined}" if joined else name, driver=driver, options=joined)
+    shown = ",".join(o for o in (transport if transport != DEFAULT_TRANSPORT else "", joined) if o)
+    # One spelling per subject: "ext4:" is "ext4", "passthrough_hp:dev-fuse" "passthrough_hp".
+    return SubjectSpec(
+        id=f"{name}:{shown}" if shown else name, driver=driver, options=joined, transport=transport
+    )
+
+
+def _transport(driver: Driver, opts: list[str], text: str) -> tuple[str, list[str]]:
+    """The transport named among the options (at most one), and the mount options left."""
+    if driver.kind != "fuse":
+        return "", opts
+    named = [o for o in opts if o in TRANSPORTS]
+    offered = [t for t, _ in driver.transports] or [DEFAULT_TRANSPORT]
+    if len(named) > 1:
+        raise UsageError(f"subject {text!r} names {len(named)} transports; name one")
+    if named and named[0] not in offered:
+        raise UsageError(
+            f"{driver.name} cannot use the {named[0]} transport: its daemon offers only "
+            f"{', '.join(offered)}"
+        )
+    return (named[0] if named else DEFAULT_TRANSPORT), [o for o in opts if o not in named]
 
 
 def parse_subjects(texts: list[str]) -> list[SubjectSpec]:

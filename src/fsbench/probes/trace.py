@@ -395,10 +395,25 @@ def subject_keys(
     keys.bdis = tuple(dict.fromkeys(bdis))
     comms = {"app": tuple(app_comms)}
     if daemon_pid:
-        with contextlib.suppress(OSError):
-            comms["driver"] = (Path(f"/proc/{daemon_pid}/comm").read_text().strip(),)
+        comms["driver"] = daemon_comms(daemon_pid)
     keys.comms = comms
     return keys
+
+
+def daemon_comms(pid: int, proc: str = "/proc") -> tuple[str, ...]:
+    """The names a daemon's threads carry: its own, its threads' now, and the ones libfuse 3
+    gives the threads it starts later (a remounted daemon's workers do not exist yet when the
+    keys are taken): `fuse_worker` (multi-threaded loop), `fuse-ring-N` (io_uring queues)."""
+    names: list[str] = []
+    with contextlib.suppress(OSError):
+        names.append(Path(proc, str(pid), "comm").read_text().strip())
+        for task in Path(proc, str(pid), "task").iterdir():
+            with contextlib.suppress(OSError):
+                names.append((task / "comm").read_text().strip())
+    if not names:
+        return ()
+    names += ["fuse_worker", *(f"fuse-ring-{q}" for q in range(os.cpu_count() or 1))]
+    return tuple(dict.fromkeys(names))
 
 
 def _hist_add(dst: dict[str, dict[str, int]], k: str, h: dict[int, int]) -> None:

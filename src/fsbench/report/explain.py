@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fsbench.probes.wakeup import COSTLY_RATIO
+from fsbench.report.floor import floor_factors
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
@@ -935,6 +936,7 @@ def explain_result(
         *_cpu_factor(prof, bprof, name),
         *_ctx_factor(prof, bprof, name),
         *_amp_factor(prof, bprof, name),
+        *floor_factors(res, prof, run, prof_of),
     ]
     factors.sort(key=lambda f: -f.weight)
     factors += _placement_factors(res, siblings or {}, measured_subjects(run))

@@ -1,0 +1,129 @@
+"""The FUSE floor in an explanation: of a FUSE driver's time per request, how much any FUSE
+daemon pays (the transport) and how much is the driver's own work.
+
+The floor is libfuse's `passthrough_hp` over /dev/fuse (lab/drivers.py), measured in the same
+run, same workload and placement: its requests do almost nothing but a system call on a
+kernel file system, so its time per request is what the kernel's FUSE round trip costs here.
+A FUSE result gains one factor naming both figures; the floor's io_uring and passthrough
+variants gain the same comparison against the floor over /dev/fuse (what the transport
+changes). Nothing is said when the run has no floor result or a figure was not measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from fsbench.schema import Result, Run
+
+if TYPE_CHECKING:  # explain imports this module: no cycle at run time
+    from fsbench.report.explain import Factor, OpFigures, Profile
+
+FLOOR_DRIVER = "passthrough_hp"
+FLOOR_TRANSPORT = "dev-fuse"
+# Ranks below the factors that explain the gap to the baseline (10+) and above those that
+# only fill the sample (5+): it splits the FUSE request time those factors name.
+WEIGHT = 9.5
+TRANSPORT_WORDS = {
+    "dev-fuse": "over /dev/fuse",
+    "uring": "over io_uring",
+    "passthrough": "with passthrough",
+}
+
+
+def _subject(run: Run, subject_id: str):
+    return next((s for s in run.subjects if s.id == subject_id), None)
+
+
+def floor_result(res: Result, run: Run) -> Result | None:
+    """The floor's result (over /dev/fuse) for the same workload and placement as `res`."""
+    from fsbench.report.explain import placement_of, workload_key
+
+    key, place = workload_key(res), placement_of(res)
+    for r in run.results:
+        s = _subject(run, r.subject)
+        if (
+            s is not None
+            and s.driver == FLOOR_DRIVER
+            and (s.transport or FLOOR_TRANSPORT) == FLOOR_TRANSPORT
+            and r.median is not None
+            and workload_key(r) == key
+            and placement_of(r) == place
+        ):
+            return r
+    return None
+
+
+def _main_op(ops: dict[str, OpFigures], floor: dict[str, OpFigures]) -> str | None:
+    """The opcode the subject spends most request time in, among those the floor timed too."""
+    timed = [(f.seconds or 0.0, op) for op, f in ops.items() if f.mean_us is not None]
+    timed = [(s, op) for s, op in timed if floor.get(op) and floor[op].mean_us is not None]
+    return max(timed)[1] if timed else None
+
+
+def floor_factors(
+    res: Result, prof: Profile, run: Run, prof_of: Callable[[Result], Profile]
+) -> list[Factor]:
+    """The floor's factor for a FUSE result (none for the floor over /dev/fuse itself)."""
+    from fsbench.report.explain import Factor, fmt_count, fmt_pct, fmt_us, size_text
+
+    subject = _subject(run, res.subject)
+    if subject is None or subject.kind != "fuse":
+        return []
+    base = floor_result(res, run)
+    if base is None or base is res:
+        return []
+    fprof = prof_of(base)
+    if prof.fuse is None or fprof.fuse is None or fprof.per != prof.per:
+        return []
+    transport = subject.transport or FLOOR_TRANSPORT
+    floor_name = f"{FLOOR_DRIVER} {TRANSPORT_WORDS[FLOOR_TRANSPORT]}"
+    who = subject.driver if subject.driver != FLOOR_DRIVER else f"{subject.id}"
+    io = [op for op in ("READ", "WRITE") if op in fprof.fuse]
+    if transport == "passthrough" and io and not any(op in prof.fuse for op in io):
+        f = fprof.fuse[io[0]]
+        text = (
+            f"with passthrough its {io[0]}s never reach the daemon (no FUSE {io[0]} requests); "
+            f"the floor {floor_name} sends {fmt_count(f.count)} per {prof.per}"
+            + (f", {fmt_us(f.mean_us)} each" if f.mean_us is not None else "")
+        )
+        brief = f"passthrough: no FUSE {io[0]} (floor {fmt_count(f.count)}/{prof.per})"
+        return [Factor("fuse floor", 0.0, f"requests/{prof.per}", text, brief, weight=WEIGHT)]
+    op = _main_op(prof.fuse, fprof.fuse)
+    if op is None:
+        return []
+    mine, floor = prof.fuse[op], fprof.fuse[op]
+    assert mine.mean_us is not None and floor.mean_us is not None
+    own = mine.mean_us - floor.mean_us
+    text = (
+        f"of its {fmt_us(mine.mean_us)} per FUSE {op} request, the floor ({floor_name}, "
+        f"this run) is {fmt_us(floor.mean_us)}"
+    )
+    if transport != FLOOR_TRANSPORT and subject.driver == FLOOR_DRIVER:
+        how = TRANSPORT_WORDS.get(transport, transport)
+        text += f": {how} it is {mine.mean_us / floor.mean_us:.2f}× the floor's"
+    elif own > 0:
+        text += f": {fmt_us(own)} ({fmt_pct(own / mine.mean_us)}) is {who}'s own work"
+    else:
+        text += f": no more than the floor; {who}'s own work is not what costs"
+    if (
+        mine.mean_size
+        and floor.mean_size
+        and max(mine.mean_size, floor.mean_size) > 1.5 * min(mine.mean_size, floor.mean_size)
+    ):
+        text += (
+            f" (its requests {size_text(mine.mean_size)} on average, the floor's "
+            f"{size_text(floor.mean_size)}: a per-request cost grows with the bytes it carries)"
+        )
+    brief = f"floor {fmt_us(floor.mean_us)} of its {fmt_us(mine.mean_us)}/{op}"
+    return [
+        Factor(
+            "fuse floor",
+            floor.mean_us,
+            "µs/request",
+            text,
+            brief,
+            baseline=mine.mean_us,
+            weight=WEIGHT,
+        )
+    ]

@@ -1,0 +1,222 @@
+"""The FUSE floor's parts without root: transports read from a canned /proc and /sys tree,
+the libfuse build's cache (key, verified reuse, a recorded failure) on a fake build
+directory, the subject grammar's transports and the enable_uring hold's order."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fsbench.errors import UsageError
+from fsbench.lab import libfuse, transports
+from fsbench.lab.drivers import DRIVERS
+from fsbench.lab.subject import parse_subject, parse_subjects
+from fsbench.probes.procfs import ProcFS
+
+
+def _tree(
+    root: Path, release: str, uring: str | None, config: dict[str, str] | None = None
+) -> ProcFS:
+    """A canned machine: /proc/sys/kernel/osrelease, /dev/fuse, maybe enable_uring and
+    /proc/config.gz."""
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/sys/kernel/osrelease").write_text(release + "\n")
+    (root / "dev").mkdir()
+    (root / "dev/fuse").write_text("")
+    if uring is not None:
+        params = root / "sys/module/fuse/parameters"
+        params.mkdir(parents=True)
+        (params / "enable_uring").write_text(uring + "\n")
+    if config is not None:
+        with gzip.open(root / "proc/config.gz", "wt") as f:
+            f.write("".join(f"{k}={v}\n" for k, v in config.items()))
+    return ProcFS(str(root))
+
+
+def test_a_kernel_without_the_parameter_has_no_uring_and_says_why(tmp_path: Path) -> None:
+    fs = _tree(tmp_path, "6.8.0-45-generic", None)
+    st = transports.kernel_status("uring", fs)
+    assert not st.available
+    assert transports.ENABLE_URING in st.reason and "kernel too old" in st.reason
+    assert "6.8" in st.reason and "6.14" in st.reason
+    # The same kernel is too old for passthrough (6.9+) too, and /dev/fuse still serves.
+    assert not transports.kernel_status("passthrough", fs).available
+    assert "kernel too old" in transports.kernel_status("passthrough", fs).reason
+    assert transports.kernel_status("dev-fuse", fs).available
+    assert transports.uring_enabled(fs) is None
+
+
+def test_a_new_kernel_built_without_fuse_io_uring_names_the_option(tmp_path: Path) -> None:
+    config = {"CONFIG_FUSE_FS": "y", "CONFIG_FUSE_PASSTHROUGH": "y"}
+    fs = _tree(tmp_path, "6.18.4", None, config)
+    st = transports.kernel_status("uring", fs)
+    assert not st.available and "CONFIG_FUSE_IO_URING" in st.reason
+
+
+def test_a_kernel_with_the_parameter_offers_uring(tmp_path: Path) -> None:
+    config = {"CONFIG_FUSE_FS": "y", "CONFIG_FUSE_IO_URING": "y", "CONFIG_FUSE_PASSTHROUGH": "y"}
+    fs = _tree(tmp_path, "6.18.44-fc", "N", config)
+    assert transports.kernel_status("uring", fs).available
+    assert transports.uring_enabled(fs) is False
+    if os.geteuid() == 0:
+        assert transports.kernel_status("passthrough", fs).available
+
+
+def test_no_dev_fuse_no_transport(tmp_path: Path) -> None:
+    fs = _tree(tmp_path, "6.18.1", "N")
+    (tmp_path / "dev/fuse").unlink()
+    for name in transports.TRANSPORTS:
+        st = transports.kernel_status(name, fs)
+        assert not st.available and "/dev/fuse" in st.reason
+
+
+def test_the_old_value_is_recorded_before_enable_uring_is_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    param = tmp_path / "enable_uring"
+    param.write_text("N\n")
+    monkeypatch.setattr(transports, "ENABLE_URING", str(param))
+    restore: dict[str, str] = {}
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def save() -> None:  # the state record's save(): must see the old value, not yet changed
+        seen.append((param.read_text().strip(), dict(restore)))
+
+    said = transports.hold_uring(restore, save)
+    assert seen == [("N", {str(param): "N"})]
+    assert param.read_text() == "Y" and said and "N -> Y" in said
+    assert transports.hold_uring(restore, save) is None  # on already: nothing to hold
+
+
+def test_a_daemon_without_rings_is_not_uring(tmp_path: Path) -> None:
+    fd = tmp_path / "123" / "fd"
+    fd.mkdir(parents=True)
+    (fd / "3").symlink_to("/dev/fuse")
+    why = transports.check_daemon("uring", 123, str(tmp_path))
+    assert "holds no io_uring" in why and "fell back to /dev/fuse" in why
+    (fd / "4").symlink_to("anon_inode:[io_uring]")
+    assert transports.check_daemon("uring", 123, str(tmp_path)) == ""
+    assert transports.check_daemon("dev-fuse", 999, str(tmp_path)) == ""
+
+
+# -- the subject grammar ---------------------------------------------------------------------
+def test_transports_are_named_in_the_subject() -> None:
+    plain = parse_subject("passthrough_hp")
+    assert plain.id == "passthrough_hp" and plain.transport == "dev-fuse"
+    assert parse_subject("passthrough_hp:dev-fuse").id == "passthrough_hp"
+    u = parse_subject("passthrough_hp:uring")
+    assert (u.id, u.transport, u.options) == ("passthrough_hp:uring", "uring", "")
+    p = parse_subject("passthrough_hp:passthrough,allow_other")
+    assert (p.transport, p.options) == ("passthrough", "allow_other")
+    assert parse_subject("ntfs-3g").transport == "dev-fuse"
+    assert parse_subject("ext4").transport == ""
+    assert DRIVERS["passthrough_hp"].mount_argv("/lower", "/m", "", "uring") == [
+        DRIVERS["passthrough_hp"].binary_path() or "passthrough_hp",
+        "--nopassthrough",
+        "-o",
+        "io_uring",
+        "/lower",
+        "/m",
+    ]
+    ids = {s.id for s in parse_subjects(["passthrough_hp", "passthrough_hp:uring"])}
+    assert len(ids) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("ntfs-3g:uring", "ntfs-3g cannot use the uring transport"),
+        ("passthrough_hp:uring,passthrough", "names 2 transports"),
+    ],
+)
+def test_a_transport_a_daemon_cannot_use_is_bad_input(text: str, words: str) -> None:
+    with pytest.raises(UsageError, match=words):
+        parse_subject(text)
+
+
+def test_the_floor_is_not_in_the_default_comparison() -> None:
+    assert not DRIVERS["passthrough_hp"].in_default
+    assert all(d.in_default for n, d in DRIVERS.items() if n != "passthrough_hp")
+
+
+# -- the build's cache -------------------------------------------------------------------------
+def _fake_build(root: Path, content: bytes = b"\x7fELF daemon") -> Path:
+    """A build directory as `ensure` leaves it, without building anything."""
+    d = libfuse.build_dir(root)
+    (d / "bin").mkdir(parents=True)
+    daemon = d / "bin" / "passthrough_hp"
+    daemon.write_bytes(content)
+    b = libfuse.Build(
+        key=libfuse.cache_key(),
+        version="3.18.3-1",
+        dsc="fuse3_3.18.3-1.dsc",
+        dsc_sha256="90" * 32,
+        tarball="fuse3_3.18.3.orig.tar.gz",
+        tarball_sha256="bc" * 32,
+        daemons={"passthrough_hp": str(daemon)},
+        daemon_sha256={"passthrough_hp": libfuse.file_sha256(daemon)},
+        uring=True,
+        usdt=True,
+        log=str(d / "build.log"),
+    )
+    (d / "build.json").write_text(json.dumps(b.__dict__))
+    return daemon
+
+
+def test_the_cache_key_follows_the_build_options() -> None:
+    key = libfuse.cache_key()
+    assert key == libfuse.cache_key() and key.startswith("fuse3-unstable-")
+    assert libfuse.cache_key((*libfuse.MESON_OPTIONS, "-Denable-usdt=false")) != key
+
+
+def test_a_cached_build_is_reused_when_its_daemon_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon = _fake_build(tmp_path)
+
+    def no_build(*_a: object) -> None:
+        raise AssertionError("a verified cached build must not be rebuilt")
+
+    monkeypatch.setattr(libfuse, "_fetch_and_build", no_build)
+    b = libfuse.ensure(tmp_path)
+    assert b.daemon("passthrough_hp") == str(daemon) and b.version == "3.18.3-1"
+
+
+def test_a_changed_daemon_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    daemon = _fake_build(tmp_path)
+    daemon.write_bytes(b"\x7fELF something else")
+    with pytest.raises(libfuse.BuildFailed, match="does not match its recorded sha256"):
+        libfuse.load(tmp_path)
+    daemon.unlink()
+    with pytest.raises(libfuse.BuildFailed, match=r"delete .* to build it again"):
+        libfuse.ensure(tmp_path)
+    assert libfuse.load(tmp_path, verify=False) is not None  # doctor's quick look
+
+
+def test_a_failed_build_is_recorded_with_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(d: Path, log: Path) -> libfuse.Build:
+        log.write_text("meson: error\n")
+        raise libfuse.BuildFailed(f"meson setup failed (exit 1); see {log}")
+
+    monkeypatch.setattr(libfuse, "_fetch_and_build", fail)
+    monkeypatch.setattr(libfuse, "missing_build_tools", lambda: [])
+    with pytest.raises(libfuse.BuildFailed, match="meson setup failed"):
+        libfuse.ensure(tmp_path)
+    failed = libfuse.last_failure(tmp_path)
+    assert failed and "meson setup failed" in failed["reason"]
+    assert Path(failed["log"]).read_text() == "meson: error\n"
+    assert libfuse.load(tmp_path) is None
+
+
+def test_missing_build_tools_are_named_with_their_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(libfuse, "missing_build_tools", lambda: ["meson", "liburing-dev"])
+    with pytest.raises(libfuse.BuildFailed, match="apt-get install meson liburing-dev"):
+        libfuse.ensure(tmp_path)
