@@ -53,6 +53,9 @@ COMPARE = [
     "--warmup",
     "0",
 ]
+# The FUSE floor over io_uring: the run holds enable_uring on (lab/transports.py), and a
+# SIGKILL mid-sample leaves `fsbench cleanup` to put it back (conftest's "kernel settings").
+COMPARE_URING = [*COMPARE[:2], "passthrough_hp:uring", *COMPARE[3:]]
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")
 # When to interrupt, with weights: the freeze window most, as it is the shortest and worst.
 MOMENTS = {
@@ -192,7 +195,7 @@ def _wait_moment(
             if trial.moment == "setup":
                 return rec
             if trial.moment == "mount" and _child_running(
-                pid, ("mount", "umount", "ntfs-3g"), mount_dir
+                pid, ("mount", "umount", "ntfs-3g", "passthrough_hp"), mount_dir
             ):
                 return rec
             if trial.moment == "fio" and _child_running(pid, ("fio",), mount_dir):
@@ -218,7 +221,7 @@ def _send(proc: subprocess.Popen, trial: Trial, rec: dict | None) -> None:
         pass
 
 
-def run_trial(trial: Trial, work: Path) -> Outcome:
+def run_trial(trial: Trial, work: Path, compare: list[str] = COMPARE) -> Outcome:
     """One trial in `work` (its own out dir, db and state dir); releases what it finds left
     so the next trial and other runs on the machine start clean."""
     out = Outcome(trial)
@@ -227,7 +230,7 @@ def run_trial(trial: Trial, work: Path) -> Outcome:
     env = {**os.environ, "FSBENCH_STATE_DIR": str(state_dir)}
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        fsbench_argv(*COMPARE, "--out", str(out_dir), "--db", str(work / "results.db")),
+        fsbench_argv(*compare, "--out", str(out_dir), "--db", str(work / "results.db")),
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from fsbench.lab import state
+from fsbench.lab import state, transports
 from fsbench.lab.drivers import DRIVERS, availability
 from polling import wait_until
 
@@ -430,3 +430,16 @@ def _files(dirs: RunDirs) -> list[str]:
 @leftover_check("network namespaces")
 def _netns(dirs: RunDirs) -> list[str]:
     return sorted(p.name for p in Path("/run/netns").glob("fsbench-*") if dirs.run_id in p.name)
+
+
+# The machine's FUSE io_uring switch as the suite found it: a run holds it on only while it
+# lasts (lab/transports.py) and every exit path puts it back, `fsbench cleanup` included.
+URING_AT_START = transports.uring_enabled()
+
+
+@leftover_check("kernel settings")
+def _kernel_settings(dirs: RunDirs) -> list[str]:
+    now = transports.uring_enabled()
+    if now == URING_AT_START:
+        return []
+    return [f"{transports.ENABLE_URING} is {'on' if now else 'off'}, was not before the run"]

@@ -12,8 +12,10 @@ import random
 from pathlib import Path
 
 import pytest
-from chaos import run_trials, summary
+from chaos import COMPARE_URING, Trial, run_trial, run_trials, summary
 from conftest import need_drivers
+
+from fsbench.lab import transports
 
 pytestmark = pytest.mark.root
 
@@ -34,3 +36,19 @@ def test_interrupted_at_random_moments_nothing_left_behind(tmp_path: Path) -> No
     # freeze window was reached.
     assert sum(o.reached for o in outcomes) >= TRIALS // 2, "\n".join(lines)
     assert any(o.reached and o.trial.moment == "freeze" for o in outcomes), "\n".join(lines)
+
+
+def test_killed_mid_sample_over_io_uring_enable_uring_is_put_back(tmp_path: Path) -> None:
+    """One SIGKILL trial during a FUSE-over-io_uring run's fio: `fsbench cleanup` restores
+    enable_uring (the leftover checks compare it with the suite's start)."""
+    need_drivers("ext4", "passthrough_hp")
+    st = transports.kernel_status("uring")
+    if not st.available:
+        pytest.skip(f"not applicable here: no FUSE over io_uring ({st.reason})")
+    before = transports.uring_enabled()
+    out = run_trial(Trial(0, 0, "SIGKILL", "fio", 0.05), tmp_path, COMPARE_URING)
+    assert out.reached, out.describe()  # killed while a sample ran, not after the run
+    assert out.clean, out.describe()
+    assert transports.uring_enabled() == before
+    if before is False:
+        assert f"restored {transports.ENABLE_URING} = N" in out.cleanup_output, out.describe()

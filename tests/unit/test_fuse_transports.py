@@ -96,7 +96,7 @@ def test_a_daemon_without_rings_is_not_uring(tmp_path: Path) -> None:
     fd = tmp_path / "123" / "fd"
     fd.mkdir(parents=True)
     (fd / "3").symlink_to("/dev/fuse")
-    why = transports.check_daemon("uring", 123, str(tmp_path))
+    why = transports.check_daemon("uring", 123, str(tmp_path), timeout=0.05)
     assert "holds no io_uring" in why and "fell back to /dev/fuse" in why
     (fd / "4").symlink_to("anon_inode:[io_uring]")
     assert transports.check_daemon("uring", 123, str(tmp_path)) == ""

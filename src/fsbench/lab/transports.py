@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from fsbench.probes.procfs import ProcFS
 
 DEFAULT = "dev-fuse"
 ENABLE_URING = "/sys/module/fuse/parameters/enable_uring"
+RING_WAIT_S = 5.0  # a daemon's rings appear within milliseconds of its mount here
 
 
 @dataclass(frozen=True)
@@ -167,23 +169,35 @@ def subject_problem(spec) -> str:  # spec: lab.subject.SubjectSpec (no import cy
     return "" if status.available else status.reason
 
 
-def check_daemon(transport: str, pid: int | None, proc: str = "/proc") -> str:
-    """Why a mounted daemon is not using its transport ("" when it is, or cannot be told).
-    libfuse falls back to /dev/fuse without a word when the kernel refuses io_uring (found
-    here with enable_uring off), which would measure the wrong transport under the right name;
-    a daemon on io_uring holds io_uring descriptors."""
-    if transport != "uring" or pid is None:
-        return ""
+def _holds_rings(pid: int, proc: str) -> bool | None:
     try:
         fds = list(Path(proc, str(pid), "fd").iterdir())
     except OSError:
-        return ""
+        return None  # gone: the mount's own checks say so
     for fd in fds:
         try:
             if os.readlink(fd) == "anon_inode:[io_uring]":
-                return ""
+                return True
         except OSError:
             continue
+    return False
+
+
+def check_daemon(
+    transport: str, pid: int | None, proc: str = "/proc", timeout: float = RING_WAIT_S
+) -> str:
+    """Why a mounted daemon is not using its transport ("" when it is, or cannot be told).
+    libfuse falls back to /dev/fuse without a word when the kernel refuses io_uring (found
+    here with enable_uring off), which would measure the wrong transport under the right name;
+    a daemon on io_uring holds io_uring descriptors. They appear once the daemon has answered
+    the kernel's INIT, a moment after the mount: polled until `timeout`."""
+    if transport != "uring" or pid is None:
+        return ""
+    deadline = time.monotonic() + timeout
+    while (held := _holds_rings(pid, proc)) is False and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if held is not False:
+        return ""
     return (
         f"the daemon (pid {pid}) holds no io_uring: libfuse fell back to /dev/fuse "
         f"({ENABLE_URING} is {'on' if uring_enabled() else 'off'})"

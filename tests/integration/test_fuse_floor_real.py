@@ -1,0 +1,74 @@
+"""The FUSE floor for real: libfuse 3.18's passthrough_hp (fsbench's own build) over each
+transport in one `fsbench compare` on a small image. Each result records its transport; the
+io_uring daemon really holds rings (checked at every mount); passthrough's reads and writes
+never reach the daemon, so the FUSE tracepoints see none; enable_uring is back to what it was;
+the transports' explanations name the floor's cost from the same run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import fsbench, need_drivers, release_leftovers
+
+from fsbench.lab import transports
+from fsbench.probes import trace as ktrace
+
+pytestmark = pytest.mark.root
+SUBJECTS = ("passthrough_hp", "passthrough_hp:uring", "passthrough_hp:passthrough")
+
+
+def test_three_transports_in_one_run(tmp_path: Path, state_dir: Path) -> None:
+    need_drivers("passthrough_hp")
+    for name in ("uring", "passthrough"):
+        st = transports.kernel_status(name)
+        if not st.available:
+            pytest.skip(f"not applicable here: transport {name} unavailable ({st.reason})")
+    probes = ktrace.availability(wanted=("fuse", "sched"))
+    if any(probes.get(n) != "ok" for n in ("fuse", "sched")):
+        pytest.skip(f"trace probes unavailable here: {probes}")
+    before = transports.uring_enabled()
+    out = tmp_path / "out"
+    try:
+        res = fsbench(
+            "compare", *SUBJECTS, "--size", "64M", "--scale", "0.05",
+            "--workloads", "seq-write/fsync,seq-read/cold", "--repeat", "1", "--warmup", "1",
+            "--min-sample-time", "0.2", "--trace-probes", "fuse,sched", "--no-integrity",
+            "--out", str(out), "--db", str(tmp_path / "results.db"), "--json",
+        )  # fmt: skip
+    finally:
+        release_leftovers(state_dir)
+    assert res.returncode == 0, res.stderr
+    assert transports.uring_enabled() == before  # held for the run only
+    doc = json.loads((out / "results.json").read_text())
+    subjects = {s["id"]: s for s in doc["subjects"]}
+    assert {i: subjects[i]["transport"] for i in SUBJECTS} == {
+        "passthrough_hp": "dev-fuse",
+        "passthrough_hp:uring": "uring",
+        "passthrough_hp:passthrough": "passthrough",
+    }
+    assert all("libfuse 3.18" in subjects[i]["driver_version"] for i in SUBJECTS)
+    if before is False:
+        assert any("enable_uring N -> Y" in n for n in doc["environment"]["notes"])
+    fuse = {}
+    for r in doc["results"]:
+        assert r["status"] == "ok", (r["subject"], r.get("error"))
+        fuse[r["subject"], r["params"]["rw"]] = r["trace"]["fuse"]["requests"]
+        if r["subject"] == "passthrough_hp":  # the daemon's own threads are found and counted
+            assert r["trace"]["sched"]["wakeups"]["driver"] > 0
+    # The tracepoints fire over /dev/fuse and over io_uring alike...
+    for sid in SUBJECTS[:2]:
+        assert fuse[sid, "write"].get("WRITE", 0) > 0 and fuse[sid, "read"].get("READ", 0) > 0
+    # ... and with passthrough the data never reaches the daemon: no READ or WRITE requests,
+    # while the file's open still is one.
+    assert "WRITE" not in fuse[SUBJECTS[2], "write"] and "READ" not in fuse[SUBJECTS[2], "read"]
+    assert fuse[SUBJECTS[2], "read"].get("OPEN", 0) > 0
+    floors = {
+        (e["subject"], e["title"]): f["sentence"]
+        for e in json.loads(res.stdout)["explanations"]  # --json: the run and its explanations
+        for f in e["factors"]
+        if f["name"] == "fuse floor"
+    }
+    assert {s for s, _ in floors} == set(SUBJECTS[1:]), floors
+    assert any("never reach the daemon" in s for s in floors.values())
