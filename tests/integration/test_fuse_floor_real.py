@@ -32,9 +32,9 @@ def test_three_transports_in_one_run(tmp_path: Path, state_dir: Path) -> None:
     out = tmp_path / "out"
     try:
         res = fsbench(
-            "compare", *SUBJECTS, "--size", "64M", "--scale", "0.05",
+            "compare", *SUBJECTS, "--size", "64M", "--scale", "0.3",
             "--workloads", "seq-write/fsync,seq-read/cold", "--repeat", "1", "--warmup", "1",
-            "--min-sample-time", "0.2", "--trace-probes", "fuse,sched", "--no-integrity",
+            "--min-sample-time", "0.01", "--trace-probes", "fuse,sched", "--no-integrity",
             "--out", str(out), "--db", str(tmp_path / "results.db"), "--json",
         )  # fmt: skip
     finally:
