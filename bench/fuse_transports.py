@@ -2,7 +2,7 @@
 /dev/fuse, io_uring and passthrough) against ext4 on the same image, in one `fsbench compare`.
 
     flock /tmp/fsbench-heavy.lock uv run python bench/fuse_transports.py \
-        [--size 1G] [--repeat 5] [--placement free] [--with ntfs-3g] [--keep DIR]
+        [--size 1G] [--repeat auto|N] [--placement free] [--with ntfs-3g] [--keep DIR]
 
 Prints per transport the floor's seq-write/fsync and seq-read/cold rates and their ratio to
 ext4's (same run, same image copy, interleaved), its wake-ups and cross-CPU wake-ups per GiB
@@ -89,7 +89,7 @@ def rows(doc: dict) -> list[list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="1G")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", default="auto")
     ap.add_argument("--placement", default="free")
     ap.add_argument("--with", dest="with_", action="append", default=[])
     ap.add_argument("--keep", type=Path, help="keep the run here (results.json, report.html)")
