@@ -3,7 +3,7 @@ same run's passthrough_hp over /dev/fuse) and the rest, the driver's own work.""
 
 from __future__ import annotations
 
-from explain_fixtures import fuse_trace, kernel_trace, result, run
+from explain_fixtures import GiB, fuse_trace, kernel_trace, result, run
 
 from fsbench.report.explain import explain_run
 
@@ -18,7 +18,9 @@ def _passthrough_trace() -> dict:
     return t
 
 
-def _run(floor_latency_total_us: float = 262144 * 12.0, with_floor: bool = True):
+def _run(
+    floor_latency_total_us: float = 262144 * 12.0, with_floor: bool = True, floor_size: int = 4096
+):
     subjects = ["ext4", "ntfs-3g"] + (
         ["passthrough_hp", "passthrough_hp:uring", "passthrough_hp:passthrough"]
         if with_floor
@@ -34,7 +36,12 @@ def _run(floor_latency_total_us: float = 262144 * 12.0, with_floor: bool = True)
             result(
                 "passthrough_hp",
                 [400.0, 401.0, 399.0],
-                fuse_trace(latency_total_us=floor_latency_total_us, seconds=2.5),
+                fuse_trace(
+                    requests=GiB // floor_size,
+                    size=floor_size,
+                    latency_total_us=floor_latency_total_us,
+                    seconds=2.5,
+                ),
             ),
             result(
                 "passthrough_hp:uring",
@@ -83,3 +90,10 @@ def test_the_floor_transports_are_compared_with_the_floor_over_dev_fuse() -> Non
 
 def test_no_floor_in_the_run_no_claim() -> None:
     assert _floor(_run(with_floor=False), "ntfs-3g") == []
+
+
+def test_requests_of_very_different_sizes_get_no_split() -> None:
+    """The floor's writes come through the writeback cache, 1 MiB each: no floor for 4 KiB."""
+    (f,) = _floor(_run(floor_latency_total_us=1024 * 29000.0, floor_size=2**20), "ntfs-3g")
+    assert "4 KiB" in f.sentence and "1 MiB" in f.sentence and "256× apart" in f.sentence
+    assert "own work" not in f.sentence and "no per-request floor is claimed" in f.sentence

@@ -24,6 +24,8 @@ FLOOR_TRANSPORT = "dev-fuse"
 # Ranks below the factors that explain the gap to the baseline (10+) and above those that
 # only fill the sample (5+): it splits the FUSE request time those factors name.
 WEIGHT = 9.5
+# Mean request sizes further apart than this are not compared per request (see below).
+SIZES_APART = 4.0
 TRANSPORT_WORDS = {
     "dev-fuse": "over /dev/fuse",
     "uring": "over io_uring",
@@ -95,27 +97,33 @@ def floor_factors(
     mine, floor = prof.fuse[op], fprof.fuse[op]
     assert mine.mean_us is not None and floor.mean_us is not None
     own = mine.mean_us - floor.mean_us
+    # Under io_uring the reply's length in the trace is not its payload: no sizes to compare.
+    a, b = (None, None) if transport == "uring" else (mine.mean_size, floor.mean_size)
+    apart = max(a, b) / min(a, b) if a and b else 1.0
     text = (
         f"of its {fmt_us(mine.mean_us)} per FUSE {op} request, the floor ({floor_name}, "
         f"this run) is {fmt_us(floor.mean_us)}"
     )
-    if transport != FLOOR_TRANSPORT and subject.driver == FLOOR_DRIVER:
+    brief = f"floor {fmt_us(floor.mean_us)} of its {fmt_us(mine.mean_us)}/{op}"
+    if a and b and apart > SIZES_APART:
+        # A request's time grows with its bytes (and the floor's writes come through the
+        # writeback cache, several in flight): one size's cost is no floor for another's.
+        text = (
+            f"its FUSE {op} requests carry {size_text(a)} ({fmt_us(mine.mean_us)} "
+            f"each), the floor's ({floor_name}, this run) {size_text(b)} "
+            f"({fmt_us(floor.mean_us)} each): {apart:.0f}× apart in size, so no per-request "
+            "floor is claimed"
+        )
+        brief = f"floor: {size_text(b)} {op}s, not comparable"
+    elif transport != FLOOR_TRANSPORT and subject.driver == FLOOR_DRIVER:
         how = TRANSPORT_WORDS.get(transport, transport)
         text += f": {how} it is {mine.mean_us / floor.mean_us:.2f}× the floor's"
     elif own > 0:
         text += f": {fmt_us(own)} ({fmt_pct(own / mine.mean_us)}) is {who}'s own work"
     else:
         text += f": no more than the floor; {who}'s own work is not what costs"
-    if (
-        mine.mean_size
-        and floor.mean_size
-        and max(mine.mean_size, floor.mean_size) > 1.5 * min(mine.mean_size, floor.mean_size)
-    ):
-        text += (
-            f" (its requests {size_text(mine.mean_size)} on average, the floor's "
-            f"{size_text(floor.mean_size)}: a per-request cost grows with the bytes it carries)"
-        )
-    brief = f"floor {fmt_us(floor.mean_us)} of its {fmt_us(mine.mean_us)}/{op}"
+    if a and b and 1.2 < apart <= SIZES_APART:
+        text += f" (its requests {size_text(a)} on average, the floor's {size_text(b)})"
     return [
         Factor(
             "fuse floor",
