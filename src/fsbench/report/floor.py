@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fsbench.schema import Result, Run
+from fsbench.units import fmt_ratio
 
 if TYPE_CHECKING:  # explain imports this module: no cycle at run time
     from fsbench.report.explain import Factor, OpFigures, Profile
@@ -111,13 +112,13 @@ def floor_factors(
         text = (
             f"its FUSE {op} requests carry {size_text(a)} ({fmt_us(mine.mean_us)} "
             f"each), the floor's ({floor_name}, this run) {size_text(b)} "
-            f"({fmt_us(floor.mean_us)} each): {apart:.0f}× apart in size, so no per-request "
+            f"({fmt_us(floor.mean_us)} each): {fmt_ratio(apart)} apart in size, so no per-request "
             "floor is claimed"
         )
         brief = f"floor: {size_text(b)} {op}s, not comparable"
     elif transport != FLOOR_TRANSPORT and subject.driver == FLOOR_DRIVER:
         how = TRANSPORT_WORDS.get(transport, transport)
-        text += f": {how} it is {mine.mean_us / floor.mean_us:.2f}× the floor's"
+        text += f": {how} it is {fmt_ratio(mine.mean_us / floor.mean_us)} the floor's"
     elif own > 0:
         text += f": {fmt_us(own)} ({fmt_pct(own / mine.mean_us)}) is {who}'s own work"
     else:
