@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -263,11 +264,85 @@ def doctor() -> dict[str, Any]:
 NOISE_RUNS = 5
 NOISE_FILE_MIB = 64
 NOISE_LOOPS = 8  # 512 MiB a run: ~0.1 s, well above fio's 1 ms runtime resolution
+# The floor is measured again at the end only when the run lasted this many times what the
+# floor itself costs (~1.5 s here): a shorter run would spend over a tenth of its time on
+# watching the machine, and has little time to drift in.
+REMEASURE_FACTOR = 10
 
 
 def noise_floor(directory: Path, runs: int = NOISE_RUNS) -> dict[str, Any] | None:
     """MiB/s of `runs` identical raw fio runs and their CV, or None without fio. The file
     lives in `directory` (a run's own image directory, which release() removes)."""
+    began = time.monotonic()
+    rates = noise_rates(directory, runs)
+    if not rates:
+        return None
+    return {
+        "seconds": round(time.monotonic() - began, 2),  # what measuring the floor cost
+        "job": (
+            f"raw fio: sequential read of a {NOISE_FILE_MIB} MiB page-cached file, 1 MiB "
+            f"records, {NOISE_LOOPS} passes"
+        ),
+        "runs": len(rates),
+        "mib_s": [round(r, 1) for r in rates],
+        "cv": _cv(rates),
+    }
+
+
+def _cv(rates: list[float]) -> float | None:
+    mean = sum(rates) / len(rates)
+    sd = (sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)) ** 0.5 if len(rates) > 1 else 0
+    return sd / mean if mean else None
+
+
+def remeasure_noise_floor(
+    env: Environment, directory: Path, run_seconds: float | None = None
+) -> None:
+    """The noise floor again after the last sample (as the wake-up cost), into the start's
+    record (`mib_s_end`, `cv_end`); when the two medians' 95 % intervals do not overlap, the
+    machine itself changed speed during the run and the run's notes say so. A run shorter
+    than REMEASURE_FACTOR times the floor's own cost (`run_seconds` so far) records why it
+    was not measured again (`end_not_measured`)."""
+    floor = env.noise_floor
+    if not floor or not floor.get("mib_s"):
+        return
+    cost = float(floor.get("seconds") or 0.0)
+    if run_seconds is not None and run_seconds < REMEASURE_FACTOR * cost:
+        floor["end_not_measured"] = (
+            f"the run took {run_seconds:.0f} s, under {REMEASURE_FACTOR}× the floor's own "
+            f"{cost:.1f} s"
+        )
+        return
+    rates = noise_rates(directory, int(floor.get("runs") or NOISE_RUNS))
+    if not rates:
+        return
+    floor["mib_s_end"] = [round(r, 1) for r in rates]
+    floor["cv_end"] = _cv(rates)
+    note = floor_moved(floor)
+    if note:
+        env.notes.append(note)
+
+
+def floor_moved(floor: dict[str, Any]) -> str | None:
+    """A sentence when the floor's level moved by more than its own intervals (the 95 % CI
+    of the median of each set of runs: disjoint), else None."""
+    from fsbench.stats import median_ci
+
+    start, end = floor.get("mib_s") or [], floor.get("mib_s_end") or []
+    a, b = median_ci(start), median_ci(end)
+    if a is None or b is None or (a[1] >= b[0] and b[1] >= a[0]):
+        return None
+    med_a, med_b = sorted(start)[len(start) // 2], sorted(end)[len(end) // 2]
+    return (
+        f"the machine's noise floor moved during the run: raw fio read {med_a:,.0f} MiB/s "
+        f"[{a[0]:,.0f}–{a[1]:,.0f}] at the start, {med_b:,.0f} MiB/s [{b[0]:,.0f}–{b[1]:,.0f}] "
+        f"at the end ({(med_b / med_a - 1) * 100:+.0f} %): the machine itself changed speed; "
+        "results measured early and late may differ by as much, beyond their intervals"
+    )
+
+
+def noise_rates(directory: Path, runs: int) -> list[float] | None:
+    """MiB/s of `runs` identical raw fio reads of a page-cached file (None without fio)."""
     from fsbench.workloads.base import WorkloadFailed
     from fsbench.workloads.fio import fio_binary, parse_fio_json
 
@@ -302,17 +377,7 @@ def noise_floor(directory: Path, runs: int = NOISE_RUNS) -> dict[str, Any] | Non
         return None
     finally:
         path.unlink(missing_ok=True)
-    mean = sum(rates) / len(rates)
-    sd = (sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)) ** 0.5 if len(rates) > 1 else 0
-    return {
-        "job": (
-            f"raw fio: sequential read of a {NOISE_FILE_MIB} MiB page-cached file, 1 MiB "
-            f"records, {NOISE_LOOPS} passes"
-        ),
-        "runs": len(rates),
-        "mib_s": [round(r, 1) for r in rates],
-        "cv": sd / mean if mean else None,
-    }
+    return rates
 
 
 def _transports() -> list[dict[str, Any]]:

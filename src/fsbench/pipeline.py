@@ -18,7 +18,13 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.env import capture, memory_notes, noise_floor, remeasure_wakeups
+from fsbench.env import (
+    capture,
+    memory_notes,
+    noise_floor,
+    remeasure_noise_floor,
+    remeasure_wakeups,
+)
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
@@ -268,6 +274,13 @@ def execute(
                 )
                 runner.execute()
                 remeasure_wakeups(run.environment)  # before the checks and teardown load it
+                if lab is not None and lab.record is not None and not in_guest():
+                    # Its start's twin: a floor that moved says so in the run's notes.
+                    remeasure_noise_floor(
+                        run.environment,
+                        Path(lab.record.image_dir),
+                        time.monotonic() - plan.started,
+                    )
                 if lab is not None:
                     # Before the lab is torn down: the checks need its loop devices.
                     guard.conclude(lab, run, on_step)

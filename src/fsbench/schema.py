@@ -50,6 +50,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     `fio:STEM` (variant: the phase's sections) or `command` (variant: the command's words).
 #     Later, additive: Subject.transport (a FUSE subject's transport: dev-fuse, uring,
 #     passthrough; the FUSE floor `passthrough_hp` names it, every other FUSE driver dev-fuse).
+#     Later, additive: noise_floor gains mib_s_end and cv_end (re-measured after the last
+#     sample); a move beyond both medians' intervals is one of environment.notes.
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -292,7 +294,8 @@ class Environment(_Model):
     notes: list[str] = Field(default_factory=list)  # what about this machine moves results
     interrupted_by: str | None = None  # SIGINT / SIGTERM: the run is incomplete
     report_error: str | None = None  # report.html could not be written: why
-    # The machine's own spread: {"job", "runs", "mib_s": [...], "cv"} (env.noise_floor).
+    # The machine's own spread: {"job", "runs", "mib_s": [...], "cv"} at the start, and
+    # "mib_s_end", "cv_end" re-measured after the last sample (env.remeasure_noise_floor).
     noise_floor: dict[str, Any] | None = None
     vms: list[VM] = Field(default_factory=list)
     wakeup_us: WakeupCost | None = None  # measured at the start of the run

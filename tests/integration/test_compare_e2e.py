@@ -92,6 +92,15 @@ def test_compare_ext4_and_fuse2fs(tmp_path: Path, state_dir: Path) -> None:
         assert r["cpu"]["driver_s"] > 0, r["params"]
     for r in _of(doc, "ext4", "seq-write"):
         assert r["cpu"]["driver_s"] == 0, r["params"]
+    # The subject's own context switches (the daemon's among them) beside the machine's.
+    for r in _of(doc, "fuse2fs", "seq-write"):
+        assert r["subject_ctx_switches_per_gib"] > 0, r["params"]
+        assert all(s["extra"]["daemon_ctx"] > 0 for s in r["sample_details"]), r["params"]
+    # The machine's noise floor: at the start, and again after the last sample unless the
+    # run was too short for that to be worth its cost (then it says so).
+    floor = doc["environment"]["noise_floor"]
+    assert len(floor["mib_s"]) == floor["runs"] and floor["seconds"] > 0, floor
+    assert len(floor.get("mib_s_end", [])) == floor["runs"] or floor["end_not_measured"], floor
 
 
 @pytest.mark.root

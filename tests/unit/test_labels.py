@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 import fsbench
+from fsbench import env as env_mod
 from fsbench import registry
 from fsbench.cli import cli
 from fsbench.errors import EXIT_FAILED, UsageError
@@ -21,8 +24,9 @@ from fsbench.report.diff import diff_runs
 from fsbench.report.diff import ratio_text as diff_ratio_text
 from fsbench.report.explain import explain_result, profile
 from fsbench.report.html import render_html
+from fsbench.report.table import render as render_table
 from fsbench.runner import Runner, RunTarget, aggregate, build_sample
-from fsbench.schema import CPU, Device, Result, Run, Sample, Subject
+from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.units import GiB, MiB, fmt_ratio
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.copy import COPY_JOBS
@@ -245,3 +249,47 @@ def test_no_ratio_is_formatted_outside_fmt_ratio() -> None:
     stray = {(rel, line) for rel, line in found
              if not any(rel == r and s in line for r, s in PENDING_RATIO_SITES)}  # fmt: skip
     assert not stray
+
+
+STEADY = [1900.0, 2010.0, 1950.0, 2040.0, 1980.0]
+SLOWER = [1210.0, 1260.0, 1190.0, 1240.0, 1230.0]
+
+
+@pytest.mark.parametrize("end, moved", [(STEADY, False), (SLOWER, True)])
+def test_the_noise_floor_is_measured_at_the_start_and_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: list[float], moved: bool
+) -> None:
+    start = [2000.0, 1950.0, 2050.0, 1990.0, 2020.0]
+    runs = iter([start, end])
+    monkeypatch.setattr(env_mod, "noise_rates", lambda directory, n: next(runs))
+    environment = Environment(noise_floor=env_mod.noise_floor(tmp_path))
+    env_mod.remeasure_noise_floor(environment, tmp_path)
+    floor = environment.noise_floor
+    assert floor is not None and floor["mib_s"] == start and floor["mib_s_end"] == end
+    assert floor["cv_end"] == pytest.approx(statistics.stdev(end) / statistics.mean(end))
+    said = [n for n in environment.notes if "noise floor moved" in n]
+    assert bool(said) == moved
+    run = Run(run_id="r", started="t", environment=environment)
+    con = Console(record=True, width=100)
+    render_table(run, con)
+    text, html = con.export_text(), render_html(run)
+    assert ("noise floor moved" in text) == moved and ("noise floor moved" in html) == moved
+    if moved:  # the end's median, in both
+        assert "1,230" in text and "1,230" in html
+    assert "start" in text and "end" in text  # both measurements shown
+
+
+def test_a_short_run_says_why_its_floor_was_not_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = iter([STEADY])  # a second measurement would raise StopIteration
+    monkeypatch.setattr(env_mod, "noise_rates", lambda directory, n: next(runs))
+    environment = Environment(noise_floor=env_mod.noise_floor(tmp_path))
+    assert environment.noise_floor is not None
+    environment.noise_floor["seconds"] = 1.5
+    env_mod.remeasure_noise_floor(environment, tmp_path, run_seconds=6.0)
+    floor = environment.noise_floor
+    assert "mib_s_end" not in floor and "6 s" in floor["end_not_measured"]
+    con = Console(record=True, width=200)
+    render_table(Run(run_id="r", started="t", environment=environment), con)
+    assert "not measured again at the end (the run took 6 s" in con.export_text()

@@ -51,7 +51,7 @@ from fsbench.report.summary import (
     size_text,
     usable,
 )
-from fsbench.report.table import schedule_line
+from fsbench.report.table import noise_line, schedule_line
 from fsbench.schema import Environment, Result, Run
 from fsbench.units import fmt_ratio
 from fsbench.vm.notes import vm_notes
@@ -365,6 +365,7 @@ def _env_rows(run: Run) -> list[tuple[str, str]]:
         ("Python", env.python),
         ("fsbench", env.fsbench_version),
         ("wake-up cost", wakeup_text(env)),
+        ("noise floor", noise_line(env.noise_floor) or ""),
     ]
     rows += [(f"tool: {k}", v or "missing") for k, v in sorted(env.tools.items()) if k != "fio"]
     rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]

@@ -5,6 +5,7 @@ under the table the measured reasons each subject differs from the baseline (exp
 
 from __future__ import annotations
 
+import statistics as _st
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -266,6 +267,25 @@ def schedule_line(run: Run) -> str:
     )
 
 
+def noise_line(floor: dict | None) -> str | None:
+    """The machine's noise floor at the start of the run and, re-measured, at its end (a move
+    beyond their intervals is also one of the run's notes: env.remeasure_noise_floor)."""
+    if not floor or floor.get("cv") is None or not floor.get("mib_s"):
+        return None
+    text = (
+        f"CV {floor['cv'] * 100:.1f} % over {floor['runs']} identical raw fio runs at the "
+        f"start ({_st.median(floor['mib_s']):,.0f} MiB/s)"
+    )
+    if floor.get("cv_end") is not None and floor.get("mib_s_end"):
+        text += (
+            f", {floor['cv_end'] * 100:.1f} % at the end "
+            f"({_st.median(floor['mib_s_end']):,.0f} MiB/s)"
+        )
+    elif floor.get("end_not_measured"):
+        text += f", not measured again at the end ({floor['end_not_measured']})"
+    return text + ": a spread no subject can beat here"
+
+
 def render(
     run: Run, console: Console | None = None, out_dir: str | None = None, verbose: bool = False
 ) -> None:
@@ -282,15 +302,9 @@ def render(
     parts += [ln for ln in integrity_lines(run) if ln.plain.startswith("✗")]
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
-    noise = env.noise_floor
-    if noise and noise.get("cv") is not None:
-        parts.append(
-            Text(
-                f"machine noise floor: CV {noise['cv'] * 100:.1f} % over {noise['runs']} "
-                "identical raw fio runs (a spread no subject can beat here)",
-                style="dim",
-            )
-        )
+    noise = noise_line(env.noise_floor)
+    if noise:
+        parts.append(Text(f"machine noise floor: {noise}", style="dim"))
     if run.schedule is not None:
         parts.append(Text(schedule_line(run), style="dim"))
         if verbose and run.schedule.phases:
