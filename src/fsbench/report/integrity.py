@@ -7,10 +7,13 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.probes.semantics import FEATURES, mark
+from fsbench.probes.semantics import FEATURES, Feature, mark
+from fsbench.report.answer import pack
 from fsbench.schema import Integrity, Run, Subject
 
 
@@ -51,13 +54,24 @@ def checked_text(i: Integrity) -> str:
     return "; ".join(bits)
 
 
-def integrity_lines(run: Run) -> list[Text]:
-    """For the terminal: failures first and loud, then one dim line per other subject."""
+def integrity_lines(run: Run, verbose: bool = True) -> list[Text]:
+    """For the terminal: failures first and loud, then one dim line per other subject; when not
+    verbose and every other subject is ok, one line for them all."""
     out = [Text("✗ " + line, style="bold red") for line in failure_lines(run)]
-    for s in run.subjects:
+    rest = [s for s in run.subjects if s.integrity is not None and s.integrity.status != "failed"]
+    if not verbose and rest and all(s.integrity.status == "ok" for s in rest):  # type: ignore[union-attr]
+        ids = ", ".join(s.id for s in rest)
+        out.append(
+            Text(
+                f"integrity: ok — {ids} (checker clean, digests match, kernel log quiet; "
+                "--verbose for each)",
+                style="green",
+            )
+        )
+        return out
+    for s in rest:
         i = s.integrity
-        if i is None or i.status == "failed":
-            continue
+        assert i is not None
         style = "green" if i.status == "ok" else "yellow"
         out.append(Text(f"integrity: {i.status} {s.id} — {checked_text(i)}", style=style))
     return out
@@ -67,23 +81,79 @@ def _with_semantics(run: Run) -> list[Subject]:
     return [s for s in run.subjects if s.semantics]
 
 
-def semantics_table(run: Run) -> Table | None:
+# Column heads of the compact semantics table (at most 6 characters, so that all 12 features
+# fit 80 columns), said in full on the legend line under it.
+SHORT: dict[str, str] = {
+    "o_direct": "dio",
+    "fallocate": "alloc",
+    "fiemap": "fiemap",
+    "seek_hole": "holes",
+    "sparse_files": "sparse",
+    "reflink": "clone",
+    "copy_file_range": "cfr",
+    "xattr_user": "xattr",
+    "posix_permissions": "chmod",
+    "case_sensitive": "case",
+    "name_max": "name",
+    "max_file_size": "size",
+}
+_UNITS = ((2**60, "E"), (2**50, "P"), (2**40, "T"), (2**30, "G"), (2**20, "M"))
+
+
+def short_mark(f: Feature | None) -> str:
+    """mark() in at most 4 characters: a file-size limit as '16T', '8E'."""
+    if f is None:
+        return ""
+    if isinstance(f.value, int) and f.value > 4096:
+        for unit, suffix in _UNITS:
+            if f.value >= unit:
+                return f"{f.value / unit:.2g}{suffix}".replace("e+0", "e")
+    return mark(f)
+
+
+def semantics_table(run: Run, width: int = 80) -> Group | None:
+    """Subjects as rows, the features they differ in as columns (short heads, a legend line);
+    the features every subject shares are one line. Readable at 80 columns."""
     subjects = _with_semantics(run)
     if not subjects:
         return None
-    t = Table(title="semantics (probed on each mount)", title_justify="left")
-    t.add_column("feature")
-    for s in subjects:
-        t.add_column(s.id, justify="center")
-    for key, label in FEATURES.items():
-        row = []
+    marks = {s.id: {k: short_mark((s.semantics or {}).get(k)) for k in FEATURES} for s in subjects}
+    differ = [k for k in FEATURES if len({marks[s.id][k] for s in subjects}) > 1]
+    same = [k for k in FEATURES if k not in differ and marks[subjects[0].id][k]]
+    parts: list[Table | Text] = []
+    if differ and len(subjects) > 1:
+        t = Table(
+            title="semantics (probed on each mount)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            padding=(0, 1),
+            collapse_padding=True,
+            pad_edge=False,
+        )
+        t.add_column("subject", no_wrap=True)
+        for k in differ:
+            t.add_column(SHORT[k], justify="center", no_wrap=True)
         for s in subjects:
-            f = (s.semantics or {}).get(key)
-            text = mark(f) if f is not None else ""
-            style = {"✓": "green", "✗": "red", "?": "dim"}.get(text, "")
-            row.append(Text(text, style=style))
-        t.add_row(label, *row)
-    return t
+            cells = []
+            for k in differ:
+                text = marks[s.id][k]
+                cells.append(Text(text, style={"✓": "green", "✗": "red", "?": "dim"}.get(text, "")))
+            t.add_row(s.id, *cells)
+        parts.append(t)
+        legend = [Text(f"{SHORT[k]} {FEATURES[k]}") for k in differ]
+        legend.append(Text("✓ yes ✗ no ? unknown"))
+        parts += pack(legend, width, "  ", indent="  ")
+        if same:
+            shared = [Text(f"{FEATURES[k]} {marks[subjects[0].id][k]}") for k in same]
+            parts += pack(shared, width, "  every subject: ", indent="    ", sep=", ")
+        for p in parts[1:]:
+            p.stylize("dim")  # type: ignore[union-attr]
+    else:
+        head = subjects[0].id if len(subjects) == 1 else "every subject"
+        shared = [Text(f"{FEATURES[k]} {marks[subjects[0].id][k]}") for k in FEATURES]
+        parts += pack(shared, width, f"semantics (probed on each mount) — {head}: ", sep=", ")
+    return Group(*parts)
 
 
 def semantics_rows(run: Run) -> dict[str, Any]:

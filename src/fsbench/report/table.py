@@ -9,6 +9,7 @@ import statistics as _st
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -17,7 +18,8 @@ from rich.text import Text
 from fsbench import stats
 from fsbench.lab.backing import format_size
 from fsbench.phases import phases_line
-from fsbench.report.explain import brief_lines, explain_run
+from fsbench.report.answer import answers, missing_pieces, pack, why_lines
+from fsbench.report.explain import explain_run
 from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import (
@@ -150,7 +152,9 @@ def _note_lines(results: list[Result], verbose: bool, advice: str = _ADVICE) -> 
     return lines
 
 
-def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[Table | Text]:
+def workload_tables(
+    run: Run, width: int = 100, verbose: bool = False, explained: dict[int, Any] | None = None
+) -> list[Table | Text]:
     subjects = [s.id for s in run.subjects if s.status != "unavailable"]
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
@@ -158,7 +162,8 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
             continue  # the matrix has tables of its own (matrix_table.py)
         by_workload.setdefault(result_title(res), []).append(res)
     # Why each subject differs from the baseline: a line or two under the table.
-    explained = {id(run.results[e.index]): e for e in explain_run(run)}
+    if explained is None:
+        explained = {id(run.results[e.index]): e for e in explain_run(run)}
     out: list[Table | Text] = []
     for workload, results in by_workload.items():
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
@@ -207,7 +212,8 @@ def workload_tables(run: Run, width: int = 100, verbose: bool = False) -> list[T
                 ]
                 e = replace(e, factors=moved)
             if e is not None and e.factors:
-                out += [Text(line) for line in brief_lines(e, min(width, 100))]
+                # Wrapped, never dropped: at 80 columns a first factor can be wider than a line.
+                out += [Text(line) for line in why_lines(e, min(width, 100))]
     return out
 
 
@@ -231,20 +237,40 @@ def _describe(res: Result) -> str:
     return ", ".join(bits)
 
 
-def subject_lines(run: Run) -> Iterable[Text]:
-    # Unavailable subjects with the same reason (but their own name in it) share one line.
-    unavailable: dict[str, list[str]] = {}
+def subject_lines(run: Run, width: int = 100) -> Iterable[Text]:
+    """Failed subjects one by one; those not measured in as few lines as their reasons allow,
+    with the command that measures them in a VM where a known kernel has them."""
     for s in run.subjects:
         if s.status == "failed":
             yield Text(f"✗ {s.id}: {s.error}", style="red")
-        elif s.status == "unavailable":
-            why = (s.error or "").replace(s.id, "<fs>")
-            unavailable.setdefault(why, []).append(s.id)
-    for why, ids in unavailable.items():
-        if len(ids) == 1:
-            yield Text(f"· {ids[0]} not measured: {why.replace('<fs>', ids[0])}", style="dim")
-        else:
-            yield Text(f"· not measured: {', '.join(ids)} — {why}", style="dim")
+    for pieces in missing_pieces(run):
+        for line in pack([Text(p) for p in pieces], width, "· ", indent="  ", sep=" "):
+            line.stylize("dim")
+            yield line
+
+
+def answer_lines(run: Run, explained: dict[int, Any] | None = None, width: int = 100) -> list[Text]:
+    """The answer first: per workload the fastest subject, then the others best first with
+    their ratio to it (the tables' ratio text and marks), wrapped between subjects only."""
+    out = []
+    for a in answers(run, explained):
+        if a.winner is None:
+            continue
+        head = Text.assemble((f"{a.title}: ", "bold"), (a.winner.subject, "bold green"))
+        head.append(
+            f" {fmt_value(a.winner.median)} {a.unit}"
+            + ("" if a.others or a.unranked else " (alone)")
+        )
+        items = [Text(f"{r.subject} ").append_text(ratio_text(a.winner, r)) for r in a.others]
+        for r in a.unranked:
+            why = "not ranked" if r.status == "ok" else r.status
+            items.append(Text(f"{r.subject} ", style="dim").append(why, style="red"))
+        if items:
+            head.append(" › ")
+        out += pack(items, width, head, indent="    ", sep=" › ")
+    if out:
+        out.insert(0, Text("fastest first, each ratio to the fastest:", style="dim"))
+    return out
 
 
 def schedule_line(run: Run) -> str:
@@ -300,6 +326,12 @@ def render(
     parts: list = [head]
     # A volume that came back damaged is the first thing a reader must see.
     parts += [ln for ln in integrity_lines(run) if ln.plain.startswith("✗")]
+    from fsbench.vm.notes import vm_notes
+
+    # Then the answer (after what makes it unrepresentative, an emulated VM), then the details.
+    parts += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(run)]
+    explained = {id(run.results[e.index]): e for e in explain_run(run)}
+    parts += answer_lines(run, explained, console.width)
     if env.backing_note:
         parts.append(Text(env.backing_note, style="dim"))
     noise = noise_line(env.noise_floor)
@@ -311,17 +343,14 @@ def render(
             parts.append(Text(phases_line(run.schedule.phases, run.schedule.spent_s), style="dim"))
     for note in env.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
-    from fsbench.vm.notes import vm_notes
-
-    parts += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(run)]
-    parts += workload_tables(run, console.width, verbose)
+    parts += workload_tables(run, console.width, verbose, explained)
     if has_matrix(run):
         parts += matrix_tables(run)
-    parts += list(subject_lines(run))
-    sem = semantics_table(run)
+    parts += list(subject_lines(run, console.width))
+    sem = semantics_table(run, console.width)
     if sem is not None:
         parts.append(sem)
-    parts += [ln for ln in integrity_lines(run) if not ln.plain.startswith("✗")]
+    parts += [ln for ln in integrity_lines(run, verbose) if not ln.plain.startswith("✗")]
     parts.append(
         Text(
             "vs: ratio to the baseline with its interval · "

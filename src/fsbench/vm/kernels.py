@@ -36,6 +36,9 @@ class DebianKernel:
     mirror: str = "http://deb.debian.org/debian"
     keyring: str = "/usr/share/keyrings/debian-archive-keyring.gpg"
     description: str = ""
+    # Kernel drivers its modules add to a host without them (what `doctor` lists as "adds"
+    # once it is fetched): the report names the kernel before anyone fetches it.
+    adds: tuple[str, ...] = ()
 
 
 KNOWN: dict[str, DebianKernel] = {
@@ -46,6 +49,7 @@ KNOWN: dict[str, DebianKernel] = {
             "bookworm-backports",
             r"linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned",
             description="Debian's 6.12 from bookworm-backports (ntfs3, exfat, vfat as modules)",
+            adds=("ntfs3", "exfat", "vfat"),
         ),
     ]
 }
@@ -315,6 +319,17 @@ def kernel_drivers(k: Kernel) -> list[str]:
         if (d.kind == "kernel" and d.module in present) or (d.kind == "fuse" and "fuse" in present):
             out.append(d.name)
     return out
+
+
+def providers(drivers: list[str]) -> tuple[str, list[str]] | None:
+    """The known kernel that provides most of `drivers` (kernel drivers this host lacks), with
+    those it provides; None when none provides any."""
+    best: tuple[str, list[str]] | None = None
+    for name, k in KNOWN.items():
+        got = [d for d in drivers if d in k.adds]
+        if got and (best is None or len(got) > len(best[1])):
+            best = (name, got)
+    return best
 
 
 def listing() -> list[dict]:

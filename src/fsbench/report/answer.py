@@ -1,0 +1,191 @@
+"""The answer first, as every renderer leads with it: per workload the fastest subject and the
+ranking of the others (the renderers mark each ratio with their own helpers, so the marks are
+the tables' marks), per subject the first-ranked reason it differs (explain.py's first factor),
+and the drivers this machine lacks with the command that measures them in a VM.
+
+Reads finished `Run` records only; the terminal (table.py) and the HTML (html.py) share it, so
+both say the same thing.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+from rich.text import Text
+
+from fsbench.report.explain import Explanation, Factor, brief_lines, explain_run
+from fsbench.report.naming import baseline_result, ranked
+from fsbench.report.summary import groups, measured_subjects, usable
+from fsbench.schema import Result, Run, Subject
+
+
+@dataclass
+class WorkloadAnswer:
+    """One workload: who is fastest, the others best first, and each one's first reason."""
+
+    title: str
+    unit: str
+    higher_is_better: bool
+    winner: Result | None
+    others: list[Result]  # ranked and usable, best first, the winner left out
+    unranked: list[Result]  # failed, without samples, or integrity failed
+    baseline: Result | None  # the tables' baseline (the first subject that finished)
+    whys: list[Explanation] = field(default_factory=list)  # ranking order, with a first factor
+
+    @property
+    def ranking(self) -> list[Result]:
+        return ([self.winner] if self.winner else []) + self.others
+
+
+def first_factor(e: Explanation) -> Factor | None:
+    """The first-ranked measured reason (a placement remark is not a reason against the
+    baseline: it compares the subject with itself)."""
+    return next((f for f in e.factors if not f.name.startswith("placement")), None)
+
+
+def _key(res: Result) -> float:
+    return res.median or 0.0
+
+
+def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[WorkloadAnswer]:
+    """Per workload (run order; the Iozone matrix has its own summary) the answer. `explained`
+    maps id(result) to its explanation, when the caller has them already."""
+    if explained is None:
+        explained = {id(run.results[e.index]): e for e in explain_run(run)}
+    order = measured_subjects(run)
+    out = []
+    for g in groups(run):
+        if g.matrix:
+            continue
+        results = sorted(
+            g.results(), key=lambda r: order.index(r.subject) if r.subject in order else 99
+        )
+        good = [r for r in results if usable(r) and ranked(r)]
+        good.sort(key=_key, reverse=g.higher_is_better)
+        base = baseline_result(results, order)
+        whys = []
+        for r in good:
+            e = explained.get(id(r))
+            if e is not None and not e.is_baseline and first_factor(e) is not None:
+                whys.append(e)
+        out.append(
+            WorkloadAnswer(
+                title=g.title,
+                unit=g.unit,
+                higher_is_better=g.higher_is_better,
+                winner=good[0] if good else None,
+                others=good[1:],
+                unranked=[r for r in results if r not in good],
+                baseline=base,
+                whys=whys,
+            )
+        )
+    return out
+
+
+def _head(e: Explanation) -> str:
+    return f"  {e.subject}" + (f" [{e.placement}]" if e.placement != "free" else "") + ": "
+
+
+def why_lines(e: Explanation, width: int = 100) -> list[str]:
+    """explain.brief_lines, except that the first-ranked factor is never dropped: when it alone
+    is wider than a line, it is wrapped over as many lines as it takes (at 80 columns ntfs-3g's
+    '262,144 FUSE WRITE/GiB × 4 KiB (< 4 GiB: no big_writes), …' is one such)."""
+    lines = brief_lines(e, width)
+    first = first_factor(e)
+    if first is None or any(first.brief in ln for ln in lines):
+        return lines
+    # brief_lines never splits a factor: it left the first out, so wrap it on its own, then
+    # add whatever brief_lines kept (a placement remark) below it.
+    wrapped = textwrap.wrap(
+        first.brief,
+        width=width,
+        initial_indent=_head(e),
+        subsequent_indent="    ",
+        break_on_hyphens=False,
+    )
+    rest = [ln for ln in lines if first.brief not in ln]
+    return wrapped + [
+        ("    " + ln.split(": ", 1)[-1]) if ln.startswith("  ") else ln for ln in rest
+    ]
+
+
+def pack(
+    items: list[Text], width: int, head: Text | str = "", indent: str = "  ", sep: str = " · "
+) -> list[Text]:
+    """Items joined by `sep` into lines of at most `width` columns, breaking only between
+    items (a ratio is never split from its subject); an item wider than a line gets its own."""
+    lines: list[Text] = []
+    line = Text(head) if isinstance(head, str) else head.copy()
+    fresh = True  # nothing but the head or the indent on this line yet
+    for item in items:
+        glue = "" if fresh else sep
+        if not fresh and line.cell_len + len(glue) + item.cell_len > width:
+            lines.append(line)
+            line, glue = Text(indent), ""
+        line.append(glue)
+        line.append_text(item)
+        fresh = False
+    lines.append(line)
+    return lines
+
+
+# -- drivers this machine lacks -------------------------------------------------------------------
+@dataclass
+class Missing:
+    """Subjects this machine could not measure, and the VM command that measures those a known
+    kernel provides (`fsbench doctor` lists the kernels)."""
+
+    kernel_lacks: list[str]  # kernel drivers this kernel has not
+    other: list[tuple[str, str]]  # (subject, why) for the rest
+    command: str | None  # "fsbench compare ntfs3 exfat vfat --kernel debian-6.12"
+    covered: list[str]  # the subjects the command measures
+
+
+def _kernel_lacks(s: Subject) -> bool:
+    return s.kind == "kernel" and (s.error or "").startswith("this kernel")
+
+
+def missing(run: Run) -> Missing:
+    from fsbench.vm.kernels import providers  # the VM stage is optional to the report
+
+    gone = [s for s in run.subjects if s.status == "unavailable"]
+    lacks = [s for s in gone if _kernel_lacks(s)]
+    other = [(s.id, s.error or "unavailable") for s in gone if not _kernel_lacks(s)]
+    command, covered = None, []
+    best = providers([s.driver for s in lacks])
+    if best is not None:
+        name, drivers = best
+        covered = [s.id for s in lacks if s.driver in drivers]
+        command = f"fsbench compare {' '.join(covered)} --kernel {name}"
+    return Missing([s.id for s in lacks], other, command, covered)
+
+
+def missing_pieces(run: Run) -> list[list[str]]:
+    """Per line, its pieces (a renderer may break a line between them, never inside): one line
+    for the kernel drivers this kernel lacks, with the command when a known kernel provides
+    them, and one per other reason."""
+    m = missing(run)
+    out = []
+    if m.kernel_lacks:
+        line = [f"not measured: {', '.join(m.kernel_lacks)} — not in this kernel;"]
+        if m.command:
+            some = "" if m.covered == m.kernel_lacks else f" ({', '.join(m.covered)})"
+            line += [f"in a VM{some}:", m.command]
+        else:
+            line[0] = line[0].rstrip(";")
+        out.append(line)
+    by_why: dict[str, list[str]] = {}
+    for sid, why in m.other:
+        by_why.setdefault(why.replace(sid, "<fs>"), []).append(sid)
+    for why, ids in by_why.items():
+        if len(ids) == 1:
+            out.append([f"not measured: {ids[0]} —", why.replace("<fs>", ids[0])])
+        else:
+            out.append([f"not measured: {', '.join(ids)} —", why])
+    return out
+
+
+def missing_lines(run: Run) -> list[str]:
+    return [" ".join(pieces) for pieces in missing_pieces(run)]
