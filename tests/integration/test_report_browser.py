@@ -135,3 +135,74 @@ def test_report_renders_to_a_screenshot_that_is_not_blank(
     assert len(colours) > 50, len(colours)
     assert white < 0.97 * total, white / total
     assert any(n > 100 and c[0] > 150 and c[1] < 100 and c[2] < 100 for n, c in colours)  # red
+
+
+# After load, what a reader of a 1280 × 800 window sees: each workload's answer and every
+# subject's first reason (their text and whether they lie within the first screen), the page's
+# own width, and any element that sticks out past the window outside a box that scrolls.
+LAYOUT = """<script>addEventListener('load', () => {
+  const W = innerWidth, H = 800;  // the first screen of a 1280 × 800 window
+  const seen = el => { const r = el.getBoundingClientRect();
+    return r.width > 0 && r.top >= 0 && r.bottom <= H && r.left >= 0 && r.right <= W; };
+  const answers = [...document.querySelectorAll('.answer')].map(el => ({
+    workload: el.dataset.workload, winner: el.querySelector('.winner').textContent,
+    visible: seen(el.querySelector('.winner')),
+    whys: [...(el.nextElementSibling?.matches('ul.why') ? el.nextElementSibling.children : [])]
+      .map(li => ({subject: li.dataset.subject, text: li.textContent, visible: seen(li)}))}));
+  const wide = [...document.querySelectorAll('body *')].filter(el => {
+    const r = el.getBoundingClientRect();
+    return (r.right > W + 1 || r.width > W) && !el.closest('.scroll');
+  }).map(el => el.tagName + (el.id ? '#' + el.id : '') + ' '
+            + Math.round(el.getBoundingClientRect().width));
+  document.body.dataset.layout = JSON.stringify({W, H, answers, wide,
+    scrollWidth: document.documentElement.scrollWidth});
+});</script>"""
+
+
+@pytest.mark.slow
+def test_default_comparison_answers_on_the_first_screen_and_nothing_is_wider(
+    tmp_path: Path,
+) -> None:
+    """The stored default comparison (8 drivers, a real run) at 1280 × 800: every workload's
+    fastest subject and ntfs-3g's first reason lie within the first screen; no element is wider
+    than the window (tables scroll inside their own box), as the browser laid them out."""
+    import html
+    import json
+    import re
+
+    from fsbench.report.answer import answers, first_factor
+    from fsbench.schema import Run
+
+    run = Run.model_validate_json((UNIT / "fixtures" / "default_compare.json").read_text())
+    page = write_report(run, tmp_path / "out")
+    probed = tmp_path / "layout.html"
+    probed.write_text(page.read_text().replace("</body>", LAYOUT + "</body>"))
+    res = _browse(
+        probed,
+        tmp_path / "profile",
+        "--window-size=1280,800",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    m = re.search(r'data-layout="([^"]*)"', res.stdout)
+    assert m, res.stdout[:500]
+    got = json.loads(html.unescape(m.group(1)))
+    assert got["W"] == 1280 and got["H"] == 800
+    assert got["scrollWidth"] <= 1280 and got["wide"] == [], got["wide"][:10]
+    shown = {a["workload"]: a for a in got["answers"]}
+    for a in answers(run):
+        assert a.winner is not None
+        on_page = shown[a.title]
+        assert on_page["winner"] == a.winner.subject and on_page["visible"], on_page
+    write = next(
+        e
+        for a in answers(run)
+        if a.title.startswith("seq-write")
+        for e in a.whys
+        if e.subject == "ntfs-3g"
+    )
+    first = first_factor(write)
+    assert first is not None
+    li = next(w for w in shown[write.title]["whys"] if w["subject"] == "ntfs-3g")
+    assert first.brief in li["text"] and li["visible"], li

@@ -94,3 +94,56 @@ def test_drivers_this_kernel_lacks_are_one_line_with_the_vm_command(run: Run) ->
     text = _text(run, 100)
     assert sum("not measured" in ln for ln in text.splitlines()) == 1
     assert m.command in text
+
+
+# -- plots a reader can read --------------------------------------------------------------------
+def _runs(run: Run) -> list[Run]:
+    from test_explain import _placements
+    from test_report import synthetic_run
+
+    return [run, synthetic_run(), _placements([140.0, 145.0, 150.0])]
+
+
+def test_every_plot_is_drawn_at_the_pages_width_with_room_and_no_legend_over_a_panel(
+    run: Run,
+) -> None:
+    """Sizes and overlaps as matplotlib laid them out (plots.Svg): a figure drawn at the page's
+    width (≈1130 px, so 8.5 pt text reads as ~12 px), every panel at least 1.2 in tall, no
+    legend over any axes or cut off, no tick labels on top of each other."""
+    from fsbench.report.plots import plan
+
+    seen = set()
+    for r in _runs(run):
+        for p in plan(r).all():
+            seen.add(p.id.split("-")[0])
+            w = p.svg.size_in[0]  # type: ignore[attr-defined]
+            assert 9.0 <= w <= 12.5, (p.id, w)
+            assert p.svg.min_axes_height_in >= 1.2, (p.id, p.svg.min_axes_height_in)  # type: ignore[attr-defined]
+            assert p.svg.problems == (), (p.id, p.svg.problems)  # type: ignore[attr-defined]
+    assert {"workload", "trace", "cost", "matrix", "placement"} <= seen
+
+
+def test_the_overlap_check_sees_a_legend_over_its_axes() -> None:
+    """The control: a legend drawn inside a full axes is reported, or the test above proves
+    nothing."""
+    from matplotlib.figure import Figure
+
+    from fsbench.report.plots import _svg
+
+    fig = Figure(figsize=(11, 3))
+    ax = fig.subplots()
+    for i in range(12):
+        ax.plot([1, 2, 3], [i, i + 1, i + 2], label=f"series {i}")
+    ax.legend(loc="center")
+    ax.set_xticks(range(40), [f"label {i}" for i in range(40)])
+    svg = _svg(fig, "control")
+    assert any("legend over axes" in p for p in svg.problems)  # type: ignore[attr-defined]
+    assert any("tick labels overlap" in p for p in svg.problems)  # type: ignore[attr-defined]
+
+
+def test_trace_plot_caption_says_the_traced_warm_up_run(run: Run) -> None:
+    from fsbench.report.plots import plan
+
+    for p in plan(run).traces.values():
+        assert "traced run (its last warm-up run" in p.caption
+        assert "timed samples" not in p.caption

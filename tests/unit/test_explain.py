@@ -261,9 +261,11 @@ def test_html_has_the_explanation_and_probe_plots() -> None:
         "FUSE request latency",
         "Readahead windows",
         "Block request sizes",
-        "ntfs-3g WRITE",
-        "ntfs-3g [same] WRITE",
-        "ext4 write",
+        "ntfs-3g",  # a panel per subject and placement, a line per opcode or direction
+        "ntfs-3g [same]",
+        "ext4",
+        "WRITE",
+        "write",
         "4K",
         "32 µs",
     ):

@@ -173,7 +173,7 @@ def test_a_damaged_subject_is_shown_first_but_never_ranked() -> None:
     assert "integrity: ok ntfs-3g — ntfsfix -n (ntfsfix v2022.10.3): clean" in con.export_text()
     assert "chmod honoured" in text  # the semantics table
     page = render_html(run)
-    assert page.index("integrity: failed") < page.index("Subjects:")
+    assert page.index("integrity: failed") < page.index('<section id="answer">')
     assert "e2fsck: Bad magic number in super-block" in page
     assert "Semantics (probed on each mount)" in page and "chmod honoured" in page
     assert "not ranked" in page  # the ratio cell of the damaged subject

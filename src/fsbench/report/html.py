@@ -28,7 +28,15 @@ from fsbench.report.explain import (
     wakeup_costs,
     workload_key,
 )
-from fsbench.report.integrity import failure_lines, integrity_rows, semantics_rows
+from fsbench.report.html_views import (
+    answer_view,
+    integrity_line,
+    missing_view,
+    semantics_view,
+    shared_notes,
+    summary_table,
+)
+from fsbench.report.integrity import failure_lines, integrity_rows
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
@@ -87,6 +95,8 @@ class Row:
     amp: str = ""
     cache: str = ""
     n: int = 0
+    stopped: str = ""  # the n column's mark: ✓ settled, … still open (as in the terminal)
+    stopped_text: str = ""
     best: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -101,6 +111,7 @@ class WorkloadView:
     plot: Plot | None
     explanations: list[dict[str, Any]] = field(default_factory=list)
     trace_plot: Plot | None = None
+    shared_notes: list[str] = field(default_factory=list)  # every row's, told once above
 
 
 @dataclass
@@ -160,17 +171,17 @@ def _amp(res: Result) -> str:
     return ", ".join(bits)
 
 
-# Why a result got no more samples (Result.stopped), as the per-subject detail says it.
+# Why a result got no more samples (Result.stopped): the n column's mark, its words on hover.
 _STOPPED_TEXT = {
     "settled": "sampling stopped: its answer was settled",
     "budget": "sampling stopped by the time budget with the answer still open",
     "max-repeat": "sampling stopped at --max-repeat with the answer still open",
 }
+_STOPPED_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…"}
 
 
 def _notes(res: Result) -> list[str]:
-    stopped = _STOPPED_TEXT.get(res.stopped or "")
-    return [*res.flags, *res.warnings, *([stopped] if stopped else [])]
+    return [*res.flags, *res.warnings]
 
 
 def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
@@ -192,6 +203,8 @@ def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
         amp=_amp(res),
         cache=_CACHE_TEXT.get(res.cache, res.cache),
         n=len(res.samples),
+        stopped=_STOPPED_MARK.get(res.stopped or "", ""),
+        stopped_text=_STOPPED_TEXT.get(res.stopped or "", ""),
         best=best,
         notes=_notes(res),
     )
@@ -259,11 +272,14 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
 
 
 def _workload_views(
-    run: Run, gs: list[Group], plots: dict[str, Plot], traces: dict[str, Plot]
+    run: Run,
+    gs: list[Group],
+    plots: dict[str, Plot],
+    traces: dict[str, Plot],
+    explained: dict[int, Explanation],
 ) -> list[WorkloadView]:
     order = measured_subjects(run)
     col = colours(order)
-    explained = {id(run.results[e.index]): e for e in explain_run(run)}
     # A result no view shows (two placements under one title) is explained under its workload.
     shown = {id(r) for g in gs for r in g.results()}
     hidden: dict[str, list[Explanation]] = {}
@@ -282,6 +298,10 @@ def _workload_views(
         first = per[subjects[0]]
         exps = [explained[id(per[s])] for s in subjects if id(per[s]) in explained]
         exps += hidden.pop(workload_key(first), [])
+        ok_rows = [r for r in rows if r.status == "ok"]
+        shared, rest = shared_notes([r.notes for r in ok_rows])
+        for r, notes in zip(ok_rows, rest, strict=True):
+            r.notes = notes
         views.append(
             WorkloadView(
                 g.key,
@@ -292,6 +312,7 @@ def _workload_views(
                 plots.get(g.key),
                 [_explanation_view(e) for e in exps if e.factors or e.unavailable],
                 traces.get(workload_key(first)),
+                shared,
             )
         )
     return views
@@ -476,23 +497,29 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
     found: list[Finding] = findings(run)
     subjects = measured_subjects(run)
     col = colours(subjects)
+    # Subjects not measured are one line (missing_view); a failed one stays a banner.
     problems = [
         {"id": s.id, "status": s.status, "error": s.error or ""}
         for s in run.subjects
-        if s.status != "ok"
+        if s.status == "failed"
     ]
     scaling = scaling_plots(run)
+    explained = {id(run.results[e.index]): e for e in explain_run(run)}
     template = _jinja().get_template("report.html")
     return template.render(
         run=run,
         title=f"fsbench {run.run_id}",
         command=shlex.join(run.command[1:]) if run.command else "",
-        findings=[f for f in found if f.sentences or f.problems],
+        findings=[f for f in found if f.problems],
         subjects=[{"id": s, "colour": col[s]} for s in subjects],
         baseline=baseline(run),
         problems=problems,
         matrix=_matrix_view(run, gs, plots.matrix),
-        workloads=_workload_views(run, gs, plots.workloads, plots.traces),
+        workloads=_workload_views(run, gs, plots.workloads, plots.traces, explained),
+        answer=answer_view(run, explained),
+        integrity_line=integrity_line(run),
+        missing=missing_view(run),
+        summary=summary_table(run, subjects),
         placement=plots.placement,
         scaling=scaling,
         client_rows=client_rows(run),
@@ -503,7 +530,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         comparisons=_comparisons(run, compare_with or []),
         integrity_failures=failure_lines(run),
         integrity=integrity_rows(run),
-        semantics=semantics_rows(run),
+        semantics=semantics_view(run),
         n_plots=len(plots.all()) + len(scaling),
         version=__version__,
         result_title=result_title,

@@ -156,21 +156,6 @@ def semantics_table(run: Run, width: int = 80) -> Group | None:
     return Group(*parts)
 
 
-def semantics_rows(run: Run) -> dict[str, Any]:
-    """For the HTML: subjects, and per feature the mark and the probe's words per subject."""
-    subjects = _with_semantics(run)
-    rows = []
-    for key, label in FEATURES.items():
-        cells = []
-        for s in subjects:
-            f = (s.semantics or {}).get(key)
-            text = mark(f) if f is not None else ""
-            cls = {"✓": "better", "✗": "worse", "?": "dim"}.get(text, "")
-            cells.append({"text": text, "cls": cls, "title": f.detail if f else ""})
-        rows.append({"label": label, "cells": cells})
-    return {"subjects": [s.id for s in subjects], "rows": rows}
-
-
 def integrity_rows(run: Run) -> list[dict[str, Any]]:
     out = []
     for s in run.subjects:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from matplotlib.ticker import (
     NullLocator,
 )
 
-from fsbench.report.explain import Profile, placement_of, profile, workload_key
+from fsbench.report.explain import placement_of, workload_key
 from fsbench.report.naming import SYMBOLS, baseline_result, outcome
 from fsbench.report.summary import (
     Group,
@@ -85,6 +86,21 @@ def _styled(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+# Figures are drawn this wide: the page shows them at its width (≈1130 px), where 8.5 pt text
+# reads as ~12 px. Narrower figures would be blown up, wider ones shrunk below legibility.
+PAGE_WIDTH_IN = 11.0
+
+
+class Svg(str):
+    """An inline <svg> element that also carries what its figure measured when drawn: its size
+    in inches, the smallest axes' height, and the layout problems a reader would meet (a legend
+    over an axes, tick labels on top of each other) — for the tests, never shown."""
+
+    size_in: tuple[float, float] = (0.0, 0.0)
+    min_axes_height_in: float = 0.0
+    problems: tuple[str, ...] = ()
+
+
 @dataclass
 class Plot:
     id: str
@@ -126,7 +142,50 @@ def _svg(fig: Figure, plot_id: str) -> str:
     text = re.sub(r'\bid="([^"]+)"', unique, text)
     # Scale with the page; the viewBox keeps the aspect ratio.
     text = re.sub(r'(<svg[^>]*?)\swidth="[^"]*"\s+height="[^"]*"', r"\1", text, count=1)
-    return text.replace("<svg ", f'<svg role="img" aria-label="{plot_id}" ', 1)
+    out = Svg(text.replace("<svg ", f'<svg role="img" aria-label="{plot_id}" ', 1))
+    _measure(fig, out)
+    return out
+
+
+def _measure(fig: Figure, out: Svg) -> None:
+    """What the drawn figure looks like to a reader (positions are those savefig just laid
+    out; text extents come from an Agg renderer of the figure's size, without drawing)."""
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.legend import Legend
+
+    w, h = fig.get_size_inches()
+    r = RendererAgg(int(w * fig.dpi), int(h * fig.dpi), fig.dpi)
+    axes = [a for a in fig.findobj(Axes) if a.get_visible()]
+    legends = [lg for lg in fig.findobj(Legend) if lg.get_visible()]
+    problems = []
+    for lg in legends:
+        box = lg.get_window_extent(r)
+        if box.x0 < -1 or box.y0 < -1 or box.x1 > w * fig.dpi + 1 or box.y1 > h * fig.dpi + 1:
+            problems.append("legend cut off at the figure's edge")
+        for ax in axes:
+            a = ax.get_window_extent(r)
+            dx = min(box.x1, a.x1) - max(box.x0, a.x0)
+            dy = min(box.y1, a.y1) - max(box.y0, a.y0)
+            if dx > 1 and dy > 1:
+                title = ax.get_title(loc="left") or ax.get_title() or ax.get_ylabel()
+                problems.append(f"legend over axes {title!r}")
+    for ax in axes:
+        for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
+            boxes = sorted(
+                (t.get_window_extent(r) for t in axis.get_ticklabels() if t.get_text()),
+                key=lambda b: getattr(b, lo),
+            )
+            for a, b in itertools.pairwise(boxes):
+                if getattr(a, hi) - getattr(b, lo) > 0.5:
+                    problems.append(f"tick labels overlap on {ax.get_title(loc='left')!r}")
+                    break
+    out.size_in = (float(w), float(h))
+    heights = [
+        ax.get_window_extent(r).height / fig.dpi for ax in axes if ax.get_label() != "<colorbar>"
+    ]
+    out.min_axes_height_in = min(heights, default=0.0)
+    out.problems = tuple(problems)
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -136,7 +195,7 @@ def _figure(width: float, height: float) -> Figure:
 def _panel_figure(ncols: int, nrows: int) -> Figure:
     """A grid of small panels with fixed margins (inches) for the title, legend and labels:
     a report has a dozen of these, and the constrained layout engine doubles each one's cost."""
-    width, height = 2.6 * ncols + 0.8, 2.3 * nrows + 0.7
+    width, height = max(PAGE_WIDTH_IN, 2.6 * ncols + 0.8), 2.3 * nrows + 0.7
     fig = Figure(figsize=(width, height))
     fig.subplots_adjust(
         left=0.75 / width,
@@ -381,7 +440,7 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         return None
     ncols = min(len(panels), 4)
     nrows = math.ceil(len(panels) / ncols)
-    fig = _figure(2.5 * ncols + 0.9, 2.4 * nrows + 0.4)
+    fig = _figure(max(PAGE_WIDTH_IN, 2.5 * ncols + 0.9), 2.4 * nrows + 0.4)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     norm = TwoSlopeNorm(vmin=-4, vcenter=0, vmax=4)
     image = None
@@ -455,7 +514,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
         return None
     col = colours(subjects)
     with_ratio = base is not None and usable(per.get(base)) and len(rows) > 1
-    fig = _figure(7.2 if with_ratio else 4.6, 0.45 * len(rows) + 0.9)
+    fig = _figure(PAGE_WIDTH_IN, max(2.4, 0.34 * len(rows) + 1.0))
     axes = fig.subplots(1, 2 if with_ratio else 1, squeeze=False, sharey=True)[0]
     ax = axes[0]
     ys = list(range(len(rows)))[::-1]
@@ -572,7 +631,7 @@ def cost_rows(run: Run) -> list[CostRow]:
 
 
 def _rows_figure(n: int) -> tuple[Figure, object]:
-    fig = _figure(7.2, 0.26 * n + 1.0)
+    fig = _figure(PAGE_WIDTH_IN, 0.26 * n + 1.1)
     return fig, fig.subplots(1, 1)
 
 
@@ -587,7 +646,7 @@ def cpu_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
         lefts = [sum(r.cpu.get(k, 0.0) for k, _, _ in CPU_PARTS[: _part_index(key)]) for r in rows]
         widths = [r.cpu.get(key, 0.0) for r in rows]
         ax.barh(ys, widths, left=lefts, color=colour, label=name, height=0.7)
-    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=7)
+    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=8)
     ax.set_xlabel("CPU seconds per GiB moved")
     ax.grid(axis="y", visible=False)
     fig.legend(loc="outside upper right", ncols=3)
@@ -621,7 +680,7 @@ def ctx_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
     ys = list(range(len(rows)))[::-1]
     vals = [r.ctx_per_gib or 0.0 for r in rows]
     ax.barh(ys, vals, color=[col.get(r.subject, "#888") for r in rows], height=0.7)
-    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=7)
+    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=8)
     if max(vals) > 0 and max(vals) / max(min(v for v in vals if v > 0), 1e-9) > 100:
         ax.set_xscale("log")
     ax.set_xlabel(
@@ -664,7 +723,7 @@ def amplification_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | N
         label="device written / written",
     )
     ax.axvline(1.0, color="#555", lw=0.8, ls="--")
-    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=7)
+    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=8)
     ax.set_xlabel("bytes at the device per byte the workload moved")
     ax.grid(axis="y", visible=False)
     for y, r, w in zip(ys, reads, writes, strict=True):
@@ -682,97 +741,7 @@ def amplification_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | N
     )
 
 
-# -- kernel probes and placement ------------------------------------------------------------------
-def _hist_panel(ax, title: str, series: list[Series], xlabel: str, ylabel: str) -> None:
-    """One histogram panel: a line per series (label, colour, line style, marker, bucket ->
-    count) over power-of-two buckets on a log2 axis."""
-    buckets: set[int] = set()
-    for label, colour, style, marker, h in series:
-        xs = sorted(k for k in h if k > 0)
-        buckets.update(xs)
-        ax.plot(
-            xs, [h[x] for x in xs], marker=marker, ms=4, lw=1.2, ls=style, color=colour, label=label
-        )
-    ax.set_title(title, loc="left")
-    _log2_axis(ax, sorted(buckets))
-    ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.legend(loc="best")
-
-
-def _us_label(n: int) -> str:
-    return f"{n} µs" if n < 1000 else f"{n / 1000:g} ms"
-
-
-_STYLES = ("-", "--", ":", "-.")
-# A marker per placement, so one subject's placements stay apart in its colour.
-_MARKERS = {"free": "o", "same": "s", "split": "^"}
-Series = tuple[str, str, str, str, dict[int, float]]
-
-
-@_styled
-def trace_plot(
-    key: str, profiles: list[tuple[str, Profile]], subjects: Sequence[str]
-) -> Plot | None:
-    """The kernel probes' distributions of one workload, a line per subject: FUSE request sizes
-    and latencies (per opcode), the readahead windows the kernel chose, block request sizes."""
-    col = colours(subjects)
-    fuse_sizes: list[Series] = []
-    fuse_lat: list[Series] = []
-    windows: list[Series] = []
-    block: list[Series] = []
-    per = profiles[0][1].per if profiles else "GiB"
-    for label, p in profiles:
-        c = col.get(p.result.subject, "#888")
-        place = placement_of(p.result)
-        mk = _MARKERS.get(place, "D")
-        shift = list(_MARKERS).index(place) if place in _MARKERS else 3
-        for i, (op, f) in enumerate(sorted((p.fuse or {}).items(), key=lambda kv: -kv[1].count)):
-            style = _STYLES[(i + shift) % len(_STYLES)]
-            if f.size_hist:
-                fuse_sizes.append((f"{label} {op}", c, style, mk, f.size_hist))
-            if f.latency_hist:
-                fuse_lat.append((f"{label} {op}", c, style, mk, f.latency_hist))
-        if p.readahead and p.readahead[1]:
-            windows.append((label, c, _STYLES[shift % len(_STYLES)], mk, p.readahead[1]))
-        for i, (d, f) in enumerate(sorted((p.block or {}).items())):
-            if f.size_hist:
-                style = _STYLES[(i + shift) % len(_STYLES)]
-                block.append((f"{label} {d}", c, style, mk, f.size_hist))
-    panels = [
-        ("FUSE request sizes", fuse_sizes, "request size", f"requests per {per}"),
-        ("FUSE request latency", fuse_lat, "latency (send → end)", f"requests per {per}"),
-        ("Readahead windows", windows, "window size", f"windows per {per}"),
-        ("Block request sizes", block, "request size at the device", f"requests per {per}"),
-    ]
-    panels = [pn for pn in panels if pn[1]]
-    if not panels:
-        return None
-    cols = min(2, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    fig = _figure(7.2 if cols == 2 else 4.6, 2.1 * rows + 0.4)
-    axes = fig.subplots(rows, cols, squeeze=False)
-    for i, (title, series, xlabel, ylabel) in enumerate(panels):
-        ax = axes[i // cols][i % cols]
-        _hist_panel(ax, title, series, xlabel, ylabel)
-        if title == "FUSE request latency":
-            vals = sorted({k for *_, h in series for k in h if k > 0})
-            ax.set_xticklabels([_us_label(v) for v in vals])
-    for j in range(len(panels), rows * cols):
-        axes[j // cols][j % cols].set_visible(False)
-    fig.suptitle(f"What the kernel saw: {key}", x=0.01, ha="left", fontsize=10)
-    pid = f"trace-{_slug(key)}"
-    return Plot(
-        pid,
-        f"Kernel probes: {key}",
-        _svg(fig, pid),
-        "From the kernel's tracepoints during the timed samples, per "
-        f"{per} moved: each point is a power-of-two bucket (its lower bound) and how many "
-        "events fell in it.",
-    )
-
-
+# -- placement ------------------------------------------------------------------------------------
 @_styled
 def placement_plot(run: Run) -> Plot | None:
     """Median rate with 95 % CI per placement, for every subject and workload measured under
@@ -789,7 +758,7 @@ def placement_plot(run: Run) -> Plot | None:
         {p for _, v in rows for p in v}, key=lambda p: order.index(p) if p in order else 9
     )
     shade = dict(zip(places, ("#4c72b0", "#dd8452", "#55a868", "#8172b3"), strict=False))
-    fig = _figure(7.2, 0.3 * len(rows) * len(places) + 0.9)
+    fig = _figure(PAGE_WIDTH_IN, 0.3 * len(rows) * len(places) + 1.1)
     ax = fig.subplots(1, 1)
     h = 0.8 / len(places)
     ys = list(range(len(rows)))[::-1]
@@ -804,8 +773,8 @@ def placement_plot(run: Run) -> Plot | None:
             ax.errorbar(r.median, yy, xerr=[[below], [above]], color="black", capsize=2, lw=0.8)
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles, strict=True))
-    ax.legend(uniq.values(), uniq.keys(), loc="best")
-    ax.set_yticks(ys, [f"{key} · {subject}" for key, subject in (k for k, _ in rows)], fontsize=7)
+    fig.legend(uniq.values(), uniq.keys(), loc="outside upper right", ncols=len(uniq))
+    ax.set_yticks(ys, [f"{key} · {subject}" for key, subject in (k for k, _ in rows)], fontsize=8)
     unit = rows[0][1][next(iter(rows[0][1]))].unit
     ax.set_xlabel(f"{unit} (median, 95 % CI)")
     ax.set_xlim(left=0)
@@ -818,26 +787,6 @@ def placement_plot(run: Run) -> Plot | None:
         "free: no pinning; same: the application and the driver's daemon on one CPU; split: on "
         "different CPUs. The explanation gives the ratios and whether they are significant.",
     )
-
-
-def trace_plots(run: Run) -> dict[str, Plot]:
-    """A kernel-probe plot per workload (by `workload_key`) whose results carry probe data."""
-    subjects = measured_subjects(run)
-    by: dict[str, list[tuple[str, Profile]]] = {}
-    for r in run.results:
-        if not usable(r) or is_matrix(r):  # the report shows no Iozone cell on its own
-            continue
-        p = profile(r, run)
-        if not (p.fuse or p.readahead or p.block):
-            continue
-        label = r.subject if placement_of(r) == "free" else f"{r.subject} [{placement_of(r)}]"
-        by.setdefault(workload_key(r), []).append((label, p))
-    out = {}
-    for key, profs in by.items():
-        plot = trace_plot(key, profs, subjects)
-        if plot:
-            out[key] = plot
-    return out
 
 
 def _slug(text: str) -> str:
@@ -896,6 +845,8 @@ def plan(run: Run) -> Plots:
         )
         if p
     ]
+    from fsbench.report.trace_plots import trace_plots  # it builds on this module
+
     return Plots(matrix, per_workload, costs, trace_plots(run), placement_plot(run))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.report.plots import Plot, _figure, _styled, _svg
+from fsbench.report.plots import PAGE_WIDTH_IN, Plot, _figure, _styled, _svg
 from fsbench.schema import Result, Run
 
 
@@ -36,7 +36,7 @@ def scaling_plots(run: Run) -> list[Plot]:
             continue
         ns = sorted(by_n)
         unit = by_n[ns[0]].unit
-        fig = _figure(6.4, 3.2)
+        fig = _figure(PAGE_WIDTH_IN, 3.6)
         ax = fig.subplots(1, 1)
         totals = [by_n[n].median or 0.0 for n in ns]
         lo = [t - (by_n[n].ci95 or (t, t))[0] for n, t in zip(ns, totals, strict=True)]
@@ -57,7 +57,7 @@ def scaling_plots(run: Run) -> list[Plot]:
         ax.set_xlabel("clients")
         ax.set_ylabel(f"{unit} (median)")
         ax.set_ylim(bottom=0)
-        ax.legend(loc="best")
+        fig.legend(loc="outside right upper")
         fig.suptitle(f"{title} on {subject}: scaling with clients", x=0.01, ha="left", fontsize=10)
         pid = "clients-scaling-" + "".join(ch if ch.isalnum() else "-" for ch in title)
         plots.append(

@@ -1,0 +1,212 @@
+"""What the HTML report's first screen and its compact tables show, as plain records for the
+template: the answer (per workload the fastest, the others' ratios to it with the terminal's
+marks, each subject's first reason), one line for integrity when all is well, one line for the
+drivers not measured, the summary as a table, the semantics table with subjects as rows, and
+notes that every row of a table shares told once above it. Reads finished `Run` records only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.text import Text
+
+from fsbench.probes.semantics import FEATURES
+from fsbench.report.answer import answers, first_factor, missing
+from fsbench.report.explain import Explanation
+from fsbench.report.integrity import failed_subjects, short_mark
+from fsbench.report.summary import Finding, findings, usable
+from fsbench.report.table import ratio_text
+from fsbench.schema import Result, Run
+from fsbench.units import fmt_ratio, fmt_value
+
+# The terminal's colours of a ratio (naming.styled_ratio) as the page's classes.
+_CLASS_OF_STYLE = (("green", "better"), ("red", "worse"), ("yellow", "ns"), ("dim", "dim"))
+
+
+def ratio_view(base: Result, res: Result) -> dict[str, str]:
+    """The terminal's ratio text and mark (table.ratio_text) with the page's class for it."""
+    t: Text = ratio_text(base, res)
+    style = str(t.style or "")
+    cls = next((c for s, c in _CLASS_OF_STYLE if s in style), "")
+    return {"text": t.plain, "cls": cls}
+
+
+def answer_view(run: Run, explained: dict[int, Explanation]) -> list[dict[str, Any]]:
+    """Per workload: the fastest with its rate, the others best first with their ratio to it,
+    those not ranked, and per subject the first-ranked reason it differs from the baseline."""
+    out = []
+    for a in answers(run, explained):
+        if a.winner is None:
+            continue
+        whys = []
+        for e in a.whys:
+            f = first_factor(e)
+            assert f is not None
+            whys.append({"subject": e.subject, "why": f.brief, "against": e.baseline or ""})
+        out.append(
+            {
+                "title": a.title,
+                "winner": a.winner.subject,
+                "value": f"{fmt_value(a.winner.median)} {a.unit}",
+                "others": [{"subject": r.subject, **ratio_view(a.winner, r)} for r in a.others],
+                "unranked": [
+                    {"subject": r.subject, "why": "not ranked" if r.status == "ok" else r.status}
+                    for r in a.unranked
+                ],
+                "baseline": a.baseline.subject if a.baseline else "",
+                "whys": whys,
+            }
+        )
+    return out
+
+
+def integrity_line(run: Run) -> str:
+    """One line when every checked subject is ok ('' when some is not, or none was checked:
+    then the table says it, and failures lead the page)."""
+    checked = [s for s in run.subjects if s.integrity is not None]
+    if (
+        not checked
+        or failed_subjects(run)
+        or any(
+            s.integrity.status != "ok"  # type: ignore[union-attr]
+            for s in checked
+        )
+    ):
+        return ""
+    return (
+        f"Integrity: ok on all {len(checked)} subjects (the format's checker clean, digests "
+        "re-read and matching, kernel log quiet)."
+    )
+
+
+def missing_view(run: Run) -> list[dict[str, str]]:
+    """The subjects not measured here, one entry per reason; the kernel's with its command."""
+    m = missing(run)
+    out = []
+    if m.kernel_lacks:
+        some = "" if m.covered == m.kernel_lacks else f" ({', '.join(m.covered)})"
+        out.append(
+            {
+                "ids": ", ".join(m.kernel_lacks),
+                "why": "not in this kernel",
+                "how": f"in a VM{some}:" if m.command else "",
+                "command": m.command or "",
+            }
+        )
+    by_why: dict[str, list[str]] = {}
+    for sid, why in m.other:
+        by_why.setdefault(why.replace(sid, "<fs>"), []).append(sid)
+    for why, ids in by_why.items():
+        text = why.replace("<fs>", ids[0]) if len(ids) == 1 else why
+        out.append({"ids": ", ".join(ids), "why": text, "how": "", "command": ""})
+    return out
+
+
+# -- the summary as a table -------------------------------------------------------------------
+def summary_table(run: Run, order: list[str]) -> dict[str, Any]:
+    """Workloads as rows, subjects as columns (rows grow with a suite, columns stay few): per
+    cell the rate (★ the fastest), the ratio to the fastest with its mark, and the CPU per GiB;
+    an Iozone operation gives the geometric mean over the cells every subject ran."""
+    found: list[Finding] = [f for f in findings(run) if f.best is not None]
+    cols = []
+    for f in found:
+        results = _results_of(run, f)
+        best = results.get(f.best or "")
+        cells: dict[str, dict[str, str]] = {}
+        standing = {st.subject: st for st in f.standings}
+        for s in order:
+            r = results.get(s)
+            if s == f.best:
+                cells[s] = {"value": fmt_value(f.best_value), "ratio": "fastest", "cls": "best"}
+            elif s in standing and standing[s].ratio is not None:
+                st = standing[s]
+                if st.cells == 1 and best is not None and r is not None:
+                    rv = ratio_view(best, r)
+                else:
+                    rv = {"text": f"{fmt_ratio(st.ratio or 0)} (geo. mean)", "cls": ""}
+                value = fmt_value(r.median) if r is not None and st.cells == 1 else ""
+                cells[s] = {"value": value, "ratio": rv["text"], "cls": rv["cls"]}
+            elif r is not None and not usable(r):
+                cells[s] = {"value": r.status, "ratio": "", "cls": "bad"}
+            if s in cells:
+                cpu = r.cpu.per_gib_s if r is not None and usable(r) else None
+                cells[s]["cpu"] = "" if cpu is None else f"{cpu:.2f}"
+        cols.append({"title": f.title, "unit": f.unit, "cells": cells})
+    subjects = [s for s in order if any(s in c["cells"] for c in cols)]
+    return {"rows": cols, "subjects": subjects}
+
+
+def _results_of(run: Run, f: Finding) -> dict[str, Result]:
+    """A single-cell group's result per subject (empty for an Iozone operation)."""
+    from fsbench.report.summary import groups
+
+    for g in groups(run):
+        if g.key == f.key and not g.matrix:
+            return dict(next(iter(g.cells.values())))
+    return {}
+
+
+# -- semantics ---------------------------------------------------------------------------------
+def semantics_view(run: Run) -> dict[str, Any]:
+    """Subjects as rows, features as columns (short marks; the probe's words on hover); the
+    features every subject shares are said once under the table."""
+    subjects = [s for s in run.subjects if s.semantics]
+    marks = {s.id: {k: short_mark((s.semantics or {}).get(k)) for k in FEATURES} for s in subjects}
+    differ = [k for k in FEATURES if len({marks[s.id][k] for s in subjects}) > 1]
+    if len(subjects) < 2:
+        differ = list(FEATURES)
+    same = [k for k in FEATURES if k not in differ and subjects and marks[subjects[0].id][k]]
+    rows = []
+    for s in subjects:
+        cells = []
+        for k in differ:
+            f = (s.semantics or {}).get(k)
+            text = marks[s.id][k]
+            cls = {"✓": "better", "✗": "worse", "?": "dim"}.get(text, "")
+            cells.append({"text": text, "cls": cls, "title": f.detail if f else ""})
+        rows.append({"id": s.id, "cells": cells})
+    return {
+        "heads": [FEATURES[k] for k in differ],
+        "rows": rows,
+        "same": ", ".join(f"{FEATURES[k]} {marks[subjects[0].id][k]}" for k in same),
+    }
+
+
+# -- notes every row shares ---------------------------------------------------------------------
+_NUM = re.compile(r"(\d[\d,]*(?:\.\d+)?)")
+
+
+def _shape(note: str) -> tuple[str, ...]:
+    return tuple(_NUM.split(note)[0::2])
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def shared_notes(notes: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Notes of the same kind on every row (the same words, numbers free) told once: the
+    numbers that differ become their range ('±13.1–141 % of the median'). Returns the shared
+    notes and each row's notes without them. Fewer than two rows share nothing."""
+    if len(notes) < 2:
+        return [], notes
+    shared, rest = [], [list(n) for n in notes]
+    for note in notes[0]:
+        shape = _shape(note)
+        matches = [next((n for n in row if _shape(n) == shape), None) for row in notes]
+        if any(m is None for m in matches):
+            continue
+        parts = [_NUM.split(m) for m in matches if m is not None]
+        out = []
+        for i, piece in enumerate(parts[0]):
+            if i % 2 == 0:
+                out.append(piece)
+                continue
+            vals = sorted({p[i] for p in parts}, key=_number)
+            out.append(vals[0] if len(vals) == 1 else f"{vals[0]}–{vals[-1]}")
+        shared.append("".join(out))
+        for row, m in zip(rest, matches, strict=True):
+            row.remove(m)  # type: ignore[arg-type]
+    return shared, rest
