@@ -110,7 +110,7 @@ def test_report_has_its_plots_fetches_nothing_and_logs_no_errors(
     assert "<svg" in dom, dom[:500]
     assert dom.count("<svg") == n_plots
     assert 'data-fetched="[]"' in dom, dom[dom.find("data-fetched") :][:300]
-    assert "ext4 is fastest" in dom
+    assert '<strong class="winner">ext4</strong> is fastest' in dom
     assert not _script_errors(res.stderr), _script_errors(res.stderr)
 
 
@@ -151,7 +151,9 @@ LAYOUT = """<script>addEventListener('load', () => {
       .map(li => ({subject: li.dataset.subject, text: li.textContent, visible: seen(li)}))}));
   const wide = [...document.querySelectorAll('body *')].filter(el => {
     const r = el.getBoundingClientRect();
-    return (r.right > W + 1 || r.width > W) && !el.closest('.scroll');
+    // An SVG's inner groups keep their clipped extent: the <svg> box is what is drawn.
+    return (r.right > W + 1 || r.width > W) && !el.closest('.scroll')
+      && !(el.closest('svg') && el.tagName !== 'svg');
   }).map(el => el.tagName + (el.id ? '#' + el.id : '') + ' '
             + Math.round(el.getBoundingClientRect().width));
   document.body.dataset.layout = JSON.stringify({W, H, answers, wide,
