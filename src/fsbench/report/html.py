@@ -62,6 +62,7 @@ from fsbench.report.summary import (
 from fsbench.report.table import noise_line, schedule_line
 from fsbench.schema import Environment, Result, Run
 from fsbench.units import fmt_ratio
+from fsbench.verdict import family_of
 from fsbench.vm.notes import vm_notes
 
 REPORT_NAME = "report.html"
@@ -517,6 +518,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         matrix=_matrix_view(run, gs, plots.matrix),
         workloads=_workload_views(run, gs, plots.workloads, plots.traces, explained),
         answer=answer_view(run, explained),
+        verdict_legend=family_of(run).legend(),
         integrity_line=integrity_line(run),
         missing=missing_view(run),
         summary=summary_table(run, subjects),
