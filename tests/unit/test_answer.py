@@ -13,7 +13,7 @@ from rich.console import Console
 
 from fsbench.report.answer import answers, first_factor, missing, why_lines
 from fsbench.report.explain import explain_run
-from fsbench.report.table import render
+from fsbench.report.table import ratio_text, render
 from fsbench.schema import Run
 
 STORED = Path(__file__).parent / "fixtures" / "default_compare.json"
@@ -63,12 +63,14 @@ def test_a_first_factor_wider_than_the_line_is_wrapped_not_dropped(run: Run) -> 
 
 def test_the_answer_leads_with_the_fastest_of_each_workload(run: Run) -> None:
     text = _text(run, 80)
-    head = _flat("\n".join(text.splitlines()[:10]))
+    head = _flat("\n".join(text.splitlines()[:14]))
     for a in answers(run):
         assert a.winner is not None
-        best = max(a.ranking, key=lambda r: r.median or 0)  # MiB/s: higher is better
-        assert a.winner is best
-        assert f"{a.title}: {best.subject} " in head
+        # Ranked as the ratios say (ratios of geometric means): best first, none above 1.
+        ratios = [ratio_text(a.winner, r).plain for r in a.others]
+        values = [float(t.split("×")[0]) for t in ratios]
+        assert values == sorted(values, reverse=True) and all(v <= 1 for v in values), ratios
+        assert f"{a.title}: {a.winner.subject} " in head
         # Every other ranked subject with its ratio to the fastest, best first.
         places = [head.index(f" {r.subject} ", head.index(a.title)) for r in a.others]
         assert places == sorted(places)

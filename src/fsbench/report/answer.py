@@ -16,7 +16,7 @@ from rich.text import Text
 
 from fsbench.report.explain import Explanation, Factor, brief_lines, explain_run
 from fsbench.report.naming import baseline_result, ranked
-from fsbench.report.summary import groups, measured_subjects, usable
+from fsbench.report.summary import gmean, groups, measured_subjects, usable
 from fsbench.schema import Result, Run, Subject
 
 
@@ -45,7 +45,9 @@ def first_factor(e: Explanation) -> Factor | None:
 
 
 def _key(res: Result) -> float:
-    return res.median or 0.0
+    """Rank by the samples' geometric mean: the verdict's ratio is the ratio of geometric means
+    (fsbench.verdict), so the ranking never contradicts the ratios printed beside it."""
+    return gmean(res.samples) or 0.0
 
 
 def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[WorkloadAnswer]:

@@ -16,7 +16,8 @@ from fsbench.probes.semantics import FEATURES
 from fsbench.report.answer import answers, first_factor, missing
 from fsbench.report.explain import Explanation
 from fsbench.report.integrity import failed_subjects, short_mark
-from fsbench.report.summary import Finding, findings, usable
+from fsbench.report.naming import styled_ratio
+from fsbench.report.summary import Finding, compare, findings, usable
 from fsbench.report.table import ratio_text
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value
@@ -25,9 +26,14 @@ from fsbench.units import fmt_ratio, fmt_value
 _CLASS_OF_STYLE = (("green", "better"), ("red", "worse"), ("yellow", "ns"), ("dim", "dim"))
 
 
-def ratio_view(base: Result, res: Result) -> dict[str, str]:
-    """The terminal's ratio text and mark (table.ratio_text) with the page's class for it."""
-    t: Text = ratio_text(base, res)
+def ratio_view(base: Result, res: Result, interval: bool = True) -> dict[str, str]:
+    """The terminal's ratio text and mark (table.ratio_text; without the interval through
+    naming.styled_ratio, for a cell too narrow for it) with the page's class for it."""
+    t: Text = (
+        ratio_text(base, res)
+        if interval
+        else styled_ratio(compare(base, res), res.higher_is_better, interval=False)
+    )
     style = str(t.style or "")
     cls = next((c for s, c in _CLASS_OF_STYLE if s in style), "")
     return {"text": t.plain, "cls": cls}
@@ -123,7 +129,7 @@ def summary_table(run: Run, order: list[str]) -> dict[str, Any]:
             elif s in standing and standing[s].ratio is not None:
                 st = standing[s]
                 if st.cells == 1 and best is not None and r is not None:
-                    rv = ratio_view(best, r)
+                    rv = ratio_view(best, r, interval=False)
                 else:
                     rv = {"text": f"{fmt_ratio(st.ratio or 0)} (geo. mean)", "cls": ""}
                 value = fmt_value(r.median) if r is not None and st.cells == 1 else ""

@@ -144,16 +144,18 @@ def _draw_row(fig: Figure, row: Row, top: float, height: float, labels: list[str
         if i // ncols == nrows - 1 or i + ncols >= len(labels):
             ax.set_xlabel(row.xlabel)
     handles = [Line2D([], [], color=colour[n], marker="o", ms=3, lw=1.2) for n in names]
-    # Beside the last panel column, in the figure's right margin: never over a panel.
-    fig.legend(
-        handles,
-        names,
-        loc="upper left",
-        bbox_to_anchor=((0.75 + MAX_COLS * PANEL_W + (MAX_COLS - 1) * 0.25 + 0.2) / w, top),
-        title=row.series or None,
-        title_fontsize=8.5,
-        alignment="left",
-    )
+    # Beside the last panel column, in the figure's right margin: never over a panel. A row
+    # of one unnamed series (readahead windows) needs none.
+    if row.series:
+        fig.legend(
+            handles,
+            names,
+            loc="upper left",
+            bbox_to_anchor=((0.75 + MAX_COLS * PANEL_W + (MAX_COLS - 1) * 0.25 + 0.2) / w, top),
+            title=row.series,
+            title_fontsize=8.5,
+            alignment="left",
+        )
     fig.text(0.1 / w, top + 0.45 / fig.get_size_inches()[1], row.title, fontsize=9.5, va="top")
 
 
