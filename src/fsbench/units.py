@@ -31,6 +31,8 @@ def fmt_ratio(r: float | None) -> str:
     12.3×, 123× (three significant digits, two decimals from 0.1 to 10)."""
     if r is None or not math.isfinite(r):
         return "–"
+    # Decide the form on the value as printed: 9.996 is "10.0×", not "10.00×".
+    r = float(f"{r:.3g}") if r >= 0.1 else float(f"{r:.2g}")
     if r >= 100:
         return f"{r:.0f}×"
     if r >= 10:

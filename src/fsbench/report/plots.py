@@ -565,7 +565,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
                     color="#444",
                 )
         rx.set_xscale("log")
-        rx.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}×"))
+        rx.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_ratio(v)))
         rx.xaxis.set_minor_formatter(NullFormatter())
         rx.set_xlabel(f"ratio to {base} (its verdict's interval)")
         rx.grid(axis="y", visible=False)
