@@ -51,16 +51,22 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return lo, hi
 
 
-def compare(subjects: tuple[str, ...], extra: list[str], tmp: Path, tag: str, lock: str) -> Run:
+def compare(
+    subjects: tuple[str, ...], extra: list[str], tmp: Path, tag: str, lock: str
+) -> Run | None:
+    """One default comparison; None (with the reason printed) when it left no results."""
     out = tmp / tag
     argv = [sys.executable, "-m", "fsbench", "compare", *subjects, *extra, "--out", str(out)]
     argv += ["--db", str(tmp / "aa.db"), "--json"]
     if lock:
         argv = ["flock", lock, *argv]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{tag}: fsbench exited {done.returncode}: {done.stderr.strip()[-400:]}")
-    return Run.model_validate(json.loads((out / "results.json").read_text()))
+    results = out / "results.json"
+    if done.returncode not in (0, 1) or not results.exists():
+        print(f"{tag}: fsbench exited {done.returncode}, no results: "
+              f"{done.stderr.strip()[-400:]}", flush=True)  # fmt: skip
+        return None
+    return Run.model_validate(json.loads(results.read_text()))
 
 
 def marks(run: Run) -> list[tuple[str, str, str]]:
@@ -100,15 +106,20 @@ def main() -> None:
     pos: dict[int, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="fsbench-aa-") as d:
         tmp = Path(d)
-        found = 0
+        found = known_runs = 0
         for i in range(args.known):
             run = compare(KNOWN, ["--workloads", "seq-write/fsync"], tmp, f"known-{i}", args.lock)
+            if run is None:
+                continue
+            known_runs += 1
             got = {s: o for _w, s, o in marks(run)}
             found += got.get(KNOWN[1]) == "worse"
             print(f"known #{i + 1}: {KNOWN[1]} {got.get(KNOWN[1])}", flush=True)
         for i in range(args.runs):
             for j, subjects in enumerate(AA_SETS):
                 run = compare(subjects, [], tmp, f"aa-{i}-{j}", args.lock)
+                if run is None:
+                    continue
                 got = marks(run)
                 positions(run, pos)
                 comps += got
@@ -133,10 +144,10 @@ def main() -> None:
         xs = pos[p]
         print(f"position {p + 1} in the round: sample/median {statistics.median(xs):.3f} "
               f"(n = {len(xs)})")  # fmt: skip
-    if args.known:
-        lo, hi = clopper_pearson(found, args.known)
-        share = f"{found / args.known:.0%} (95 % interval {lo:.0%}–{hi:.0%})"
-        print(f"known difference ({KNOWN[1]} seq-write/fsync ▼): {found} of {args.known} = {share}")
+    if known_runs:
+        lo, hi = clopper_pearson(found, known_runs)
+        share = f"{found / known_runs:.0%} (95 % interval {lo:.0%}–{hi:.0%})"
+        print(f"known difference ({KNOWN[1]} seq-write/fsync ▼): {found} of {known_runs} = {share}")
 
 
 if __name__ == "__main__":
