@@ -1,14 +1,32 @@
 """The user's own workloads on real drivers: a multi-section fio job file (fio's tiobench
 example, sized for a small image) and a real build as a command, on ext4 and ntfs-3g in one
-run. (Failing, hanging and killed commands: tests/unit/test_user_workloads.py, with real
-processes through the runner.)"""
+run; a command left running by a SIGKILLed fsbench, stopped by `fsbench cleanup`. (Failing,
+hanging and killed commands: tests/unit/test_user_workloads.py, real processes through the
+runner.)"""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
-from conftest import REPO, fsbench_released, need_drivers
+from conftest import (
+    REPO,
+    RunDirs,
+    alive,
+    fsbench,
+    fsbench_argv,
+    fsbench_released,
+    mounts_under,
+    need_drivers,
+    read_record,
+    release_leftovers,
+)
+
+from polling import wait_until
 
 FIO = REPO / "tests" / "unit" / "fixtures" / "fio"
 MAKEFILE = """all: build/app
@@ -76,3 +94,48 @@ def test_a_job_file_and_a_build_on_ext4_and_ntfs3g(
     assert defs["command"]["prepare"] == "make -C src clean"
     for subject in doc["subjects"]:
         assert subject["integrity"]["status"] == "ok", subject["integrity"]
+
+
+def _sleepers(marker: str) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or [])]
+
+
+@pytest.mark.root
+def test_a_command_left_running_by_a_killed_fsbench_is_stopped_by_cleanup(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """SIGKILL leaves the user's command running in the mount (nothing can stop it then);
+    `fsbench cleanup` stops it (it works in the run's mount) before unmounting."""
+    need_drivers("ext4")
+    marker = f"{os.getpid() % 1000 + 9000}.25"  # a sleep nobody else runs
+    proc = subprocess.Popen(
+        fsbench_argv(
+            *("compare", "ext4", "--size", "64M", "--repeat", "1", "--warmup", "0"),
+            *("--no-trace", "--no-integrity", "--out", str(tmp_path / "out")),
+            *("--db", str(tmp_path / "db"), "--command", f"sleep {marker}"),
+        ),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        rec = read_record(state_dir)
+        dirs = RunDirs.of(rec["run_id"], state_dir)
+        assert wait_until(lambda: bool(_sleepers(marker)) or proc.poll() is not None, 120)
+        (sleeper,) = _sleepers(marker)
+        assert os.readlink(f"/proc/{sleeper}/cwd").startswith(dirs.mount_dir)
+        os.kill(rec["pid"], signal.SIGKILL)  # fsbench itself: its command stays behind
+        proc.wait(timeout=60)
+        assert alive(sleeper) and mounts_under(dirs.mount_dir)
+        res = fsbench("cleanup", timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert "stopped 1 process(es) working in the run's mounts" in res.stdout
+        assert _sleepers(marker) == []
+        dirs.assert_released()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        release_leftovers(state_dir)

@@ -337,6 +337,21 @@ def test_a_command_alone_replaces_the_default_workloads_and_joins_named_ones() -
     assert [w.id for w in both] == ["seq-write/fsync", "command/true"]
 
 
+def test_release_finds_processes_working_in_a_directory(tmp_path: Path) -> None:
+    from fsbench.lab.mounts import processes_inside
+
+    (tmp_path / "mnt" / "sub").mkdir(parents=True)
+    (tmp_path / "mnt-other").mkdir()
+    inside = subprocess.Popen(["sleep", "30"], cwd=tmp_path / "mnt" / "sub")
+    beside = subprocess.Popen(["sleep", "30"], cwd=tmp_path / "mnt-other")
+    try:
+        assert processes_inside(str(tmp_path / "mnt")) == [inside.pid]
+    finally:
+        for p in (inside, beside):
+            p.kill()
+            p.wait()
+
+
 def test_subprocess_not_left_behind_by_a_child_of_the_tests() -> None:
     # Sanity of the helper the tests above rely on: it sees a live marker.
     marker = f"{time.time_ns() % 10**6 + 3000}.5"

@@ -96,6 +96,26 @@ def processes_mentioning(path: str) -> list[int]:
     return pids
 
 
+def processes_inside(path: str) -> list[int]:
+    """PIDs whose working directory is `path` or below it: a user's command (and what it
+    started) runs in the mount, names no path in its arguments, and keeps the mount busy."""
+    pids = []
+    me = os.getpid()
+    root = path.rstrip("/")
+    if not root:
+        return pids
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cwd = os.readlink(f"{entry.path}/cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + "/"):
+            pids.append(int(entry.name))
+    return pids
+
+
 def pid_running(pid: int) -> bool:
     """True while the process exists and is not a zombie (a zombie has let go of its mount)."""
     try:

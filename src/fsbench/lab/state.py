@@ -107,6 +107,12 @@ def release(rec: StateRecord) -> list[str]:
             # Only that very process (pid and start time): a reused pid is someone else's.
             if trace.stop_process(pid, start):
                 notes.append(f"stopped bpftrace {pid}")
+        inside = mounts.processes_inside(rec.mount_dir) if rec.mount_dir else []
+        if inside:
+            # A user's command (--command) left running by a killed fsbench: it works in the
+            # mount and would keep it busy.
+            mounts.kill_pids(inside)
+            notes.append(f"stopped {len(inside)} process(es) working in the run's mounts")
         ours = [e for e in mounts.mountinfo() if _under(e.mountpoint, rec.mount_dir)]
         # Thaw before any unmount: a frozen file system unmounted keeps its superblock, loop
         # device and image alive until reboot. Every kernel mount of the run, not only those
