@@ -108,6 +108,8 @@ def release(rec: StateRecord) -> list[str]:
             if trace.stop_process(pid, start):
                 notes.append(f"stopped bpftrace {pid}")
         inside = mounts.processes_inside(rec.mount_dir) if rec.mount_dir else []
+        # Never a daemon serving the mounts (it names its mount point): unmounting stops it.
+        inside = [p for p in inside if p not in mounts.processes_mentioning(rec.mount_dir)]
         if inside:
             # A user's command (--command) left running by a killed fsbench: it works in the
             # mount and would keep it busy.
