@@ -19,6 +19,7 @@ from fsbench import __version__
 from fsbench.lab.drivers import DRIVERS, SBIN_PATH, availability, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.probes import wakeup
+from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 from fsbench.schema import Environment, WakeupCost
 
 # Tools later workloads need; doctor lists each with the Debian package that provides it.
@@ -80,7 +81,7 @@ def tool_version(name: str) -> str | None:
 
 def cpu_model() -> str:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in ProcFS().read("proc/cpuinfo").splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
@@ -92,16 +93,13 @@ def read_sysctls() -> dict[str, str]:
     out = {}
     for name in SYSCTLS:
         try:
-            out[name.replace("/", ".")] = Path("/proc/sys", name).read_text().strip()
+            out[name.replace("/", ".")] = ProcFS().read(f"proc/sys/{name}").strip()
         except OSError:
             continue
     return out
 
 
-PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
-
-
-def memory_notes() -> list[str]:
+def memory_notes(fs: ProcFS | None = None) -> list[str]:
     """What on this machine makes memory-bound results erratic, and how to stop it.
 
     Free page reporting (virtio-balloon) hands freed memory back to the hypervisor; touching it
@@ -110,7 +108,7 @@ def memory_notes() -> list[str]:
     """
     notes = []
     try:
-        order = int(PAGE_REPORTING.read_text())
+        order = int((fs or ProcFS()).read(PAGE_REPORTING))
     except (OSError, ValueError):
         return notes
     if order <= 10:  # MAX_PAGE_ORDER on x86: blocks of this order or larger are reported
@@ -126,11 +124,12 @@ def memory_notes() -> list[str]:
 def cpu_caches() -> dict[str, int]:
     """CPU cache sizes in bytes by level ({"L1d": ..., "L2": ..., "L3": ...}) of cpu0."""
     out: dict[str, int] = {}
-    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+    fs = ProcFS()
+    for d in fs.glob("sys/devices/system/cpu/cpu0/cache/index*"):
         try:
-            level = (d / "level").read_text().strip()
-            kind = (d / "type").read_text().strip()
-            size = (d / "size").read_text().strip()
+            level = fs.read(f"{d}/level").strip()
+            kind = fs.read(f"{d}/type").strip()
+            size = fs.read(f"{d}/size").strip()
         except OSError:
             continue
         name = f"L{level}" + ({"Data": "d", "Instruction": "i"}.get(kind, ""))

@@ -31,9 +31,10 @@ from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
-from fsbench.lab.state import process_start
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
+from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
+from fsbench.probes.procfs import ProcFS
 from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Feature, Run, Subject
@@ -330,7 +331,7 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
     record = lab.record
 
     def recorded(pid: int) -> None:
-        record.tracers.append([pid, process_start(pid)])
+        record.tracers.append([pid, processes.start_time(pid)])
         record.save()
 
     def gone(pid: int) -> None:
@@ -586,8 +587,10 @@ def _fstype_of(path: Path) -> str:
 
 def _device_of(path: Path) -> str | None:
     dev = os.stat(path).st_dev
-    name = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
-    return Path(os.path.realpath(name)).name if os.path.exists(name) else None
+    fs = ProcFS()
+    if not fs.exists(f"sys/dev/block/{os.major(dev)}:{os.minor(dev)}"):
+        return None
+    return fs.block_name(os.major(dev), os.minor(dev))
 
 
 def definitions(workloads: list[Workload]) -> list[dict]:

@@ -826,9 +826,8 @@ def device_cache(target: Target) -> int | None:
         return None
     path = f"/dev/{target.block_device}"
     try:
-        with open(f"/sys/class/block/{target.block_device}/size") as f:
-            if int(f.read()) * 512 > _MAX_RESIDENCY_DEVICE:
-                return None
+        if ProcFS().block_bytes(target.block_device) > _MAX_RESIDENCY_DEVICE:
+            return None
     except (OSError, ValueError):
         return None
     return resident_bytes(path)
@@ -928,8 +927,7 @@ def build_sample(
 def own_comm() -> str:
     """fsbench's own task name, the application of in-process workloads."""
     try:
-        with open("/proc/self/comm") as f:
-            return f.read().strip()
+        return ProcFS().read("proc/self/comm").strip()
     except OSError:
         return "python3"
 

@@ -7,24 +7,24 @@ from pathlib import Path
 import pytest
 
 from fsbench import env
+from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 
 
 @pytest.mark.parametrize(("order", "noted"), [("9\n", True), ("10\n", True), ("11\n", False)])
 def test_free_page_reporting_is_noted_with_the_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, noted: bool
 ) -> None:
-    param = tmp_path / "page_reporting_order"
+    param = tmp_path / PAGE_REPORTING.lstrip("/")
+    param.parent.mkdir(parents=True)
     param.write_text(order)
-    monkeypatch.setattr(env, "PAGE_REPORTING", param)
-    notes = env.memory_notes()
+    notes = env.memory_notes(ProcFS(str(tmp_path)))
     assert bool(notes) is noted
     if noted:
-        assert f"order {order.strip()}" in notes[0] and f"echo 11 > {param}" in notes[0]
+        assert f"order {order.strip()}" in notes[0] and f"echo 11 > {PAGE_REPORTING}" in notes[0]
 
 
 def test_no_page_reporting_module_no_note(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(env, "PAGE_REPORTING", tmp_path / "absent")
-    assert env.memory_notes() == []
+    assert env.memory_notes(ProcFS(str(tmp_path))) == []
 
 
 def test_cpu_caches_are_bytes_by_level() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from fsbench.lab import state
+from fsbench.probes import processes
 from fsbench.probes import trace as T
 from fsbench.runner import Runner, RunTarget
 from fsbench.schema import Run, Subject
@@ -371,8 +372,8 @@ def test_release_stops_the_recorded_tracer_and_only_that_process(
     try:
         rec = state.StateRecord("r", 0, "", "")
         rec.tracers = [
-            [ours.pid, state.process_start(ours.pid)],
-            [other.pid, state.process_start(other.pid) + 1],  # a reused pid: not ours
+            [ours.pid, processes.start_time(ours.pid)],
+            [other.pid, processes.start_time(other.pid) + 1],  # a reused pid: not ours
         ]
         rec.save()
         loaded = state.StateRecord.load(Path(rec.path))

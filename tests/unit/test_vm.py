@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from fsbench.cli import cli
 from fsbench.errors import EnvironmentProblem, UsageError
 from fsbench.lab import state
+from fsbench.probes import processes
 from fsbench.schema import Result, Run, Subject
 from fsbench.vm import group_subjects
 from fsbench.vm.guest import (
@@ -277,7 +278,7 @@ def test_release_kills_marked_processes_and_removes_temp_paths(
     # A stand-in for qemu: a grandchild in its own session that only the marker can find.
     env = {**os.environ, "FSBENCH_VM": marker}
     leader = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], env=env, start_new_session=True)
-    rec.processes.append([leader.pid, state.process_start(leader.pid)])
+    rec.processes.append([leader.pid, processes.start_time(leader.pid)])
     rec.save()
     assert wait_until(lambda: len(_marked(marker)) >= 2, 10), "the grandchild never started"
     notes = state.release(rec)
@@ -330,7 +331,7 @@ def _orphan(tmp: Path, name: str, owner: subprocess.Popen | None, marker: str) -
     rec = state.StateRecord(
         run_id=name,
         pid=pid,
-        pid_start=state.process_start(pid) if owner else 1,
+        pid_start=processes.start_time(pid) if owner else 1,
         image_dir="",
         mount_dir="",
         env_marker=marker,

@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from fsbench.lab.formats import FORMATS
 from fsbench.probes.procfs import ProcFS
@@ -256,8 +255,11 @@ _VERSION_RE = re.compile(r"\d+\.\d+[\w.+~-]*")
 def driver_version(driver: Driver) -> str | None:
     """A version string: the kernel release for kernel drivers, the daemon's own for FUSE."""
     if driver.kind == "kernel":
-        mod_version = Path(f"/sys/module/{driver.module}/version")
-        suffix = f" (module {mod_version.read_text().strip()})" if mod_version.exists() else ""
+        try:
+            version = ProcFS().read(f"sys/module/{driver.module}/version").strip()
+            suffix = f" (module {version})"
+        except OSError:
+            suffix = ""
         return f"Linux {platform.release()}{suffix}"
     if driver.built == "libfuse":
         from fsbench.lab import libfuse

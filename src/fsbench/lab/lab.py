@@ -19,15 +19,16 @@ from pathlib import Path
 
 import psutil
 
-from fsbench.env import PAGE_REPORTING
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.lab import loops, mounts, safety, stacked, transports
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
-from fsbench.lab.state import StateRecord, process_start, release
+from fsbench.lab.state import StateRecord, release
 from fsbench.lab.subject import SubjectSpec
 from fsbench.lab.system import dmesg_mark, dmesg_since, run
+from fsbench.probes import processes
+from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -166,7 +167,7 @@ class Lab:
             os.getpid(),
             str(image_dir),
             str(mount_dir),
-            pid_start=process_start(os.getpid()),
+            pid_start=processes.start_time(os.getpid()),
         )
         if self.backing.kind == "device" and self.backing.path:
             self.record.devices.append(self.backing.path)
@@ -189,14 +190,14 @@ class Lab:
         Held off for the run (order above the largest block) and put back by `release`, which
         also runs in `fsbench cleanup` after a SIGKILL."""
         assert self.record is not None
-        path = str(PAGE_REPORTING)
+        path, fs = PAGE_REPORTING, ProcFS()
         try:
-            old = PAGE_REPORTING.read_text().strip()
+            old = fs.read(path).strip()
             if int(old) > 10:
                 return
             self.record.restore[path] = old
             self.record.save()  # recorded before it is changed
-            PAGE_REPORTING.write_text("11")
+            fs.write(path, "11")
         except (OSError, ValueError):
             self.record.restore.pop(path, None)
             return
@@ -339,7 +340,7 @@ class Lab:
         # The daemon forks into the background; its command line names our unique mount point.
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            pids = [p for p in mounts.processes_mentioning(s.mountpoint) if mounts.pid_running(p)]
+            pids = [p for p in mounts.processes_mentioning(s.mountpoint) if processes.running(p)]
             if pids:
                 return min(pids)
             time.sleep(0.05)
@@ -363,18 +364,17 @@ class Lab:
         names |= {Path(d).name for d, _ in (self.record.loops if self.record else [])}
         for n in names:
             try:
-                fields = Path(f"/sys/class/block/{n}/stat").read_text().split()
-                total += int(fields[6]) * 512
-            except (OSError, IndexError, ValueError):
+                total += ProcFS().block_stat(n).write_bytes
+            except (OSError, ValueError):
                 continue
         return total
 
     def health(self, s: LabSubject) -> str | None:
         """Why the subject is broken (its FUSE daemon died), or None when it is fine."""
         if s.spec.driver.kind == "fuse" and s.daemon_pid:
-            if not mounts.pid_running(s.daemon_pid):
+            if not processes.running(s.daemon_pid):
                 return f"{s.spec.driver.name} daemon (pid {s.daemon_pid}) exited"
-            if mounts.pid_stopped(s.daemon_pid):
+            if processes.stopped(s.daemon_pid):
                 return f"{s.spec.driver.name} daemon (pid {s.daemon_pid}) is stopped (unresponsive)"
         if s.mounted and mounts.find_mount(s.mountpoint) is None:
             return f"{s.spec.id} is no longer mounted"
@@ -385,7 +385,7 @@ class Lab:
         pids = [s.daemon_pid] if s.daemon_pid else []
         # A broken daemon is not asked to shut down nicely: SIGKILL reaches even a stopped
         # one, and the kernel then fails its requests so the unmount cannot hang.
-        mounts.kill_pids([p for p in pids if mounts.pid_running(p)], timeout=5)
+        processes.stop(pids, grace=5)
         stacked.unmount(s.spec.driver, s.mountpoint, pids, timeout=10)
         s.entry, s.daemon_pid = None, None
         s.events.append("discard")
@@ -451,6 +451,6 @@ def signals_deferred() -> Iterator[None]:
 def drop_caches() -> None:
     os.sync()
     try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        ProcFS().write("proc/sys/vm/drop_caches", "3\n")
     except OSError as e:
         raise EnvironmentProblem(f"cannot drop caches ({e}); run as root") from e

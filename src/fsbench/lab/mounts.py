@@ -6,13 +6,13 @@ import contextlib
 import errno
 import fcntl
 import os
-import signal
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from fsbench.errors import LabError
 from fsbench.lab.system import run
+from fsbench.probes import processes
+from fsbench.probes.procfs import ProcFS
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def parse_mountinfo(text: str) -> list[MountEntry]:
     return entries
 
 
-def mountinfo(path: str = "/proc/self/mountinfo") -> list[MountEntry]:
-    return parse_mountinfo(Path(path).read_text())
+def mountinfo(fs: ProcFS | None = None) -> list[MountEntry]:
+    return parse_mountinfo((fs or ProcFS()).mountinfo())
 
 
 def find_mount(mountpoint: str) -> MountEntry | None:
@@ -84,15 +84,10 @@ def processes_mentioning(path: str) -> list[int]:
     needle = path.rstrip("/").encode()
     if not needle:
         return pids
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            args = Path(entry.path, "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(_names_path(a, needle) for a in args):
-            pids.append(int(entry.name))
+    fs = ProcFS()
+    for pid in fs.pids():
+        if pid != me and any(_names_path(a, needle) for a in fs.cmdline(pid)):
+            pids.append(pid)
     return pids
 
 
@@ -104,53 +99,17 @@ def processes_inside(path: str) -> list[int]:
     root = path.rstrip("/")
     if not root:
         return pids
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
+    fs = ProcFS()
+    for pid in fs.pids():
+        if pid == me:
             continue
         try:
-            cwd = os.readlink(f"{entry.path}/cwd")
+            cwd = fs.readlink(f"proc/{pid}/cwd")
         except OSError:
             continue
         if cwd == root or cwd.startswith(root + "/"):
-            pids.append(int(entry.name))
+            pids.append(pid)
     return pids
-
-
-def pid_running(pid: int) -> bool:
-    """True while the process exists and is not a zombie (a zombie has let go of its mount)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def pid_stopped(pid: int) -> bool:
-    """Stopped (SIGSTOP) or traced: a daemon in this state answers no FUSE request."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
-
-
-def wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    alive = [p for p in pids if pid_running(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.02)
-        alive = [p for p in alive if pid_running(p)]
-    return alive
-
-
-def kill_pids(pids: list[int], timeout: float = 5.0) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p, sig)
-        pids = wait_gone(pids, timeout)
-        if not pids:
-            return
 
 
 def fuse_connection(entry: MountEntry) -> str | None:
@@ -158,16 +117,15 @@ def fuse_connection(entry: MountEntry) -> str | None:
     if not entry.fstype.startswith("fuse"):
         return None
     minor = entry.major_minor.split(":")[1]
-    conn = Path("/sys/fs/fuse/connections") / minor
-    return str(conn) if conn.exists() else None
+    fs, rel = ProcFS(), f"sys/fs/fuse/connections/{minor}"
+    return fs.path(rel) if fs.exists(rel) else None
 
 
 def _abort_fuse(entry: MountEntry) -> None:
     # Aborting the connection frees a mount whose daemon no longer answers.
-    conn = fuse_connection(entry)
-    if conn:
+    if fuse_connection(entry):
         with contextlib.suppress(OSError):
-            Path(conn, "abort").write_text("1")
+            ProcFS().write(f"sys/fs/fuse/connections/{entry.major_minor.split(':')[1]}/abort", "1")
 
 
 # linux/fs.h: _IOWR('X', 119, int) and _IOWR('X', 120, int).
@@ -221,12 +179,12 @@ def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> l
     notes: list[str] = []
     entry = find_mount(mountpoint)
     if entry is None:
-        kill_pids([p for p in daemon_pids if pid_running(p)])
+        processes.stop(daemon_pids)
         return notes
     # FUSE cannot be frozen, and opening a mount whose daemon is gone would hang.
     kernel = not entry.fstype.startswith("fuse")
     frozen = try_thaw(mountpoint) if kernel else None
-    if any(pid_stopped(p) for p in daemon_pids):
+    if any(processes.stopped(p) for p in daemon_pids):
         notes.append(f"daemon {daemon_pids} was stopped; connection aborted")
         _abort_fuse(entry)
     deadline = time.monotonic() + timeout
@@ -254,10 +212,10 @@ def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> l
                 run(["umount", "-l", mountpoint], check=False, timeout=10)
             break
         time.sleep(0.2)
-    left = wait_gone(daemon_pids, timeout=10.0)
+    left = processes.wait_gone(daemon_pids, timeout=10.0)
     if left:
         notes.append(f"daemon {left} still running after unmount; killed")
-        kill_pids(left)
+        processes.stop(left)
     return notes
 
 

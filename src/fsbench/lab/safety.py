@@ -14,6 +14,7 @@ from pathlib import Path
 from fsbench.errors import UsageError
 from fsbench.lab.mounts import mountinfo
 from fsbench.lab.system import run
+from fsbench.probes.procfs import ProcFS
 
 
 @dataclass
@@ -49,12 +50,15 @@ def _blkid(path: str) -> dict[str, str]:
 
 def _related(name: str) -> set[str]:
     """The device, its partitions, and (for a partition) its parent disk."""
+    fs = ProcFS()
     names = {name}
-    sysdir = Path("/sys/class/block") / name
-    names |= {p.name for p in sysdir.glob(f"{name}*") if (p / "partition").exists()}
-    parent = sysdir.resolve().parent
-    if (sysdir / "partition").exists():
-        names.add(parent.name)
+    names |= {
+        os.path.basename(p)
+        for p in fs.glob(f"sys/class/block/{name}/{name}*")
+        if fs.exists(f"{p}/partition")
+    }
+    if fs.exists(f"sys/class/block/{name}/partition"):
+        names.add(Path(os.path.realpath(fs.path(f"sys/class/block/{name}"))).parent.name)
     return names
 
 
@@ -62,8 +66,8 @@ def _dev_numbers(names: set[str]) -> dict[str, str]:
     out = {}
     for n in names:
         try:
-            out[(Path("/sys/class/block") / n / "dev").read_text().strip()] = n
-        except OSError:
+            out["{}:{}".format(*ProcFS().block_dev(n))] = n
+        except (OSError, ValueError):
             continue
     return out
 
@@ -85,7 +89,7 @@ def inspect(path: str) -> DeviceInfo:
         elif os.path.realpath(e.source) in {f"/dev/{n}" for n in names}:
             info.in_use.append(f"{e.source} is mounted on {e.mountpoint}")
     try:
-        swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+        swaps = ProcFS().read("proc/swaps").splitlines()[1:]
     except OSError:
         swaps = []
     for line in swaps:
@@ -93,9 +97,9 @@ def inspect(path: str) -> DeviceInfo:
         if Path(dev).name in names:
             info.in_use.append(f"{dev} is in use as swap")
     for n in names:
-        holders = list((Path("/sys/class/block") / n / "holders").glob("*"))
+        holders = [os.path.basename(h) for h in ProcFS().glob(f"sys/class/block/{n}/holders/*")]
         if holders:
-            info.in_use.append(f"/dev/{n} is held by {', '.join(h.name for h in holders)}")
+            info.in_use.append(f"/dev/{n} is held by {', '.join(holders)}")
     return info
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from fsbench.errors import LabError
 from fsbench.lab import loops, mounts
 from fsbench.lab.system import run
-from fsbench.probes import trace
+from fsbench.probes import processes
 from fsbench.probes.procfs import ProcFS
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
@@ -105,7 +105,7 @@ def release(rec: StateRecord) -> list[str]:
     try:
         for pid, start in rec.tracers:
             # Only that very process (pid and start time): a reused pid is someone else's.
-            if trace.stop_process(pid, start):
+            if stop_recorded(pid, start):
                 notes.append(f"stopped bpftrace {pid}")
         inside = mounts.processes_inside(rec.mount_dir) if rec.mount_dir else []
         # Never a daemon serving the mounts (it names its mount point): unmounting stops it.
@@ -113,7 +113,7 @@ def release(rec: StateRecord) -> list[str]:
         if inside:
             # A user's command (--command) left running by a killed fsbench: it works in the
             # mount and would keep it busy.
-            mounts.kill_pids(inside)
+            processes.stop(inside)
             notes.append(f"stopped {len(inside)} process(es) working in the run's mounts")
         ours = [e for e in mounts.mountinfo() if _under(e.mountpoint, rec.mount_dir)]
         # Thaw before any unmount: a frozen file system unmounted keeps its superblock, loop
@@ -135,7 +135,7 @@ def release(rec: StateRecord) -> list[str]:
                          f"{entry.mountpoint}")  # fmt: skip
         stray = mounts.processes_mentioning(rec.mount_dir) if rec.mount_dir else []
         if stray:
-            mounts.kill_pids(stray)
+            processes.stop(stray)
             notes.append(f"killed daemons {stray}")
         killed = _kill_marked(rec)
         if killed:
@@ -148,7 +148,7 @@ def release(rec: StateRecord) -> list[str]:
         for path, value in rec.restore.items():
             if path.startswith("/sys/module/"):  # only what a run may tune
                 try:
-                    Path(path).write_text(value)
+                    ProcFS().write(path, value)
                     notes.append(f"restored {path} = {value}")
                 except OSError as e:
                     notes.append(f"{FAILED}restore {path} = {value}: {e.strerror or e}")
@@ -185,22 +185,19 @@ def _kill_marked(rec: StateRecord) -> list[int]:
     needle = f"FSBENCH_VM={rec.env_marker}".encode()
     groups = {pid: start for pid, start in rec.processes}
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    fs = ProcFS()
+    for pid in fs.pids():
+        if pid == os.getpid():
             continue
-        pid = int(entry.name)
-        hit = False
-        if rec.env_marker:
-            with contextlib.suppress(OSError):
-                hit = needle in Path(entry.path, "environ").read_bytes().split(b"\0")
+        hit = bool(rec.env_marker) and needle in fs.environ(pid)
         if not hit and groups:
             with contextlib.suppress(OSError, ProcessLookupError):
                 pgid = os.getpgid(pid)
-                hit = pgid in groups and process_start(pid) >= groups[pgid]
+                hit = pgid in groups and processes.start_time(pid) >= groups[pgid]
         if hit:
             found.append(pid)
     if found:
-        mounts.kill_pids(found, timeout=10)
+        processes.stop(found, grace=10)
     return found
 
 
@@ -216,25 +213,24 @@ def records() -> list[StateRecord]:
     return out
 
 
-def process_start(pid: int) -> int:
-    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); 0 if
-    it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    return int(stat.rsplit(")", 1)[1].split()[19])
+def stop_recorded(pid: int, start: int) -> bool:
+    """Stop a recorded bpftrace (SIGINT: it detaches its probes; SIGKILL if it lingers), only
+    if the pid still is that process (pid and start time: a reused pid is someone else's)."""
+    if processes.start_time(pid) != start or not processes.running(pid):
+        return False
+    processes.stop([pid], (signal.SIGINT, signal.SIGKILL))
+    return True
 
 
 def owner_alive(rec: StateRecord) -> bool:
     """Whether the process that made the record still runs (the same process, not a reused
     PID), so its resources are in use and not ours to release."""
-    if rec.pid == os.getpid() or not mounts.pid_running(rec.pid):
+    if rec.pid == os.getpid() or not processes.running(rec.pid):
         return False
     if rec.pid_start:
-        return process_start(rec.pid) == rec.pid_start
+        return processes.start_time(rec.pid) == rec.pid_start
     try:  # records without a start time: the best remaining evidence is the command line
-        return b"fsbench" in Path(f"/proc/{rec.pid}/cmdline").read_bytes()
+        return any(b"fsbench" in a for a in processes.cmdline(rec.pid))
     except OSError:
         return False
 
@@ -295,11 +291,7 @@ def orphan_loops(live_dirs: set[str] = frozenset()) -> list[tuple[str, str]]:
     while frozen: its superblock lives on with no mount and pins the loop and the image.
     """
     found = []
-    for bf in Path("/sys/block").glob("loop*/loop/backing_file"):
-        try:
-            text = bf.read_text().strip()
-        except OSError:
-            continue
+    for loop, text in ProcFS().loop_backing_files().items():
         if not text.endswith(" (deleted)"):
             continue
         image = Path(text.removesuffix(" (deleted)"))
@@ -310,7 +302,7 @@ def orphan_loops(live_dirs: set[str] = frozenset()) -> list[tuple[str, str]]:
             or image.parent.exists()
         ):
             continue
-        dev = "/dev/" + bf.parts[3]
+        dev = "/dev/" + loop
         if _mounted_anywhere(dev) or _held_open(dev):
             continue
         found.append((dev, str(image)))
@@ -325,15 +317,14 @@ def _mounted_anywhere(dev: str) -> bool:
         return False
     number = f"{os.major(rdev)}:{os.minor(rdev)}"
     seen: set[str] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    fs = ProcFS()
+    for pid in fs.pids():
         try:
-            ns = os.readlink(f"/proc/{entry.name}/ns/mnt")
+            ns = fs.readlink(f"proc/{pid}/ns/mnt")
             if ns in seen:
                 continue
             seen.add(ns)
-            text = Path(f"/proc/{entry.name}/mountinfo").read_text()
+            text = fs.mountinfo(pid)
         except OSError:
             continue
         if any(line.split()[2:3] == [number] for line in text.splitlines()):
@@ -342,9 +333,10 @@ def _mounted_anywhere(dev: str) -> bool:
 
 
 def _held_open(dev: str) -> bool:
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+    fs = ProcFS()
+    for fd in fs.glob("proc/[0-9]*/fd/*"):
         with contextlib.suppress(OSError):
-            if os.readlink(fd) == dev:
+            if fs.readlink(fd) == dev:
                 return True
     return False
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fsbench.probes.pagecache import resident_bytes
+from fsbench.probes.procfs import ProcFS
 from fsbench.schema import Feature
 
 KiB = 1024
@@ -395,9 +396,8 @@ def device_cache_of(block_device: str | None) -> Callable[[], int | None]:
         if not block_device:
             return None
         try:
-            with open(f"/sys/class/block/{block_device}/size") as f:
-                if int(f.read()) * 512 > _MAX_RESIDENCY_DEVICE:
-                    return None
+            if ProcFS().block_bytes(block_device) > _MAX_RESIDENCY_DEVICE:
+                return None
         except (OSError, ValueError):
             return None
         return resident_bytes(f"/dev/{block_device}")

@@ -31,7 +31,6 @@ import json
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -40,7 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TRACEFS = Path("/sys/kernel/tracing")
+from fsbench.probes.procfs import ProcFS
+
+TRACEFS = Path(ProcFS().path("sys/kernel/tracing"))
 # Descriptor numbers nothing can have open (above the kernel's nr_open ceiling of 2^20):
 # close() on them fails with EBADF and only the marker probe notices.
 MARK_BEGIN = 1_000_000_000
@@ -389,8 +390,8 @@ def subject_keys(
             bdis += [mm, f"{mm}-fuseblk"]
     if block_device:
         with contextlib.suppress(OSError, ValueError):
-            major, minor = Path(f"/sys/class/block/{block_device}/dev").read_text().split(":")
-            keys.block_devs = ((int(major) << 20) | int(minor),)
+            major, minor = ProcFS().block_dev(block_device)
+            keys.block_devs = ((major << 20) | minor,)
             bdis.append(f"{int(major)}:{int(minor)}")
     keys.bdis = tuple(dict.fromkeys(bdis))
     comms = {"app": tuple(app_comms)}
@@ -400,16 +401,17 @@ def subject_keys(
     return keys
 
 
-def daemon_comms(pid: int, proc: str = "/proc") -> tuple[str, ...]:
+def daemon_comms(pid: int, fs: ProcFS | None = None) -> tuple[str, ...]:
     """The names a daemon's threads carry: its own, its threads' now, and the ones libfuse 3
     gives the threads it starts later (a remounted daemon's workers do not exist yet when the
     keys are taken): `fuse_worker` (multi-threaded loop), `fuse-ring-N` (io_uring queues)."""
+    fs = fs or ProcFS()
     names: list[str] = []
     with contextlib.suppress(OSError):
-        names.append(Path(proc, str(pid), "comm").read_text().strip())
-        for task in Path(proc, str(pid), "task").iterdir():
+        names.append(fs.read(f"proc/{pid}/comm").strip())
+        for tid in fs.tids(pid):
             with contextlib.suppress(OSError):
-                names.append((task / "comm").read_text().strip())
+                names.append(fs.read(f"proc/{pid}/task/{tid}/comm").strip())
     if not names:
         return ()
     names += ["fuse_worker", *(f"fuse-ring-{q}" for q in range(os.cpu_count() or 1))]
@@ -707,27 +709,6 @@ class Tracer:
         self.on_stopped(proc.pid)
 
 
-def stop_process(pid: int, start: int | None = None) -> bool:
-    """SIGINT a bpftrace we started (and SIGKILL it if it lingers); with `start`, only if the
-    pid still is that process (a pid alone may have been reused)."""
-    from fsbench.lab.state import process_start
-
-    if start is not None and process_start(pid) != start:
-        return False
-    try:
-        os.kill(pid, signal.SIGINT)  # bpftrace detaches its probes on SIGINT
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
-            return True
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    return True
-
-
 def _printf(line: str) -> str | None:
     """The text of a bpftrace printf line in JSON output, stripped."""
     try:
@@ -737,10 +718,3 @@ def _printf(line: str) -> str | None:
     if isinstance(rec, dict) and rec.get("type") == "printf":
         return str(rec.get("data", "")).strip()
     return None
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True

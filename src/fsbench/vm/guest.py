@@ -25,7 +25,9 @@ from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem
 from fsbench.lab.drivers import DRIVERS
-from fsbench.lab.state import StateRecord, process_start, release
+from fsbench.lab.state import StateRecord, release
+from fsbench.probes import processes
+from fsbench.probes.procfs import ProcFS
 from fsbench.schema import VM, Run, Subject
 from fsbench.vm.kernels import Kernel, cache_root, slug
 
@@ -62,7 +64,7 @@ def virtualization() -> tuple[str, str | None]:
     if not os.path.exists("/dev/kvm"):
         return "emulated", "no /dev/kvm"
     try:
-        flags = Path("/proc/cpuinfo").read_text().split()
+        flags = ProcFS().read("proc/cpuinfo").split()
     except OSError:
         flags = []
     if "vmx" not in flags and "svm" not in flags:
@@ -77,10 +79,8 @@ def virtualization() -> tuple[str, str | None]:
 
 def host_memory_available() -> int:
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
+        return ProcFS().meminfo(("MemAvailable",))["MemAvailable"]
+    except (OSError, KeyError):
         pass
     return 0
 
@@ -272,7 +272,7 @@ def run_guest(
     rec = StateRecord(
         run_id=marker,
         pid=os.getpid(),
-        pid_start=process_start(os.getpid()),
+        pid_start=processes.start_time(os.getpid()),
         image_dir="",
         mount_dir="",
         env_marker=marker,
@@ -314,7 +314,7 @@ def run_guest(
                 env=env,
                 start_new_session=True,  # one process group: vng, virtme-run, qemu
             )
-            rec.processes.append([proc.pid, process_start(proc.pid)])
+            rec.processes.append([proc.pid, processes.start_time(proc.pid)])
             rec.save()
             error = _wait(proc, share, vm, started, settings.timeout, on_step, group.kernel.name)
         outcome = GuestOutcome(vm=vm, error=error)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsbench.errors import UsageError
+from fsbench.probes import processes
 from fsbench.schema import ClientFigures, ClientInfo, Sample
 from fsbench.workloads.base import (
     ChildResult,
@@ -283,16 +284,7 @@ def _spawn(argv: list[str]) -> subprocess.Popen[str]:
 def _kill(proc: subprocess.Popen[str]) -> None:
     """SIGINT first: fio's client then tells every server to quit its jobs (measured here:
     gone within 0.1 s), so no job keeps writing on a client host; SIGKILL if it will not."""
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGINT)
-    try:
-        proc.communicate(timeout=STOP_GRACE_S)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
+    processes.stop_child(proc, signal.SIGINT, STOP_GRACE_S)
 
 
 def run_fio_client(argv: list[str], timeout: float) -> ChildResult:
