@@ -171,6 +171,23 @@ class Result(_Model):
     verdict_family: dict[str, Any] | None = None
 
 
+# The features in the order every table shows them, with the label people know them by.
+FEATURES: dict[str, str] = {
+    "o_direct": "O_DIRECT honoured",
+    "fallocate": "fallocate",
+    "fiemap": "FIEMAP",
+    "seek_hole": "SEEK_HOLE/SEEK_DATA",
+    "sparse_files": "sparse files",
+    "reflink": "reflink (FICLONE)",
+    "copy_file_range": "copy_file_range",
+    "xattr_user": "xattr user.*",
+    "posix_permissions": "chmod honoured",
+    "case_sensitive": "case-sensitive names",
+    "name_max": "max name length",
+    "max_file_size": "max file size",
+}
+
+
 class Feature(_Model):
     """One probed file-system feature: supported (None: unknown), a value for limits, and what
     the probe saw."""
@@ -249,6 +266,10 @@ class VM(_Model):
     error: str | None = None
 
 
+# A cross-CPU wake-up this many times a same-CPU one is costly: FUSE pays it on every request.
+COSTLY_WAKEUP_RATIO = 2.0
+
+
 class WakeupCost(_Model):
     """What waking a thread blocked in read() costs here, in µs: half a pipe round trip between
     two threads pinned to one CPU (same_cpu) and to two different CPUs (cross_cpu; None on a
@@ -262,6 +283,14 @@ class WakeupCost(_Model):
     # cross-CPU figure swings 10× between hours; two points say whether it held during the run.
     same_cpu_end: float | None = None
     cross_cpu_end: float | None = None
+
+    @property
+    def costly(self) -> bool:
+        """A cross-CPU wake-up at least COSTLY_WAKEUP_RATIO times a same-CPU one."""
+        cross = self.cross_cpu
+        return (
+            cross is not None and self.same_cpu > 0 and cross >= COSTLY_WAKEUP_RATIO * self.same_cpu
+        )
 
 
 class ClientInfo(_Model):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.errors import UsageError
+from fsbench.options import option
 from fsbench.registry import resolve_workloads
 from fsbench.runner import aggregate, merge_extras
 from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
@@ -24,7 +25,6 @@ from fsbench.workloads.clients import (
     parse_client_json,
     parse_clients,
     parse_probe,
-    parse_sweep,
 )
 from fsbench.workloads.fio import FIO_JOBS
 
@@ -64,6 +64,14 @@ def test_parse_clients_refuses(text: str, says: str) -> None:
         parse_clients(text)
     assert says in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def parse_sweep(text: str, n_clients: int) -> list[int]:
+    """`--clients-sweep TEXT` as the command line parses it, then fitted to the clients."""
+    wl = resolve_workloads("seq-write/fsync", None)
+    sweep = option("--clients-sweep").parse_text(text)
+    clients = parse_clients(",".join(f"h{i}" for i in range(n_clients)))
+    return [len(w.clients) for w in apply_clients(wl, clients, sweep)]  # type: ignore[attr-defined]
 
 
 def test_sweep_counts() -> None:

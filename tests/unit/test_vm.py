@@ -17,6 +17,7 @@ from fsbench.cli import cli
 from fsbench.errors import EnvironmentProblem, UsageError
 from fsbench.lab import state
 from fsbench.probes import processes
+from fsbench.report.vm_notes import vm_notes
 from fsbench.schema import Result, Run, Subject
 from fsbench.vm import group_subjects
 from fsbench.vm.guest import (
@@ -38,7 +39,6 @@ from fsbench.vm.kernels import (
     split_subject,
     tree_sha256,
 )
-from fsbench.vm.notes import vm_notes
 from polling import wait_until
 
 MiB = 1024 * 1024

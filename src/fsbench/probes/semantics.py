@@ -25,7 +25,7 @@ from typing import Any
 
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS
-from fsbench.schema import Feature
+from fsbench.schema import FEATURES, Feature
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -35,22 +35,6 @@ PROBE_DIR = ".fsbench-semantics"
 FS_IOC_FIEMAP = 0xC020660B
 FICLONE = 0x40049409
 _FIEMAP_HEADER = "=QQIIII"  # fm_start, fm_length, fm_flags, fm_mapped_extents, count, reserved
-
-# The features in the order every table shows them, with the label people know them by.
-FEATURES: dict[str, str] = {
-    "o_direct": "O_DIRECT honoured",
-    "fallocate": "fallocate",
-    "fiemap": "FIEMAP",
-    "seek_hole": "SEEK_HOLE/SEEK_DATA",
-    "sparse_files": "sparse files",
-    "reflink": "reflink (FICLONE)",
-    "copy_file_range": "copy_file_range",
-    "xattr_user": "xattr user.*",
-    "posix_permissions": "chmod honoured",
-    "case_sensitive": "case-sensitive names",
-    "name_max": "max name length",
-    "max_file_size": "max file size",
-}
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
@@ -369,20 +353,6 @@ def capabilities(semantics: dict[str, Feature] | None, defaults: dict[str, Any])
             caps["posix_permissions"] = chmod.supported
             caps["posix_permissions_detail"] = chmod.detail
     return caps
-
-
-def mark(f: Feature) -> str:
-    """✓ yes, ✗ no, ? unknown; limits show their value."""
-    if f.value is not None:
-        return _size(f.value) if isinstance(f.value, int) and f.value > 4096 else str(f.value)
-    return {True: "✓", False: "✗", None: "?"}[f.supported]
-
-
-def _size(n: int) -> str:
-    for unit, suffix in ((2**60, "EiB"), (2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB")):
-        if n >= unit:
-            return f"{n / unit:.4g} {suffix}"
-    return f"{n} B"
 
 
 # Residency is read with mincore, one byte per page: bound the vector for huge real devices.

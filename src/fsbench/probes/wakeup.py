@@ -17,8 +17,6 @@ from fsbench.lab.placement import allowed_cpus
 from fsbench.schema import WakeupCost
 from fsbench.units import fmt_ratio
 
-# A cross-CPU wake-up is "costly" when it takes at least this many times a same-CPU one.
-COSTLY_RATIO = 2.0
 # Per pair of CPUs: at most this long (both pairs together stay well under 0.3 s) ...
 BUDGET_S = 0.1
 # ... in batches of this many round trips (the clock is read once per batch).
@@ -57,12 +55,7 @@ def measure(cpus: Sequence[int] | None = None, budget_s: float = BUDGET_S) -> Wa
 
 
 def is_costly(w: WakeupCost | None) -> bool:
-    return (
-        w is not None
-        and w.cross_cpu is not None
-        and w.same_cpu > 0
-        and w.cross_cpu >= COSTLY_RATIO * w.same_cpu
-    )
+    return w is not None and w.costly
 
 
 def verdict(w: WakeupCost) -> str:

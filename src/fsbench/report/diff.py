@@ -15,7 +15,6 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fsbench.probes.wakeup import is_costly
 from fsbench.report.explain import changed_figures
 from fsbench.report.integrity import changes as integrity_changes
 from fsbench.report.naming import result_title
@@ -241,7 +240,7 @@ def environment_differences(a: Run, b: Run) -> list[EnvDifference]:
 
 
 def _wakeups(w: WakeupCost) -> str:
-    return "costly" if is_costly(w) else "cheap"
+    return "costly" if w is not None and w.costly else "cheap"
 
 
 # -- shared text ---------------------------------------------------------------------------------

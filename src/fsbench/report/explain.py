@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fsbench.probes.wakeup import COSTLY_RATIO
 from fsbench.report.floor import floor_factors
 from fsbench.report.naming import (
     OUTCOME_WORDS,
@@ -29,13 +28,11 @@ from fsbench.report.naming import (
     result_title,
 )
 from fsbench.report.summary import compare, fmt_ratio, measured_subjects, size_text, usable
-from fsbench.schema import Environment, Result, Run
+from fsbench.schema import COSTLY_WAKEUP_RATIO, Environment, Result, Run
 
 GiB = 2**30
-# A cross-CPU wake-up is "costly" when it takes at least this many times a same-CPU one (the
-# environment probe's own rule, so doctor, the run's note and the explanation agree).
-COSTLY_WAKEUP_RATIO = COSTLY_RATIO
-# ... and the subject's cross-CPU wake-ups matter when their extra cost is this share of a sample.
+# The subject's cross-CPU wake-ups matter when their extra cost is this share of a sample (what
+# is "costly" is schema.COSTLY_WAKEUP_RATIO: doctor, the run's note and the explanation agree).
 WAKEUP_SHARE_MIN = 0.05
 # FUSE requests whose summed latency exceeds the traced run by this factor were in flight
 # together: reported as concurrency, never as a share above 100 %.

@@ -60,10 +60,10 @@ from fsbench.report.summary import (
     usable,
 )
 from fsbench.report.table import noise_line, schedule_line
+from fsbench.report.vm_notes import vm_notes
 from fsbench.schema import Environment, Result, Run
 from fsbench.units import fmt_ratio
 from fsbench.verdict import family_of
-from fsbench.vm.notes import vm_notes
 
 REPORT_NAME = "report.html"
 

@@ -12,14 +12,13 @@ from typing import Any
 
 from rich.text import Text
 
-from fsbench.probes.semantics import FEATURES
 from fsbench.report.answer import answers, first_factor, missing
 from fsbench.report.explain import Explanation
 from fsbench.report.integrity import failed_subjects, short_mark
 from fsbench.report.naming import styled_ratio
 from fsbench.report.summary import Finding, compare, findings, usable
 from fsbench.report.table import ratio_text
-from fsbench.schema import Result, Run
+from fsbench.schema import FEATURES, Result, Run
 from fsbench.units import fmt_ratio, fmt_value
 
 # The terminal's colours of a ratio (naming.styled_ratio) as the page's classes.

@@ -12,9 +12,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.probes.semantics import FEATURES, Feature, mark
 from fsbench.report.answer import pack
-from fsbench.schema import Integrity, Run, Subject
+from fsbench.schema import FEATURES, Feature, Integrity, Run, Subject
 
 
 def failed_subjects(run: Run) -> list[Subject]:
@@ -197,3 +196,17 @@ def changes(a: Run, b: Run) -> list[str]:
                     continue
                 out.append(f"{x.id}: {label} {mark(fa)} → {mark(fb)} ({fb.detail})")
     return out
+
+
+def mark(f: Feature) -> str:
+    """✓ yes, ✗ no, ? unknown; limits show their value."""
+    if f.value is not None:
+        return _size(f.value) if isinstance(f.value, int) and f.value > 4096 else str(f.value)
+    return {True: "✓", False: "✗", None: "?"}[f.supported]
+
+
+def _size(n: int) -> str:
+    for unit, suffix in ((2**60, "EiB"), (2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB")):
+        if n >= unit:
+            return f"{n / unit:.4g} {suffix}"
+    return f"{n} B"

@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from fsbench import stats
-from fsbench.lab.backing import format_size
 from fsbench.phases import phases_line
 from fsbench.report.answer import answers, missing_pieces, pack, why_lines
 from fsbench.report.explain import explain_run
@@ -32,6 +31,7 @@ from fsbench.report.naming import (
 from fsbench.report.summary import compare, is_matrix
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_halfwidth, fmt_value
+from fsbench.units import size_text as format_size
 from fsbench.verdict import family_of
 
 
@@ -326,7 +326,7 @@ def render(
     parts: list = [head]
     # A volume that came back damaged is the first thing a reader must see.
     parts += [ln for ln in integrity_lines(run) if ln.plain.startswith("✗")]
-    from fsbench.vm.notes import vm_notes
+    from fsbench.report.vm_notes import vm_notes
 
     # Then the answer (after what makes it unrepresentative, an emulated VM), then the details.
     parts += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(run)]

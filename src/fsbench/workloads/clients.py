@@ -110,13 +110,6 @@ def parse_clients(text: str) -> list[Client]:
     return out
 
 
-def parse_sweep(text: str, n_clients: int) -> list[int]:
-    """`--clients-sweep 1,2,4`: client counts, each at most the number of clients given."""
-    from fsbench.options import option
-
-    return _sweep_fits(option("--clients-sweep").parse_text(text), n_clients)
-
-
 def _sweep_fits(counts: list[int], n_clients: int) -> list[int]:
     if max(counts) > n_clients:
         raise UsageError(

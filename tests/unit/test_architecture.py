@@ -1,0 +1,212 @@
+"""The house rules of docs/ARCHITECTURE.md, read from the source with ast: the layers (a module
+imports only from its own layer or below, the renderers only the records), no import cycle,
+and modules and functions of a size a reader can hold."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# Top to bottom, as ARCHITECTURE draws them: cli/commands > pipeline > runner (with what it
+# drives beside it) > lab/workloads/probes > results and reports > records, statistics, units.
+# A module belongs to the first layer with a matching prefix.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "cli",
+        (
+            "fsbench.cli",
+            "fsbench.commands",
+            "fsbench.options",
+            "fsbench.vm.options",
+            "fsbench._entry",
+            "fsbench.__main__",
+        ),
+    ),
+    ("pipeline", ("fsbench.pipeline",)),
+    ("runner", ("fsbench.runner", "fsbench.registry", "fsbench.env", "fsbench.vm")),
+    ("parts", ("fsbench.lab", "fsbench.workloads", "fsbench.probes", "fsbench.services")),
+    ("results", ("fsbench.store", "fsbench.report")),
+    (
+        "records",
+        (
+            "fsbench.schema",
+            "fsbench.stats",
+            "fsbench.verdict",
+            "fsbench.units",
+            "fsbench.errors",
+            "fsbench.baseline",
+            "fsbench.phases",
+            "fsbench.manifest",
+            "fsbench._",  # the native extensions (fsbench._xxhtree, ...)
+        ),
+    ),
+    ("package", ("fsbench",)),  # fsbench/__init__.py: the version
+]
+RANK = {name: i for i, (name, _) in enumerate(LAYERS)}  # 0 is the top
+
+
+def layer(module: str) -> str:
+    for name, prefixes in LAYERS:
+        if any(
+            module == p or module.startswith(p + ".") or (p.endswith("_") and module.startswith(p))
+            for p in prefixes
+        ):
+            return name
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS (and ARCHITECTURE)")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in (SRC / "fsbench").rglob("*.py"):
+        parts = p.relative_to(SRC).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The fsbench modules an import statement loads (a name imported from a package may be
+    a submodule)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "fsbench"]
+    if node.level:
+        package = module.split(".")
+        if MODULES[module].name != "__init__.py":
+            package = package[:-1]
+        package = package[: len(package) - node.level + 1]
+        base = ".".join(package + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    if base.split(".")[0] != "fsbench":
+        return []
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+
+
+def imports() -> dict[str, set[str]]:
+    """module -> the fsbench modules it imports, at the top or inside a function alike."""
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.update(_targets(module, node))
+        graph[module] = found - {module}
+    return graph
+
+
+GRAPH = imports()
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in MODULES:
+        layer(module)
+
+
+def test_no_layer_imports_from_above() -> None:
+    wrong = [
+        f"{m} ({layer(m)}) imports {t} ({layer(t)})"
+        for m, targets in GRAPH.items()
+        for t in targets
+        if RANK[layer(t)] < RANK[layer(m)]
+    ]
+    assert wrong == []
+
+
+def test_the_renderers_read_only_the_records() -> None:
+    """report/ turns finished `Run` records into text, HTML and plots: it imports the records,
+    statistics and units, never the parts that measure."""
+    wrong = [
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        if m.startswith("fsbench.report")
+        for t in targets
+        if not t.startswith("fsbench.report") and layer(t) not in ("records", "package")
+    ]
+    assert wrong == []
+
+
+def test_no_import_cycle() -> None:
+    # Package __init__ modules that only re-export their submodules are edges like any other.
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+    cycles: list[list[str]] = []
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(GRAPH.get(m, ())):
+            if t not in GRAPH:
+                continue  # a native extension
+            if state.get(t) == 1:
+                cycles.append([*path[path.index(t) :], t])
+            elif t not in state:
+                visit(t, [*path, t])
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+
+
+def test_the_rules_see_a_wrong_import() -> None:
+    """The checks above can fail: a made-up lab module importing the pipeline is caught."""
+    node = ast.parse("from fsbench.pipeline import execute").body[0]
+    assert isinstance(node, ast.ImportFrom)
+    (target,) = _targets("fsbench.lab.lab", node)
+    assert RANK[layer(target)] < RANK[layer("fsbench.lab.lab")]
+
+
+# -- size ------------------------------------------------------------------------------------
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+# Modules still over the limit, each to be split (issue 24); the list may only shrink: a module
+# that fits is taken off it, and no other may join.
+OVERSIZED = {
+    "fsbench.runner",
+    "fsbench.report.explain",
+    "fsbench.report.plots",
+    "fsbench.probes.trace",
+    "fsbench.workloads.clients",
+}
+
+
+def test_modules_fit_a_reader() -> None:
+    long = {m for m, p in MODULES.items() if len(p.read_text().splitlines()) > MAX_MODULE_LINES}
+    assert long - OVERSIZED == set(), "split these modules (or say why in ARCHITECTURE)"
+    assert OVERSIZED - long == set(), "these fit now: take them off OVERSIZED"
+
+
+# Functions still over the limit without a stated reason; may only shrink, like OVERSIZED.
+LONG_FUNCTIONS = {
+    "fsbench.pipeline.execute",
+    "fsbench.probes.trace.to_trace",
+    "fsbench.report.explain._fuse_factors",
+    "fsbench.stats.summarize",
+    "fsbench.vm.guest.run_guest",
+}
+
+
+def _long_functions() -> set[str]:
+    found = set()
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            assert node.end_lineno is not None
+            if node.end_lineno - node.lineno + 1 <= MAX_FUNCTION_LINES:
+                continue
+            doc = ast.get_docstring(node) or ""
+            if "Long because" not in doc:
+                found.add(f"{module}.{node.name}")
+    return found
+
+
+def test_functions_fit_a_screen_or_say_why() -> None:
+    """Over 80 lines a function states why in its docstring ("Long because ...")."""
+    long = _long_functions()
+    assert long - LONG_FUNCTIONS == set()
+    assert LONG_FUNCTIONS - long == set(), "these fit now: take them off LONG_FUNCTIONS"
