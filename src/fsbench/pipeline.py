@@ -180,6 +180,7 @@ def _subject_record(ls: LabSubject) -> Subject:
         transport=ls.spec.transport or None,
         driver_version=driver_version(d),
         mkfs_command=ls.mkfs_command,
+        quirks=list(d.quirks),
     )
 
 

@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 #     passthrough; the FUSE floor `passthrough_hp` names it, every other FUSE driver dev-fuse).
 #     Later, additive: noise_floor gains mib_s_end and cv_end (re-measured after the last
 #     sample); a move beyond both medians' intervals is one of environment.notes.
+#     Later, additive: Subject.quirks (the driver's declared quirks the explanation reads).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -228,6 +229,20 @@ class Integrity(_Model):
     seconds: float = 0.0  # what the checks added to the run
 
 
+class Quirk(_Model):
+    """A driver's known behaviour that explains one of its FUSE figures. Declared with the
+    driver (`lab/drivers.py`), recorded with each subject, and read by the explanation, which
+    so knows no driver by name: on a FUSE `op` whose requests are mostly `request_size` bytes
+    (any size: None), on an image smaller than `image_below` (any: None), it adds `says`
+    ("{image}" is the image's size) to the factor, and `brief` to its short form."""
+
+    op: str  # a FUSE opcode: "WRITE", "READ", ...
+    request_size: int | None = None
+    image_below: int | None = None
+    says: str
+    brief: str
+
+
 class Subject(_Model):
     id: str  # "driver[:mount-options]" as the user wrote it
     driver: str
@@ -244,6 +259,7 @@ class Subject(_Model):
     transport: str | None = None
     integrity: Integrity | None = None
     semantics: dict[str, Feature] | None = None
+    quirks: list[Quirk] = Field(default_factory=list)  # the driver's, as it declares them
 
 
 Virtualization = Literal["kvm", "emulated"]

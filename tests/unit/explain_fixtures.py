@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from fsbench import stats
+from fsbench.lab.drivers import DRIVERS, Driver
 from fsbench.schema import CPU, Environment, Result, Run, Sample, Subject
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
@@ -128,7 +129,11 @@ def run(
     wakeup_us: dict[str, float] | None = None,
     subjects: tuple[str, ...] = ("ext4", "ntfs-3g"),
     run_id: str = "20260101-000000-aaaa",
+    drivers: dict[str, Driver] | None = None,
 ) -> Run:
+    """A run of `subjects`; each records its driver's quirks as the pipeline does, from
+    lab.drivers.DRIVERS or from `drivers` (a test's own driver records)."""
+    known = {**DRIVERS, **(drivers or {})}
     kinds = {"ext4": ("ext4", "kernel", "ext4"), "xfs": ("xfs", "kernel", "xfs")}
     env = Environment(kernel="6.18.0", cpus=2, backing="ram", image_size=image_size)
     if wakeup_us is not None:
@@ -136,7 +141,8 @@ def run(
     subs = []
     for sid in subjects:
         driver, kind, fs = kinds.get(sid.split(":")[0], (sid.split(":")[0], "fuse", "ntfs"))
-        subs.append(Subject(id=sid, driver=driver, fs=fs, kind=kind))  # type: ignore[arg-type]
+        quirks = list(known[driver].quirks) if driver in known else []
+        subs.append(Subject(id=sid, driver=driver, fs=fs, kind=kind, quirks=quirks))  # type: ignore[arg-type]
     return Run(
         run_id=run_id,
         started="2026-01-01T00:00:00",

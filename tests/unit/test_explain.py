@@ -22,6 +22,7 @@ from explain_fixtures import (
 )
 from rich.console import Console
 
+from fsbench.lab.drivers import Driver
 from fsbench.report.diff import diff_runs
 from fsbench.report.explain import (
     Explanation,
@@ -32,7 +33,7 @@ from fsbench.report.explain import (
 )
 from fsbench.report.html import render_html
 from fsbench.report.table import render
-from fsbench.schema import Result, Run
+from fsbench.schema import Quirk, Result, Run
 
 
 def explained(r: Run, subject: str = "ntfs-3g", placement: str = "free") -> Explanation:
@@ -99,6 +100,35 @@ def test_big_writes_remark_only_under_its_conditions() -> None:
     assert "big_writes" not in sentence(image=5 * GiB)  # a volume where it would apply
     assert "big_writes" not in sentence(size=131072)  # requests are not 4 KiB
     assert "big_writes" not in sentence("fuse2fs")  # another driver's rule
+
+
+def test_a_driver_quirk_is_one_record_and_the_explanation_names_it() -> None:
+    """A driver this test makes up declares one quirk; nothing else knows its name."""
+    toy = Driver(
+        "toyfs-fuse", "ntfs", "fuse", "a made-up FUSE driver",
+        quirks=(
+            Quirk(op="WRITE", request_size=131072, image_below=8 * GiB,
+                  says="toyfs splits writes at 128 KiB below 8 GiB; this image is {image}",
+                  brief="toyfs: 128 KiB writes"),
+        ),
+    )  # fmt: skip
+
+    def explanation(size: int) -> tuple[str, list[str]]:
+        r = run(
+            [
+                result("ext4", [1000.0, 1010.0], kernel_trace()),
+                result("toyfs-fuse", [100.0, 101.0], fuse_trace(requests=8192, size=size)),
+            ],
+            subjects=("ext4", "toyfs-fuse"),
+            drivers={"toyfs-fuse": toy},
+        )
+        e = explained(r, "toyfs-fuse")
+        return e.sentence(), brief_lines(e)
+
+    text, lines = explanation(131072)
+    assert "toyfs splits writes at 128 KiB below 8 GiB; this image is 1 GiB" in text
+    assert "(toyfs: 128 KiB writes)" in " ".join(lines)
+    assert "toyfs splits" not in explanation(4096)[0]  # not the size the quirk shows as
 
 
 def test_missing_probes_give_no_claim_about_them() -> None:

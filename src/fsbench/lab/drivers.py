@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from fsbench.lab.formats import FORMATS
 from fsbench.probes.procfs import ProcFS
+from fsbench.schema import Quirk
 
 SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -45,6 +46,8 @@ class Driver:
     # "libfuse": the daemon is fsbench's own libfuse build (lab/libfuse.py), not on PATH.
     built: str = ""
     in_default: bool = True  # compared when no subject is named
+    # Known behaviours the explanation names when a result shows them (schema.Quirk).
+    quirks: tuple[Quirk, ...] = ()
 
     def transport_args(self, transport: str) -> tuple[str, ...]:
         return dict(self.transports).get(transport, ())
@@ -80,6 +83,15 @@ class Driver:
 
 
 GiB = 1024**3
+# ntfs-3g's own rule (both its FUSE front ends): big_writes is ignored on volumes under 4 GiB,
+# so every WRITE request stays one 4 KiB page.
+NTFS3G_BIG_WRITES = Quirk(
+    op="WRITE",
+    request_size=4096,
+    image_below=4 * GiB,
+    says="big_writes is ignored on volumes under 4 GiB; this image is {image}",
+    brief="< 4 GiB: no big_writes",
+)
 _FAT_NOTE = "FAT has no POSIX permissions or symlinks; chmod is reported unsupported"
 
 DRIVERS: dict[str, Driver] = {
@@ -134,6 +146,7 @@ DRIVERS: dict[str, Driver] = {
             version_args=("--version",),
             package="ntfs-3g",
             notes=("single-threaded daemon; ignores big_writes on volumes < 4 GiB",),
+            quirks=(NTFS3G_BIG_WRITES,),
         ),
         Driver(
             "lowntfs-3g",
@@ -143,6 +156,7 @@ DRIVERS: dict[str, Driver] = {
             binary="lowntfs-3g",
             version_args=("--version",),
             package="ntfs-3g",
+            quirks=(NTFS3G_BIG_WRITES,),
         ),
         Driver(
             "fuse2fs",

@@ -28,7 +28,7 @@ from fsbench.report.naming import (
     result_title,
 )
 from fsbench.report.summary import compare, fmt_ratio, measured_subjects, size_text, usable
-from fsbench.schema import COSTLY_WAKEUP_RATIO, Environment, Result, Run
+from fsbench.schema import COSTLY_WAKEUP_RATIO, Environment, Quirk, Result, Run
 
 GiB = 2**30
 # The subject's cross-CPU wake-ups matter when their extra cost is this share of a sample (what
@@ -41,9 +41,6 @@ OVERLAPPING = 1.05
 DOMINANT = 0.9
 # Figures closer than this ratio to the baseline's (or to the other run's) are not a difference.
 SAME_WITHIN = 1.1
-# ntfs-3g and lowntfs-3g ignore big_writes on volumes smaller than this (their own rule).
-NTFS_BIG_WRITES_MIN = 4 * GiB
-NTFS_DRIVERS = ("ntfs-3g", "lowntfs-3g")
 PLACEMENT_WORDS = {
     "same": "on one CPU",
     "split": "on separate CPUs",
@@ -212,6 +209,7 @@ class Profile:
     seconds: float | None  # wall seconds per unit
     kind: str  # subject kind: fuse, kernel, ...
     driver: str
+    quirks: list[Quirk] = field(default_factory=list)  # the driver's, as the subject records
     unavailable: list[str] = field(default_factory=list)
     fuse: dict[str, OpFigures] | None = None  # None: not measured
     readahead: tuple[float, dict[int, float]] | None = None  # (windows per unit, window hist)
@@ -322,6 +320,7 @@ def profile(res: Result, run: Run) -> Profile:
         seconds,
         subject.kind if subject else "",
         subject.driver if subject else res.subject.split(":")[0],
+        subject.quirks if subject else [],
     )
     if trace is None:
         p.unavailable.append("trace: no probe data in this result (tracing off or an older run)")
@@ -462,6 +461,17 @@ def _share_text(seconds: float | None, prof: Profile) -> str:
     return f", {fmt_pct(share)} of the traced run"
 
 
+def _quirk_shows(q: Quirk, op: str, f: OpFigures, dom: int | None, env: Environment) -> bool:
+    """Whether the driver's declared quirk explains this FUSE op's figures on this image."""
+    if q.op != op:
+        return False
+    if q.request_size is not None:
+        only = dom is None and not f.size_hist and f.mean_size == q.request_size
+        if dom != q.request_size and not only:
+            return False
+    return q.image_below is None or (env.image_size is not None and env.image_size < q.image_below)
+
+
 def _fuse_factors(
     prof: Profile, base: Profile | None, base_name: str, env: Environment, gap: float | None
 ) -> list[Factor]:
@@ -489,18 +499,10 @@ def _fuse_factors(
         if size:
             text += f", {size}"
             brief += f" × {size.replace(' each', '')}"
-        if (
-            op == "WRITE"
-            and prof.driver in NTFS_DRIVERS
-            and (dom == 4096 or (dom is None and not f.size_hist and f.mean_size == 4096))
-            and env.image_size is not None
-            and env.image_size < NTFS_BIG_WRITES_MIN
-        ):
-            text += (
-                f" (big_writes is ignored on volumes under 4 GiB; this image is "
-                f"{size_text(env.image_size)})"
-            )
-            brief += " (< 4 GiB: no big_writes)"
+        for q in prof.quirks:
+            if _quirk_shows(q, op, f, dom, env):
+                text += f" ({q.says.format(image=size_text(env.image_size or 0))})"
+                brief += f" ({q.brief})"
         # Requests in flight together (readahead sends several READs at once): their summed
         # latency outlasts the run, so it is concurrency, not a share of the run's time.
         overlap = (
