@@ -15,8 +15,7 @@ from fsbench.workloads.base import Workload, hook
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
-from fsbench.workloads.fio import FIO_JOBS, FioJob, with_numjobs
-from fsbench.workloads.iozone import IozoneJob
+from fsbench.workloads.fio import FIO_JOBS
 from fsbench.workloads.metadata import METADATA_JOBS
 from fsbench.workloads.treehash import TREE_HASH_JOBS
 from fsbench.workloads.webserve import WEB_SERVE_JOBS
@@ -115,11 +114,14 @@ def resolve_workloads(
                 f"unknown workload {n!r}; known: {known} (or NAME/VARIANT, or fio:JOBFILE)"
             )
     if numjobs:
-        # Concurrency as a parameter: each fio workload once per job count.
+        # Concurrency as a parameter: each workload that declares it (hook with_numjobs)
+        # once per job count.
         out = [
-            with_numjobs(w, n) if isinstance(w, FioJob | IozoneJob) else w
+            v
             for w in out
-            for n in (numjobs if isinstance(w, FioJob | IozoneJob) else [1])
+            for v in (
+                [hook(w, "with_numjobs")(n) for n in numjobs] if hook(w, "with_numjobs") else [w]
+            )
         ]
     out += own or []
     ids = [str(hook(w, "id")) for w in out]

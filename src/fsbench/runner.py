@@ -36,7 +36,6 @@ from fsbench.workloads.base import (
     hook,
     watched,
 )
-from fsbench.workloads.clients import merge_clients, summarize_clients
 
 GiB = 1024**3
 MiB = 1024**2
@@ -395,12 +394,15 @@ class Runner:
     def finish(self) -> None:
         """Aggregate every result from its samples (also used after an interrupt)."""
         self.close_workloads()
-        writes = {workload_id(w): bool(hook(w, "is_write")) for w in self.workloads}
+        by_id = {workload_id(w): w for w in self.workloads}
         fam = {"looks": self.family.looks, "comparisons": self.family.comparisons}
         fam["alpha"] = self.family.alpha
         for res in self.results.values():
             res.verdict_family = dict(fam)
-            aggregate(res, writes.get(res.workload_id or res.workload, False))
+            wl = by_id.get(res.workload_id or res.workload)
+            aggregate(
+                res, bool(hook(wl, "is_write")), hook(wl, "summarize_samples") if wl else None
+            )
             if self.sink:
                 self.sink.save_result(self.run.run_id, res)
         self.run.results = list(self.results.values())
@@ -715,7 +717,7 @@ def merge_iterations(
         # Each iteration's own value: a stall inside one sample (one slow iteration of five)
         # tells a different story from a sample slow throughout.
         extra={
-            **merge_extras(ms, seconds),
+            **merge_extras(ms, seconds, hook(wl, "merge_extra")),
             "iterations": len(ms),
             "iteration_values": [round(x.value, 3) for x in ms],
         },
@@ -761,18 +763,21 @@ EXTRA_MERGE: dict[str, str] = {
     "lat_mean_us": "mean",
     "lat_us": "median",
     "latency_us": "median",
-    "clients": "clients",  # per-client records of fio's client/server mode
 }
 
 
-def merge_extras(ms: list[Measurement], seconds: float) -> dict[str, Any]:
-    """The extras of a sample's iterations merged by EXTRA_MERGE; anything else is the last
-    iteration's and named in `last_iteration_only`, so no figure claims more than it is."""
+def merge_extras(
+    ms: list[Measurement], seconds: float, own: dict[str, Callable[[list[Any]], Any]] | None = None
+) -> dict[str, Any]:
+    """The extras of a sample's iterations merged by EXTRA_MERGE, or by the workload's `own`
+    rule for extras it declares (hook merge_extra); anything else is the last iteration's and
+    named in `last_iteration_only`, so no figure claims more than it is."""
+    own = own or {}
     out: dict[str, Any] = dict(ms[-1].extra)
     merged: dict[str, str] = {}
     last_only: list[str] = []
     for key in ms[-1].extra:
-        how = EXTRA_MERGE.get(key)
+        how = "own" if key in own else EXTRA_MERGE.get(key)
         vals = [m.extra.get(key) for m in ms]
         if how is None or any(v is None for v in vals):
             if any(m.extra.get(key) != ms[-1].extra.get(key) for m in ms):
@@ -789,8 +794,8 @@ def merge_extras(ms: list[Measurement], seconds: float) -> dict[str, Any]:
         elif how == "rate:cpu":
             cpu = sum(m.app_user_s + m.app_sys_s for m in ms)
             out[key] = round(cpu / seconds, 4) if seconds > 0 else None
-        elif how == "clients":
-            out[key] = merge_clients(vals)
+        elif how == "own":
+            out[key] = own[key](vals)
         elif how == "median":
             if all(isinstance(v, dict) for v in vals):
                 out[key] = {
@@ -947,7 +952,11 @@ def median_parts(samples: list[dict[str, float]]) -> dict[str, float]:
     return {k: sum(p.get(k, 0.0) for p in mid) / len(mid) for k in keys}
 
 
-def aggregate(res: Result, is_write: bool = False) -> None:
+def aggregate(
+    res: Result,
+    is_write: bool = False,
+    summarize: Callable[[list[Sample]], dict[str, Any]] | None = None,
+) -> None:
     """Statistics over the samples; CPU, device and ctx as medians of the per-sample values
     (CPU per GiB and per kop: the median sample's parts, so they add up: median_parts).
     `is_write`: the workload's declared direction, which picks write or read amplification
@@ -993,8 +1002,8 @@ def aggregate(res: Result, is_write: bool = False) -> None:
             res.write_amplification = res.device.write_bytes / moved
         else:
             res.read_amplification = res.device.read_bytes / moved
-    if any(x.extra.get("clients") for x in det):
-        res.clients = summarize_clients(det)
+    for key, value in (summarize(det) if summarize else {}).items():
+        setattr(res, key, value)  # fields the workload fills itself (hook summarize_samples)
     caches = [x.cache for x in det]
     res.cache = max(set(caches), key=caches.count)  # type: ignore[assignment]
     if len(set(caches)) > 1:

@@ -152,6 +152,18 @@ def test_no_import_cycle() -> None:
     assert cycles == []
 
 
+def test_the_runner_and_registry_know_workloads_only_by_their_contract() -> None:
+    """Capabilities are data (workloads/base.py HOOKS): the runner imports no workload but the
+    contract, and the registry asks no workload for its class."""
+    assert {t for t in GRAPH["fsbench.runner"] if t.startswith("fsbench.workloads")} <= {
+        "fsbench.workloads",
+        "fsbench.workloads.base",
+    }
+    tree = ast.parse(MODULES["fsbench.registry"].read_text())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert not [c for c in calls if isinstance(c.func, ast.Name) and c.func.id == "isinstance"]
+
+
 def test_the_rules_see_a_wrong_import() -> None:
     """The checks above can fail: a made-up lab module importing the pipeline is caught."""
     node = ast.parse("from fsbench.pipeline import execute").body[0]

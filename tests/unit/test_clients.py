@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from fsbench.options import option
 from fsbench.registry import resolve_workloads
 from fsbench.runner import aggregate, merge_extras
 from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
-from fsbench.workloads.base import Measurement, Target
+from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.clients import (
     Client,
     ClientsJob,
@@ -213,10 +214,16 @@ def _rec(name: str, nbytes: int, seconds: float, cpu: float) -> dict:
     }
 
 
+def _clients_job() -> Any:
+    return apply_clients(resolve_workloads("seq-write/fsync", None), parse_clients("a,b"), None)[0]
+
+
 def test_iterations_merge_per_client() -> None:
+    """By the rule the workload declares (hook merge_extra): the runner knows no clients."""
     a = Measurement(1.0, 1.0, extra={"clients": [_rec("a", 2**20, 1.0, 10.0)]})
     b = Measurement(1.0, 3.0, extra={"clients": [_rec("a", 5 * 2**20, 3.0, 30.0)]})
-    (c,) = merge_extras([a, b], 4.0)["clients"]
+    assert merge_extras([a, b], 4.0)["last_iteration_only"] == ["clients"]
+    (c,) = merge_extras([a, b], 4.0, hook(_clients_job(), "merge_extra"))["clients"]
     assert c["bytes"] == 6 * 2**20 and c["seconds"] == 4.0
     assert c["mib_s"] == pytest.approx(1.5)
     assert c["usr_cpu"] == pytest.approx((10 * 1 + 30 * 3) / 4)
@@ -240,7 +247,7 @@ def test_result_carries_per_client_medians() -> None:
         )
         res.samples.append(v)
         res.sample_details.append(s)
-    aggregate(res)
+    aggregate(res, summarize=hook(_clients_job(), "summarize_samples"))
     assert res.clients is not None
     assert [c.client for c in res.clients] == ["a", "b"]
     assert res.clients[0].mib_s == pytest.approx(55.0) and res.clients[1].usr_cpu == 7
@@ -310,7 +317,7 @@ def test_report_plots_scaling_and_lists_clients() -> None:
             res.sample_details.append(
                 Sample(value=v, seconds=1.0, bytes=int(v * 2**20), extra={"clients": per})
             )
-        aggregate(res)
+        aggregate(res, summarize=hook(_clients_job(), "summarize_samples"))
         run.results.append(res)
     html = render_html(run)
     assert 'id="clients-scaling-seq-read-cold"' in html

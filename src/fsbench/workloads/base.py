@@ -122,6 +122,21 @@ HOOKS: dict[str, Hook] = {
     "placement": Hook(
         "free", "where the app and the FUSE daemon run: free | same | split (lab/placement.py)"
     ),
+    "with_numjobs": Hook(
+        None,
+        "a method giving the same workload with N parallel jobs (--numjobs); None: it runs "
+        "as it is whatever --numjobs says",
+    ),
+    "merge_extra": Hook(
+        {},
+        "extras of its own measurements and how a sample's iterations merge them: "
+        "{key: function(values of each iteration) -> merged}",
+    ),
+    "summarize_samples": Hook(
+        None,
+        "a function(samples) -> {Result field: value} for result fields of its own "
+        "(e.g. per-client medians); None: none",
+    ),
 }
 
 

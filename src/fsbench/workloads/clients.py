@@ -447,6 +447,14 @@ class ClientsJob:
     min_sample_s: float = 0.0
 
     @property
+    def merge_extra(self) -> dict[str, Any]:
+        return {"clients": merge_clients}
+
+    @staticmethod
+    def summarize_samples(samples: list[Sample]) -> dict[str, Any]:
+        return {"clients": summarize_clients(samples)}
+
+    @property
     def name(self) -> str:
         return self.job.name
 

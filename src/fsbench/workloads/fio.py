@@ -71,6 +71,10 @@ class FioJob:
     def id(self) -> str:
         return job_id(self.name, self.variant, self.numjobs)
 
+    def with_numjobs(self, numjobs: int) -> FioJob:
+        """The workload contract's hook: this job with `numjobs` parallel jobs."""
+        return with_numjobs(self, numjobs)
+
     @property
     def is_write(self) -> bool:
         return "write" in self.rw

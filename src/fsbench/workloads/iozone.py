@@ -46,7 +46,7 @@ from typing import Any
 
 from fsbench.units import size_tag, size_text
 from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, job_id
-from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob
+from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -175,6 +175,10 @@ class IozoneJob:
     @property
     def id(self) -> str:
         return job_id(self.name, self.variant, self.numjobs)
+
+    def with_numjobs(self, numjobs: int) -> IozoneJob:
+        """The workload contract's hook: this cell on `numjobs` threads."""
+        return with_numjobs(self, numjobs)
 
     @property
     def spec(self) -> OpSpec:
