@@ -65,6 +65,17 @@ T = TypeVar("T")
 
 
 @dataclass
+class Iteration:
+    """One prepare + cache + timed run, between two probe snapshots; a sample is one or more."""
+
+    m: Measurement
+    delta: ProbeDelta
+    growth: int | None = None  # the device's page-cache residency grew by (O_DIRECT check)
+    cache: str = "warm"  # the cache state verify_cache found
+    cache_flags: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Runner:
     run: Run
     targets: list[RunTarget]
@@ -443,12 +454,11 @@ class Runner:
         if got is None:
             return
         runs, rewarm = got
-        cache, cache_flags = runs[-1][3], runs[-1][4]
-        m, delta, growth = merge_iterations([r[:3] for r in runs], wl)
+        it = merge_iterations(runs, wl)
         if rewarm is not None:
-            m.extra["rewarm_value"] = round(rewarm, 3)  # the discarded first iteration's
-        sample = build_sample(m, delta, wl, cache, cache_flags, growth)
-        sample.flags += short_sample_flags(m.seconds, len(runs), wl, self.min_sample_s)
+            it.m.extra["rewarm_value"] = round(rewarm, 3)  # the discarded first iteration's
+        sample = build_sample(it.m, it.delta, wl, it.cache, it.cache_flags, it.growth)
+        sample.flags += short_sample_flags(it.m.seconds, len(runs), wl, self.min_sample_s)
         res.samples.append(sample.value)
         res.sample_details.append(sample)
         if self.sink:
@@ -459,7 +469,7 @@ class Runner:
 
     def _sample_runs(
         self, rt: RunTarget, wl: Workload, res: Result
-    ) -> tuple[list[tuple[Measurement, ProbeDelta, int | None, str, list[str]]], float | None]:
+    ) -> tuple[list[Iteration], float | None]:
         """A sample is as many prepare+run iterations as it takes to last long enough to
         measure (a 0.1 s read says little); the result records how much work that was.
 
@@ -472,16 +482,16 @@ class Runner:
         dropped caches (a FUSE daemon remounted), so their first is like the rest (ext4's cold
         read: 3,971 against 4,205 MiB/s) and nothing is discarded: it would cost a cache drop
         and a remount each."""
-        runs: list[tuple[Measurement, ProbeDelta, int | None, str, list[str]]] = []
+        runs: list[Iteration] = []
         rewarm: float | None = None
         discard = self.rewarm and wl.cache not in ("cold", "direct")
         while True:
-            cache, cache_flags, m, delta, growth = self._iteration(rt, wl, res)
-            if discard and rewarm is None and not runs and 0 < m.seconds < self._min_time(wl):
-                rewarm = m.value
+            it = self._iteration(rt, wl, res)
+            if discard and rewarm is None and not runs and 0 < it.m.seconds < self._min_time(wl):
+                rewarm = it.m.value
                 continue
-            runs.append((m, delta, growth, cache, cache_flags))
-            spent = sum(r[0].seconds for r in runs)
+            runs.append(it)
+            spent = sum(r.m.seconds for r in runs)
             if spent >= self._min_time(wl) or len(runs) >= MAX_ITERATIONS or spent <= 0:
                 return runs, rewarm
 
@@ -532,10 +542,10 @@ class Runner:
         # ready() waits for it right before this run's snapshot.
         with self.clock.phase("bpftrace"):
             tracer.launch()  # nothing when the pass launched it already
-        _, _, m, delta, _ = self._iteration(rt, wl, res, traced=True)
-        if delta.trace is not None:
-            delta.trace["value"] = m.value
-            res.trace = delta.trace
+        it = self._iteration(rt, wl, res, traced=True)
+        if it.delta.trace is not None:
+            it.delta.trace["value"] = it.m.value
+            res.trace = it.delta.trace
 
     def _warmup(self, wl: Workload) -> int:
         own = hook(wl, "warmup")
@@ -547,7 +557,7 @@ class Runner:
 
     def _iteration(
         self, rt: RunTarget, wl: Workload, res: Result, traced: bool = False
-    ) -> tuple[str, list[str], Measurement, ProbeDelta, int | None]:
+    ) -> Iteration:
         """prepare, bring the cache to its state, and run once between two probe snapshots."""
         ph = self.clock.phase
         with ph("mount"):
@@ -590,7 +600,7 @@ class Runner:
         if tracer and keys is not None:
             work = {"bytes": m.bytes, "ops": m.ops, "seconds": m.seconds}
             delta.trace = ktrace.to_trace(maps or {}, keys, tracer.status, work)
-        return cache, cache_flags, m, delta, growth
+        return Iteration(m, delta, growth, cache, cache_flags)
 
     def _trace_keys(self, target: Target, wl: Workload) -> ktrace.SubjectKeys | None:
         """The subject's keys in the trace maps, read now (a FUSE remount changes them)."""
@@ -693,14 +703,12 @@ def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bo
     return verdict.verdict(base.samples, res.samples, family).decided
 
 
-def merge_iterations(
-    runs: list[tuple[Measurement, ProbeDelta, int | None]], wl: Workload
-) -> tuple[Measurement, ProbeDelta, int | None]:
+def merge_iterations(runs: list[Iteration], wl: Workload) -> Iteration:
     """One sample from its iterations: amounts and probe deltas add up; a rate is total work
-    over total time, any other value the mean."""
+    over total time, any other value the mean; the cache state is the last iteration's."""
     if len(runs) == 1:
         return runs[0]
-    ms = [r[0] for r in runs]
+    ms = [r.m for r in runs]
     seconds = sum(m.seconds for m in ms)
     if wl.unit.endswith("/s") and seconds > 0:
         value = sum(m.value * m.seconds for m in ms) / seconds
@@ -723,7 +731,7 @@ def merge_iterations(
         },
         flags=list(dict.fromkeys(f for x in ms for f in x.flags)),
     )
-    ds = [r[1] for r in runs]
+    ds = [r.delta for r in runs]
     d = ProbeDelta()
     for f in fields(ProbeDelta):
         vals = [getattr(x, f.name) for x in ds]
@@ -741,9 +749,9 @@ def merge_iterations(
             d.kthreads_by_name[k] = d.kthreads_by_name.get(k, 0.0) + v
     d.meminfo_before, d.meminfo_after = ds[0].meminfo_before, ds[-1].meminfo_after
     d.flags = list(dict.fromkeys(f for x in ds for f in x.flags))
-    growths = [r[2] for r in runs]
+    growths = [r.growth for r in runs]
     growth = None if any(g is None for g in growths) else sum(g for g in growths if g is not None)
-    return m, d, growth
+    return Iteration(m, d, growth, runs[-1].cache, runs[-1].cache_flags)
 
 
 # How each per-iteration figure of Measurement.extra becomes the sample's: amounts add up,

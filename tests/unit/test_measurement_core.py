@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.probes.sample import ProbeDelta
-from fsbench.runner import Runner, RunTarget, aggregate, build_sample, merge_iterations
+from fsbench.runner import Iteration, Runner, RunTarget, aggregate, build_sample, merge_iterations
 from fsbench.runner import verify_cache as verify
 from fsbench.schema import Device, Result, Run, Sample, Subject
 from fsbench.workloads.base import Measurement, Target, hook
@@ -76,13 +76,14 @@ def test_rates_merge_as_total_work_over_total_time() -> None:
     fast = Measurement(value=200.0, seconds=1.0, bytes=200 * MiB)
     slow = Measurement(value=50.0, seconds=2.0, bytes=100 * MiB)
     wl = FakeWorkload()
-    m, _d, growth = merge_iterations([(fast, ProbeDelta(), 10), (slow, ProbeDelta(), 5)], wl)
+    it = merge_iterations([Iteration(fast, ProbeDelta(), 10), Iteration(slow, ProbeDelta(), 5)], wl)
+    m, growth = it.m, it.growth
     assert m.value == pytest.approx(300 / 3.0)  # not the mean of 200 and 50
     assert (m.seconds, m.bytes) == (3.0, 300 * MiB)
     assert growth == 15
     # One iteration that cannot tell its page-cache growth makes the sum unknown.
-    _, _, unknown = merge_iterations([(fast, ProbeDelta(), 10), (slow, ProbeDelta(), None)], wl)
-    assert unknown is None
+    runs = [Iteration(fast, ProbeDelta(), 10), Iteration(slow, ProbeDelta(), None)]
+    assert merge_iterations(runs, wl).growth is None
 
 
 def test_probe_deltas_of_iterations_add_up() -> None:
@@ -91,7 +92,7 @@ def test_probe_deltas_of_iterations_add_up() -> None:
     d2 = ProbeDelta(daemon_user_s=2.0, system_ctx=30, device=Device(write_bytes=6 * MiB))
     d2.kthreads_by_name = {"kworker": 0.25, "loop": 1.0}
     m = Measurement(value=1.0, seconds=1.0, bytes=MiB)
-    _, d, _ = merge_iterations([(m, d1, None), (m, d2, None)], FakeWorkload())
+    d = merge_iterations([Iteration(m, d1), Iteration(m, d2)], FakeWorkload()).delta
     assert d.daemon_user_s == pytest.approx(3.0)
     assert d.system_ctx == 40
     assert d.device.write_bytes == 10 * MiB

@@ -467,14 +467,14 @@ def test_a_merged_sample_keeps_each_iterations_value() -> None:
     """The sample's rate is total work over total time; each iteration's own rate stays beside
     it, so a stall in one iteration is told from a sample slow throughout."""
     from fsbench.probes.sample import ProbeDelta
-    from fsbench.runner import merge_iterations
+    from fsbench.runner import Iteration, merge_iterations
     from fsbench.workloads.base import Measurement
 
     runs = [
-        (Measurement(value=v, seconds=s, bytes=int(v * s)), ProbeDelta(), None)
+        Iteration(Measurement(value=v, seconds=s, bytes=int(v * s)), ProbeDelta())
         for v, s in ((2000.0, 0.2), (500.0, 0.4), (2000.0, 0.2))
     ]
-    m, _, _ = merge_iterations(runs, FakeWorkload(unit="MiB/s"))
+    m = merge_iterations(runs, FakeWorkload(unit="MiB/s")).m
     assert m.value == pytest.approx((400 + 200 + 400) / 0.8)
     assert m.extra["iterations"] == 3
     assert m.extra["iteration_values"] == [2000.0, 500.0, 2000.0]
