@@ -263,56 +263,14 @@ def _run_dir(target: Path, o: dict[str, Any]) -> None:
 
 
 def _go(o: dict[str, Any], **plan_fields: Any) -> None:
-    """Resolve the workloads for the checked options (fsbench.options), then run the plan."""
-    from fsbench.lab.placement import parse_placements, with_placements
-    from fsbench.pipeline import Plan, check_out_dir, default_out_dir, execute, new_run_id
-    from fsbench.registry import resolve_workloads
+    """Run the plan the checked options (fsbench.options) resolve to, with a progress bar, and
+    render what it measured."""
+    from fsbench.pipeline import execute
+    from fsbench.plan import plan_from_options
     from fsbench.report.table import render
-    from fsbench.store import default_db_path
 
-    own = []
-    if o["command"] is not None:
-        from fsbench.workloads.command import build
-
-        steps = (o["prepare"], o["setup"], o["cleanup"])
-        own.append(build(o["command"], *steps, o["input"], o["timeout"], o["as_user"]))
-    wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"], own, o["timeout"])
-    if o.get("clients") is not None or o.get("clients_sweep") is not None:
-        from fsbench.workloads.clients import apply_clients
-
-        wl = apply_clients(wl, o.get("clients"), o.get("clients_sweep"), o["scale"])
-    if o["manifest"]:
-        from fsbench.workloads.treehash import apply_manifest
-
-        wl = apply_manifest(wl, str(o["manifest"]))
-    # Placement is a dimension of the schedule, like a variant: one result per placement.
-    wl = with_placements(wl, o["placement"] or parse_placements(None))
-    n, adaptive = o["repeat"]
-    budget = o["time_budget"]
-    if adaptive and budget is None:
-        budget = options.DEFAULT_TIME_BUDGET_S
-    out = o["out"]
-    run_id = new_run_id()
-    out_dir = out if out is not None else default_out_dir(run_id)
-    check_out_dir(out_dir)
-    as_json = o["as_json"]
-    plan = Plan(
-        run_id=run_id,
-        workloads=wl,
-        repeat=n,
-        adaptive=adaptive,
-        max_repeat=int(o["max_repeat"]),
-        time_budget_s=budget,
-        scale=o["scale"],
-        warmup=o["warmup"],
-        min_sample_s=o["min_sample_time"],
-        out_dir=out_dir,
-        db=o["db"] or default_db_path(),
-        command=sys.argv,
-        trace=not o["no_trace"],
-        trace_probes=o["trace_probes"],
-        **plan_fields,
-    )
+    plan = plan_from_options(o, sys.argv, options.DEFAULT_TIME_BUDGET_S, **plan_fields)
+    out_dir, as_json = plan.out_dir, o["as_json"]
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),

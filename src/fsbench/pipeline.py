@@ -7,7 +7,6 @@ a context manager, so every exit path (normal, exception, SIGINT, SIGTERM) relea
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import signal
 import stat
@@ -15,7 +14,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsbench.env import (
@@ -26,19 +24,20 @@ from fsbench.env import (
     remeasure_wakeups,
 )
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
-from fsbench.lab.backing import Backing, format_size
+from fsbench.lab.backing import format_size
 from fsbench.lab.drivers import DRIVERS, availability, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
 from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
+from fsbench.plan import Plan
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
 from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.runner import Runner, RunTarget, workload_id
 from fsbench.schema import Feature, Run, Subject
-from fsbench.store import Store, default_db_path
+from fsbench.store import Store
 from fsbench.workloads.base import Target, Workload, free_bytes, hook
 from fsbench.workloads.clients import check_clients
 
@@ -53,60 +52,6 @@ class Interrupted(KeyboardInterrupt):
 
     A KeyboardInterrupt, so no `except Exception` on the way swallows it and the command line
     reports it as an interruption (exit 130), wherever it lands."""
-
-
-@dataclass
-class Plan:
-    subjects: list[SubjectSpec] | None  # None: a directory target
-    explicit: bool
-    workloads: list[Workload]
-    repeat: int
-    backing: Backing
-    size: int
-    out_dir: Path
-    db: Path
-    command: list[str]
-    target_dir: Path | None = None
-    unavailable: list[Subject] = field(default_factory=list)
-    adaptive: bool = False
-    max_repeat: int = 10
-    time_budget_s: float | None = None
-    read_only: bool = False
-    destroy_data: bool = False
-    scale: float = 1.0
-    warmup: int = 1
-    min_sample_s: float = 1.0
-    tune: bool = True  # hold free page reporting off during a lab run
-    # Subjects measured inside VMs with other kernels (src/fsbench/vm): run after the host's
-    # subjects, merged into the same run. With it, subjects == [] means no host subject.
-    vm_stage: Callable[[Run, Store, Callable[[str], None]], None] | None = None
-    trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
-    trace_probes: tuple[str, ...] | None = None  # which (--trace-probes); None: the default set
-    integrity: bool = True  # check each lab subject's volume after its workloads
-    run_id: str = field(default_factory=lambda: new_run_id())
-    # When the command started (time.monotonic): --time-budget counts from here, so the
-    # images, the noise floor and the wake-up probe are inside it, as a user's clock sees.
-    started: float = field(default_factory=time.monotonic)
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-
-
-def default_out_dir(run_id: str) -> Path:
-    return default_db_path().parent / "runs" / run_id
-
-
-def check_out_dir(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a directory")
-    if (out / "results.json").exists():
-        raise UsageError(f"--out {out}: already holds a results.json; choose another directory")
-    parent = out if out.exists() else out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"--out {out}: cannot write there")
 
 
 def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject], bool]:

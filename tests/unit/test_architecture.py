@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.__main__",
         ),
     ),
-    ("pipeline", ("fsbench.pipeline",)),
+    ("pipeline", ("fsbench.pipeline", "fsbench.plan")),
     ("runner", ("fsbench.runner", "fsbench.registry", "fsbench.env", "fsbench.vm")),
     ("parts", ("fsbench.lab", "fsbench.workloads", "fsbench.probes", "fsbench.services")),
     ("results", ("fsbench.store", "fsbench.report")),

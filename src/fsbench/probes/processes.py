@@ -46,6 +46,16 @@ def stopped(pid: int, fs: ProcFS = _FS) -> bool:
     return st is not None and st.state in ("T", "t")
 
 
+def group_alive(pgid: int, fs: ProcFS = _FS) -> bool:
+    """Whether any process of the group still runs (a zombie does not count: it holds no file
+    and no mount busy)."""
+    for pid in fs.pids():
+        st = stat(pid, fs)
+        if st is not None and st.pgrp == pgid and st.state not in ("Z", "X"):
+            return True
+    return False
+
+
 def cmdline(pid: int, fs: ProcFS = _FS) -> list[bytes]:
     """The arguments of a process; empty once it is gone (or for a kernel thread)."""
     try:

@@ -75,6 +75,7 @@ class PidStat:
     stime: int
     num_threads: int
     starttime: int  # ticks after boot; tells a reused pid from the original
+    pgrp: int = 0  # process group
 
 
 class ThreadCPU(NamedTuple):
@@ -178,6 +179,7 @@ def parse_pid_stat(text: str) -> PidStat:
             stime=int(rest[12]),
             num_threads=int(rest[17]),
             starttime=int(rest[19]),
+            pgrp=int(rest[2]),
         )
     except (ValueError, IndexError) as exc:
         raise ProcParseError(f"not a /proc/PID/stat line: {text[:80]!r}") from exc

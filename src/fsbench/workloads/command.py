@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from fsbench.errors import UsageError
 from fsbench.manifest import hash_paths, walk_tree
+from fsbench.probes import processes
 from fsbench.workloads import base
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed, children_usage
 
@@ -186,18 +187,7 @@ def _killpg(pgid: int, sig: int) -> None:
 def group_alive(pgid: int) -> bool:
     """Whether any process of the group still runs. A zombie does not count: it holds no file
     and no mount busy, and reaping an orphan is up to init (here it took ~1 s)."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'.
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
+    return processes.group_alive(pgid)
 
 
 def _wait_gone(pgid: int, timeout_s: float) -> bool:

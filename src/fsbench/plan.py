@@ -1,0 +1,127 @@
+"""The plan of one `compare` or `run`: what the checked command-line options resolve to (the
+workloads, the repeat mode and budget, where results go), before anything is created. The
+command line builds it with `plan_from_options`; `pipeline.execute` runs it."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsbench.errors import UsageError
+from fsbench.lab.backing import Backing
+from fsbench.lab.subject import SubjectSpec
+from fsbench.schema import Run, Subject
+from fsbench.store import Store, default_db_path
+from fsbench.workloads.base import Workload
+
+
+@dataclass
+class Plan:
+    subjects: list[SubjectSpec] | None  # None: a directory target
+    explicit: bool
+    workloads: list[Workload]
+    repeat: int
+    backing: Backing
+    size: int
+    out_dir: Path
+    db: Path
+    command: list[str]
+    target_dir: Path | None = None
+    unavailable: list[Subject] = field(default_factory=list)
+    adaptive: bool = False
+    max_repeat: int = 10
+    time_budget_s: float | None = None
+    read_only: bool = False
+    destroy_data: bool = False
+    scale: float = 1.0
+    warmup: int = 1
+    min_sample_s: float = 1.0
+    tune: bool = True  # hold free page reporting off during a lab run
+    # Subjects measured inside VMs with other kernels (src/fsbench/vm): run after the host's
+    # subjects, merged into the same run. With it, subjects == [] means no host subject.
+    vm_stage: Callable[[Run, Store, Callable[[str], None]], None] | None = None
+    trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
+    trace_probes: tuple[str, ...] | None = None  # which (--trace-probes); None: the default set
+    integrity: bool = True  # check each lab subject's volume after its workloads
+    run_id: str = field(default_factory=lambda: new_run_id())
+    # When the command started (time.monotonic): --time-budget counts from here, so the
+    # images, the noise floor and the wake-up probe are inside it, as a user's clock sees.
+    started: float = field(default_factory=time.monotonic)
+
+
+def plan_from_options(
+    o: dict[str, Any], argv: list[str], default_budget_s: float, **plan_fields: Any
+) -> Plan:
+    """The plan for the checked options of `compare` or `run` (fsbench.options): the
+    workloads resolved (suite or names, --numjobs, the user's command, --clients, --manifest,
+    placements), the repeat mode and budget, the output directory checked."""
+    from fsbench.lab.placement import parse_placements, with_placements
+    from fsbench.registry import resolve_workloads
+    from fsbench.store import default_db_path
+
+    own = []
+    if o["command"] is not None:
+        from fsbench.workloads.command import build
+
+        steps = (o["prepare"], o["setup"], o["cleanup"])
+        own.append(build(o["command"], *steps, o["input"], o["timeout"], o["as_user"]))
+    wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"], own, o["timeout"])
+    if o.get("clients") is not None or o.get("clients_sweep") is not None:
+        from fsbench.workloads.clients import apply_clients
+
+        wl = apply_clients(wl, o.get("clients"), o.get("clients_sweep"), o["scale"])
+    if o["manifest"]:
+        from fsbench.workloads.treehash import apply_manifest
+
+        wl = apply_manifest(wl, str(o["manifest"]))
+    # Placement is a dimension of the schedule, like a variant: one result per placement.
+    wl = with_placements(wl, o["placement"] or parse_placements(None))
+    n, adaptive = o["repeat"]
+    budget = o["time_budget"]
+    if adaptive and budget is None:
+        budget = default_budget_s
+    run_id = new_run_id()
+    out_dir = o["out"] if o["out"] is not None else default_out_dir(run_id)
+    check_out_dir(out_dir)
+    return Plan(
+        run_id=run_id,
+        workloads=wl,
+        repeat=n,
+        adaptive=adaptive,
+        max_repeat=int(o["max_repeat"]),
+        time_budget_s=budget,
+        scale=o["scale"],
+        warmup=o["warmup"],
+        min_sample_s=o["min_sample_time"],
+        out_dir=out_dir,
+        db=o["db"] or default_db_path(),
+        command=argv,
+        trace=not o["no_trace"],
+        trace_probes=o["trace_probes"],
+        **plan_fields,
+    )
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def default_out_dir(run_id: str) -> Path:
+    return default_db_path().parent / "runs" / run_id
+
+
+def check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    if (out / "results.json").exists():
+        raise UsageError(f"--out {out}: already holds a results.json; choose another directory")
+    parent = out if out.exists() else out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--out {out}: cannot write there")
