@@ -116,7 +116,11 @@ def test_every_plot_is_drawn_at_the_pages_width_with_room_and_no_legend_over_a_p
 
     seen = set()
     for r in _runs(run):
-        for p in plan(r).all():
+        planned = plan(r)
+        for p in planned.traces.values():  # captions say what was measured: the traced run
+            assert "traced run (its last warm-up run" in p.caption, p.caption
+            assert "timed samples" not in p.caption
+        for p in planned.all():
             seen.add(p.id.split("-")[0])
             w = p.svg.size_in[0]  # type: ignore[attr-defined]
             assert 9.0 <= w <= 12.5, (p.id, w)
@@ -141,11 +145,3 @@ def test_the_overlap_check_sees_a_legend_over_its_axes() -> None:
     svg = _svg(fig, "control")
     assert any("legend over axes" in p for p in svg.problems)  # type: ignore[attr-defined]
     assert any("tick labels overlap" in p for p in svg.problems)  # type: ignore[attr-defined]
-
-
-def test_trace_plot_caption_says_the_traced_warm_up_run(run: Run) -> None:
-    from fsbench.report.plots import plan
-
-    for p in plan(run).traces.values():
-        assert "traced run (its last warm-up run" in p.caption
-        assert "timed samples" not in p.caption
