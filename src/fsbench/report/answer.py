@@ -9,6 +9,7 @@ both say the same thing.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -100,13 +101,16 @@ def why_lines(e: Explanation, width: int = 100) -> list[str]:
         return lines
     # brief_lines never splits a factor: it left the first out, so wrap it on its own, then
     # add whatever brief_lines kept (a placement remark) below it.
+    # A number keeps its unit on its line ("13 s/GiB", "59 %"): a no-break space while wrapping.
+    glued = re.sub(r"(\d) (?=[^\W\d_]|%|µ)", "\\1\u00a0", first.brief)
     wrapped = textwrap.wrap(
-        first.brief,
+        glued,
         width=width,
         initial_indent=_head(e),
         subsequent_indent="    ",
         break_on_hyphens=False,
     )
+    wrapped = [ln.replace("\u00a0", " ") for ln in wrapped]
     rest = [ln for ln in lines if first.brief not in ln]
     return wrapped + [
         ("    " + ln.split(": ", 1)[-1]) if ln.startswith("  ") else ln for ln in rest
