@@ -421,6 +421,22 @@ def _processes(dirs: RunDirs) -> list[str]:
     return found
 
 
+@leftover_check("processes working in the mounts")
+def _working_inside(dirs: RunDirs) -> list[str]:
+    """A user's command (--command) names no path: it is found by its working directory."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if (cwd + "/").startswith(dirs.mount_dir + "/") and alive(int(entry.name)):
+            found.append(f"{entry.name} in {cwd}: {' '.join(cmdline(int(entry.name)))[:200]}")
+    return found
+
+
 @leftover_check("files")
 def _files(dirs: RunDirs) -> list[str]:
     paths = [dirs.image_dir, dirs.mount_dir, dirs.record, dirs.record.removesuffix("json") + "tmp"]

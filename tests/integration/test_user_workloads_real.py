@@ -21,6 +21,7 @@ from conftest import (
     fsbench,
     fsbench_argv,
     fsbench_released,
+    leftovers_anywhere,
     mounts_under,
     need_drivers,
     read_record,
@@ -130,12 +131,15 @@ def test_a_command_left_running_by_a_killed_fsbench_is_stopped_by_cleanup(
         os.kill(rec["pid"], signal.SIGKILL)  # fsbench itself: its command stays behind
         proc.wait(timeout=60)
         assert alive(sleeper) and mounts_under(dirs.mount_dir)
+        # The chaos test's leftover checks see it too (by its working directory).
+        assert str(sleeper) in " ".join(leftovers_anywhere(dirs)["processes working in the mounts"])
         res = fsbench("cleanup", timeout=120)
         assert res.returncode == 0, res.stderr
         # The sleep, and the shell around it where it did not exec.
         assert re.search(r"stopped [12] process\(es\) working in the run's mounts", res.stdout)
         assert _sleepers(marker) == []
         dirs.assert_released()
+        assert leftovers_anywhere(dirs) == {}
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
