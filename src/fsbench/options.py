@@ -257,7 +257,8 @@ OPTIONS: list[Option] = [
     Option(("--warmup",), "Discarded runs before each subject's first sample of a workload (0 "
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),
     Option(("--suite",), "A named suite (see `fsbench list suites`)."),
-    Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`)."),
+    Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`); "
+           "fio:JOBFILE[:cache=cold] runs your own fio job file (docs/your-workloads.md)."),
     # the user's own command as a workload (workloads/command.py), hyperfine's vocabulary
     Option(("--command",), "Your own command as a workload: run by /bin/sh in each subject's "
            "mount, timed (wall time; CPU of its process tree); alone unless --workloads names "
@@ -268,8 +269,8 @@ OPTIONS: list[Option] = [
            metavar="CMD"),
     Option(("--cleanup",), "With --command: run once per subject after its last sample.",
            metavar="CMD"),
-    Option(("--input",), "With --command: a directory copied onto every subject first (as "
-           "<mount>/<its name>, the command's working directory).", path=True),
+    Option(("--input",), "With --command: a directory copied onto every subject first, into "
+           "the command's working directory (<mount>/fsbench/<its name>).", path=True),
     Option(("--timeout",), "Stop any of your commands or fio job files after S seconds (its "
            "process group killed); that subject's sample fails (default 3600).",
            parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "x")),
