@@ -74,11 +74,20 @@ def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject]
                     kind=d.kind,
                     status="unavailable",
                     error=av.reason,
+                    available_in=_kernel_with(d.name) if d.kind == "kernel" else None,
                 )
             )
     if not specs:
         raise EnvironmentProblem("no driver is available on this machine; see `fsbench doctor`")
     return specs, skipped, False
+
+
+def _kernel_with(driver: str) -> str | None:
+    """A known kernel (vm/kernels.py) whose modules have the driver this host lacks."""
+    from fsbench.vm.kernels import providers
+
+    hit = providers([driver])
+    return hit[0] if hit else None
 
 
 @contextmanager

@@ -255,6 +255,9 @@ class Subject(_Model):
     status: SubjectStatus = "ok"
     error: str | None = None
     kernel: str | None = None  # the guest kernel's name (src/fsbench/vm); None: the host's
+    # Unavailable here: a kernel fsbench knows (vm/kernels.py) that has the driver, so a report
+    # can print the `--kernel NAME` command that measures it.
+    available_in: str | None = None
     # FUSE subjects: how the daemon gets its requests (dev-fuse, uring, passthrough).
     transport: str | None = None
     integrity: Integrity | None = None

@@ -154,16 +154,16 @@ def _kernel_lacks(s: Subject) -> bool:
 
 
 def missing(run: Run) -> Missing:
-    from fsbench.vm.kernels import providers  # the VM stage is optional to the report
-
     gone = [s for s in run.subjects if s.status == "unavailable"]
     lacks = [s for s in gone if _kernel_lacks(s)]
     other = [(s.id, s.error or "unavailable") for s in gone if not _kernel_lacks(s)]
     command, covered = None, []
-    best = providers([s.driver for s in lacks])
-    if best is not None:
-        name, drivers = best
-        covered = [s.id for s in lacks if s.driver in drivers]
+    # The kernel the run recorded for most of them (Subject.available_in, set by the pipeline
+    # from vm/kernels.py: the renderer reads only the records).
+    kernels = [s.available_in for s in lacks if s.available_in]
+    if kernels:
+        name = max(dict.fromkeys(kernels), key=kernels.count)
+        covered = [s.id for s in lacks if s.available_in == name]
         command = f"fsbench compare {' '.join(covered)} --kernel {name}"
     return Missing([s.id for s in lacks], other, command, covered)
 
