@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from fsbench.lab.system import run
+from fsbench.probes.procfs import ProcFS
 
 
 def attach(image: Path, read_only: bool = False) -> str:
@@ -16,10 +17,16 @@ def attach(image: Path, read_only: bool = False) -> str:
     return run([*argv, str(image)]).stdout.strip()
 
 
-def detach(device: str) -> str | None:
-    """Detach a loop device; None when done, else why not (losetup's words)."""
+def detach(device: str, procfs: ProcFS | None = None) -> str | None:
+    """Detach a loop device; None when done (or when it is no longer attached: a loop with
+    autoclear goes by itself once its last user unmounts, and losetup then fails with
+    ENXIO), else why not (losetup's words)."""
     proc = run(["losetup", "-d", device], check=False)
-    return None if proc.returncode == 0 else (proc.stderr.strip() or f"exit {proc.returncode}")
+    if proc.returncode == 0:
+        return None
+    if Path(device).name not in (procfs or ProcFS()).loop_backing_files():
+        return None  # gone already: detached is what was asked
+    return proc.stderr.strip() or f"exit {proc.returncode}"
 
 
 def list_loops() -> list[tuple[str, str]]:
