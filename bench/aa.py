@@ -1,7 +1,7 @@
 """A/A: how often does a default `fsbench compare` mark ▲/▼ where there is no difference, and
 how often does it find one that is physical?
 
-    uv run python bench/aa.py [--runs 3] [--fuse-runs 2] [--known 10] [--lock /tmp/fsbench-heavy.lock]
+    uv run python bench/aa.py [--runs 3] [--fuse-runs 2] [--known 10] [--lock PATH]
 
 Each A/A run is a default comparison of subjects that are one driver with default-equivalent
 options (every true ratio is 1): `ext4 ext4:relatime ext4:async ext4:barrier ext4:suid
