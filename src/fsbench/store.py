@@ -377,7 +377,10 @@ class Store:
         if not ref.strip():
             # Path("") is ".", which would silently load whatever the cwd holds.
             raise UsageError(f"empty run reference; {_LIST_HINT}")
-        path = Path(ref).expanduser()
+        try:
+            path = Path(ref).expanduser()
+        except RuntimeError:  # ~name of no such user: a reference like any other
+            path = Path(ref)
         if path.is_dir() or (path.is_file() and path.suffix == ".json"):
             results_json = path / "results.json" if path.is_dir() else path
             if results_json.is_file():

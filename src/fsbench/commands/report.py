@@ -42,14 +42,22 @@ def _store(db: Path | None, refs: list[str]) -> Store:
     if db_path.exists():
         return Store(db_path)
     for ref in refs:
-        if not ref.strip() or not Path(ref).expanduser().exists():
+        if not ref.strip() or not _expand(ref).exists():
             raise UsageError(f"no run {ref!r}: no runs stored yet ({db_path} does not exist)")
     return Store(":memory:")
 
 
+def _expand(ref: str) -> Path:
+    """~ expanded; a `~name` of no such user stays as written (Path raises on it)."""
+    try:
+        return Path(ref).expanduser()
+    except RuntimeError:
+        return Path(ref)
+
+
 def _out_dir_of(store: Store, ref: str, run: Run) -> Path | None:
     """Where the run's results.json lives: the directory given, or the one the store recorded."""
-    p = Path(ref).expanduser()
+    p = _expand(ref)
     if p.is_dir():
         return p
     if p.is_file():
