@@ -233,6 +233,10 @@ def compare(subjects: tuple[str, ...], **raw: Any) -> None:
             _go(o, backing=b, size=o["size"], tune=not o["no_tune"], **fields)
             return
     specs, skipped, explicit = resolve_subjects(list(subjects))
+    if o["age"]:
+        from fsbench.lab.subject import with_ages
+
+        specs = with_ages(specs, o["age"])
     _go(
         o,
         subjects=specs,
@@ -244,6 +248,7 @@ def compare(subjects: tuple[str, ...], **raw: Any) -> None:
         destroy_data=o["destroy_data"],
         tune=not o["no_tune"],
         integrity=not o["no_integrity"],
+        age_seed=o["age_seed"],
     )
 
 

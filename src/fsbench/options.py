@@ -211,6 +211,13 @@ OPTIONS: list[Option] = [
            parse=integer(1, 64), metavar="INTEGER", bad=("0", "65", "two")),
     Option(("--vm-timeout",), "Give up on a VM after S seconds.", ("compare",),
            parse=positive(float, 10**7), metavar="FLOAT", bad=("0", "-5", "soon")),
+    Option(("--age",), "Aging profiles of the images, a comma list: none (fresh), light, heavy; "
+           "each subject once per profile, on a cached aged image identical for every driver "
+           "of a format (docs/aging.md).", ("compare",),
+           parse=external("fsbench.lab.aging", "parse_ages"), bad=("old", "none,none", "")),
+    Option(("--age-seed",), "The aging workload's seed (same seed, same aged layout).",
+           ("compare",), default="1", parse=integer(0, 2**31 - 1), metavar="INTEGER",
+           bad=("-1", "x")),
     Option(("--no-integrity",), "Skip the integrity check after the workloads (read-only "
            "fsck, kernel log, digests).", ("compare",), flag=True),
     # run only: an existing directory, optionally driven from several fio clients

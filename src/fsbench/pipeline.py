@@ -36,7 +36,7 @@ from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
 from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.runner import Runner, RunTarget, workload_id
-from fsbench.schema import Feature, Run, Subject
+from fsbench.schema import Aging, Feature, Run, Subject
 from fsbench.store import Store
 from fsbench.workloads.base import Target, Workload, free_bytes, hook
 from fsbench.workloads.clients import check_clients
@@ -135,6 +135,7 @@ def _subject_record(ls: LabSubject) -> Subject:
         driver_version=driver_version(d),
         mkfs_command=ls.mkfs_command,
         quirks=list(d.quirks),
+        aging=Aging.model_validate(ls.aging) if ls.aging else None,
     )
 
 
@@ -148,7 +149,16 @@ def execute(
     """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed)."""
     run_id = plan.run_id
     lab = (
-        Lab(run_id, plan.backing, plan.size, plan.read_only, plan.destroy_data, plan.tune)
+        Lab(
+            run_id,
+            plan.backing,
+            plan.size,
+            plan.read_only,
+            plan.destroy_data,
+            plan.tune,
+            age_seed=plan.age_seed,
+            on_step=on_step,
+        )
         if plan.subjects is not None and (plan.subjects or plan.vm_stage is None)
         else None
     )
@@ -345,6 +355,7 @@ def _lab_targets(
     lab_subjects = lab.prepare(plan.subjects)
     # --scale grows every workload's files alike (longer samples; > 2.5 fills the image).
     file_size = max(MiB, int(plan.size * FILE_FRACTION * plan.scale) // MiB * MiB)
+    file_size = aged_budget(lab_subjects, file_size)
     targets = []
     rejected: list[str] = []
     for ls in lab_subjects:
@@ -379,6 +390,16 @@ def _lab_targets(
         # The user named an option the driver refuses: bad input, not a measurement failure.
         raise UsageError(f"mount option rejected by the driver: {rejected[0]}")
     return targets
+
+
+def aged_budget(subjects: list[LabSubject], file_size: int) -> int:
+    """An aged image leaves less room: every subject's file budget is cut to what the fullest
+    aged image can hold (FILE_FRACTION of its free space, like the fresh images' share of their
+    size), so fresh and aged subjects do the same work and their ratio means something."""
+    free = [s.aging["free_space"].get("free_bytes", 0) for s in subjects if s.aging]
+    if not free:
+        return file_size
+    return max(MiB, min(file_size, int(min(free) * FILE_FRACTION) // MiB * MiB))
 
 
 def _releaser(lab: Lab, ls: LabSubject, rec: Subject) -> Callable[[], None]:

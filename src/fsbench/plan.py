@@ -48,6 +48,7 @@ class Plan:
     trace: bool = True  # kernel trace probes (bpftrace) around each sample, when available
     trace_probes: tuple[str, ...] | None = None  # which (--trace-probes); None: the default set
     integrity: bool = True  # check each lab subject's volume after its workloads
+    age_seed: int = 1  # the aging workload's seed (--age-seed) for subjects with an age
     run_id: str = field(default_factory=lambda: new_run_id())
     # When the command started (time.monotonic): --time-budget counts from here, so the
     # images, the noise floor and the wake-up probe are inside it, as a user's clock sees.

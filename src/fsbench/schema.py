@@ -53,6 +53,9 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Later, additive: noise_floor gains mib_s_end and cv_end (re-measured after the last
 #     sample); a move beyond both medians' intervals is one of environment.notes.
 #     Later, additive: Subject.quirks (the driver's declared quirks the explanation reads).
+#     Later, additive (issue 25): Subject.aging (profile, seed, reference driver, cache key,
+#     image and layout digests, utilization, extents per file, free-space fragmentation,
+#     cost) for subjects `driver (aged:PROFILE)`.
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -243,6 +246,27 @@ class Quirk(_Model):
     brief: str
 
 
+class Aging(_Model):
+    """How a subject's aged image was made (lab/aging.py) and what aging did to it."""
+
+    profile: str
+    seed: int
+    key: str  # the cache entry: format, mkfs, profile, seed, size, driver, tool versions
+    reference_driver: str  # the one driver that aged the image every subject gets a copy of
+    reference_driver_version: str | None = None
+    mount_options: str = ""
+    image_digest: str = ""  # XXH3-128 of the aged image, checked on every reuse
+    layout_digest: str = ""  # XXH3-128 of every file's size and physical extents
+    reused: bool = False  # copied from the cache (True) or aged in this run
+    aging_seconds: float = 0.0  # the aging workload's time when the image was made
+    setup_seconds: float = 0.0  # this run's cost: the checked copy, or aging and probes
+    utilization: float = 0.0  # used share of the volume after aging (statvfs)
+    workload: dict[str, Any] = Field(default_factory=dict)  # ops, bytes written, files, dirs
+    files: dict[str, Any] = Field(default_factory=dict)  # extents per file
+    free_space: dict[str, Any] = Field(default_factory=dict)  # free extents and their sizes
+    note: str | None = None
+
+
 class Subject(_Model):
     id: str  # "driver[:mount-options]" as the user wrote it
     driver: str
@@ -263,6 +287,7 @@ class Subject(_Model):
     integrity: Integrity | None = None
     semantics: dict[str, Feature] | None = None
     quirks: list[Quirk] = Field(default_factory=list)  # the driver's, as it declares them
+    aging: Aging | None = None  # an aged image's record; None: a fresh image
 
 
 Virtualization = Literal["kvm", "emulated"]

@@ -12,15 +12,18 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.lab import loops, mounts, safety, stacked, transports
+from fsbench.lab.aged import aged_check, aged_image
+from fsbench.lab.aging import NONE
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
@@ -42,6 +45,7 @@ class LabSubject:
     entry: mounts.MountEntry | None = None
     daemon_pid: int | None = None
     mkfs_command: list[str] | None = None
+    aging: dict[str, Any] | None = None  # what made its aged image and what aging did
     error: str | None = None
     events: list[str] = field(default_factory=list)  # lifecycle order, for tests and debugging
 
@@ -84,6 +88,8 @@ class Lab:
         read_only: bool = False,
         destroy_data: bool = False,
         tune_memory: bool = True,
+        age_seed: int = 1,
+        on_step: Callable[[str], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.backing = backing
@@ -96,6 +102,8 @@ class Lab:
         self.mkfs_commands: dict[str, list[str]] = {}
         self.record: StateRecord | None = None
         self.uring = False  # a subject uses FUSE over io_uring: enable_uring held on (check)
+        self.age_seed = age_seed
+        self.on_step = on_step or (lambda _m: None)
 
     # -- set-up ---------------------------------------------------------------------------
     def check(self, specs: list[SubjectSpec]) -> None:
@@ -136,6 +144,7 @@ class Lab:
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
         formats = {s.driver.fs for s in specs}
+        aged_check(specs, self.backing.kind)
         if self.read_only and self.backing.kind != "device":
             raise UsageError(
                 "--read-only benchmarks an existing volume: give --backing device:PATH"
@@ -251,21 +260,23 @@ class Lab:
                 s.device, s.mkfs_command = dev, mkfs
                 s.events += ["attach"] if self.read_only else ["format", "attach"]
             return self.subjects
-        for fs in dict.fromkeys(s.driver.fs for s in specs):
-            pristine = image_dir / f"pristine.{fs}.img"
-            if self.backing.kind == "ram":
-                fill_zeros(pristine, self.size)
+        for fs, age in dict.fromkeys((s.driver.fs, s.age) for s in specs):
+            pristine = image_dir / f"pristine.{fs}.{age}.img"
+            aging = None
+            if age != NONE:
+                mkfs, aging = aged_image(self, fs, age, pristine)
             else:
-                with open(pristine, "wb") as f:
-                    f.truncate(self.size)
-            dev = loops.attach(pristine)
-            try:
-                self.mkfs_commands[fs] = self._mkfs(fs, dev)
-            finally:
-                loops.detach(dev)
+                self._allocate(pristine)
+                dev = loops.attach(pristine)
+                try:
+                    mkfs = self._mkfs(fs, dev)
+                finally:
+                    loops.detach(dev)
+            self.mkfs_commands[fs] = mkfs
             for s in self.subjects:
-                if s.spec.driver.fs != fs:
+                if (s.spec.driver.fs, s.spec.age) != (fs, age):
                     continue
+                s.aging = aging
                 s.image = image_dir / f"{Path(s.mountpoint).name}.img"
                 # RAM: a full copy touches every page now; files: reflink/sparse, cheap.
                 sparse = (
@@ -274,11 +285,18 @@ class Lab:
                     else ["--reflink=auto", "--sparse=always"]
                 )
                 run(["cp", *sparse, str(pristine), str(s.image)], timeout=600)
-                s.mkfs_command = self.mkfs_commands[fs]
+                s.mkfs_command = mkfs
                 s.device = loops.attach(s.image, read_only=self.read_only)
                 s.events += ["format", "copy", "attach"]
             pristine.unlink()
         return self.subjects
+
+    def _allocate(self, image: Path) -> None:
+        if self.backing.kind == "ram":
+            fill_zeros(image, self.size)
+        else:
+            with open(image, "wb") as f:
+                f.truncate(self.size)
 
     # -- mounts ---------------------------------------------------------------------------
     def mount(self, s: LabSubject) -> None:

@@ -26,6 +26,7 @@ class SubjectSpec:
     # The FUSE transport (lab/transports.py): named among the options (`passthrough_hp:uring`)
     # by a driver that offers several; "dev-fuse" for every other FUSE driver, "" in the kernel.
     transport: str = ""
+    age: str = "none"  # the aging profile of its image (lab/aging.py); "none": fresh
 
     @property
     def slug(self) -> str:
@@ -85,3 +86,13 @@ def parse_subjects(texts: list[str]) -> list[SubjectSpec]:
             raise UsageError(f"subject {s.id!r} given twice")
         seen.add(s.id)
     return specs
+
+
+def with_ages(specs: list[SubjectSpec], ages: list[str]) -> list[SubjectSpec]:
+    """Each subject once per aging profile (`--age none,light`), a driver's ages side by side:
+    an aged image is another image, so the age is a dimension of the subjects."""
+    from dataclasses import replace
+
+    from fsbench.lab.aging import aged_id
+
+    return [replace(s, id=aged_id(s.id, a), age=a) for s in specs for a in ages]
