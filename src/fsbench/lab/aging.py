@@ -126,7 +126,8 @@ def reference_driver(fs: str) -> Driver | None:
 
 
 def aged_id(base_id: str, profile: str) -> str:
-    return base_id if profile == NONE else f"{base_id} [aged:{profile}]"
+    # Parentheses, not brackets: rich reads "[...]" in a table cell as markup.
+    return base_id if profile == NONE else f"{base_id} (aged:{profile})"
 
 
 # -- the distributions ------------------------------------------------------------------------

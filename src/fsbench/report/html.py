@@ -19,6 +19,7 @@ from markupsafe import Markup
 from fsbench import __version__
 from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
+from fsbench.report.aging import aging_lines, effect_lines
 from fsbench.report.explain import (
     Explanation,
     explain_run,
@@ -528,6 +529,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         costs=plots.costs,
         env_rows=_env_rows(run),
         vm_notes=vm_notes(run),
+        aging_lines=effect_lines(run) + aging_lines(run),
         subject_rows=_subject_rows(run),
         comparisons=_comparisons(run, compare_with or []),
         integrity_failures=failure_lines(run),

@@ -344,6 +344,10 @@ def render(
     for note in env.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     parts += workload_tables(run, console.width, verbose, explained)
+    from fsbench.report.aging import aging_lines, effect_lines
+
+    parts += [Text(line, style="cyan") for line in effect_lines(run)]
+    parts += [Text(line, style="dim") for line in aging_lines(run)]
     if has_matrix(run):
         parts += matrix_tables(run)
     parts += list(subject_lines(run, console.width))

@@ -1,0 +1,153 @@
+"""Fresh against aged (issue 25): what aging did to each image, the ratio aged/fresh per driver
+and workload with its interval, and whether the ranking between drivers changes with age.
+
+An aged subject is `BASE (aged:PROFILE)` with `Subject.aging`; its fresh counterpart is the
+subject whose id is BASE. Reads finished `Run` records only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsbench.baseline import ranked
+from fsbench.lab.backing import format_size
+from fsbench.report.naming import result_title
+from fsbench.report.summary import compare, is_matrix
+from fsbench.schema import Aging, Result, Run, Subject
+
+__all__ = ["age_effects", "aged_subjects", "aging_lines", "effect_lines"]
+
+
+def aged_subjects(run: Run) -> list[Subject]:
+    return [s for s in run.subjects if s.aging is not None]
+
+
+def base_of(s: Subject) -> str:
+    return s.id.split(" (aged:", 1)[0]
+
+
+def _pct(x: Any) -> str:
+    return f"{float(x) * 100:.0f} %" if isinstance(x, int | float) else "?"
+
+
+def image_text(a: Aging) -> str:
+    """What aging did, in one line: utilization, file and free-space fragmentation."""
+    f, fr = a.files, a.free_space
+    bits = [f"{_pct(a.utilization)} used"]
+    if f.get("files") is not None:
+        mean = f.get("extents_per_file_mean")
+        bits.append(
+            f"{f['files']} files, {mean if mean is not None else '?'} extents/file "
+            f"({_pct(f.get('fragmented_share'))} fragmented, max {f.get('extents_per_file_max')})"
+        )
+    if fr.get("free_extents") is not None:
+        avg = fr.get("free_extent_mean_bytes") or 0
+        bits.append(
+            f"free space in {fr['free_extents']} extents (mean {format_size(int(avg))}, "
+            f"{_pct(fr.get('free_in_extents_ge_1mib'))} in ≥1 MiB)"
+        )
+    return "; ".join(bits)
+
+
+def origin_text(a: Aging) -> str:
+    how = (
+        f"cached copy, digest checked ({a.setup_seconds:.1f} s)"
+        if a.reused
+        else f"aged now in {a.aging_seconds:.0f} s"
+    )
+    version = f" ({a.reference_driver_version})" if a.reference_driver_version else ""
+    drv = a.reference_driver + version
+    return f"profile {a.profile}, seed {a.seed}, aged through {drv}; {how}"
+
+
+def aging_lines(run: Run) -> list[str]:
+    """One or two lines per aged image (one image per format and profile)."""
+    out, seen = [], set()
+    for s in aged_subjects(run):
+        a = s.aging
+        assert a is not None
+        if (s.fs, a.key) in seen:
+            continue
+        seen.add((s.fs, a.key))
+        out.append(f"aged {s.fs} image: {origin_text(a)}")
+        out.append(f"  {image_text(a)}")
+        if a.note:
+            out.append(f"  note: {a.note}")
+    return out
+
+
+def _ratio(fresh: Result, aged: Result) -> dict[str, Any] | None:
+    if not (fresh.samples and aged.samples and ranked(fresh) and ranked(aged)):
+        return None
+    c = compare(fresh, aged)
+    if c.ratio is None:
+        return None
+    return {"ratio": c.ratio, "ci95": c.ratio_ci95, "significant": bool(c.significant)}
+
+
+def _order(results: dict[str, Result], higher: bool) -> list[str]:
+    usable = [(k, r.median) for k, r in results.items() if r.median is not None and ranked(r)]
+    return [k for k, _ in sorted(usable, key=lambda kv: kv[1], reverse=higher)]
+
+
+def age_effects(run: Run) -> list[dict[str, Any]]:
+    """Per workload: each driver's aged/fresh ratio (with its interval) and the ranking of the
+    drivers on the fresh images against their ranking on each profile's aged images."""
+    by_id = {s.id: s for s in run.subjects}
+    groups: dict[str, list[Result]] = {}
+    for r in run.results:
+        if not is_matrix(r):
+            groups.setdefault(result_title(r), []).append(r)
+    out = []
+    for title, results in groups.items():
+        fresh = {r.subject: r for r in results if (s := by_id.get(r.subject)) and not s.aging}
+        aged: dict[str, dict[str, Result]] = {}  # profile -> base -> result
+        for r in results:
+            s = by_id.get(r.subject)
+            if s is not None and s.aging is not None:
+                aged.setdefault(s.aging.profile, {})[base_of(s)] = r
+        if not aged or not fresh:
+            continue
+        higher = results[0].higher_is_better
+        entry: dict[str, Any] = {"workload": title, "unit": results[0].unit, "profiles": {}}
+        for profile, rs in aged.items():
+            ratios = {b: _ratio(fresh[b], r) for b, r in rs.items() if b in fresh}
+            order_fresh = _order({b: fresh[b] for b in rs if b in fresh}, higher)
+            order_aged = _order({b: r for b, r in rs.items() if b in fresh}, higher)
+            entry["profiles"][profile] = {
+                "ratios": ratios,
+                "ranking_fresh": order_fresh,
+                "ranking_aged": order_aged,
+                "ranking_changed": order_fresh != order_aged,
+            }
+        out.append(entry)
+    return out
+
+
+def _ratio_text(x: dict[str, Any] | None) -> str:
+    if x is None:
+        return "–"
+    txt = f"{x['ratio']:.2f}×"
+    if x["ci95"]:
+        lo, hi = x["ci95"]
+        txt += f" [{lo:.2f}–{hi:.2f}]"
+    return txt + ("" if x["significant"] else " n.s.")
+
+
+def effect_lines(run: Run) -> list[str]:
+    lines = []
+    for e in age_effects(run):
+        for profile, p in e["profiles"].items():
+            ratios = ", ".join(f"{b} {_ratio_text(x)}" for b, x in p["ratios"].items())
+            lines.append(f"{e['workload']}: aged:{profile}/fresh {ratios}")
+            if len(p["ranking_fresh"]) > 1:
+                if p["ranking_changed"]:
+                    lines.append(
+                        f"  ranking (best first) changes with age: fresh "
+                        f"{', '.join(p['ranking_fresh'])}; aged {', '.join(p['ranking_aged'])}"
+                    )
+                else:
+                    lines.append(
+                        f"  ranking unchanged (best first): {', '.join(p['ranking_fresh'])}"
+                    )
+    return lines
