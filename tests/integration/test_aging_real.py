@@ -1,0 +1,112 @@
+"""Aged images on real loop devices and mounts (issue 25), at a small scale (128 MiB, light).
+
+One test walks the whole life of a cache entry: aged once through ext4, reused by the next run
+(its digest checked, every subject's image byte-identical to it), aged again when the cached
+image is corrupted — and that independent second aging lays out every file exactly like the
+first (the layout digest over paths, sizes and FIEMAP extents). Then an ntfs-3g aging run is
+interrupted while the image is being aged: nothing of it may remain, and no image in the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+import xxhash
+from conftest import (
+    REPO,
+    RunDirs,
+    fsbench_argv,
+    leftovers_anywhere,
+    mounts_under,
+    need_drivers,
+    read_record,
+    release_leftovers,
+    wait_until,
+)
+
+from fsbench.lab import agecache
+from fsbench.lab.backing import Backing
+from fsbench.lab.lab import Lab
+from fsbench.lab.subject import parse_subjects, with_ages
+
+pytestmark = pytest.mark.root
+SIZE = 128 * 1024 * 1024
+
+
+def digest(path: Path) -> str:
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as f:
+        while chunk := f.read(8 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def prepare_once(run_id: str) -> list:
+    specs = with_ages(parse_subjects(["ext4", "ext4:noatime"]), ["light"])
+    with Lab(run_id, Backing("ram"), SIZE, tune_memory=False) as lab:
+        lab.check(specs)
+        subjects = lab.prepare(specs)
+        images = [digest(s.image) for s in subjects]
+        return [dict(s.aging or {}) for s in subjects] + images
+
+
+def test_aged_image_cache_determinism_and_interrupt(
+    run_id: str, dirs: RunDirs, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need_drivers("ext4", "ntfs-3g")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    a1, a1b, img1, img1b = prepare_once(run_id)
+    assert not a1["reused"] and a1 == a1b  # one aging per format and profile
+    assert img1 == img1b == a1["image_digest"]  # every subject's copy is the aged image
+    assert a1["reference_driver"] == "ext4" and 0.4 < a1["utilization"] < 0.7
+    assert a1["files"]["files"] > 100 and a1["files"]["extents_per_file_mean"] >= 1
+    assert a1["free_space"]["free_extents"] > 1
+
+    a2, _, img2, _ = prepare_once(run_id)  # reused: a checked copy, not another aging
+    assert a2["reused"] and a2["image_digest"] == a1["image_digest"] == img2
+
+    cached = agecache.cache_root() / f"{a1['key']}.img"
+    with open(cached, "r+b") as f:  # a flipped byte in the metadata area
+        f.seek(1024 + 100)
+        b = f.read(1)
+        f.seek(1024 + 100)
+        f.write(bytes([b[0] ^ 0xFF]))
+    a3, _, img3, _ = prepare_once(run_id)
+    assert not a3["reused"] and "digest" in (a3["note"] or "")
+    assert img3 == a3["image_digest"] == digest(cached)  # the corrupt bytes were never used
+    # Two independent agings, same profile and seed: the same files at the same places.
+    assert a3["layout_digest"] == a1["layout_digest"]
+    assert a3["files"] == a1["files"] and a3["free_space"] == a1["free_space"]
+    assert not dirs.leftovers()
+
+    # An aging run interrupted while it ages: nothing left, no image in the cache.
+    cache2 = tmp_path / "cache2"
+    argv = fsbench_argv(
+        "compare", "ntfs-3g", "--age", "light", "--size", "128M", "--workloads",
+        "seq-write/fsync", "--no-trace", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache2)}
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        rec = read_record(state_dir)
+        other = RunDirs.of(rec["run_id"], state_dir)
+        assert wait_until(
+            lambda: any("aging-" in m.mountpoint for m in mounts_under(other.mount_dir)), 60
+        )
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
+        assert leftovers_anywhere(other) == {}
+        aged = cache2 / "fsbench" / "aged"
+        entries = list(aged.iterdir()) if aged.exists() else []
+        assert [p for p in entries if p.suffix == ".img" or p.name.startswith("fsbench-")] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        release_leftovers(state_dir)
