@@ -243,3 +243,55 @@ def test_profiles_are_documented() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "aging.md").read_text()
     for name in PROFILES:
         assert f"`{name}`" in doc
+
+
+def test_aged_budget_is_the_same_for_every_subject() -> None:
+    from fsbench.lab.lab import LabSubject
+    from fsbench.pipeline import FILE_FRACTION, MiB, aged_budget
+
+    specs = with_ages(parse_subjects(["ext4"]), ["none", "light"])
+    fresh, aged = (LabSubject(s, "/x") for s in specs)
+    assert aged_budget([fresh], 400 * MiB) == 400 * MiB  # no aged image: as before
+    aged.aging = {"free_space": {"free_bytes": 500 * MiB}}
+    assert aged_budget([fresh, aged], 400 * MiB) == int(500 * FILE_FRACTION) * MiB
+
+
+def test_report_says_ratio_and_ranking() -> None:
+    from fsbench.report.aging import age_effects, aging_lines, effect_lines
+    from fsbench.schema import Aging, Result, Run, Subject
+
+    def subj(sid: str, driver: str, fs: str, age: str | None) -> Subject:
+        aging = None
+        if age:
+            aging = Aging(profile=age, seed=1, key=f"{fs}-k", reference_driver="ext4")
+        return Subject(id=sid, driver=driver, fs=fs, kind="kernel", aging=aging)
+
+    def res(sid: str, values: list[float]) -> Result:
+        med = sorted(values)[len(values) // 2]
+        return Result(
+            subject=sid, workload="seq-write", workload_id="seq-write/fsync",
+            variant="fsync", params={}, metric="throughput", unit="MiB/s",
+            samples=values, median=med,
+        )  # fmt: skip
+
+    run = Run(run_id="r", started="", command=[])
+    run.subjects = [
+        subj("a", "ext4", "ext4", None),
+        subj("a (aged:light)", "ext4", "ext4", "light"),
+        subj("b", "ntfs-3g", "ntfs", None),
+        subj("b (aged:light)", "ntfs-3g", "ntfs", "light"),
+    ]
+    run.results = [
+        res("a", [100, 101, 99, 100, 102]),
+        res("a (aged:light)", [40, 41, 39, 40, 42]),
+        res("b", [60, 61, 59, 60, 62]),
+        res("b (aged:light)", [59, 60, 58, 61, 60]),
+    ]
+    (e,) = age_effects(run)
+    p = e["profiles"]["light"]
+    assert round(p["ratios"]["a"]["ratio"], 2) == 0.40 and p["ratios"]["a"]["significant"]
+    assert p["ranking_fresh"] == ["a", "b"] and p["ranking_aged"] == ["b", "a"]
+    lines = effect_lines(run)
+    assert "ranking (best first) changes with age: fresh a, b; aged b, a" in lines[1]
+    assert lines[0].startswith("seq-write: aged:light/fresh a 0.40× [0.39–0.42], b 1.00×")
+    assert aging_lines(run)[0].startswith("aged ext4 image: profile light, seed 1")

@@ -96,9 +96,10 @@ _BUF = 1 * MiB  # the content buffer; longer writes repeat it
 
 # The reference mount's options for a deterministic layout, by driver. ext4: blocks allocated
 # in write() by the (pinned) writer, not by writeback whenever and wherever it runs
-# (nodelalloc), and no periodic journal commit (commit=3600): the workload commits every
+# (nodelalloc; nodioread_nolock: written, not unwritten extents converted at I/O completion),
+# and no periodic journal commit (commit=3600): the workload commits every
 # SYNC_EVERY operations, so blocks freed by deletes become reusable at fixed points.
-AGING_MOUNT_OPTIONS: dict[str, str] = {"ext4": "nodelalloc,commit=3600"}
+AGING_MOUNT_OPTIONS: dict[str, str] = {"ext4": "nodelalloc,nodioread_nolock,commit=3600"}
 SYNC_EVERY = 64  # operations between two fsyncs of the tree's root (a journal commit on ext4)
 
 
