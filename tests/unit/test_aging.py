@@ -289,9 +289,9 @@ def test_report_says_ratio_and_ranking() -> None:
     ]
     (e,) = age_effects(run)
     p = e["profiles"]["light"]
-    assert round(p["ratios"]["a"]["ratio"], 2) == 0.40 and p["ratios"]["a"]["significant"]
+    assert round(p["ratios"]["a"].ratio, 2) == 0.40 and p["ratios"]["a"].mark == "below"
     assert p["ranking_fresh"] == ["a", "b"] and p["ranking_aged"] == ["b", "a"]
     lines = effect_lines(run)
     assert "ranking (best first) changes with age: fresh a, b; aged b, a" in lines[1]
-    assert lines[0].startswith("seq-write: aged:light/fresh a 0.40× [0.39–0.42], b 1.00×")
+    assert lines[0].startswith("seq-write: aged:light/fresh a 0.40× ") and "▼" in lines[0]
     assert aging_lines(run)[0].startswith("aged ext4 image: profile light, seed 1")

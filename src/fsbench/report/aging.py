@@ -11,9 +11,10 @@ from typing import Any
 
 from fsbench.baseline import ranked
 from fsbench.lab.backing import format_size
-from fsbench.report.naming import result_title
+from fsbench.report.naming import ratio_cell, result_title
 from fsbench.report.summary import compare, is_matrix
 from fsbench.schema import Aging, Result, Run, Subject
+from fsbench.verdict import Verdict
 
 __all__ = ["age_effects", "aged_subjects", "aging_lines", "effect_lines"]
 
@@ -76,13 +77,12 @@ def aging_lines(run: Run) -> list[str]:
     return out
 
 
-def _ratio(fresh: Result, aged: Result) -> dict[str, Any] | None:
+def _ratio(fresh: Result, aged: Result) -> Verdict | None:
+    """The run's one comparison procedure (fsbench.verdict), fresh as the baseline."""
     if not (fresh.samples and aged.samples and ranked(fresh) and ranked(aged)):
         return None
-    c = compare(fresh, aged)
-    if c.ratio is None:
-        return None
-    return {"ratio": c.ratio, "ci95": c.ratio_ci95, "significant": bool(c.significant)}
+    v = compare(fresh, aged)
+    return v if v.ratio is not None else None
 
 
 def _order(results: dict[str, Result], higher: bool) -> list[str]:
@@ -109,7 +109,12 @@ def age_effects(run: Run) -> list[dict[str, Any]]:
         if not aged or not fresh:
             continue
         higher = results[0].higher_is_better
-        entry: dict[str, Any] = {"workload": title, "unit": results[0].unit, "profiles": {}}
+        entry: dict[str, Any] = {
+            "workload": title,
+            "unit": results[0].unit,
+            "higher_is_better": higher,
+            "profiles": {},
+        }
         for profile, rs in aged.items():
             ratios = {b: _ratio(fresh[b], r) for b, r in rs.items() if b in fresh}
             order_fresh = _order({b: fresh[b] for b in rs if b in fresh}, higher)
@@ -124,21 +129,14 @@ def age_effects(run: Run) -> list[dict[str, Any]]:
     return out
 
 
-def _ratio_text(x: dict[str, Any] | None) -> str:
-    if x is None:
-        return "–"
-    txt = f"{x['ratio']:.2f}×"
-    if x["ci95"]:
-        lo, hi = x["ci95"]
-        txt += f" [{lo:.2f}–{hi:.2f}]"
-    return txt + ("" if x["significant"] else " n.s.")
-
-
 def effect_lines(run: Run) -> list[str]:
     lines = []
     for e in age_effects(run):
         for profile, p in e["profiles"].items():
-            ratios = ", ".join(f"{b} {_ratio_text(x)}" for b, x in p["ratios"].items())
+            ratios = ", ".join(
+                f"{b} {ratio_cell(v, e['higher_is_better']) if v else '–'}"
+                for b, v in p["ratios"].items()
+            )
             lines.append(f"{e['workload']}: aged:{profile}/fresh {ratios}")
             if len(p["ranking_fresh"]) > 1:
                 if p["ranking_changed"]:
