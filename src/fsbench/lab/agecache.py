@@ -26,13 +26,13 @@ from typing import Any
 
 import xxhash
 
-from fsbench.env import tool_version
 from fsbench.errors import LabError
 from fsbench.lab import ageprobe, loops, mounts
 from fsbench.lab.aging import AGED_DIR, AGING_MOUNT_OPTIONS, PROFILES, reference_driver
 from fsbench.lab.drivers import Driver, driver_version
-from fsbench.lab.state import StateRecord, process_start
+from fsbench.lab.state import StateRecord
 from fsbench.lab.system import run
+from fsbench.probes import processes
 
 CODE_VERSION = 1  # bump when the aging workload would write anything differently
 _CHUNK = 8 * 1024 * 1024
@@ -58,7 +58,7 @@ AGED_FORMATS: dict[str, AgedFormat] = {
             "env", "E2FSPROGS_FAKE_TIME=1", "mkfs.ext4", "-q", "-F", "-L", "fsbench", "-U", _UUID,
             "-E", f"hash_seed={_HASH_SEED},lazy_itable_init=0,lazy_journal_init=0,nodiscard",
         ),
-        ("mkfs.ext4", "e2freefrag"),
+        ("mkfs.ext4",),  # e2freefrag has no version flag: it is e2fsprogs, like mkfs.ext4
         "fiemap",
     ),
     # -T: time zero, which also makes mkntfs's serial number and GUIDs fixed (checked here:
@@ -120,6 +120,20 @@ def recipe(fs: str, profile: str, seed: int, size: int) -> tuple[Recipe, Driver]
     opts = AGING_MOUNT_OPTIONS.get(driver.name, "")
     r = Recipe(fs, profile, seed, size, driver.name, driver_version(driver), opts, fmt.mkfs, tools)
     return r, driver
+
+
+_VERSION_ARGS = {"mkfs.ext4": ("-V",)}
+
+
+def tool_version(name: str) -> str | None:
+    """The tool's first line naming a version (its own banner), None when it is missing."""
+    args = _VERSION_ARGS.get(name, ("--version",))
+    try:
+        proc = run([name, *args], timeout=10, check=False)
+    except LabError:
+        return None
+    lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    return next((ln for ln in lines if any(c.isdigit() for c in ln)), None)
 
 
 def supported() -> str:
@@ -199,13 +213,12 @@ def _age_process(mountpoint: str, profile: str, seed: int, record: StateRecord) 
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-    record.processes.append([proc.pid, process_start(proc.pid)])
+    record.processes.append([proc.pid, processes.start_time(proc.pid)])
     record.save()
     try:
         out, err = proc.communicate(timeout=3600)
     except BaseException:
-        mounts.kill_pids([proc.pid])
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # the group: the forked child that ages too
             os.killpg(proc.pid, 9)
         proc.wait()
         raise

@@ -13,7 +13,6 @@ from fsbench.lab import agecache
 from fsbench.lab.aging import NONE, reference_driver
 
 if TYPE_CHECKING:
-    from fsbench.lab.lab import Lab
     from fsbench.lab.subject import SubjectSpec
 
 
@@ -33,9 +32,10 @@ def aged_check(specs: list[SubjectSpec], backing: str) -> None:
             raise EnvironmentProblem(f"--age: no driver on this machine can age {s.driver.fs}")
 
 
-def aged_image(lab: Lab, fs: str, age: str, pristine: Path) -> tuple[list[str], dict[str, Any]]:
+def aged_image(lab: Any, fs: str, age: str, pristine: Path) -> tuple[list[str], dict[str, Any]]:
     """Fill `pristine` with the aged image of (fs, age, the lab's seed and size): the mkfs
-    argv that made it and the aging record the subjects carry."""
+    argv that made it and the aging record the subjects carry. `lab` is the calling
+    lab.Lab (its record, seed, size, backing, _allocate and on_step)."""
     assert lab.record is not None
     r, driver = agecache.recipe(fs, age, lab.age_seed, lab.size)
     mkfs = [*r.mkfs, "<image>"]

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from fsbench.baseline import ranked
-from fsbench.lab.backing import format_size
 from fsbench.report.naming import ratio_cell, result_title
 from fsbench.report.summary import compare, is_matrix
 from fsbench.schema import Aging, Result, Run, Subject
+from fsbench.units import size_text
 from fsbench.verdict import Verdict
 
 __all__ = ["age_effects", "aged_subjects", "aging_lines", "effect_lines"]
@@ -44,7 +44,7 @@ def image_text(a: Aging) -> str:
     if fr.get("free_extents") is not None:
         avg = fr.get("free_extent_mean_bytes") or 0
         bits.append(
-            f"free space in {fr['free_extents']} extents (mean {format_size(int(avg))}, "
+            f"free space in {fr['free_extents']} extents (mean {size_text(int(avg))}, "
             f"{_pct(fr.get('free_in_extents_ge_1mib'))} in ≥1 MiB)"
         )
     return "; ".join(bits)
