@@ -23,6 +23,7 @@ from conftest import (
 )
 
 from fsbench.report.explain import explain_run
+from fsbench.report.naming import outcome, ratio_cell
 from fsbench.report.summary import compare, fmt_ratio
 from fsbench.schema import Run
 
@@ -122,23 +123,26 @@ def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
     w = run.environment.wakeup_us
     assert w is not None and w.same_cpu > 0 and w.cross_cpu is not None
 
-    # The explanation names the effect, in the words its significance allows.
+    # The explanation names the effect, in the words its verdict allows.
     c = compare(by["free"], by["same"])
     assert c.ratio is not None
     print(
         f"\nntfs-3g seq-write/fsync: same {by['same'].median:.0f} MiB/s, free "
-        f"{by['free'].median:.0f} MiB/s, same/free {c.ratio:.2f}× (p = {c.p_value}); wake-ups "
+        f"{by['free'].median:.0f} MiB/s, same/free {ratio_cell(c, True)}; wake-ups "
         f"{w.same_cpu:.1f} µs same CPU, {w.cross_cpu:.1f} µs across"
     )
     (exp,) = [e for e in explain_run(run) if e.placement == "free"]
     (f,) = [f for f in exp.factors if f.name == "placement same"]
     assert f.figure == pytest.approx(c.ratio)
-    if c.significant:
+    said = outcome(c, True)
+    if said in ("better", "worse"):
         word = "faster" if c.ratio > 1 else "slower"
         assert "on one CPU (same)" in f.sentence and word in f.sentence
-        assert "(significant" in f.sentence
+        assert f": {said})" in f.sentence
         # The terminal says it under the table too.
         shown = fmt_ratio(c.ratio if c.ratio > 1 else 1 / c.ratio)
         assert f"ntfs-3g: on one CPU {shown} {word}" in " ".join(ran.stdout.split())
     else:
-        assert "not significant" in f.sentence or "too few samples" in f.sentence
+        assert any(
+            w in f.sentence for w in ("not decidedly different", "no different", "too few samples")
+        )
