@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fsbench.workloads.base import WorkloadFailed
-from fsbench.workloads.fio import FIO_JOBS, parse_fio_json
+from fsbench.workloads.base import ChildResult, WorkloadFailed
+from fsbench.workloads.fio import FIO_JOBS, fio_measurement, parse_fio_json
 
 
 def fio_json(io_bytes: int, runtime_ms: int, error: int = 0) -> str:
@@ -78,3 +78,16 @@ def test_reread_and_seq_read_warm_are_different_experiments(tmp_path, monkeypatc
     by_id = {j.id: j for j in FIO_JOBS}
     assert by_id["reread/warm"].read_only_ok
     assert not by_id["seq-read/warm"].read_only_ok  # warming it means writing it
+
+
+def test_a_phase_timed_at_zero_seconds_fails_instead_of_dividing() -> None:
+    """fio.py and the user's job files (fiofile.py) share one measurement: 8 MiB in 250 ms is
+    32 MiB/s with the child's rusage, and a run fio timed at 0 s has no rate."""
+    child = ChildResult(0, "", "", 0.3, 0.1, 0.05, 7)
+    m = fio_measurement(parse_fio_json(fio_json(8 * 1024 * 1024, 250), "read"), child)
+    assert (m.value, m.bytes, m.app_user_s, m.app_ctx) == (32.0, 8 * 1024 * 1024, 0.1, 7)
+    assert m.extra["lat_us"] == {"p50": 1.5, "p99": 9.0}
+    # fiofile's phase_figures does not check the time itself: the shared helper does.
+    zero = {"bytes": 8 * 1024 * 1024, "seconds": 0.0, "ios": 2048}
+    with pytest.raises(WorkloadFailed, match="at 0.0 s"):
+        fio_measurement(zero, child)

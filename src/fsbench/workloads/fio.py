@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from fsbench.workloads.base import (
+    ChildResult,
     Measurement,
     Target,
     Unsupported,
@@ -253,16 +254,26 @@ class FioJob:
         if res.returncode != 0:
             raise WorkloadFailed(fio_error(res.stdout, res.stderr))
         out = parse_fio_json(res.stdout, "write" if self.is_write else "read")
-        return Measurement(
-            value=out["bytes"] / MiB / out["seconds"] if out["seconds"] > 0 else 0.0,
-            seconds=out["seconds"],
-            bytes=out["bytes"],
-            ops=out["ios"],
-            app_user_s=res.user_s,
-            app_sys_s=res.sys_s,
-            app_ctx=res.ctx,
-            extra={k: v for k, v in out.items() if k not in ("bytes", "seconds", "ios")},
+        return fio_measurement(out, res)
+
+
+def fio_measurement(out: dict[str, Any], res: ChildResult) -> Measurement:
+    """A `Measurement` from fio's figures (`parse_fio_json`, `fiofile.phase_figures`) and the
+    child's rusage. A phase fio timed at 0 s has no rate: it fails, never reads as 0 MiB/s."""
+    if out["seconds"] <= 0:
+        raise WorkloadFailed(
+            f"fio timed the run at {out['seconds']} s ({out['bytes']} bytes): no rate to report"
         )
+    return Measurement(
+        value=out["bytes"] / MiB / out["seconds"],
+        seconds=out["seconds"],
+        bytes=out["bytes"],
+        ops=out["ios"],
+        app_user_s=res.user_s,
+        app_sys_s=res.sys_s,
+        app_ctx=res.ctx,
+        extra={k: v for k, v in out.items() if k not in ("bytes", "seconds", "ios")},
+    )
 
 
 def fio_binary() -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from fsbench.errors import UsageError
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed, measured_child
-from fsbench.workloads.fio import MiB, _json_part, fio_binary, fio_error
+from fsbench.workloads.fio import _json_part, fio_binary, fio_error, fio_measurement
 
 PREFIX = "fio:"
 # Options that name where fio's data goes: each must stay inside the mount.
@@ -398,16 +398,7 @@ class FioPhase:
             raise WorkloadFailed(f"could not read fio's JSON output ({e})") from e
         self._remember_options(doc)
         out = phase_figures(doc, serial=any("wait_for" in s.effective for s in self.sections))
-        return Measurement(
-            value=out["bytes"] / MiB / out["seconds"],
-            seconds=out["seconds"],
-            bytes=out["bytes"],
-            ops=out["ios"],
-            app_user_s=res.user_s,
-            app_sys_s=res.sys_s,
-            app_ctx=res.ctx,
-            extra={k: v for k, v in out.items() if k not in ("bytes", "seconds", "ios")},
-        )
+        return fio_measurement(out, res)
 
     def _remember_options(self, doc: dict[str, Any]) -> None:
         """fio's own account of each job's options (the globals and the job's), once."""
