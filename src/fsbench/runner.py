@@ -173,10 +173,12 @@ class Runner:
         return self.run
 
     def _comparisons(self) -> int:
-        """Subject-against-baseline comparisons the run will report: the family the verdicts'
-        error rate is spread over (at least 1, so a lone subject has a valid family)."""
+        """The family the verdicts' error rate is spread over: every pair of subjects per
+        workload, not only each against the baseline, since the answer line compares each
+        subject with the fastest, a subject the data picks (at least 1, so a lone subject has
+        a valid family)."""
         subjects = sum(1 for rt in self.targets if rt.subject.status == "ok")
-        return max(1, (subjects - 1) * len(self.workloads))
+        return max(1, subjects * (subjects - 1) // 2 * len(self.workloads))
 
     def _fix_looks(self) -> None:
         """Fix the number of looks after the first round, from what its samples cost and the

@@ -20,12 +20,13 @@ with the interval printed beside it. The procedure:
   Every interval is made at confidence ``1 - alpha / (looks * comparisons)``: ``looks`` is the
   number of rounds at which the schedule may stop or report (1 for ``--repeat N``; for
   ``--repeat auto`` every round from the minimum to ``--max-repeat``), ``comparisons`` the
-  number of subject-against-baseline comparisons in the run. By the union bound, the chance
-  that any interval of the run at any look misses its true ratio is at most ``alpha``, whatever
-  the stopping rule does with them, so the chance of any false ▲/▼ in the whole run (the
-  family-wise error rate) is at most ``alpha`` = 5 %. Bonferroni is conservative (looks on
-  growing data are correlated), which costs samples, not correctness; a group-sequential
-  boundary would need equal spacing and normality this data does not promise.
+  number of pairs of subjects per workload, summed over the run's workloads (every pair, since
+  the answer line compares each subject with the fastest, which the data picks). By the union
+  bound, the chance that any interval of the run at any look misses its true ratio is at most
+  ``alpha``, whatever the stopping rule does with them, so the chance of any false ▲/▼ in the
+  whole run (the family-wise error rate) is at most ``alpha`` = 5 %. Bonferroni is conservative
+  (looks on growing data are correlated), which costs samples, not correctness; a
+  group-sequential boundary would need equal spacing and normality this data does not promise.
 
 Every function is deterministic and needs no random numbers.
 """

@@ -89,5 +89,5 @@ def test_a_phase_timed_at_zero_seconds_fails_instead_of_dividing() -> None:
     assert m.extra["lat_us"] == {"p50": 1.5, "p99": 9.0}
     # fiofile's phase_figures does not check the time itself: the shared helper does.
     zero = {"bytes": 8 * 1024 * 1024, "seconds": 0.0, "ios": 2048}
-    with pytest.raises(WorkloadFailed, match="at 0.0 s"):
+    with pytest.raises(WorkloadFailed, match=r"at 0\.0 s"):
         fio_measurement(zero, child)

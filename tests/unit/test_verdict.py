@@ -171,10 +171,12 @@ def test_results_and_schedule_record_the_family(
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,110")
     run = _runner(tmp_path, [FakeWorkload()], repeat=3).execute()
     assert run.schedule is not None
-    assert run.schedule.verdict["looks"] == 1 and run.schedule.verdict["comparisons"] == 2
+    # Three subjects, one workload: every pair (a-b, a-c, b-c), not only the two against the
+    # baseline, since the answer line compares each with the fastest.
+    assert run.schedule.verdict["looks"] == 1 and run.schedule.verdict["comparisons"] == 3
     assert run.schedule.verdict["method"] == "welch-log"
     for r in run.results:
-        assert r.verdict_family == {"looks": 1, "comparisons": 2, "alpha": 0.05}
+        assert r.verdict_family == {"looks": 1, "comparisons": 3, "alpha": 0.05}
     adaptive = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
                        max_repeat=10).execute()  # fmt: skip
     assert adaptive.schedule is not None and adaptive.schedule.verdict["looks"] == 8
