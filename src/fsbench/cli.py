@@ -315,6 +315,7 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -> None:
     """Print a stored run again (RUN = run id, unique prefix, or output directory)."""
+    from fsbench.commands.report import with_driver_quirks
     from fsbench.report.table import render
     from fsbench.store import Store, default_db_path
 
@@ -332,7 +333,7 @@ def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -
             if list_runs:
                 runs = store.list_runs(limit=50)
             else:
-                run = store.load_run(run_ref or "")
+                run = with_driver_quirks(store.load_run(run_ref or ""))
     if list_runs:
         if as_json:
             click.echo(json.dumps(runs, indent=2))

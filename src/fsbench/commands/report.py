@@ -30,7 +30,20 @@ _DB_HELP = "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db)."
 
 
 def _load(store: Store, ref: str) -> Run:
-    return store.load_run(ref)
+    return with_driver_quirks(store.load_run(ref))
+
+
+def with_driver_quirks(run: Run) -> Run:
+    """Runs stored before subjects carried their driver's quirks (schema.Quirk) get them from
+    today's driver table, so an old ntfs-3g run keeps its big_writes remark. A subject that
+    recorded its quirks keeps what it recorded."""
+    from fsbench.lab.drivers import DRIVERS
+
+    for s in run.subjects:
+        known = DRIVERS.get(s.driver)
+        if not s.quirks and known is not None and known.quirks:
+            s.quirks = list(known.quirks)
+    return run
 
 
 def _store(db: Path | None, refs: list[str]) -> Store:
