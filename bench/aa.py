@@ -6,8 +6,8 @@ how often does it find one that is physical?
 Each A/A run is a default comparison of subjects that are one driver with default-equivalent
 options (every true ratio is 1): `ext4 ext4:relatime ext4:async ext4:barrier ext4:suid
 ext4:exec ext4:dev` and `ntfs-3g ntfs-3g:silent ntfs-3g:relatime`, default settings
-(adaptive repeats, the 285 s budget, the default workloads). Every subject against its
-baseline in every workload is one comparison; the script prints the share marked ▲/▼ with
+(adaptive repeats, the 285 s budget, the default workloads). Every pair of subjects in every
+workload is one comparison (the run's family); the script prints the share marked ▲/▼ with
 its 95 % Clopper-Pearson interval and the share of runs with any (the family-wise rate the
 legend promises to keep under 5 %).
 The known difference is `ext4` against `ext4:data=journal` on seq-write/fsync (journalled data
@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
+from itertools import combinations
 from pathlib import Path
 
 from scipy.stats import beta
@@ -70,7 +71,8 @@ def compare(
 
 
 def marks(run: Run) -> list[tuple[str, str, str]]:
-    """(workload, subject, outcome) of every comparison with the workload's baseline."""
+    """(workload, "a vs b", outcome) of every pair of subjects in a workload: the run's family
+    (fsbench.verdict), since the answer line compares each subject with the fastest."""
     by_wl: dict[str, list] = defaultdict(list)
     for r in run.results:
         if r.status == "ok" and r.samples:
@@ -79,8 +81,10 @@ def marks(run: Run) -> list[tuple[str, str, str]]:
     out = []
     for wl, rs in by_wl.items():
         rs.sort(key=lambda r: order.index(r.subject))
-        base = rs[0]
-        out += [(wl, r.subject, outcome(judge(base, r), r.higher_is_better)) for r in rs[1:]]
+        out += [
+            (wl, f"{b.subject} vs {a.subject}", outcome(judge(a, b), b.higher_is_better))
+            for a, b in combinations(rs, 2)
+        ]
     return out
 
 
@@ -113,7 +117,7 @@ def main() -> None:
             if run is None:
                 continue
             known_runs += 1
-            got = {s: o for _w, s, o in marks(run)}
+            got = {s.split(" vs ")[0]: o for _w, s, o in marks(run)}
             found += got.get(KNOWN[1]) == "worse"
             print(f"known #{i + 1}: {KNOWN[1]} {got.get(KNOWN[1])}", flush=True)
         sets = [KERNEL_SET] * args.runs + [FUSE_SET] * args.fuse_runs
