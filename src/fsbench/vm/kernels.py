@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem, UsageError
+from fsbench.lab import aptsource
+from fsbench.lab.aptsource import file_sha256
 from fsbench.lab.drivers import DRIVERS, availability
 
 HOST = "host"
@@ -33,8 +35,8 @@ class DebianKernel:
     name: str
     suite: str
     package: str  # a regular expression over package names
-    mirror: str = "http://deb.debian.org/debian"
-    keyring: str = "/usr/share/keyrings/debian-archive-keyring.gpg"
+    mirror: str = aptsource.MIRROR
+    keyring: str = aptsource.KEYRING
     description: str = ""
     # Kernel drivers its modules add to a host without them (what `doctor` lists as "adds"
     # once it is fetched): the report names the kernel before anyone fetches it.
@@ -71,8 +73,7 @@ class Kernel:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fsbench" / "kernels"
+    return aptsource.cache_root("kernels")
 
 
 def split_subject(text: str) -> tuple[str, str | None]:
@@ -143,7 +144,7 @@ def resolve(name: str, fetch: bool = True) -> Kernel:
             modules=mods,
             release=release,
             source=str(img),
-            sha256=_file_sha256(img),
+            sha256=file_sha256(img),
         )
     known = KNOWN[name]
     cached = load_cached(name)
@@ -168,14 +169,6 @@ def _layout(name: str, image: Path, modules: Path, release: str) -> tuple[Path, 
     return root / "boot" / f"vmlinuz-{release}", str(root / "lib" / "modules" / release)
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def tree_sha256(root: Path) -> str:
     """One digest over every file's relative path and content (symlinks by their target)."""
     h = hashlib.sha256()
@@ -187,7 +180,7 @@ def tree_sha256(root: Path) -> str:
             if p.is_symlink():
                 h.update(os.readlink(p).encode())
             else:
-                h.update(_file_sha256(p).encode())
+                h.update(file_sha256(p).encode())
     return h.hexdigest()
 
 
@@ -214,24 +207,6 @@ def load_cached(name: str, verify: bool = True) -> Kernel | None:
     return k
 
 
-def _apt_options(d: Path) -> list[str]:
-    """apt confined to `d`: its own sources, lists and cache; no system state involved."""
-    return [
-        "-o",
-        f"Dir::Etc::SourceList={d / 'sources.list'}",
-        "-o",
-        f"Dir::Etc::SourceParts={d / 'sources.list.d'}",
-        "-o",
-        f"Dir::State::Lists={d / 'lists'}",
-        "-o",
-        f"Dir::Cache={d / 'cache'}",
-        "-o",
-        "Dir::State::status=/dev/null",
-        "-o",
-        "APT::Sandbox::User=root",
-    ]
-
-
 def _run(argv: list[str], cwd: Path | None = None) -> str:
     try:
         out = subprocess.run(
@@ -251,10 +226,8 @@ def fetch_debian(k: DebianKernel) -> Kernel:
     """apt-get update + download with a private configuration, then dpkg -x into the cache."""
     dest = cache_root() / k.name
     apt = dest / "apt"
-    for sub in ("lists/partial", "cache/archives/partial", "sources.list.d", "download"):
-        (apt / sub).mkdir(parents=True, exist_ok=True)
-    (apt / "sources.list").write_text(f"deb [signed-by={k.keyring}] {k.mirror} {k.suite} main\n")
-    opts = _apt_options(apt)
+    opts = aptsource.prepare(apt, k.suite, "deb", k.mirror, k.keyring)
+    (apt / "download").mkdir(exist_ok=True)
     _run(["apt-get", *opts, "-q", "update"])
     names = _run(["apt-cache", *opts, "pkgnames", "linux-image-"]).split()
     pattern = re.compile(k.package)
