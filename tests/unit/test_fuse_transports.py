@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.errors import UsageError
-from fsbench.lab import libfuse, transports
+from fsbench.lab import aptsource, fuse2fs, libfuse, transports
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import parse_subject, parse_subjects
 from fsbench.probes.procfs import ProcFS
@@ -140,7 +140,21 @@ def test_a_transport_a_daemon_cannot_use_is_bad_input(text: str, words: str) -> 
 
 def test_the_floor_is_not_in_the_default_comparison() -> None:
     assert not DRIVERS["passthrough_hp"].in_default
-    assert all(d.in_default for n, d in DRIVERS.items() if n != "passthrough_hp")
+    # Daemons fsbench builds itself are compared when named, never by default.
+    assert all(d.in_default for d in DRIVERS.values() if not d.built)
+    assert not any(d.in_default for d in DRIVERS.values() if d.built)
+
+
+def test_fuse2fs_built_here_offers_dev_fuse_and_uring_but_not_passthrough() -> None:
+    spec = parse_subject("fuse2fs-3.18:uring")
+    assert spec.id == "fuse2fs-3.18:uring" and spec.transport == "uring"
+    assert spec.driver.mount_argv("/dev/loop9", "/mnt", "", "uring")[1:3] == ["-o", "io_uring"]
+    assert parse_subject("fuse2fs-3.18").transport == "dev-fuse"
+    with pytest.raises(UsageError, match="offers only dev-fuse, uring"):
+        parse_subject("fuse2fs-3.18:passthrough")
+    # Debian 12's own fuse2fs (libfuse 2) has /dev/fuse only.
+    with pytest.raises(UsageError, match="cannot use the uring transport"):
+        parse_subject("fuse2fs:uring")
 
 
 # -- the build's cache -------------------------------------------------------------------------
@@ -220,3 +234,75 @@ def test_missing_build_tools_are_named_with_their_packages(
     monkeypatch.setattr(libfuse, "missing_build_tools", lambda: ["meson", "liburing-dev"])
     with pytest.raises(libfuse.BuildFailed, match="apt-get install meson liburing-dev"):
         libfuse.ensure(tmp_path)
+
+
+# -- fuse2fs against libfuse 3.18 --------------------------------------------------------------
+def _fake_fuse2fs(root: Path) -> Path:
+    d = fuse2fs.build_dir(root)
+    (d / "bin").mkdir(parents=True)
+    daemon = d / "bin" / "fuse2fs"
+    daemon.write_bytes(b"\x7fELF fuse2fs")
+    b = fuse2fs.Build(
+        key=fuse2fs.cache_key(),
+        version="1.47.4-1",
+        dsc="e2fsprogs_1.47.4-1.dsc",
+        dsc_sha256="aa" * 32,
+        tarball="e2fsprogs_1.47.4.orig.tar.gz",
+        tarball_sha256="bb" * 32,
+        libfuse="3.18.3-1 (fuse3_3.18.3.orig.tar.gz sha256 bcd19582c5e3)",
+        daemons={"fuse2fs": str(daemon)},
+        daemon_sha256={"fuse2fs": libfuse.file_sha256(daemon)},
+        log=str(d / "build.log"),
+    )
+    (d / "build.json").write_text(json.dumps(b.__dict__))
+    return daemon
+
+
+def test_fuse2fs_is_rebuilt_when_the_libfuse_it_links_changes() -> None:
+    assert fuse2fs.cache_key("fuse3-unstable-aaaa") != fuse2fs.cache_key("fuse3-unstable-bbbb")
+    assert fuse2fs.cache_key() == fuse2fs.cache_key(libfuse.cache_key())
+
+
+def test_a_cached_fuse2fs_is_reused_and_a_changed_one_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon = _fake_fuse2fs(tmp_path)
+
+    def no_build(*_a: object) -> None:
+        raise AssertionError("a verified cached build must not be rebuilt")
+
+    monkeypatch.setattr(fuse2fs, "_fetch_and_build", no_build)
+    assert fuse2fs.ensure(tmp_path).daemons["fuse2fs"] == str(daemon)
+    daemon.write_bytes(b"\x7fELF patched")
+    with pytest.raises(fuse2fs.BuildFailed, match=r"delete .* to build fuse2fs again"):
+        fuse2fs.ensure(tmp_path)
+
+
+def test_a_failed_fuse2fs_build_names_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fuse2fs, "missing_build_tools", lambda: ["uuid-dev", "make"])
+    with pytest.raises(fuse2fs.BuildFailed, match="apt-get install make uuid-dev"):
+        fuse2fs.ensure(tmp_path)
+    failed = fuse2fs.last_failure(tmp_path)
+    assert failed and "uuid-dev" in failed["reason"]
+
+
+def test_a_source_older_than_needed_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What apt-get source leaves decides: e2fsprogs 1.47.0's fuse2fs is libfuse 2 only."""
+
+    def fake_run(argv: list[str], log: Path, what: str, cwd: Path | None = None, env=None):
+        if "source" in argv and cwd is not None:
+            (cwd / "e2fsprogs_1.47.0-2.dsc").write_text("")
+            (cwd / "e2fsprogs_1.47.0.orig.tar.gz").write_text("")
+            (cwd / "e2fsprogs_1.47.0.orig.tar.gz.asc").write_text("")
+        return ""
+
+    monkeypatch.setattr(aptsource, "run_logged", fake_run)
+    log = tmp_path / "log"
+    with pytest.raises(aptsource.BuildFailed, match=r"e2fsprogs 1.47.0-2; 1.47.1 or later"):
+        aptsource.fetch_source(tmp_path, "e2fsprogs", "bookworm", log, fuse2fs.MIN_VERSION)
+    sources = (tmp_path / "apt" / "sources.list").read_text()
+    assert sources.startswith("deb-src [signed-by=") and " bookworm main" in sources

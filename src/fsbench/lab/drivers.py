@@ -43,7 +43,8 @@ class Driver:
     # A daemon that serves a directory, not a device: the image is mounted with this kernel
     # driver first (beside the mount point) and the daemon exports that mount.
     lower: str = ""
-    # "libfuse": the daemon is fsbench's own libfuse build (lab/libfuse.py), not on PATH.
+    # The daemon is fsbench's own build, not on PATH: "libfuse" (lab/libfuse.py) or "fuse2fs"
+    # (lab/fuse2fs.py).
     built: str = ""
     in_default: bool = True  # compared when no subject is named
     # Known behaviours the explanation names when a result shows them (schema.Quirk).
@@ -71,15 +72,26 @@ class Driver:
         return [*argv, "-o", options] if options else argv
 
     def binary_path(self, path: str = SBIN_PATH) -> str | None:
-        if self.built == "libfuse":
-            from fsbench.lab import libfuse
-
+        if self.built:
+            maker = builder(self)
             try:
-                build = libfuse.load()
-            except libfuse.BuildFailed:
+                build = maker.load()
+            except maker.BuildFailed:
                 return None
             return build.daemons.get(self.binary) if build else None
         return shutil.which(self.binary, path=path) if self.binary else None
+
+
+def builder(driver: Driver):
+    """The module that builds a `built` driver's daemon: load(), ensure(), last_failure(),
+    missing_build_tools(), WHAT and BuildFailed alike."""
+    if driver.built == "fuse2fs":
+        from fsbench.lab import fuse2fs
+
+        return fuse2fs
+    from fsbench.lab import libfuse
+
+    return libfuse
 
 
 GiB = 1024**3
@@ -168,6 +180,18 @@ DRIVERS: dict[str, Driver] = {
             package="fuse2fs",
         ),
         Driver(
+            "fuse2fs-3.18",
+            "ext4",
+            "fuse",
+            "e2fsprogs 1.47.4's fuse2fs built here against libfuse 3.18: a real file system "
+            "over FUSE's newer transports; dev-fuse (default), uring",
+            binary="fuse2fs",
+            package="e2fsprogs 1.47.4 (Debian unstable source, built by fsbench)",
+            transports=(("dev-fuse", ()), ("uring", ("-o", "io_uring"))),
+            built="fuse2fs",
+            in_default=False,
+        ),
+        Driver(
             "exfat-fuse",
             "exfat",
             "fuse",
@@ -225,8 +249,8 @@ def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH
             f"/proc/filesystems and no {driver.module} module under /lib/modules; "
             f"use a kernel built with it",
         )
-    if driver.built == "libfuse":
-        why = _build_problem()
+    if driver.built:
+        why = _build_problem(driver)
         if why:
             return Availability(False, f"{driver.binary}: {why}")
     elif driver.binary_path(path) is None:
@@ -238,27 +262,26 @@ def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH
     return Availability(True)
 
 
-def _build_problem() -> str:
-    """Why fsbench's libfuse build cannot serve now ("" when it is built and verified); no
-    network is asked: a subject naming the driver builds it (Lab.check)."""
-    from fsbench.lab import libfuse
-
+def _build_problem(driver: Driver) -> str:
+    """Why fsbench's build of the daemon cannot serve now ("" when it is built and verified);
+    no network is asked: a subject naming the driver builds it (Lab.check)."""
+    maker = builder(driver)
     try:
-        if libfuse.load() is not None:
+        if maker.load() is not None:
             return ""
-    except libfuse.BuildFailed as e:
+    except maker.BuildFailed as e:
         return str(e)
-    failed = libfuse.last_failure()
+    failed = maker.last_failure()
     if failed:
-        return f"the libfuse 3.18 build failed: {failed['reason']} (log {failed['log']})"
-    missing = libfuse.missing_build_tools()
+        return f"the {maker.WHAT} build failed: {failed['reason']} (log {failed['log']})"
+    missing = maker.missing_build_tools()
     if missing:
         return (
-            f"not built: libfuse 3.18 is built on first use and needs {', '.join(missing)}: "
+            f"not built: {maker.WHAT} is built on first use and needs {', '.join(missing)}: "
             f"apt-get install {' '.join(missing)}"
         )
     return (
-        "not built yet: naming it in `fsbench compare` fetches libfuse 3.18's source with apt "
+        f"not built yet: naming it in `fsbench compare` fetches {maker.WHAT}'s source with apt "
         "and builds it (about a minute, once)"
     )
 
@@ -275,17 +298,18 @@ def driver_version(driver: Driver) -> str | None:
         except OSError:
             suffix = ""
         return f"Linux {platform.release()}{suffix}"
-    if driver.built == "libfuse":
-        from fsbench.lab import libfuse
-
+    if driver.built:
+        maker = builder(driver)
         try:
-            b = libfuse.load(verify=False)
-        except libfuse.BuildFailed:
+            b = maker.load(verify=False)
+        except maker.BuildFailed:
             return None
         if b is None:
             return None
         digest = b.daemon_sha256.get(driver.binary, "")[:12]
-        return f"libfuse {b.version} (built here, {driver.binary} sha256 {digest})"
+        linked = f" with libfuse {b.libfuse}" if driver.built == "fuse2fs" else ""
+        name = "libfuse" if driver.built == "libfuse" else driver.binary
+        return f"{name} {b.version}{linked} (built here, {driver.binary} sha256 {digest})"
     path = driver.binary_path()
     if path is None:
         return None

@@ -27,6 +27,7 @@ from fsbench.lab.aptsource import BuildFailed, file_sha256
 
 __all__ = ["Build", "BuildFailed", "ensure", "file_sha256", "last_failure", "load"]
 
+WHAT = "libfuse 3.18"
 SOURCE_PACKAGE = "fuse3"
 SUITE = "unstable"
 MIN_VERSION = (3, 18)  # FUSE over io_uring; passthrough needs 3.17

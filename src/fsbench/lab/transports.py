@@ -154,11 +154,13 @@ def subject_problem(spec) -> str:  # spec: lab.subject.SubjectSpec (no import cy
     driver, name = spec.driver, spec.transport
     if driver.kind != "fuse" or not name:
         return ""
-    if driver.built == "libfuse":
+    if driver.built:
         from fsbench.lab import libfuse
+        from fsbench.lab.drivers import builder
 
         try:
-            build = libfuse.ensure()
+            builder(driver).ensure()
+            build = libfuse.ensure()  # the library every built daemon links
         except libfuse.BuildFailed as e:
             return str(e)
         if name == "uring" and not build.uring:
