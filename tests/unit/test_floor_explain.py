@@ -97,3 +97,38 @@ def test_requests_of_very_different_sizes_get_no_split() -> None:
     (f,) = _floor(_run(floor_latency_total_us=1024 * 29000.0, floor_size=2**20), "ntfs-3g")
     assert "4 KiB" in f.sentence and "1 MiB" in f.sentence and "256× apart" in f.sentence
     assert "own work" not in f.sentence and "no per-request floor is claimed" in f.sentence
+
+
+def _read_trace(reply_bytes: int) -> dict:
+    """4,096 READs per GiB whose traced reply length is `reply_bytes` each."""
+    t = fuse_trace(seconds=1.0)
+    t["fuse"] = {
+        "requests": {"READ": 4096},
+        "bytes": {"READ": 4096 * reply_bytes},
+        "size_hist": {"READ": {str(reply_bytes): 4096}},
+        "latency_us": {"READ": {"p50": 500.0, "p99": 900.0, "total": 4096 * 500.0}},
+    }
+    return t
+
+
+def test_over_io_uring_a_read_reply_length_is_no_size() -> None:
+    """The trace's reply length under io_uring is 64 B for a 256 KiB READ: the explanation
+    says the size is unknown there instead of '× 64 B'; over /dev/fuse the size stands."""
+    subjects = ("ext4", "passthrough_hp", "passthrough_hp:uring")
+    r = run(
+        [
+            result("ext4", [1000.0, 1010.0, 990.0], kernel_trace()),
+            result("passthrough_hp", [400.0, 401.0, 399.0], _read_trace(262144)),
+            result("passthrough_hp:uring", [500.0, 501.0, 499.0], _read_trace(64)),
+        ],
+        subjects=subjects,
+    )
+    for s in r.subjects[1:]:
+        s.driver, s.fs = "passthrough_hp", "ext4"
+        s.transport = s.id.partition(":")[2] or "dev-fuse"
+    by = {e.subject: e for e in explain_run(r)}
+    uring = [f for f in by["passthrough_hp:uring"].factors if "FUSE READ" in f.sentence]
+    assert uring and all("64 B" not in f.sentence + f.brief for f in uring)
+    assert any("READ sizes: not measured over io_uring" in u for u in by[subjects[2]].unavailable)
+    dev = [f for f in by["passthrough_hp"].factors if "FUSE READ" in f.sentence]
+    assert dev and any("256 KiB" in f.sentence for f in dev)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fsbench.report.floor import floor_factors
@@ -309,6 +309,16 @@ def _ops(part: dict[str, Any], key: str, amount: float) -> dict[str, OpFigures]:
     return out
 
 
+def _unsized_reads(fuse: dict[str, OpFigures], unavailable: list[str]) -> None:
+    """Over io_uring the trace's reply length is not the payload (64 bytes for a 256 KiB READ
+    here: the reply's data is in the ring, not counted), so READ sizes are unknown there, not
+    the header's size."""
+    read = fuse.get("READ")
+    if read is not None and (read.size_hist or read.mean_size is not None):
+        fuse["READ"] = replace(read, size_hist={}, mean_size=None)
+        unavailable.append("FUSE READ sizes: not measured over io_uring (the reply is in the ring)")
+
+
 def profile(res: Result, run: Run) -> Profile:
     subject = next((s for s in run.subjects if s.id == res.subject), None)
     trace = trace_of(res)
@@ -330,6 +340,8 @@ def profile(res: Result, run: Run) -> Profile:
             p.fuse = {}  # a kernel driver sends no FUSE requests: measured as none
         if _probe_ok(trace, "fuse", u):
             p.fuse = _ops(trace["fuse"], "size_hist", amount)
+            if subject is not None and subject.transport == "uring":
+                _unsized_reads(p.fuse, u)
         if _probe_ok(trace, "readahead", u):
             ra = trace["readahead"]
             windows = _hist(ra.get("windows"))
