@@ -21,9 +21,10 @@ PACKAGES=(
 
 # --test adds what only the test suite needs: a real browser for the report's test, and what
 # building libfuse 3.18 takes (the FUSE floor subject `passthrough_hp`, src/fsbench/lab/libfuse.py;
-# not in the default comparison, so the main command does not need them).
+# not in the default comparison, so the main command does not need them), and fuse2fs against it
+# (`fuse2fs-3.18`, src/fsbench/lab/fuse2fs.py: make, gcc, uuid-dev).
 if [ "${1:-}" = "--test" ]; then
-  PACKAGES+=(chromium meson ninja-build pkg-config liburing-dev libnuma-dev)
+  PACKAGES+=(chromium meson ninja-build pkg-config liburing-dev libnuma-dev make gcc uuid-dev)
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -79,4 +80,6 @@ if [ "${1:-}" = "--test" ]; then
   # user's cache, so the tests do not pay the ~1 min build; reused after its sha256 is checked.
   # A failure is reported (doctor and the floor's tests say why) but does not stop the set-up.
   uv run --frozen -q python -m fsbench.lab.libfuse || echo "setup.sh: the FUSE floor is unavailable"
+  # fuse2fs (e2fsprogs 1.47.4) against that libfuse: ~40 s once, cached and checked the same way.
+  uv run --frozen -q python -m fsbench.lab.fuse2fs || echo "setup.sh: fuse2fs-3.18 is unavailable"
 fi

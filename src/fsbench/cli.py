@@ -114,8 +114,10 @@ def doctor(as_json: bool) -> None:
 
 
 def _print_transports(con: Console, rows: list[dict[str, Any]]) -> None:
-    """FUSE transports for the floor subject (passthrough_hp[:uring|:passthrough])."""
-    t = Table(title="FUSE transports (passthrough_hp[:TRANSPORT])", title_justify="left")
+    """FUSE transports for the daemons fsbench builds (passthrough_hp[:uring|:passthrough],
+    fuse2fs-3.18[:uring])."""
+    title = "FUSE transports (passthrough_hp[:TRANSPORT], fuse2fs-3.18[:uring])"
+    t = Table(title=title, title_justify="left")
     for c in ("transport", "available", "what it is / why not"):
         t.add_column(c)
     for r in rows:
