@@ -15,9 +15,10 @@ order the events were emitted, and fsbench waits for each marker's acknowledgeme
 figures are exactly the events between the two markers (plus what arrives in the few
 milliseconds bpftrace's user space takes to read the maps).
 
-Probes are data (`PROBES`): a name, the tracepoints it needs, what it yields and its bpftrace
-fragment. The script is assembled from the probes this kernel can serve; the others are
-reported unavailable with the reason, and the run goes on.
+Probes are records (`fsbench/probedefs/`, `PROBES`): a name, the tracepoints it needs, what it
+yields, its bpftrace fragment and how its maps are parsed. The script is assembled from the
+probes this kernel can serve; the others are reported unavailable with the reason, and the run
+goes on.
 
 Maps are keyed so one bpftrace serves every subject: FUSE by connection (the kernel dev_t of
 the mount), block by device dev_t, readahead by superblock dev_t, writeback by bdi name, the
@@ -39,7 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsbench.probedefs import PROBES
+from fsbench.probedefs.numbers import hist_percentile
+from fsbench.probedefs.numbers import percentiles as _percentiles
+from fsbench.probedefs.record import Probe, SubjectKeys
 from fsbench.probes.procfs import ProcFS
+
+# The probe records (what each collects, parses and explains) are in fsbench/probedefs/; these
+# names stay here for the runner and the tests that reach them through this module.
+__all__ = ["PROBES", "Probe", "SubjectKeys", "_percentiles", "hist_percentile"]
 
 TRACEFS = Path(ProcFS().path("sys/kernel/tracing"))
 # Descriptor numbers nothing can have open (above the kernel's nr_open ceiling of 2^20):
@@ -47,172 +56,8 @@ TRACEFS = Path(ProcFS().path("sys/kernel/tracing"))
 MARK_BEGIN = 1_000_000_000
 MARK_END = 1_100_000_000
 SEQ_SPAN = 100_000_000
-# FUSE headers around the payload, measured on this kernel (6.18): a 4096-byte WRITE request
-# is 4176 bytes long (fuse_in_header 40 + fuse_write_in 40), a 128 KiB READ reply 131088
-# (fuse_out_header 16).
-FUSE_WRITE_IN_HDR = 80
-FUSE_OUT_HDR = 16
-FUSE_READ, FUSE_WRITE = 15, 16
-# Latency is timed for 1 request in FUSE_LAT_EVERY (by its unique id, which the kernel steps by
-# 2), the start time and opcode packed in one map value: a start time per request, looked up
-# and deleted at its end, was most of this probe's cost at ~60k requests/s (measured with
-# bench/probe_overhead.py). The histogram and the total are scaled back by FUSE_LAT_EVERY.
-FUSE_LAT_EVERY = 8
 ATTACH_TIMEOUT_S = 30.0
 MARK_TIMEOUT_S = 10.0
-PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-FUSE_OPCODES = {
-    1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 5: "READLINK", 6: "SYMLINK",
-    8: "MKNOD", 9: "MKDIR", 10: "UNLINK", 11: "RMDIR", 12: "RENAME", 13: "LINK", 14: "OPEN",
-    15: "READ", 16: "WRITE", 17: "STATFS", 18: "RELEASE", 20: "FSYNC", 21: "SETXATTR",
-    22: "GETXATTR", 23: "LISTXATTR", 24: "REMOVEXATTR", 25: "FLUSH", 26: "INIT",
-    27: "OPENDIR", 28: "READDIR", 29: "RELEASEDIR", 30: "FSYNCDIR", 31: "GETLK", 32: "SETLK",
-    33: "SETLKW", 34: "ACCESS", 35: "CREATE", 36: "INTERRUPT", 37: "BMAP", 38: "DESTROY",
-    39: "IOCTL", 40: "POLL", 41: "NOTIFY_REPLY", 42: "BATCH_FORGET", 43: "FALLOCATE",
-    44: "READDIRPLUS", 45: "RENAME2", 46: "LSEEK", 47: "COPY_FILE_RANGE", 50: "SYNCFS",
-    51: "TMPFILE", 52: "STATX",
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Probe:
-    """A trace probe: what it needs from the kernel, what it yields, how it is traced."""
-
-    name: str
-    tracepoints: tuple[str, ...]  # "category/event" under tracefs events/
-    yields: str
-    script: str  # bpftrace fragment; maps named @<name>_*
-    maps: tuple[str, ...]  # printed at the end of a sample, cleared at its start
-    # In-flight bookkeeping (start times by request): deleted by the events themselves, never
-    # printed and never cleared from user space. bpftrace's clear() snapshots a map's keys and
-    # then deletes them one by one; a key an event deleted meanwhile fails that delete, and
-    # bpftrace 0.17 exits ("failed to look up elem: -2"), ending every probe of the run.
-    scratch: tuple[str, ...] = ()
-
-
-PROBES: tuple[Probe, ...] = (
-    Probe(
-        "fuse",
-        ("fuse/fuse_request_send", "fuse/fuse_request_end"),
-        "FUSE requests per opcode, payload bytes and size distribution (READ, WRITE), "
-        "request latency send->end (log2 histogram, p50/p99, total)",
-        f"""
-tracepoint:fuse:fuse_request_send {{
-  $u = args->unique;  // read once into a variable: bpftrace 0.17 fails the verifier otherwise
-  @fuse_n[args->connection, args->opcode] = count();
-  if (args->opcode == {FUSE_WRITE} && args->len >= {FUSE_WRITE_IN_HDR}) {{
-    @fuse_size[args->connection, args->opcode] = hist(args->len - {FUSE_WRITE_IN_HDR});
-    @fuse_bytes[args->connection, args->opcode] = sum(args->len - {FUSE_WRITE_IN_HDR});
-  }}
-  if (args->opcode == {FUSE_READ}) {{ @fuse_rd[args->connection, $u] = 1; }}
-  if ((($u >> 1) & {FUSE_LAT_EVERY - 1}) == 0) {{
-    @fuse_t[args->connection, $u] = nsecs * 64 + args->opcode;
-  }}
-}}
-tracepoint:fuse:fuse_request_end /((args->unique >> 1) & {FUSE_LAT_EVERY - 1}) == 0/ {{
-  $v = @fuse_t[args->connection, args->unique];
-  if ($v) {{
-    $op = $v % 64;
-    $ns = nsecs - $v / 64;
-    @fuse_lat[args->connection, $op] = hist($ns / 1000);
-    @fuse_latsum[args->connection, $op] = sum($ns);
-    delete(@fuse_t[args->connection, args->unique]);
-  }}
-}}
-tracepoint:fuse:fuse_request_end /@fuse_rd[args->connection, args->unique]/ {{
-  if (args->len >= {FUSE_OUT_HDR}) {{
-    @fuse_size[args->connection, {FUSE_READ}] = hist(args->len - {FUSE_OUT_HDR});
-    @fuse_bytes[args->connection, {FUSE_READ}] = sum(args->len - {FUSE_OUT_HDR});
-  }}
-  delete(@fuse_rd[args->connection, args->unique]);
-}}
-""",
-        ("fuse_n", "fuse_size", "fuse_bytes", "fuse_lat", "fuse_latsum"),
-        ("fuse_t", "fuse_rd"),
-    ),
-    Probe(
-        "readahead",
-        ("readahead/page_cache_ra_order", "readahead/page_cache_ra_unbounded"),
-        "readahead windows the kernel chose (bytes, log2 histogram) and their count",
-        # ra_order traces the window of a large-folio mapping; others fall back to
-        # ra_unbounded, which traces how many pages it is asked to read.
-        f"""
-tracepoint:readahead:page_cache_ra_order {{
-  @readahead_win[args->s_dev] = hist(args->size * {PAGE});
-}}
-tracepoint:readahead:page_cache_ra_unbounded {{
-  @readahead_win[args->s_dev] = hist(args->nr_to_read * {PAGE});
-}}
-""",
-        ("readahead_win",),
-    ),
-    Probe(
-        "block",
-        ("block/block_rq_issue", "block/block_rq_complete"),
-        "block requests at the device (read/write), size distribution, issue->complete latency",
-        """
-tracepoint:block:block_rq_issue /strncmp(args->rwbs, "R", 1) == 0/ {
-  @block_size[args->dev, "read"] = hist(args->bytes);
-  @block_t[args->dev, args->sector] = nsecs;
-}
-tracepoint:block:block_rq_issue /strncmp(args->rwbs, "W", 1) == 0/ {
-  @block_size[args->dev, "write"] = hist(args->bytes);
-  @block_t[args->dev, args->sector] = nsecs;
-}
-tracepoint:block:block_rq_complete /@block_t[args->dev, args->sector]/ {
-  $us = (nsecs - @block_t[args->dev, args->sector]) / 1000;
-  if (strncmp(args->rwbs, "R", 1) == 0) { @block_lat[args->dev, "read"] = hist($us); }
-  else { @block_lat[args->dev, "write"] = hist($us); }
-  delete(@block_t[args->dev, args->sector]);
-}
-""",
-        ("block_size", "block_lat"),
-        ("block_t",),
-    ),
-    Probe(
-        "writeback",
-        ("writeback/balance_dirty_pages", "writeback/writeback_single_inode"),
-        "dirty throttling: balance_dirty_pages calls and their pause; pages the flusher "
-        "wrote back (writeback_single_inode; an fsync's own writes are not among them)",
-        # A `wrote` outside 1..2^32 pages is an integrity sync's LONG_MAX bookkeeping, not
-        # pages: summed, it wrapped to -9.2e18 in a real capture.
-        """
-tracepoint:writeback:balance_dirty_pages {
-  @writeback_bdp[args->bdi] = count();
-  if (args->pause > 0) { @writeback_pause[args->bdi] = sum(args->pause); }
-}
-tracepoint:writeback:writeback_single_inode /args->wrote > 0 && args->wrote < 0x100000000/ {
-  @writeback_pages[args->name] = sum(args->wrote);
-}
-""",
-        ("writeback_bdp", "writeback_pause", "writeback_pages"),
-    ),
-    Probe(
-        "sched",
-        ("sched/sched_waking", "sched/sched_wakeup", "sched/sched_migrate_task"),
-        "wake-ups of the application's and the driver daemon's tasks, how many were to "
-        "another CPU than the waker's, migrations",
-        # The waker's CPU is known at sched_waking only: sched_wakeup may run on the target CPU
-        # (wake lists), which would hide a cross-CPU wake-up (measured: half of them).
-        """
-tracepoint:sched:sched_waking {
-  @sched_waker[args->pid] = cpu + 1;
-}
-tracepoint:sched:sched_wakeup {
-  @sched_wake[args->comm] = count();
-  $w = @sched_waker[args->pid];
-  if ($w && (uint64)args->target_cpu + 1 != $w) { @sched_cross[args->comm] = count(); }
-  delete(@sched_waker[args->pid]);
-}
-tracepoint:sched:sched_migrate_task {
-  @sched_mig[str(args->comm)] = count();
-}
-""",
-        ("sched_wake", "sched_cross", "sched_mig"),
-        ("sched_waker",),
-    ),
-)
 PROBE_NAMES = tuple(p.name for p in PROBES)
 # All of them: they only run in the untimed traced run, so even sched (which fires on every
 # wake-up on the machine) costs no sample anything.
@@ -307,10 +152,6 @@ def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
 
 
 # -- reading bpftrace's JSON output ---------------------------------------------------------------
-def _key(k: str) -> list[str]:
-    return k.split(",")
-
-
 def parse_maps(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
     """bpftrace `-f json` lines -> {map name without @: {key string: value}}; histograms as
     {bucket lower bound: count}."""
@@ -336,33 +177,6 @@ def parse_maps(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
                         out[k] = v
             maps[name.lstrip("@")] = out
     return maps
-
-
-def hist_percentile(h: dict[int, float], q: float) -> float | None:
-    """The q-quantile of a log2 histogram {lower bound: count}, interpolated linearly inside
-    the bucket [lo, 2*lo) it falls in."""
-    total = sum(h.values())
-    if total <= 0:
-        return None
-    want, seen = q * total, 0.0
-    for lo in sorted(h):
-        n = h[lo]
-        if seen + n >= want:
-            hi = 2 * lo if lo > 0 else 1
-            return lo + (hi - lo) * ((want - seen) / n if n else 0.0)
-        seen += n
-    return float(max(h))
-
-
-@dataclass
-class SubjectKeys:
-    """Which map keys belong to one subject in one sample."""
-
-    fuse_connection: int | None = None  # kernel dev_t of the FUSE mount (st_dev)
-    block_devs: tuple[int, ...] = ()  # kernel dev_t of the subject's block device(s)
-    sb_devs: tuple[int, ...] = ()  # superblock dev_t (st_dev of the mount point)
-    bdis: tuple[str, ...] = ()  # backing_dev_info names ("7:3", "0:54", "7:3-fuseblk")
-    comms: dict[str, tuple[str, ...]] = field(default_factory=dict)  # role -> task comms
 
 
 def kdev(st_dev: int) -> int:
@@ -418,102 +232,21 @@ def daemon_comms(pid: int, fs: ProcFS | None = None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _hist_add(dst: dict[str, dict[str, int]], k: str, h: dict[int, int]) -> None:
-    b = dst.setdefault(k, {})
-    for lo, n in h.items():
-        b[str(lo)] = b.get(str(lo), 0) + n
-
-
 def to_trace(
     maps: dict[str, dict[str, Any]],
     keys: SubjectKeys,
     status: dict[str, str],
     work: dict[str, float],
+    probes: Iterable[Probe] | None = None,
 ) -> dict[str, Any]:
-    """One subject's share of a sample's maps, in the shape report/explain.py reads."""
+    """One subject's share of a sample's maps, in the shape report/explain.py reads: each
+    available probe's record (of `probes`, the catalogue by default) parses its own part."""
     trace: dict[str, Any] = {"probes": dict(status)}
-
-    def ok(name: str) -> bool:
-        return status.get(name) == "ok"
-
-    def rows(m: str) -> Iterable[tuple[list[str], Any]]:
-        for k, v in (maps.get(m) or {}).items():
-            yield _key(k), v
-
-    if ok("fuse") and keys.fuse_connection is not None:
-        conn = str(keys.fuse_connection)
-        fz: dict[str, Any] = {
-            "requests": {},
-            "bytes": {},
-            "size_hist": {},
-            "latency_hist_us": {},
-            "latency_us": {},
-        }
-
-        def op(code: str) -> str:
-            return FUSE_OPCODES.get(int(code), f"OP{code}")
-
-        for (c, code), n in rows("fuse_n"):
-            if c == conn:
-                fz["requests"][op(code)] = fz["requests"].get(op(code), 0) + int(n)
-        for (c, code), n in rows("fuse_bytes"):
-            if c == conn:
-                fz["bytes"][op(code)] = int(n)
-        for (c, code), h in rows("fuse_size"):
-            if c == conn:
-                _hist_add(fz["size_hist"], op(code), h)
-        for (c, code), h in rows("fuse_lat"):
-            if c == conn:
-                scaled = {b: n * FUSE_LAT_EVERY for b, n in h.items()}
-                _hist_add(fz["latency_hist_us"], op(code), scaled)
-        for (c, code), ns in rows("fuse_latsum"):
-            if c == conn:
-                total = int(ns) * FUSE_LAT_EVERY / 1000
-                fz["latency_us"].setdefault(op(code), {})["total"] = total
-        fz["latency_sampled"] = f"1 request in {FUSE_LAT_EVERY}, scaled"
-        _percentiles(fz)
-        trace["fuse"] = fz
-    if ok("readahead"):
-        windows: dict[str, dict[str, int]] = {}
-        for (dev,), h in rows("readahead_win"):
-            if int(dev) in keys.sb_devs or int(dev) in keys.block_devs:
-                _hist_add(windows, "w", h)
-        w = windows.get("w", {})
-        trace["readahead"] = {"windows": w, "count": sum(w.values())}
-    if ok("block"):
-        blk: dict[str, Any] = {"requests": {}, "size_hist": {}, "latency_hist_us": {}}
-        for (dev, rw), h in rows("block_size"):
-            if int(dev) in keys.block_devs:
-                _hist_add(blk["size_hist"], rw, h)
-        for (dev, rw), h in rows("block_lat"):
-            if int(dev) in keys.block_devs:
-                _hist_add(blk["latency_hist_us"], rw, h)
-        blk["requests"] = {
-            rw: sum(blk["size_hist"].get(rw, {}).values()) for rw in ("read", "write")
-        }
-        blk["latency_us"] = {}
-        _percentiles(blk)
-        trace["block"] = blk
-    if ok("writeback"):
-        wb = {"balance_dirty_pages": 0, "pause_ms": 0.0, "pages_written": 0}
-        for m, field_ in (
-            ("writeback_bdp", "balance_dirty_pages"),
-            ("writeback_pause", "pause_ms"),
-            ("writeback_pages", "pages_written"),
-        ):
-            for (bdi,), n in rows(m):
-                if bdi in keys.bdis:
-                    wb[field_] += n
-        wb["pause_ms"] = float(wb["pause_ms"])
-        trace["writeback"] = wb
-    if ok("sched"):
-        sc: dict[str, dict[str, int]] = {"wakeups": {}, "cross_cpu": {}, "migrations": {}}
-        for m, part in (("sched_wake", "wakeups"), ("sched_cross", "cross_cpu"),
-                        ("sched_mig", "migrations")):  # fmt: skip
-            got = {k[0]: int(v) for k, v in rows(m)}
-            for role, comms in keys.comms.items():
-                sc[part][role] = sum(got.get(c, 0) for c in comms)
-        trace["sched"] = sc
+    for probe in PROBES if probes is None else probes:
+        if status.get(probe.name) == "ok":
+            part = probe.parse(maps, keys)
+            if part is not None:
+                trace[probe.name] = part
     trace["work"] = dict(work)
     return trace
 
@@ -521,18 +254,6 @@ def to_trace(
 def untraced(status: dict[str, str], why: str) -> dict[str, Any]:
     """A result's trace when its traced run did not happen: each available probe says why."""
     return {"probes": {k: (why if v == "ok" else v) for k, v in status.items()}}
-
-
-def _percentiles(part: dict[str, Any]) -> None:
-    """latency_us[OP].p50/p99 from latency_hist_us[OP] (log2 buckets, interpolated)."""
-    lat = part.setdefault("latency_us", {})
-    for name, h in part.get("latency_hist_us", {}).items():
-        hh = {int(k): float(v) for k, v in h.items()}
-        entry = lat.setdefault(name, {})
-        for label, q in (("p50", 0.5), ("p99", 0.99)):
-            v = hist_percentile(hh, q)
-            if v is not None:
-                entry[label] = round(v, 2)
 
 
 # -- the running tracer ---------------------------------------------------------------------------

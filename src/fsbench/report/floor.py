@@ -11,14 +11,12 @@ changes). Nothing is said when the run has no floor result or a figure was not m
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
+from fsbench.probedefs.factor import Factor, FactorInput, OpFigures
+from fsbench.probedefs.fuse import fuse_ops
+from fsbench.probedefs.numbers import fmt_count, fmt_pct, fmt_us
+from fsbench.report.keys import placement_of, workload_key
 from fsbench.schema import Result, Run
-from fsbench.units import fmt_ratio
-
-if TYPE_CHECKING:  # explain imports this module: no cycle at run time
-    from fsbench.report.explain import Factor, OpFigures, Profile
+from fsbench.units import fmt_ratio, size_text
 
 FLOOR_DRIVER = "passthrough_hp"
 FLOOR_TRANSPORT = "dev-fuse"
@@ -40,8 +38,6 @@ def _subject(run: Run, subject_id: str):
 
 def floor_result(res: Result, run: Run) -> Result | None:
     """The floor's result (over /dev/fuse) for the same workload and placement as `res`."""
-    from fsbench.report.explain import placement_of, workload_key
-
     key, place = workload_key(res), placement_of(res)
     for r in run.results:
         s = _subject(run, r.subject)
@@ -64,27 +60,25 @@ def _main_op(ops: dict[str, OpFigures], floor: dict[str, OpFigures]) -> str | No
     return max(timed)[1] if timed else None
 
 
-def floor_factors(
-    res: Result, prof: Profile, run: Run, prof_of: Callable[[Result], Profile]
-) -> list[Factor]:
+def floor_factors(inp: FactorInput) -> list[Factor]:
     """The floor's factor for a FUSE result (none for the floor over /dev/fuse itself)."""
-    from fsbench.report.explain import Factor, fmt_count, fmt_pct, fmt_us, size_text
-
+    res, prof, run = inp.result, inp.prof, inp.run
     subject = _subject(run, res.subject)
     if subject is None or subject.kind != "fuse":
         return []
     base = floor_result(res, run)
     if base is None or base is res:
         return []
-    fprof = prof_of(base)
-    if prof.fuse is None or fprof.fuse is None or fprof.per != prof.per:
+    fprof = inp.profile_of(base)
+    ops, fops = fuse_ops(prof), fuse_ops(fprof)
+    if ops is None or fops is None or fprof.per != prof.per:
         return []
     transport = subject.transport or FLOOR_TRANSPORT
     floor_name = f"{FLOOR_DRIVER} {TRANSPORT_WORDS[FLOOR_TRANSPORT]}"
     who = subject.driver if subject.driver != FLOOR_DRIVER else f"{subject.id}"
-    io = [op for op in ("READ", "WRITE") if op in fprof.fuse]
-    if transport == "passthrough" and io and not any(op in prof.fuse for op in io):
-        f = fprof.fuse[io[0]]
+    io = [op for op in ("READ", "WRITE") if op in fops]
+    if transport == "passthrough" and io and not any(op in ops for op in io):
+        f = fops[io[0]]
         text = (
             f"with passthrough its {io[0]}s never reach the daemon (no FUSE {io[0]} requests); "
             f"the floor {floor_name} sends {fmt_count(f.count)} per {prof.per}"
@@ -92,10 +86,10 @@ def floor_factors(
         )
         brief = f"passthrough: no FUSE {io[0]} (floor {fmt_count(f.count)}/{prof.per})"
         return [Factor("fuse floor", 0.0, f"requests/{prof.per}", text, brief, weight=WEIGHT)]
-    op = _main_op(prof.fuse, fprof.fuse)
+    op = _main_op(ops, fops)
     if op is None:
         return []
-    mine, floor = prof.fuse[op], fprof.fuse[op]
+    mine, floor = ops[op], fops[op]
     assert mine.mean_us is not None and floor.mean_us is not None
     own = mine.mean_us - floor.mean_us
     # Under io_uring the reply's length in the trace is not its payload: no sizes to compare.

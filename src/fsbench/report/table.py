@@ -207,8 +207,7 @@ def workload_tables(
                 moved = [
                     f
                     for f in e.factors
-                    if f.name.startswith("placement")
-                    and (": better)" in f.sentence or ": worse)" in f.sentence)
+                    if f.name.startswith("placement") and f.outcome in ("better", "worse")
                 ]
                 e = replace(e, factors=moved)
             if e is not None and e.factors:

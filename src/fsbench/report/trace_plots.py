@@ -67,11 +67,12 @@ def rows_of(profiles: list[tuple[str, Profile]]) -> list[Row]:
         ),
     ]
     for label, p in profiles:
+        ra = p.measured.get("readahead")
         for row, series in (
-            (rows[0], _ops(p.fuse, False)),
-            (rows[1], _ops(p.fuse, True)),
-            (rows[2], [("windows", p.readahead[1])] if p.readahead and p.readahead[1] else []),
-            (rows[3], _ops(p.block, False)),
+            (rows[0], _ops(p.measured.get("fuse"), False)),
+            (rows[1], _ops(p.measured.get("fuse"), True)),
+            (rows[2], [("windows", ra[1])] if ra and ra[1] else []),
+            (rows[3], _ops(p.measured.get("block"), False)),
         ):
             if series:
                 row.panels[label] = series
@@ -207,7 +208,7 @@ def trace_plots(run: Run) -> dict[str, Plot]:
         if not usable(r) or is_matrix(r):  # the report shows no Iozone cell on its own
             continue
         p = profile(r, run)
-        if not (p.fuse or p.readahead or p.block):
+        if not any(p.measured.get(k) for k in ("fuse", "readahead", "block")):
             continue
         label = r.subject if placement_of(r) == "free" else f"{r.subject} [{placement_of(r)}]"
         by.setdefault(workload_key(r), []).append((label, p))
