@@ -134,7 +134,7 @@ def test_the_overlap_check_sees_a_legend_over_its_axes() -> None:
     nothing."""
     from matplotlib.figure import Figure
 
-    from fsbench.report.plots import _svg
+    from fsbench.report.figure import _svg
 
     fig = Figure(figsize=(11, 3))
     ax = fig.subplots()

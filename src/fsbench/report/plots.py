@@ -6,27 +6,29 @@ plots a report of the run contains, in order, so the HTML and its tests agree on
 
 from __future__ import annotations
 
-import functools
-import io
-import itertools
-import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ParamSpec, TypeVar
 
-import matplotlib
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.figure import Figure
 from matplotlib.ticker import (
-    FixedLocator,
     FuncFormatter,
-    LogLocator,
     NullFormatter,
-    NullLocator,
 )
 
-from fsbench.report.explain import placement_of, workload_key
+from fsbench.report.figure import (
+    CPU_PARTS,
+    PAGE_WIDTH_IN,
+    Plot,
+    _err,
+    _figure,
+    _median,
+    _rows_figure,
+    _slug,
+    _styled,
+    _svg,
+    colours,
+)
+from fsbench.report.keys import placement_of, workload_key
+from fsbench.report.matrix_plots import knees, matrix_op_plot, ratio_heatmap, stride_plot
 from fsbench.report.naming import SYMBOLS, baseline_result, outcome
 from fsbench.report.summary import (
     Group,
@@ -34,473 +36,11 @@ from fsbench.report.summary import (
     groups,
     is_matrix,
     measured_subjects,
-    size_text,
     usable,
 )
-from fsbench.schema import Environment, Result, Run
+from fsbench.report.trace_plots import trace_plots
+from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-# A colour per subject, the same in every plot of a report (matplotlib's tab10, colour-blind
-# distinguishable enough for up to ten subjects).
-PALETTE = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
-CPU_PARTS = (
-    ("app", "application", "#4c72b0"),
-    ("driver", "driver daemon", "#dd8452"),
-    ("kernel_threads", "kernel threads", "#55a868"),
-)
-_RC = {
-    "svg.fonttype": "none",  # text stays text: small files, selectable, no embedded glyphs
-    "font.size": 8.5,
-    "axes.titlesize": 9,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "legend.fontsize": 8,
-    "legend.frameon": False,
-}
-
-
-def _styled(fn: Callable[P, R]) -> Callable[P, R]:
-    """Run a plotting function inside fsbench's matplotlib style (axes take it when made)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with matplotlib.rc_context(_RC):
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-# Figures are drawn this wide: the page shows them at its width (≈1130 px), where 8.5 pt text
-# reads as ~12 px. Narrower figures would be blown up, wider ones shrunk below legibility.
-PAGE_WIDTH_IN = 11.0
-
-
-class Svg(str):
-    """An inline <svg> element that also carries what its figure measured when drawn: its size
-    in inches, the smallest axes' height, and the layout problems a reader would meet (a legend
-    over an axes, tick labels on top of each other) — for the tests, never shown."""
-
-    size_in: tuple[float, float] = (0.0, 0.0)
-    min_axes_height_in: float = 0.0
-    problems: tuple[str, ...] = ()
-
-
-@dataclass
-class Plot:
-    id: str
-    title: str
-    svg: str
-    caption: str = ""
-
-
-def colours(subjects: Sequence[str]) -> dict[str, str]:
-    return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
-
-
-def _svg(fig: Figure, plot_id: str) -> str:
-    """The figure as an <svg> element to inline: no XML prolog or DOCTYPE (it names a URL),
-    no metadata, and ids prefixed so several figures can share one document."""
-    buf = io.StringIO()
-    with matplotlib.rc_context({**_RC, "svg.hashsalt": plot_id}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    text = buf.getvalue()
-    text = text[text.index("<svg") :]
-    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
-    ids = set(re.findall(r'\bid="([^"]+)"', text))
-    prefix = re.sub(r"[^A-Za-z0-9_-]", "-", plot_id) + "-"
-
-    def local(m: re.Match[str]) -> str:
-        name = m.group(2)
-        return m.group(1) + (prefix + name if name in ids else name)
-
-    text = re.sub(r'(\bid="|url\(#|href="#)([^")]+)', local, text)
-    # matplotlib names some elements by a hash of their content: two identical ones share an
-    # id. References find the first; later copies get a suffix so the page's ids stay unique.
-    seen: dict[str, int] = {}
-
-    def unique(m: re.Match[str]) -> str:
-        name = m.group(1)
-        seen[name] = seen.get(name, 0) + 1
-        return f'id="{name}"' if seen[name] == 1 else f'id="{name}-{seen[name]}"'
-
-    text = re.sub(r'\bid="([^"]+)"', unique, text)
-    # Scale with the page; the viewBox keeps the aspect ratio.
-    text = re.sub(r'(<svg[^>]*?)\swidth="[^"]*"\s+height="[^"]*"', r"\1", text, count=1)
-    out = Svg(text.replace("<svg ", f'<svg role="img" aria-label="{plot_id}" ', 1))
-    _measure(fig, out)
-    return out
-
-
-def _measure(fig: Figure, out: Svg) -> None:
-    """What the drawn figure looks like to a reader (positions are those savefig just laid
-    out; text extents come from an Agg renderer of the figure's size, without drawing)."""
-    from matplotlib.axes import Axes
-    from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.legend import Legend
-
-    w, h = fig.get_size_inches()
-    r = RendererAgg(int(w * fig.dpi), int(h * fig.dpi), fig.dpi)
-    axes = [a for a in fig.findobj(Axes) if a.get_visible()]
-    legends = [lg for lg in fig.findobj(Legend) if lg.get_visible()]
-    problems = []
-    for lg in legends:
-        box = lg.get_window_extent(r)
-        if box.x0 < -1 or box.y0 < -1 or box.x1 > w * fig.dpi + 1 or box.y1 > h * fig.dpi + 1:
-            problems.append("legend cut off at the figure's edge")
-        for ax in axes:
-            a = ax.get_window_extent(r)
-            dx = min(box.x1, a.x1) - max(box.x0, a.x0)
-            dy = min(box.y1, a.y1) - max(box.y0, a.y0)
-            if dx > 1 and dy > 1:
-                title = ax.get_title(loc="left") or ax.get_title() or ax.get_ylabel()
-                problems.append(f"legend over axes {title!r}")
-    for ax in axes:
-        for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
-            boxes = sorted(
-                (t.get_window_extent(r) for t in axis.get_ticklabels() if t.get_text()),
-                key=lambda b: getattr(b, lo),
-            )
-            for a, b in itertools.pairwise(boxes):
-                if getattr(a, hi) - getattr(b, lo) > 0.5:
-                    problems.append(f"tick labels overlap on {ax.get_title(loc='left')!r}")
-                    break
-    out.size_in = (float(w), float(h))
-    heights = [
-        ax.get_window_extent(r).height / fig.dpi for ax in axes if ax.get_label() != "<colorbar>"
-    ]
-    out.min_axes_height_in = min(heights, default=0.0)
-    out.problems = tuple(problems)
-
-
-def _figure(width: float, height: float) -> Figure:
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-def _panel_figure(ncols: int, nrows: int) -> Figure:
-    """A grid of small panels with fixed margins (inches) for the title, legend and labels:
-    a report has a dozen of these, and the constrained layout engine doubles each one's cost."""
-    width, height = max(PAGE_WIDTH_IN, 2.6 * ncols + 0.8), 2.3 * nrows + 0.7
-    fig = Figure(figsize=(width, height))
-    fig.subplots_adjust(
-        left=0.75 / width,
-        right=1 - 0.15 / width,
-        top=1 - 0.65 / height,
-        bottom=0.5 / height,
-        wspace=0.08,
-        hspace=0.45,
-    )
-    return fig
-
-
-def _log2_axis(ax, values: Sequence[int], axis: str = "x") -> None:
-    """A log2 axis with ticks at the measured sizes, labelled 64K, 1M, 2G."""
-    vals = sorted(set(values))
-    if axis == "x":
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(FixedLocator(vals))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([_short(v) for v in vals], rotation=0)
-        if len(vals) == 1:
-            ax.set_xlim(vals[0] / 2, vals[0] * 2)
-    else:
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_locator(FixedLocator(vals))
-        ax.yaxis.set_minor_locator(NullLocator())
-        ax.set_yticklabels([_short(v) for v in vals])
-
-
-def _log_rate_axis(ax) -> None:
-    """A log y axis of rates ticked at 1, 2, 5 × 10^k in plain numbers (1,000 not 10³): the
-    default minor ticks and their mathtext labels are most of a small panel's drawing time."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.{0 if v >= 1 else 2}f}"))
-
-
-def _short(n: int) -> str:
-    return size_text(n).replace(" ", "").replace("iB", "")
-
-
-def _err(res: Result) -> tuple[float, float]:
-    """Error bar lengths below/above the median from the 95 % CI (0 when unknown)."""
-    if res.ci95 is None or res.median is None:
-        return 0.0, 0.0
-    lo, hi = res.ci95
-    return max(0.0, res.median - lo), max(0.0, hi - res.median)
-
-
-def _ylog_err(res: Result) -> tuple[float, float]:
-    # On a log axis a CI reaching below zero (a t interval at n = 3) cannot be drawn: clip it
-    # to a tenth of the median, so the bar still says "very uncertain".
-    assert res.median is not None
-    below, above = _err(res)
-    return min(below, res.median * 0.9), above
-
-
-# -- knees ------------------------------------------------------------------------------------
-def knees(env: Environment, op: str | None = None) -> list[tuple[int, str]]:
-    """Sizes where cached behaviour ends: RAM, the dirty-page limits (writes), CPU caches
-    (when the environment recorded them). Only those a file size might cross."""
-    marks: list[tuple[int, str]] = []
-    mem = env.memory_bytes or 0
-    if mem:
-        marks.append((mem, f"RAM {size_text(mem)}"))
-        if op in (None, "write", "rewrite", "rand-write"):
-            try:
-                bg = int(env.sysctl.get("vm.dirty_background_bytes", "0")) or (
-                    int(env.sysctl.get("vm.dirty_background_ratio", "0")) * mem // 100
-                )
-                hard = int(env.sysctl.get("vm.dirty_bytes", "0")) or (
-                    int(env.sysctl.get("vm.dirty_ratio", "0")) * mem // 100
-                )
-            except ValueError:
-                bg = hard = 0
-            if bg:
-                marks.append((bg, f"writeback starts ≈ {size_text(bg)}"))
-            if hard:
-                marks.append((hard, f"writers throttled ≈ {size_text(hard)}"))
-    caches = env.cpu_caches or (env.model_extra or {}).get("cpu_caches") or {}
-    if isinstance(caches, dict) and op in (None, "reread"):
-        for name, size in caches.items():
-            if isinstance(size, int | float) and size > 0:
-                marks.append((int(size), f"{name} cache {size_text(size)}"))
-    return marks
-
-
-def _mark_knees(ax, marks: list[tuple[int, str]], lo: int, hi: int) -> list[str]:
-    shown = []
-    for x, label in marks:
-        if lo / 2 <= x <= hi * 2:
-            ax.axvline(x, color="#555", lw=0.9, ls="--", alpha=0.8)
-            ax.text(
-                x,
-                0.98,
-                " " + label,
-                transform=ax.get_xaxis_transform(),
-                rotation=90,
-                va="top",
-                ha="left",
-                fontsize=7,
-                color="#444",
-            )
-            shown.append(label)
-    return shown
-
-
-# -- the matrix -------------------------------------------------------------------------------
-@_styled
-def matrix_op_plot(group: Group, subjects: Sequence[str], env: Environment) -> Plot | None:
-    """Rate vs file size, one line per subject, one panel per record size (seed 003 figures)."""
-    op = group.label
-    results = [r for r in group.results() if usable(r)]
-    if not results:
-        return None
-    records = sorted({int(r.params["record_size"]) for r in results})
-    files = sorted({int(r.params["file_size"]) for r in results})
-    col = colours(subjects)
-    n = len(records)
-    ncols = min(n, 4)
-    nrows = math.ceil(n / ncols)
-    fig = _panel_figure(ncols, nrows)
-    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
-    marks = knees(env, group.op)
-    shown: set[str] = set()
-    for i, rs in enumerate(records):
-        ax = axes[i // ncols][i % ncols]
-        for s in subjects:
-            pts = sorted(
-                (int(r.params["file_size"]), r)
-                for r in results
-                if r.subject == s and int(r.params["record_size"]) == rs
-            )
-            if not pts:
-                continue
-            xs = [x for x, _ in pts]
-            ys = [r.median for _, r in pts]
-            errs = list(zip(*[_ylog_err(r) for _, r in pts], strict=True))
-            ax.errorbar(
-                xs, ys, yerr=errs, marker="o", ms=3.5, lw=1.4, capsize=2, color=col[s], label=s
-            )
-        _log_rate_axis(ax)
-        _log2_axis(ax, files)
-        ax.set_xlim(files[0] / 1.5, files[-1] * 1.5)  # the same sizes line up in every panel
-        ax.set_title(f"{size_text(rs)} records")
-        if i % ncols == 0:
-            ax.set_ylabel(group.unit)
-        if i // ncols == nrows - 1:
-            ax.set_xlabel("file size")
-        shown |= set(_mark_knees(ax, marks, files[0], files[-1]))
-    for j in range(n, nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 4), borderaxespad=0.2)
-    fig.suptitle(f"Iozone {op}: rate vs file size", x=0.01, ha="left", fontsize=10)
-    caption = (
-        f"{group.unit} (median, 95 % CI) per file size; one panel per record size, one line "
-        "per subject; log scales."
-    )
-    if shown:
-        caption += " Dashed: " + ", ".join(sorted(shown)) + "."
-    elif marks:
-        caption += (
-            f" No cache limit falls within {size_text(files[0])}–{size_text(files[-1])}: "
-            f"every file fits in the page cache ({marks[0][1]})."
-        )
-    return Plot(f"matrix-{op}", f"Iozone {op}", _svg(fig, f"matrix-{op}"), caption)
-
-
-@_styled
-def stride_plot(group: Group, subjects: Sequence[str]) -> Plot | None:
-    """Strided read vs record size, one panel per file size, one line per subject."""
-    results = [r for r in group.results() if usable(r)]
-    if not results:
-        return None
-    files = sorted({int(r.params["file_size"]) for r in results})
-    records = sorted({int(r.params["record_size"]) for r in results})
-    col = colours(subjects)
-    ncols = min(len(files), 4)
-    nrows = math.ceil(len(files) / ncols)
-    fig = _panel_figure(ncols, nrows)
-    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
-    for i, fs in enumerate(files):
-        ax = axes[i // ncols][i % ncols]
-        for s in subjects:
-            pts = sorted(
-                (int(r.params["record_size"]), r)
-                for r in results
-                if r.subject == s and int(r.params["file_size"]) == fs
-            )
-            if not pts:
-                continue
-            errs = list(zip(*[_ylog_err(r) for _, r in pts], strict=True))
-            ax.errorbar(
-                [x for x, _ in pts],
-                [r.median for _, r in pts],
-                yerr=errs,
-                marker="s",
-                ms=3.5,
-                lw=1.4,
-                capsize=2,
-                color=col[s],
-                label=s,
-            )
-        _log_rate_axis(ax)
-        _log2_axis(ax, records)
-        ax.set_xlim(records[0] / 1.5, records[-1] * 1.5)
-        ax.set_title(f"{size_text(fs)} files")
-        ax.set_xlabel("record size")
-        if i % ncols == 0:
-            ax.set_ylabel(group.unit)
-    for j in range(len(files), nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 4), borderaxespad=0.2)
-    jobs = group.label.removeprefix("stride-read")  # "" or "-j4"
-    fig.suptitle(f"Iozone strided read{jobs}: rate vs record size", x=0.01, ha="left", fontsize=10)
-    pid = f"matrix-stride-records{jobs}"
-    return Plot(
-        pid,
-        f"Strided read{jobs} vs record size",
-        _svg(fig, pid),
-        "Cold strided reads (records 0, 8, 16, … then 1, 9, …) per record size; one panel per "
-        "file size. Readahead helps large records and wastes work on small ones.",
-    )
-
-
-@_styled
-def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
-    """other / base per cell of every op: green faster, red slower, '~' not significant."""
-    panels = []
-    for g in op_groups:
-        cells = {
-            c: (per[base], per[other])
-            for c, per in g.cells.items()
-            if usable(per.get(base)) and usable(per.get(other))
-        }
-        if cells:
-            panels.append((g, cells))
-    if not panels:
-        return None
-    ncols = min(len(panels), 4)
-    nrows = math.ceil(len(panels) / ncols)
-    fig = _figure(max(PAGE_WIDTH_IN, 2.5 * ncols + 0.9), 2.4 * nrows + 0.4)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    norm = TwoSlopeNorm(vmin=-4, vcenter=0, vmax=4)
-    image = None
-    for i, (g, cells) in enumerate(panels):
-        ax = axes[i // ncols][i % ncols]
-        files = sorted({c[0] for c in cells})  # type: ignore[index]
-        records = sorted({c[1] for c in cells})  # type: ignore[index]
-        grid = [[math.nan] * len(records) for _ in files]
-        for (fs, rs), (b, o) in cells.items():  # type: ignore[misc]
-            cmp_ = compare(b, o)
-            if cmp_.ratio is None or cmp_.ratio <= 0:
-                continue
-            r, c = files.index(fs), records.index(rs)
-            grid[r][c] = math.log2(cmp_.ratio)
-            # The cell's mark from the one verdict procedure: ▲/▼ decided, ≈ within ±2 %, ? open.
-            said = outcome(cmp_, o.higher_is_better)
-            label = fmt_ratio(cmp_.ratio).rstrip("×") + (
-                "" if said in ("better", "worse") else SYMBOLS[said]
-            )
-            ax.text(
-                c,
-                r,
-                label,
-                ha="center",
-                va="center",
-                fontsize=6.5,
-                color="black" if abs(grid[r][c]) < 2.5 else "white",
-            )
-        # Vector cells (not imshow's embedded PNG): crisp at any zoom, and searchable text.
-        image = ax.pcolormesh(
-            [x - 0.5 for x in range(len(records) + 1)],
-            [y - 0.5 for y in range(len(files) + 1)],
-            grid,
-            cmap="RdYlGn",
-            norm=norm,
-            edgecolors="white",
-            linewidth=0.5,
-        )
-        ax.set_xticks(range(len(records)), [_short(x) for x in records], rotation=45)
-        ax.set_yticks(range(len(files)), [_short(x) for x in files])
-        ax.grid(False)
-        ax.set_title(g.label)
-        if i % ncols == 0:
-            ax.set_ylabel("file size")
-        ax.set_xlabel("record size")
-    for j in range(len(panels), nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    if image is not None:
-        bar = fig.colorbar(image, ax=axes, shrink=0.8, label=f"log2({other} / {base})")
-        bar.set_ticks([-4, -2, 0, 2, 4], labels=["1/16", "1/4", "1", "4", "16"])
-    fig.suptitle(f"{other} vs {base}, per cell (ratio of medians)", x=0.01, ha="left", fontsize=10)
-    pid = f"matrix-ratio-{_slug(other)}"
-    return Plot(
-        pid,
-        f"{other} / {base} over the matrix",
-        _svg(fig, pid),
-        f"Each cell: median rate of {other} divided by {base}'s. Green: {other} faster; red: "
-        "slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ in the tables), ≈ "
-        "is within ±2 %, ? is open (not decided).",
-    )
 
 
 # -- per workload -----------------------------------------------------------------------------
@@ -574,12 +114,6 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
 
 
 # -- costs ------------------------------------------------------------------------------------
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
 @dataclass
 class CostRow:
     label: str  # "seq-write/fsync" or "Iozone write (median of 9 cells)"
@@ -628,11 +162,6 @@ def cost_rows(run: Run) -> list[CostRow]:
                 )
             )
     return rows
-
-
-def _rows_figure(n: int) -> tuple[Figure, object]:
-    fig = _figure(PAGE_WIDTH_IN, 0.26 * n + 1.1)
-    return fig, fig.subplots(1, 1)
 
 
 @_styled
@@ -789,10 +318,6 @@ def placement_plot(run: Run) -> Plot | None:
     )
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
-
-
 # -- all of them ------------------------------------------------------------------------------
 @dataclass
 class Plots:
@@ -845,8 +370,6 @@ def plan(run: Run) -> Plots:
         )
         if p
     ]
-    from fsbench.report.trace_plots import trace_plots  # it builds on this module
-
     return Plots(matrix, per_workload, costs, trace_plots(run), placement_plot(run))
 
 
@@ -862,6 +385,7 @@ def baseline(run: Run) -> str | None:
 
 
 __all__ = [
+    "PAGE_WIDTH_IN",
     "Plot",
     "Plots",
     "baseline",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.report.plots import PAGE_WIDTH_IN, Plot, _figure, _styled, _svg
+from fsbench.report.figure import PAGE_WIDTH_IN, Plot, _figure, _styled, _svg
 from fsbench.schema import Result, Run
 
 

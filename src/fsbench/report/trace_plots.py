@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 from fsbench.report.explain import OpFigures, Profile, placement_of, profile, workload_key
-from fsbench.report.plots import PAGE_WIDTH_IN, Plot, _short, _slug, _styled, _svg, colours
+from fsbench.report.figure import PAGE_WIDTH_IN, Plot, _short, _slug, _styled, _svg, colours
 from fsbench.report.summary import is_matrix, measured_subjects, usable
 from fsbench.schema import Run
 
