@@ -7,7 +7,9 @@
 Prints per transport the floor's seq-write/fsync and seq-read/cold rates and their ratio to
 ext4's (same run, same image copy, interleaved), its wake-ups and cross-CPU wake-ups per GiB
 (from the traced run), its daemon CPU per GiB and its FUSE requests per GiB with their mean
-latency. `--with ntfs-3g` adds a FUSE driver, whose explanation then names the floor's cost.
+latency, split by libfuse's USDT probe into waiting for the daemon and the daemon's work.
+`--with ntfs-3g` adds a FUSE driver, whose explanation then names the floor's cost;
+`--with fuse2fs-3.18 --with fuse2fs-3.18:uring` a real file system over both transports.
 docs/fuse-transports.md compares the figures with the published ones.
 """
 
@@ -47,6 +49,20 @@ def _per_gib(trace: dict, part: str, key: str) -> float | None:
     return sum(v for v in values.values() if isinstance(v, int | float)) / (work / GiB)
 
 
+def _split(trace: dict, op: str) -> str:
+    """libfuse's USDT split of `op`: "waited/worked" µs per request; "none" when the probe ran
+    and split no such request (io_uring, passthrough's READ/WRITE), "" when it did not run."""
+    status = (trace.get("probes") or {}).get("libfuse")
+    part = trace.get("libfuse") or {}
+    if status != "ok":
+        return ""
+    n = (part.get("requests") or {}).get(op)
+    if not n:
+        return "none"
+    wait, work = part["wait_us"][op] / n, part["work_us"][op] / n
+    return f"{wait:,.0f}/{work:,.0f}"
+
+
 def rows(doc: dict) -> list[list[str]]:
     transport = {s["id"]: s.get("transport") or "kernel" for s in doc["subjects"]}
     by = {
@@ -58,7 +74,7 @@ def rows(doc: dict) -> list[list[str]]:
         for sid in ("ext4", *FLOOR, *[s for s in transport if s not in ("ext4", *FLOOR)]):
             r = by.get((sid, wl))
             if r is None or r.get("median") is None:
-                out.append([wl, sid, transport.get(sid, "?"), "failed", "", "", "", "", ""])
+                out.append([wl, sid, transport.get(sid, "?"), "failed", *[""] * 6])
                 continue
             ratio = r["median"] / base["median"] if base and base.get("median") else None
             t = r.get("trace") or {}
@@ -70,6 +86,7 @@ def rows(doc: dict) -> list[list[str]]:
             wake = _per_gib(t, "sched", "wakeups")
             cross = _per_gib(t, "sched", "cross_cpu")
             cpu = (r.get("cpu") or {}).get("per_gib") or {}
+            split = _split(t, op)
             out.append(
                 [
                     wl,
@@ -81,6 +98,7 @@ def rows(doc: dict) -> list[list[str]]:
                     f"{cpu.get('driver', 0):.2f}" if cpu else "",
                     f"{n / work:,.0f}" if work and sid != "ext4" else "",
                     f"{lat['total'] / n:,.0f}" if n and lat.get("total") else "",
+                    split,
                 ]
             )
     return out
@@ -98,7 +116,7 @@ def main() -> None:
         out = args.keep or Path(tmp)
         doc = compare(args, out)
     head = ["workload", "subject", "transport", "MiB/s", "vs ext4", "wake-ups/GiB",
-            "daemon s/GiB", "FUSE req/GiB", "µs/req"]  # fmt: skip
+            "daemon s/GiB", "FUSE req/GiB", "µs/req", "waited/worked µs"]  # fmt: skip
     table = [head, *rows(doc)]
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for r in table:
@@ -107,7 +125,7 @@ def main() -> None:
         f"{e['subject']} {e['title']}: {f['sentence']}"
         for e in doc.get("explanations", [])
         for f in e["factors"]
-        if f["name"] == "fuse floor"
+        if f["name"] in ("fuse floor", "daemon split")
     ]
     for line in floors:
         print(line)

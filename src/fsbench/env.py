@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from fsbench import __version__
-from fsbench.lab.drivers import DRIVERS, SBIN_PATH, availability, driver_version
+from fsbench.lab.drivers import DRIVERS, SBIN_PATH, availability, built_daemons, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.probes import wakeup
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
@@ -236,7 +236,7 @@ def doctor() -> dict[str, Any]:
     w, why_not = measure_wakeups()
     from fsbench.probes import trace as ktrace
 
-    status = ktrace.availability()
+    status = ktrace.availability(daemons=built_daemons(DRIVERS.values()))
     probes = [
         {"name": p.name, "tracepoints": list(p.tracepoints), "yields": p.yields,
          "status": status.get(p.name, "unknown")}

@@ -25,7 +25,7 @@ from fsbench.env import (
 )
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import format_size
-from fsbench.lab.drivers import DRIVERS, availability, driver_version
+from fsbench.lab.drivers import DRIVERS, availability, built_daemons, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
@@ -303,8 +303,12 @@ def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
         record.tracers = [t for t in record.tracers if t[0] != pid]
         record.save()
 
+    daemons = tuple(built_daemons(s.driver for s in plan.subjects or []))
     tracer = ktrace.Tracer(
-        ktrace.availability(wanted=plan.trace_probes), on_started=recorded, on_stopped=gone
+        ktrace.availability(wanted=plan.trace_probes, daemons=daemons),
+        on_started=recorded,
+        on_stopped=gone,
+        daemons=daemons,
     )
     if ktrace.MOUNTED_NOTES:
         run.environment.notes = [*run.environment.notes, *ktrace.MOUNTED_NOTES]

@@ -3,7 +3,8 @@ transport in one `fsbench compare` on a small image. Each result records its tra
 io_uring daemon really holds rings (checked at every mount); passthrough's reads and writes
 never reach the daemon, so the FUSE tracepoints see none; enable_uring is back to what it was;
 the transports' explanations name the floor's cost from the same run. fuse2fs built against
-libfuse 3.18 (a real file system) runs over io_uring in the same run."""
+libfuse 3.18 (a real file system) runs over io_uring in the same run. libfuse's USDT probe
+(request_process) splits the requests of the daemons over /dev/fuse and sees none over io_uring."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_three_transports_in_one_run(tmp_path: Path, state_dir: Path) -> None:
         res = fsbench(
             "compare", *SUBJECTS, FUSE2FS, "--size", "64M", "--scale", "0.3",
             "--workloads", "seq-write/fsync,seq-read/cold", "--repeat", "1", "--warmup", "1",
-            "--min-sample-time", "0.01", "--trace-probes", "fuse,sched", "--no-integrity",
+            "--min-sample-time", "0.01", "--trace-probes", "fuse,sched,libfuse", "--no-integrity",
             "--out", str(out), "--db", str(tmp_path / "results.db"), "--json",
         )  # fmt: skip
     finally:
@@ -54,10 +55,15 @@ def test_three_transports_in_one_run(tmp_path: Path, state_dir: Path) -> None:
     assert subjects[FUSE2FS]["transport"] == "uring"  # and its daemon held rings at each mount
     if before is False:
         assert any("enable_uring N -> Y" in n for n in doc["environment"]["notes"])
-    fuse = {}
+    # The daemons fsbench built carry libfuse's USDT notes: the probe attached to them.
+    assert doc["environment"]["trace_probes"]["libfuse"] == "ok"
+    fuse, split = {}, {}
     for r in doc["results"]:
         assert r["status"] == "ok", (r["subject"], r.get("error"))
         fuse[r["subject"], r["params"]["rw"]] = r["trace"]["fuse"]["requests"]
+        split[r["subject"]] = split.get(r["subject"], 0) + sum(
+            r["trace"]["libfuse"]["requests"].values()
+        )
         if r["subject"] == "passthrough_hp":  # the daemon's own threads are found and counted
             assert r["trace"]["sched"]["wakeups"]["driver"] > 0
     # The tracepoints fire over /dev/fuse and over io_uring alike...
@@ -67,7 +73,14 @@ def test_three_transports_in_one_run(tmp_path: Path, state_dir: Path) -> None:
     # while the file's open still is one.
     assert "WRITE" not in fuse[SUBJECTS[2], "write"] and "READ" not in fuse[SUBJECTS[2], "read"]
     assert fuse[SUBJECTS[2], "read"].get("OPEN", 0) > 0
+    # Every 8th request is split where the daemon reads /dev/fuse (passthrough's opens too);
+    # libfuse 3.18's io_uring path fires no request_process.
+    assert split["passthrough_hp"] > 0 and split["passthrough_hp:passthrough"] > 0, split
+    assert split["passthrough_hp:uring"] == 0 and split[FUSE2FS] == 0, split
     explanations = json.loads(res.stdout)["explanations"]  # --json: the run and its explanations
+    # The floor's explanation says how much of a request its daemon worked.
+    assert any(f["name"] == "daemon split" for e in explanations
+               if e["subject"] == "passthrough_hp" for f in e["factors"])  # fmt: skip
     # Over io_uring a READ reply's traced length is not its payload: no size is claimed.
     uring_says = [f["sentence"] for e in explanations if e["subject"].endswith(":uring")
                   for f in e["factors"] if "FUSE READ" in f["sentence"]]  # fmt: skip

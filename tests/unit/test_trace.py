@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from usdt_fixtures import libfuse_daemon
 
 from fsbench.lab import state
 from fsbench.probes import processes
@@ -24,7 +25,7 @@ from polling import wait_until
 FIXTURES = Path(__file__).parent / "fixtures"
 CAPTURE = FIXTURES / "bpftrace_ntfs3g.jsonl"  # one sample: dd 8 MiB conv=fsync, cold cat
 KEYS = json.loads((FIXTURES / "bpftrace_ntfs3g.keys.json").read_text())
-ALL_OK = dict.fromkeys(T.PROBE_NAMES, "ok")
+ALL_OK = dict.fromkeys(T.PROBE_NAMES, "ok")  # libfuse's USDT probe: with a daemon carrying it
 
 
 def _keys(app: tuple[str, ...] = ("dd", "cat")) -> T.SubjectKeys:
@@ -73,7 +74,8 @@ def test_a_missing_tracepoint_makes_only_its_probe_unavailable(
 ) -> None:
     monkeypatch.setattr(T.os, "geteuid", lambda: 0)
     monkeypatch.setattr(T.shutil, "which", lambda _n: "/usr/bin/bpftrace")
-    status = T.availability(_events(tmp_path, "block/block_rq_complete"), T.PROBE_NAMES)
+    daemon = (str(libfuse_daemon(tmp_path / "passthrough_hp")),)
+    status = T.availability(_events(tmp_path, "block/block_rq_complete"), T.PROBE_NAMES, daemon)
     assert status["block"] == "tracepoint block/block_rq_complete missing on this kernel"
     assert {k: v for k, v in status.items() if k != "block"} == dict.fromkeys(
         [n for n in T.PROBE_NAMES if n != "block"], "ok"
@@ -90,7 +92,9 @@ def test_every_probe_is_on_by_default_and_trace_probes_chooses(
     monkeypatch.setattr(T.shutil, "which", lambda _n: "/usr/bin/bpftrace")
     events = _events(tmp_path, None)
     # Even sched: the probes only run in the untimed traced run, so they cost no sample.
-    assert T.availability(events) == ALL_OK and set(T.DEFAULT_PROBES) == set(T.PROBE_NAMES)
+    daemon = (str(libfuse_daemon(tmp_path / "passthrough_hp")),)
+    assert T.availability(events, daemons=daemon) == ALL_OK
+    assert set(T.DEFAULT_PROBES) == set(T.PROBE_NAMES)
     asked = T.availability(events, ("fuse", "sched"))
     assert asked["sched"] == "ok" and asked["fuse"] == "ok"
     assert asked["block"] == "off (not in --trace-probes)"
@@ -128,6 +132,27 @@ def test_real_bpftrace_output_becomes_the_trace_shape() -> None:
     assert t["sched"]["wakeups"]["driver"] > 0
     assert set(t["writeback"]) == {"balance_dirty_pages", "pause_ms", "pages_written"}
     assert t["readahead"]["count"] == sum(t["readahead"]["windows"].values())
+
+
+def test_fuse_latency_is_scaled_by_the_requests_actually_timed() -> None:
+    """Opcodes that alternate (GETXATTR, WRITE, ...) are not each timed 1 in 8: the floor had
+    39 of its 409 WRITEs timed. The mean is the timed requests' mean, not 8 x sum / all."""
+    conn = 54
+    maps = {
+        "fuse_n": {f"{conn},16": 409, f"{conn},22": 409},
+        "fuse_latsum": {f"{conn},16": 39 * 8_000_000, f"{conn},22": 60 * 500_000},
+        "fuse_latn": {f"{conn},16": 39, f"{conn},22": 60},
+        "fuse_lat": {f"{conn},16": {4096: 39}},
+    }
+    t = T.to_trace(maps, T.SubjectKeys(fuse_connection=conn), {"fuse": "ok"}, {})
+    lat = t["fuse"]["latency_us"]
+    assert lat["WRITE"]["total"] / 409 == pytest.approx(8000.0)
+    assert lat["GETXATTR"]["total"] / 409 == pytest.approx(500.0)
+    assert sum(t["fuse"]["latency_hist_us"]["WRITE"].values()) == pytest.approx(409)
+    # A capture without the timed counts (older bpftrace scripts) keeps the 1-in-8 scale.
+    del maps["fuse_latn"]
+    old = T.to_trace(maps, T.SubjectKeys(fuse_connection=conn), {"fuse": "ok"}, {})
+    assert old["fuse"]["latency_us"]["WRITE"]["total"] == pytest.approx(39 * 8 * 8000.0)
 
 
 def test_another_subjects_keys_see_nothing_of_this_one() -> None:

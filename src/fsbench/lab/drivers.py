@@ -94,6 +94,13 @@ def builder(driver: Driver):
     return libfuse
 
 
+def built_daemons(drivers) -> list[str]:
+    """The binaries of the daemons fsbench built among `drivers` (those built and verified
+    now): what a USDT probe attaches to (probes/usdt.py)."""
+    paths = [d.binary_path() for d in drivers if d.built]
+    return list(dict.fromkeys(p for p in paths if p))
+
+
 GiB = 1024**3
 # ntfs-3g's own rule (both its FUSE front ends): big_writes is ignored on volumes under 4 GiB,
 # so every WRITE request stays one 4 KiB page.

@@ -61,3 +61,7 @@ class Probe:
     # then deletes them one by one; a key an event deleted meanwhile fails that delete, and
     # bpftrace 0.17 exits ("failed to look up elem: -2"), ending every probe of the run.
     scratch: tuple[str, ...] = ()
+    # A probe on the FUSE daemons' own USDT probes, (provider, name): its script attaches to
+    # the run's daemon binaries that carry it (`{usdt}` in `script` is each attach point,
+    # comma-separated: probes/usdt.py), and it is unavailable when none does.
+    usdt: tuple[str, str] | None = None

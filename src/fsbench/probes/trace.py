@@ -44,6 +44,7 @@ from fsbench.probedefs import PROBES
 from fsbench.probedefs.numbers import hist_percentile
 from fsbench.probedefs.numbers import percentiles as _percentiles
 from fsbench.probedefs.record import Probe, SubjectKeys
+from fsbench.probes import usdt
 from fsbench.probes.procfs import ProcFS
 
 # The probe records (what each collects, parses and explains) are in fsbench/probedefs/; these
@@ -94,9 +95,12 @@ def missing_tracepoints(probe: Probe, events: Path) -> list[str]:
     return [tp for tp in probe.tracepoints if not (events / tp / "format").is_file()]
 
 
-def availability(events: Path | None = None, wanted: Iterable[str] | None = None) -> dict[str, str]:
+def availability(
+    events: Path | None = None, wanted: Iterable[str] | None = None, daemons: Iterable[str] = ()
+) -> dict[str, str]:
     """Each probe's status on this machine: "ok" or why not. `wanted`: the probes asked for
-    (--trace-probes); None: the default set."""
+    (--trace-probes); None: the default set. `daemons`: the FUSE daemon binaries of the run
+    (a USDT probe needs one that carries it)."""
     if os.geteuid() != 0:
         return dict.fromkeys(PROBE_NAMES, "needs root")
     if shutil.which("bpftrace") is None:
@@ -122,18 +126,27 @@ def availability(events: Path | None = None, wanted: Iterable[str] | None = None
             continue
         missing = missing_tracepoints(p, events)
         out[p.name] = f"tracepoint {', '.join(missing)} missing on this kernel" if missing else "ok"
+        if p.usdt is not None and not missing:
+            out[p.name] = usdt.usable(daemons, p.usdt)[1] or "ok"
     return out
 
 
 # -- the script -----------------------------------------------------------------------------------
-def build_script(probes: Iterable[Probe], marker_pid: int) -> str:
-    """The bpftrace program for the given probes, with the sample markers of `marker_pid`."""
+def build_script(probes: Iterable[Probe], marker_pid: int, daemons: Iterable[str] = ()) -> str:
+    """The bpftrace program for the given probes, with the sample markers of `marker_pid`; a
+    USDT probe attaches to those of `daemons` that carry it."""
     probes = list(probes)
+    daemons = list(daemons)
     maps = [m for p in probes for m in p.maps]
     clear = " ".join(f"clear(@{m});" for m in maps)  # not the scratch maps: see Probe
     show = " ".join(f"print(@{m});" for m in maps)
     parts = ['BEGIN { printf("fsbench-ready\\n"); }']
-    parts += [p.script.strip() for p in probes]
+    parts += [
+        (
+            usdt.fill(p.script, usdt.usable(daemons, p.usdt)[0], p.usdt) if p.usdt else p.script
+        ).strip()
+        for p in probes
+    ]
     pred = f"pid == {marker_pid}"
     parts.append(
         f"tracepoint:syscalls:sys_enter_close /{pred} && args->fd >= {MARK_BEGIN} && "
@@ -274,6 +287,7 @@ class Tracer:
 
     status: dict[str, str]
     on_started: Callable[[int], None] = lambda _pid: None
+    daemons: tuple[str, ...] = ()  # FUSE daemon binaries a USDT probe attaches to
     on_stopped: Callable[[int], None] = lambda _pid: None
     attach_timeout: float = ATTACH_TIMEOUT_S
     mark_timeout: float = MARK_TIMEOUT_S
@@ -304,7 +318,7 @@ class Tracer:
         self.reap()  # one bpftrace at a time
         if not probes or self.active:
             return
-        script = build_script(probes, os.getpid())
+        script = build_script(probes, os.getpid(), self.daemons)
         # Each process gets its own line queue: a previous one's last lines are not ours.
         self._lines, self._errors = queue.Queue(), []
         self.proc = subprocess.Popen(

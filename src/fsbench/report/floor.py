@@ -115,6 +115,11 @@ def floor_factors(inp: FactorInput) -> list[Factor]:
         text += f": {how} it is {fmt_ratio(mine.mean_us / floor.mean_us)} the floor's"
     elif own > 0:
         text += f": {fmt_us(own)} ({fmt_pct(own / mine.mean_us)}) is {who}'s own work"
+        split = fprof.measured.get("libfuse") or {}
+        if op in split:
+            # Of the floor's own time, its daemon's work (libfuse's USDT split): the rest is
+            # the round trip itself.
+            text += f" (the floor's daemon itself worked {fmt_us(split[op][2])} of its time)"
     else:
         text += f": no more than the floor; {who}'s own work is not what costs"
     if a and b and 1.2 < apart <= SIZES_APART:
