@@ -167,6 +167,37 @@ def _outlier_warning(outliers: list[int], n: int) -> str:
     return what + ": other activity may have disturbed them; re-run on a quiet machine"
 
 
+def _spread(
+    x: np.ndarray, mean: float, constant: bool, warnings: list[str]
+) -> tuple[float | None, float | None]:
+    """Sample standard deviation and CV (None for one sample), with their warnings."""
+    stdev: float | None = None
+    cv: float | None = None
+    if x.size >= 2:
+        # Exactly 0 for identical samples: floating-point rounding in the mean must not
+        # invent noise that was never measured.
+        stdev = 0.0 if constant else float(np.std(x, ddof=1))
+        cv = stdev / abs(mean) if mean != 0.0 else None
+    else:
+        warnings.append("only 1 sample: no confidence interval; use --repeat 3 or more")
+    if cv is not None and cv > CV_WARN_THRESHOLD:
+        warnings.append(
+            f"CV is {_pct(cv)} of the mean: the machine may be busy; "
+            "close other programs or raise --repeat"
+        )
+    return stdev, cv
+
+
+def _relative_halfwidth(ci: tuple[float, float] | None, med: float) -> float | None:
+    """The interval's larger half over the median (None: no interval, or a median of 0)."""
+    if ci is None:
+        return None
+    lo, hi = ci
+    if lo == hi:
+        return 0.0  # a zero-width interval is perfectly precise, even around 0
+    return max(med - lo, hi - med) / abs(med) if med != 0.0 else None
+
+
 def summarize(
     samples: Sequence[float],
     *,
@@ -204,34 +235,14 @@ def summarize(
     constant = bool(x_sorted[0] == x_sorted[-1])
     warnings: list[str] = []
 
-    stdev: float | None = None
-    cv: float | None = None
-    if n >= 2:
-        # Exactly 0 for identical samples: floating-point rounding in the mean must not
-        # invent noise that was never measured.
-        stdev = 0.0 if constant else float(np.std(x, ddof=1))
-        cv = stdev / abs(mean) if mean != 0.0 else None
-    else:
-        warnings.append("only 1 sample: no confidence interval; use --repeat 3 or more")
-
-    if cv is not None and cv > CV_WARN_THRESHOLD:
-        warnings.append(
-            f"CV is {_pct(cv)} of the mean: the machine may be busy; "
-            "close other programs or raise --repeat"
-        )
+    stdev, cv = _spread(x, mean, constant, warnings)
 
     outliers = _outliers(x, med, mad)
     if outliers:
         warnings.append(_outlier_warning(outliers, n))
 
     ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
-    rel: float | None = None
-    if ci is not None:
-        lo, hi = ci
-        if lo == hi:
-            rel = 0.0  # a zero-width interval is perfectly precise, even around 0
-        elif med != 0.0:
-            rel = max(med - lo, hi - med) / abs(med)
+    rel = _relative_halfwidth(ci, med)
     if rel is not None and rel > target_rel_halfwidth:
         warnings.append(
             f"confidence interval is ±{_pct(rel)} of the median, wider than the "

@@ -201,7 +201,6 @@ def test_modules_fit_a_reader() -> None:
 LONG_FUNCTIONS = {
     "fsbench.runner.aggregate",
     "fsbench.pipeline.execute",
-    "fsbench.stats.summarize",
     "fsbench.vm.guest.run_guest",
 }
 
