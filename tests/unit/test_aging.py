@@ -247,7 +247,7 @@ def test_profiles_are_documented() -> None:
 
 def test_aged_budget_is_the_same_for_every_subject() -> None:
     from fsbench.lab.lab import LabSubject
-    from fsbench.pipeline import FILE_FRACTION, MiB, aged_budget
+    from fsbench.targets import FILE_FRACTION, MiB, aged_budget
 
     specs = with_ages(parse_subjects(["ext4"]), ["none", "light"])
     fresh, aged = (LabSubject(s, "/x") for s in specs)

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.__main__",
         ),
     ),
-    ("pipeline", ("fsbench.pipeline", "fsbench.plan")),
+    ("pipeline", ("fsbench.pipeline", "fsbench.plan", "fsbench.targets")),
     ("runner", ("fsbench.runner", "fsbench.registry", "fsbench.env", "fsbench.vm")),
     ("parts", ("fsbench.lab", "fsbench.workloads", "fsbench.probes", "fsbench.services")),
     ("results", ("fsbench.store", "fsbench.report")),
@@ -200,7 +200,6 @@ def test_modules_fit_a_reader() -> None:
 # Functions still over the limit without a stated reason; may only shrink, like OVERSIZED.
 LONG_FUNCTIONS = {
     "fsbench.runner.aggregate",
-    "fsbench.pipeline.execute",
     "fsbench.vm.guest.run_guest",
 }
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import pipeline
+from fsbench import pipeline, targets
 from fsbench.lab.backing import parse_backing
 from fsbench.workloads.fake import FakeWorkload
 
@@ -66,7 +66,7 @@ def test_read_only_volume_is_walked_once_not_before_every_sample(
         walks.append(root)
         return f"{root}/big.iso"
 
-    monkeypatch.setattr(pipeline, "_existing_file", walk)
+    monkeypatch.setattr(targets, "_existing_file", walk)
     driver = SimpleNamespace(name="ext4", kind="kernel", fs="ext4", posix_permissions=True,
                              symlinks=True, direct_io=True)  # fmt: skip
     ls = SimpleNamespace(
@@ -75,7 +75,7 @@ def test_read_only_volume_is_walked_once_not_before_every_sample(
     )  # fmt: skip
     lab = SimpleNamespace(read_only=True, health=lambda _ls: None, make_cold=lambda _ls: None)
     rec = Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel")
-    ensure = pipeline._ensurer(lab, ls, 1 << 20, rec)  # type: ignore[arg-type]
-    targets = [ensure() for _ in range(4)]
+    ensure = targets._ensurer(lab, ls, 1 << 20, rec)  # type: ignore[arg-type]
+    made = [ensure() for _ in range(4)]
     assert walks == ["/mnt/vol"]
-    assert {t.existing_file for t in targets} == {"/mnt/vol/big.iso"}
+    assert {t.existing_file for t in made} == {"/mnt/vol/big.iso"}
