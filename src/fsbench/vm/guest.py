@@ -244,28 +244,9 @@ def run_guest(
     formats: int = 1,
 ) -> GuestOutcome:
     """Boot, measure, collect, release. Never raises for a guest failure: the outcome says."""
-    kvm_state, why = virtualization()
-    n = len(group.subjects) or len(group.kernel.drivers())
-    memory, cpus = size_vm(
-        settings.size,
-        formats,
-        n,
-        settings.numjobs,
-        os.cpu_count() or 1,
-        host_memory_available(),
-        settings.memory,
-        settings.cpus,
-    )
-    vm = VM(
-        kernel=group.kernel.name,
-        release=group.kernel.release,
-        source=group.kernel.source,
-        sha256=group.kernel.sha256,
-        virtualization="kvm" if kvm_state == "kvm" else "emulated",
-        why_emulated=why,
-        cpus=cpus,
-        memory_bytes=memory,
-    )
+    vm = _vm_record(group, settings, formats)
+    kvm = vm.virtualization == "kvm"
+    memory, cpus = vm.memory_bytes, vm.cpus
     vng = vng_path()
     marker = f"{run_id}-vm-{slug(group.kernel.name)}"
     work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
@@ -291,11 +272,11 @@ def run_guest(
         if not warm_bytecode(pycache):
             pycache = None
         script = work / "guest.sh"
-        args = guest_trace_args(settings.args, kvm_state == "kvm")
+        args = guest_trace_args(settings.args, kvm)
         script.write_text(
             guest_script(share, group.subjects, args, kernel_modules(group.kernel), pycache)
         )
-        argv = vng_argv(group.kernel, script, share, memory, cpus, kvm_state == "kvm", pycache)
+        argv = vng_argv(group.kernel, script, share, memory, cpus, kvm, pycache)
         argv[0] = vng
         # vng starts virtme-run by name: the environment's bin first, or a venv Python run
         # without activation fails with "virtme-run: not found" (qemu exited 127).
@@ -317,20 +298,51 @@ def run_guest(
             rec.processes.append([proc.pid, processes.start_time(proc.pid)])
             rec.save()
             error = _wait(proc, share, vm, started, settings.timeout, on_step, group.kernel.name)
-        outcome = GuestOutcome(vm=vm, error=error)
-        results = share / "out" / "results.json"
-        if results.is_file():
-            try:
-                outcome.run = Run.model_validate_json(results.read_text())
-            except ValueError as e:
-                outcome.error = outcome.error or f"the guest's results.json is unreadable: {e}"
-        if outcome.error is None and outcome.run is None:
-            outcome.error = _guest_failure(share)
-        if outcome.error:
-            vm.status, vm.error = "failed", outcome.error
-        return outcome
+        return _collect(share, vm, error)
     finally:
         release(rec)
+
+
+def _vm_record(group: GuestGroup, settings: VMSettings, formats: int) -> VM:
+    """The VM as the results will describe it: its kernel, virtualization, CPUs and memory."""
+    kvm_state, why = virtualization()
+    n = len(group.subjects) or len(group.kernel.drivers())
+    memory, cpus = size_vm(
+        settings.size,
+        formats,
+        n,
+        settings.numjobs,
+        os.cpu_count() or 1,
+        host_memory_available(),
+        settings.memory,
+        settings.cpus,
+    )
+    return VM(
+        kernel=group.kernel.name,
+        release=group.kernel.release,
+        source=group.kernel.source,
+        sha256=group.kernel.sha256,
+        virtualization="kvm" if kvm_state == "kvm" else "emulated",
+        why_emulated=why,
+        cpus=cpus,
+        memory_bytes=memory,
+    )
+
+
+def _collect(share: Path, vm: VM, error: str | None) -> GuestOutcome:
+    """The guest's results.json, or why there is none; a failure marks the VM failed."""
+    outcome = GuestOutcome(vm=vm, error=error)
+    results = share / "out" / "results.json"
+    if results.is_file():
+        try:
+            outcome.run = Run.model_validate_json(results.read_text())
+        except ValueError as e:
+            outcome.error = outcome.error or f"the guest's results.json is unreadable: {e}"
+    if outcome.error is None and outcome.run is None:
+        outcome.error = _guest_failure(share)
+    if outcome.error:
+        vm.status, vm.error = "failed", outcome.error
+    return outcome
 
 
 def _wait(
