@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import statistics as _st
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -17,6 +16,12 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from fsbench import stats, verdict
+from fsbench.aggregate import (
+    MAX_ITERATIONS,
+    OWN_MINIMUM,
+    _median,
+    aggregate,
+)
 from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
 from fsbench.lab.placement import Pinned, pin, placement_of
@@ -25,7 +30,7 @@ from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
-from fsbench.schema import CPU, Device, Result, Run, Sample, Schedule, StopReason, Subject
+from fsbench.schema import Device, Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.verdict import Family
 from fsbench.workloads.base import (
     Measurement,
@@ -664,17 +669,6 @@ class Runner:
         return "n/a", []
 
 
-# A sample stops growing at this many iterations, even below --min-sample-time (the sample
-# then says so: short_sample_flags): a workload whose iteration takes milliseconds would
-# otherwise run thousands, each with its cache preparation and probes.
-MAX_ITERATIONS = 20
-# Samples whose median lasts less get a "too short to trust" warning. The design's figure
-# (BRIEF, "Size each sample to last long enough": ≥ ~1 s; bonnie++ gives up under ~0.5 s, and
-# compile/install at 0.1 s spread ±111 %): timer resolution is not the limit, everything a
-# sample pays once (process start, open, the final fsync, a writeback flush) is.
-TOO_SHORT_S = 1.0
-# In a short-sample flag: the workload itself asks for less (one pass of its work per sample).
-OWN_MINIMUM = "the workload's own minimum"
 NO_WARMUP_TO_TRACE = (
     "not traced: the traced run is the last warm-up run, and this workload had none "
     "(--warmup 0, or a matrix cell)"
@@ -945,119 +939,3 @@ def own_comm() -> str:
         return ProcFS().read("proc/self/comm").strip()
     except OSError:
         return "python3"
-
-
-def _median(xs: list[float]) -> float:
-    return float(_st.median(xs)) if xs else 0.0
-
-
-def median_parts(samples: list[dict[str, float]]) -> dict[str, float]:
-    """The parts (app, driver, kernel threads) of the median sample by their sum, so they add
-    up to the median total shown beside them; per-part medians need not (each may come from
-    another sample). With an even count, the mean of the middle two samples' parts."""
-    order = sorted(samples, key=lambda p: sum(p.values()))
-    n = len(order)
-    mid = order[(n - 1) // 2 : n // 2 + 1]
-    keys = list(dict.fromkeys(k for p in samples for k in p))
-    return {k: sum(p.get(k, 0.0) for p in mid) / len(mid) for k in keys}
-
-
-def aggregate(
-    res: Result,
-    is_write: bool = False,
-    summarize: Callable[[list[Sample]], dict[str, Any]] | None = None,
-) -> None:
-    """Statistics over the samples; CPU, device and ctx as medians of the per-sample values
-    (CPU per GiB and per kop: the median sample's parts, so they add up: median_parts).
-    `is_write`: the workload's declared direction, which picks write or read amplification
-    (copy-large writes though its name does not say so)."""
-    if not res.samples:
-        return
-    s = stats.summarize(res.samples)
-    res.median, res.ci95, res.cv = s.median, s.ci95, s.cv
-    res.outliers, res.warnings = list(s.outliers), list(s.warnings)
-    det = res.sample_details
-    cpu_fields = [
-        "app_user_s",
-        "app_sys_s",
-        "driver_s",
-        "kernel_threads_s",
-        "system_busy_s",
-        "system_iowait_s",
-    ]
-    cpu = CPU(**{f: _median([getattr(x.cpu, f) for x in det]) for f in cpu_fields})
-    per = [x.cpu.per_gib for x in det if x.cpu.per_gib_s is not None and x.cpu.per_gib]
-    if per:
-        cpu.per_gib = median_parts(per)
-        cpu.per_gib_s = sum(cpu.per_gib.values())
-    per_kop = [x.cpu.per_kop_ms for x in det if x.cpu.per_kop_ms]
-    if per_kop:
-        cpu.per_kop_ms = median_parts(per_kop)
-    res.cpu = cpu
-    res.device = Device(
-        **{
-            f: int(_median([getattr(x.device, f) for x in det]))
-            for f in ("read_bytes", "write_bytes", "read_ios", "write_ios")
-        }
-    )
-    res.ctx_switches = _median([x.ctx_switches for x in det])
-    own = [x.subject_ctx_switches for x in det if x.subject_ctx_switches is not None]
-    res.subject_ctx_switches = _median(own) if own else None
-    moved = _median([x.bytes for x in det])
-    if moved:
-        res.ctx_switches_per_gib = res.ctx_switches / (moved / GiB)
-        if res.subject_ctx_switches is not None:
-            res.subject_ctx_switches_per_gib = res.subject_ctx_switches / (moved / GiB)
-        if is_write:
-            res.write_amplification = res.device.write_bytes / moved
-        else:
-            res.read_amplification = res.device.read_bytes / moved
-    for key, value in (summarize(det) if summarize else {}).items():
-        setattr(res, key, value)  # fields the workload fills itself (hook summarize_samples)
-    caches = [x.cache for x in det]
-    res.cache = max(set(caches), key=caches.count)  # type: ignore[assignment]
-    if len(set(caches)) > 1:
-        res.flags.append(f"mixed cache states over samples: {sorted(set(caches))}")
-    res.flags = sorted(set(res.flags) | set(collapse_flags([x.flags for x in det])))
-    # How much work one sample was (not a param: params are the result's identity).
-    seconds = round(_median([x.seconds for x in det]), 4)
-    ops = int(_median([x.ops for x in det]))
-    res.work_per_sample = {
-        "bytes": int(moved),
-        "ops": ops,
-        "seconds": seconds,
-    }
-    # A workload that asks for less than the run's minimum (matrix cells) says why in its
-    # short-sample flag; any other sample under TOO_SHORT_S is too short to trust.
-    by_design = all(any(OWN_MINIMUM in f for f in x.flags) for x in det)
-    if seconds < TOO_SHORT_S and not by_design:
-        capped = any(f"{MAX_ITERATIONS} iterations" in f for x in det for f in x.flags)
-        grow = (
-            "--min-sample-time"
-            if not capped
-            else "--scale"
-            if not moved and ops
-            else "--size or --scale"
-        )
-        res.warnings.append(
-            f"samples last only {seconds:.2f} s (under the ~{TOO_SHORT_S:g} s a sample needs): "
-            f"too short to trust; raise {grow}"
-        )
-
-
-def collapse_flags(per_sample: list[list[str]]) -> list[str]:
-    """One line per kind of flag ("direct-not-honored (3/3 samples): ..."), not one per sample."""
-    first: dict[str, str] = {}
-    count: dict[str, int] = {}
-    for flags in per_sample:
-        for kind in {f.split(":", 1)[0] for f in flags}:
-            count[kind] = count.get(kind, 0) + 1
-        for f in flags:
-            first.setdefault(f.split(":", 1)[0], f)
-    n = len(per_sample)
-    out = []
-    for kind, f in first.items():
-        detail = f.split(":", 1)[1].strip() if ":" in f else ""
-        label = kind if count[kind] == n and n == 1 else f"{kind} ({count[kind]}/{n} samples)"
-        out.append(f"{label}: {detail}" if detail else label)
-    return out

@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "records",
         (
             "fsbench.schema",
+            "fsbench.aggregate",
             "fsbench.stats",
             "fsbench.verdict",
             "fsbench.units",
@@ -198,9 +199,7 @@ def test_modules_fit_a_reader() -> None:
 
 
 # Functions still over the limit without a stated reason; may only shrink, like OVERSIZED.
-LONG_FUNCTIONS = {
-    "fsbench.runner.aggregate",
-}
+LONG_FUNCTIONS: set[str] = set()
 
 
 def _long_functions() -> set[str]:
