@@ -28,7 +28,8 @@ TOO_SHORT_S = 1.0
 OWN_MINIMUM = "the workload's own minimum"
 
 
-def _median(xs: list[float]) -> float:
+def median_of(xs: list[float]) -> float:
+    """The median; 0.0 for no values (a figure no sample had)."""
     return float(_st.median(xs)) if xs else 0.0
 
 
@@ -54,7 +55,7 @@ def _costs(res: Result, det: list[Sample], is_write: bool) -> float:
         "system_busy_s",
         "system_iowait_s",
     ]
-    cpu = CPU(**{f: _median([getattr(x.cpu, f) for x in det]) for f in cpu_fields})
+    cpu = CPU(**{f: median_of([getattr(x.cpu, f) for x in det]) for f in cpu_fields})
     per = [x.cpu.per_gib for x in det if x.cpu.per_gib_s is not None and x.cpu.per_gib]
     if per:
         cpu.per_gib = median_parts(per)
@@ -65,14 +66,14 @@ def _costs(res: Result, det: list[Sample], is_write: bool) -> float:
     res.cpu = cpu
     res.device = Device(
         **{
-            f: int(_median([getattr(x.device, f) for x in det]))
+            f: int(median_of([getattr(x.device, f) for x in det]))
             for f in ("read_bytes", "write_bytes", "read_ios", "write_ios")
         }
     )
-    res.ctx_switches = _median([x.ctx_switches for x in det])
+    res.ctx_switches = median_of([x.ctx_switches for x in det])
     own = [x.subject_ctx_switches for x in det if x.subject_ctx_switches is not None]
-    res.subject_ctx_switches = _median(own) if own else None
-    moved = _median([x.bytes for x in det])
+    res.subject_ctx_switches = median_of(own) if own else None
+    moved = median_of([x.bytes for x in det])
     if moved:
         res.ctx_switches_per_gib = res.ctx_switches / (moved / GiB)
         if res.subject_ctx_switches is not None:
@@ -129,8 +130,8 @@ def aggregate(
         res.flags.append(f"mixed cache states over samples: {sorted(set(caches))}")
     res.flags = sorted(set(res.flags) | set(collapse_flags([x.flags for x in det])))
     # How much work one sample was (not a param: params are the result's identity).
-    seconds = round(_median([x.seconds for x in det]), 4)
-    ops = int(_median([x.ops for x in det]))
+    seconds = round(median_of([x.seconds for x in det]), 4)
+    ops = int(median_of([x.ops for x in det]))
     res.work_per_sample = {
         "bytes": int(moved),
         "ops": ops,

@@ -19,8 +19,8 @@ from fsbench import stats, verdict
 from fsbench.aggregate import (
     MAX_ITERATIONS,
     OWN_MINIMUM,
-    _median,
     aggregate,
+    median_of,
 )
 from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
@@ -803,10 +803,10 @@ def merge_extras(
         elif how == "median":
             if all(isinstance(v, dict) for v in vals):
                 out[key] = {
-                    k: _median([v[k] for v in vals if k in v]) for k in vals[-1] if k in vals[0]
+                    k: median_of([v[k] for v in vals if k in v]) for k in vals[-1] if k in vals[0]
                 }
             else:
-                out[key] = _median(vals)
+                out[key] = median_of(vals)
             merged[key] = "median over iterations"
     if merged:
         out["merged"] = merged

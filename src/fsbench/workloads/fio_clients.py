@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from fsbench.aggregate import median_of
 from fsbench.schema import ClientFigures, Sample
 from fsbench.workloads.base import WorkloadFailed
 
@@ -174,7 +175,7 @@ def merge_clients(per_iteration: list[list[dict[str, Any]]]) -> list[dict[str, A
             merged[k] = sum(r[k] * r["seconds"] for r in recs) / seconds if seconds > 0 else 0.0
         keys = recs[-1].get("lat_us", {})
         merged["lat_us"] = {
-            k: _median([r["lat_us"][k] for r in recs if k in r.get("lat_us", {})]) for k in keys
+            k: median_of([r["lat_us"][k] for r in recs if k in r.get("lat_us", {})]) for k in keys
         }
         out.append(merged)
     return out
@@ -195,21 +196,13 @@ def summarize_clients(samples: list[Sample]) -> list[ClientFigures] | None:
             ClientFigures(
                 client=name,
                 samples=len(recs),
-                mib_s=_median([r["mib_s"] for r in recs]),
-                iops=_median([r["iops"] for r in recs]),
-                bytes=int(_median([r["bytes"] for r in recs])),
-                lat_us={k: _median([r["lat_us"].get(k, 0.0) for r in recs]) for k in keys},
-                usr_cpu=_median([r["usr_cpu"] for r in recs]),
-                sys_cpu=_median([r["sys_cpu"] for r in recs]),
-                cpu_s=_median([r["cpu_s"] for r in recs]),
+                mib_s=median_of([r["mib_s"] for r in recs]),
+                iops=median_of([r["iops"] for r in recs]),
+                bytes=int(median_of([r["bytes"] for r in recs])),
+                lat_us={k: median_of([r["lat_us"].get(k, 0.0) for r in recs]) for k in keys},
+                usr_cpu=median_of([r["usr_cpu"] for r in recs]),
+                sys_cpu=median_of([r["sys_cpu"] for r in recs]),
+                cpu_s=median_of([r["cpu_s"] for r in recs]),
             )
         )
     return out
-
-
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    if not xs:
-        return 0.0
-    mid = len(xs) // 2
-    return float(xs[mid]) if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
