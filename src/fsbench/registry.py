@@ -11,6 +11,8 @@ from fsbench.errors import UsageError
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
 from fsbench.workloads import fiofile, iozone
+from fsbench.workloads.agedtree import AGED_JOBS
+from fsbench.workloads.agedtree import GROUP as AGED_GROUP
 from fsbench.workloads.base import Workload, hook
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
@@ -28,6 +30,7 @@ WORKLOADS.update({w.id: w for w in METADATA_JOBS})
 WORKLOADS.update({w.id: w for w in COPY_JOBS})
 WORKLOADS.update({w.id: w for w in COMPILE_JOBS})
 WORKLOADS.update({w.id: w for w in WEB_SERVE_JOBS})
+WORKLOADS.update({w.id: w for w in AGED_JOBS})  # by NAME/VARIANT or the group `aged` only
 
 # Hidden from listings: only for tests of the scheduler, statistics and reports, and
 # resolvable only where the suite set FAKE_WORKLOAD_ENV (tests/conftest.py): from a user's
@@ -43,7 +46,7 @@ def _hidden() -> dict[str, type]:
 # The Iozone matrix: hundreds of generated cells, resolvable by id (or all as "iozone") but kept
 # out of `fsbench list workloads`; suites name a subset through WORKLOAD_GROUPS.
 MATRIX_WORKLOADS: dict[str, Workload] = {job.id: job for job in iozone.FULL_JOBS}
-WORKLOAD_GROUPS: dict[str, list[str]] = iozone.groups()
+WORKLOAD_GROUPS: dict[str, list[str]] = {**iozone.groups(), AGED_GROUP: [w.id for w in AGED_JOBS]}
 
 SUITES: dict[str, dict] = {
     "default": {
@@ -101,7 +104,7 @@ def resolve_workloads(
     pool = {**WORKLOADS, **MATRIX_WORKLOADS}
     out: list[Workload] = []
     for n in names:
-        matches = [w for wid, w in pool.items() if n in (wid, w.name)]
+        matches = [w for wid, w in pool.items() if n == wid or (n == w.name and hook(w, "by_name"))]
         if n.startswith(fiofile.PREFIX):
             out += fiofile.resolve(n, timeout_s)
         elif matches:

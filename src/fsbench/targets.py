@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
+from fsbench.lab.aging import AGED_DIR
 from fsbench.lab.backing import format_size
 from fsbench.lab.drivers import driver_version
 from fsbench.lab.integrity import Guard, directory_integrity
@@ -24,7 +25,8 @@ from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.runner import RunTarget
 from fsbench.schema import Aging, Feature, Run, Subject
 from fsbench.store import Store
-from fsbench.workloads.base import Target, free_bytes
+from fsbench.workloads.agedtree import MIRROR_DIR
+from fsbench.workloads.base import AgedTree, Target, free_bytes
 
 MiB = 1024 * 1024
 # The share of an image the workloads' files may take: room for metadata, journals and the
@@ -86,11 +88,12 @@ def lab_targets(
             if plan.explicit and ls.spec.options and lab.mounts_without_options(ls):
                 rejected.append(f"{ls.spec.id}: {e}")
         store.save_subject(run.run_id, rec)
+        tree = aged_tree(ls)
         targets.append(
             RunTarget(
                 rec,
-                _lab_target(lab, ls, file_size, plan.scale, semantics=rec.semantics),
-                ensure=_ensurer(lab, ls, file_size, rec, plan.scale),
+                _lab_target(lab, ls, file_size, plan.scale, semantics=rec.semantics, tree=tree),
+                ensure=_ensurer(lab, ls, file_size, rec, plan.scale, tree),
                 release=_releaser(lab, ls, rec) if plan.backing.kind == "device" else None,
                 health=lambda ls=ls: lab.health(ls),
                 discard=lambda ls=ls: lab.discard(ls),
@@ -110,6 +113,18 @@ def aged_budget(subjects: list[LabSubject], file_size: int) -> int:
     if not free:
         return file_size
     return max(MiB, min(file_size, int(min(free) * FILE_FRACTION) // MiB * MiB))
+
+
+def aged_tree(ls: LabSubject) -> AgedTree | None:
+    """The aging's files for this subject's workloads: on an aged image where they are, on a
+    fresh one where their fresh copy goes (workloads/agedtree.py)."""
+    t = ls.aged_tree
+    if not t:
+        return None
+    mirror = bool(t.get("mirror"))
+    root = os.path.join(ls.workdir, MIRROR_DIR) if mirror else os.path.join(ls.mountpoint, AGED_DIR)
+    files = tuple((str(f[0]), int(f[1]), str(f[2])) for f in t.get("files", ()))
+    return AgedTree(str(t["profile"]), root, mirror, files, tuple(t.get("dirs", ())))
 
 
 def _releaser(lab: Lab, ls: LabSubject, rec: Subject) -> Callable[[], None]:
@@ -153,8 +168,10 @@ def _lab_target(
     scale: float = 1.0,
     existing: str | None = None,
     semantics: dict[str, Feature] | None = None,
+    tree: AgedTree | None = None,
 ) -> Target:
     return Target(
+        aged_tree=tree,
         read_only=lab.read_only,
         existing_file=existing,
         scale=scale,
@@ -180,7 +197,12 @@ def _lab_target(
 
 
 def _ensurer(
-    lab: Lab, ls: LabSubject, file_size: int, rec: Subject, scale: float = 1.0
+    lab: Lab,
+    ls: LabSubject,
+    file_size: int,
+    rec: Subject,
+    scale: float = 1.0,
+    tree: AgedTree | None = None,
 ) -> Callable[[], Target]:
     chosen: list[str | None] = []  # the existing file a --read-only run reads, chosen once
 
@@ -198,9 +220,8 @@ def _ensurer(
             # Walking the volume reads its metadata: done once, at the first mount, never
             # again after make_cold (it would warm the very caches the sample wants cold).
             chosen.append(_existing_file(ls.mountpoint))
-        return _lab_target(
-            lab, ls, file_size, scale, chosen[0] if chosen else None, semantics=rec.semantics
-        )
+        existing = chosen[0] if chosen else None
+        return _lab_target(lab, ls, file_size, scale, existing, semantics=rec.semantics, tree=tree)
 
     return ensure
 

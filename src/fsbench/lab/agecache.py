@@ -34,7 +34,7 @@ from fsbench.lab.state import StateRecord
 from fsbench.lab.system import run
 from fsbench.probes import processes
 
-CODE_VERSION = 1  # bump when the aging workload would write anything differently
+CODE_VERSION = 2  # bump when the aging workload would write anything differently (2: tree)
 _CHUNK = 8 * 1024 * 1024
 _ZERO = bytes(_CHUNK)
 
@@ -251,13 +251,16 @@ def make(
             workload = _age_process(str(mp), r.profile, r.seed, record)
             st = os.statvfs(mp)
             utilization = 1 - st.f_bfree / st.f_blocks
+            t_tree = time.monotonic()
+            tree = ageprobe.record_tree(os.path.join(mp, AGED_DIR))
+            tree_s = time.monotonic() - t_tree  # a probe's time, not the aging's
             layout = None
             if AGED_FORMATS[r.fs].layout == "fiemap":
                 layout = ageprobe.layout_by_fiemap(os.path.join(mp, AGED_DIR))
         finally:
             pids = mounts.processes_mentioning(str(mp))
             mounts.unmount(str(mp), pids)
-        aged_s = time.monotonic() - t0
+        aged_s = time.monotonic() - t0 - tree_s
         if layout is None:
             layout, free = ageprobe.ntfs_layout_and_free(dev)
         else:
@@ -281,4 +284,5 @@ def make(
         "layout_digest": layout.digest(),
         "aging_seconds": round(aged_s, 2),
         "probe_seconds": round(time.monotonic() - t0 - aged_s, 2),
+        "tree": tree,  # the lab keeps it off the subject's record (workloads/agedtree.py)
     }

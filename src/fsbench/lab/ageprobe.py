@@ -268,3 +268,25 @@ def ntfs_layout_and_free(device: str) -> tuple[Layout, dict[str, Any]]:
 
 def e2_free(device: str) -> dict[str, Any]:
     return parse_e2freefrag(run(["e2freefrag", device], timeout=300).stdout)
+
+
+# -- the tree aging left --------------------------------------------------------------------------
+def record_tree(root: str) -> dict[str, Any]:
+    """Every directory and file the aging left under root, for the workloads that read them
+    (workloads/agedtree.py): files in walk order with their size and XXH3-128 (read on the
+    reference mount, so every driver's reads are checked against the reference's)."""
+    from fsbench._xxhtree import hash_files
+    from fsbench.manifest import default_threads, walk_tree
+
+    paths, errors = walk_tree(root)
+    if errors:
+        raise OSError(errors[0][1], f"listing the aged tree: {os.strerror(errors[0][1])}")
+    files = []
+    for p, (dig, size, err) in zip(paths, hash_files(paths, default_threads()), strict=True):
+        if err:
+            raise OSError(err, f"reading {p}: {os.strerror(err)}")
+        files.append([os.path.relpath(p, root), size, dig])
+    dirs = sorted(
+        os.path.relpath(os.path.join(d, s), root) for d, subs, _ in os.walk(root) for s in subs
+    )
+    return {"dirs": dirs, "files": files}

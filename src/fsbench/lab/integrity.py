@@ -6,9 +6,9 @@ Three witnesses, each able to mark the subject `integrity: failed`:
 2. the kernel log since the subject was first mounted: lines naming its device (`loop3`) at
    error level or worse, and warnings that speak of damage (corrupt, I/O error, checksum);
 3. digests: a small integrity set fsbench writes itself right after the first mount (files of
-   known content and awkward sizes, fsynced, outside the workloads' directory) and tree-hash's
-   tree when it is still there, re-read after the checker from a fresh read-only mount, so the
-   bytes come from the device, not from a cache.
+   known content and awkward sizes, fsynced, outside the workloads' directory), tree-hash's
+   tree when it is still there and on an aged image every file the aging left, re-read after
+   the checker from a fresh read-only mount, so the bytes come from the device, not a cache.
 
 A volume the checker calls damaged is not mounted again (mounting a damaged volume is where
 kernel drivers hit their bugs); its digests are then reported as not checked.
@@ -160,6 +160,17 @@ def tree_hash_expected(mountpoint: str) -> dict[str, str]:
         return {}
     digests = expected_digests(files)
     return {os.path.join("fsbench", TREE_DIR, f.rel): digests[f.rel] for f in files}
+
+
+def aged_tree_expected(ls: LabSubject) -> dict[str, str]:
+    """On an aged image, every file the aging left, as the reference mount read it right after
+    aging: a driver that damaged what was already on the volume is caught too."""
+    from fsbench.lab.aging import AGED_DIR
+
+    t = ls.aged_tree
+    if not t or t.get("mirror"):
+        return {}
+    return {os.path.join(AGED_DIR, rel): dig for rel, _size, dig in t.get("files", ())}
 
 
 def verify(mountpoint: str, expected: dict[str, str]) -> tuple[int, int, list[str]]:
@@ -352,7 +363,7 @@ def _verify_digests(ls: LabSubject, w: _Watch, out: Integrity) -> None:
         out.problems.append(f"the volume no longer mounts read-only: {e}")
         return
     try:
-        expected = {**w.expected, **tree_hash_expected(ls.mountpoint)}
+        expected = {**w.expected, **tree_hash_expected(ls.mountpoint), **aged_tree_expected(ls)}
         n, total, failures = verify(ls.mountpoint, expected)
         out.digest_files, out.digest_bytes, out.digest_failures = n, total, failures
         out.problems += [f"digest: {f}" for f in failures]

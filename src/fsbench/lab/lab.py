@@ -46,6 +46,9 @@ class LabSubject:
     daemon_pid: int | None = None
     mkfs_command: list[str] | None = None
     aging: dict[str, Any] | None = None  # what made its aged image and what aging did
+    # The files aging left ({profile, mirror, dirs, files}): on an aged subject its own; on a
+    # fresh one the same format's aged tree in this run, which its workloads write fresh.
+    aged_tree: dict[str, Any] | None = None
     error: str | None = None
     events: list[str] = field(default_factory=list)  # lifecycle order, for tests and debugging
 
@@ -260,11 +263,16 @@ class Lab:
                 s.device, s.mkfs_command = dev, mkfs
                 s.events += ["attach"] if self.read_only else ["format", "attach"]
             return self.subjects
+        trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
         for fs, age in dict.fromkeys((s.driver.fs, s.age) for s in specs):
             pristine = image_dir / f"pristine.{fs}.{age}.img"
-            aging = None
+            aging = tree = None
             if age != NONE:
                 mkfs, aging = aged_image(self, fs, age, pristine)
+                tree = aging.pop("tree", None)  # thousands of paths: not the subject's record
+                if tree is not None:
+                    tree = {**tree, "profile": age}
+                    trees.setdefault(fs, tree)
             else:
                 self._allocate(pristine)
                 dev = loops.attach(pristine)
@@ -277,6 +285,7 @@ class Lab:
                 if (s.spec.driver.fs, s.spec.age) != (fs, age):
                     continue
                 s.aging = aging
+                s.aged_tree = tree
                 s.image = image_dir / f"{Path(s.mountpoint).name}.img"
                 # RAM: a full copy touches every page now; files: reflink/sparse, cheap.
                 sparse = (
@@ -289,6 +298,9 @@ class Lab:
                 s.device = loops.attach(s.image, read_only=self.read_only)
                 s.events += ["format", "copy", "attach"]
             pristine.unlink()
+        for s in self.subjects:
+            if s.spec.age == NONE and s.spec.driver.fs in trees:
+                s.aged_tree = {**trees[s.spec.driver.fs], "mirror": True}
         return self.subjects
 
     def _allocate(self, image: Path) -> None:

@@ -5,6 +5,8 @@
  * before the clock starts, the loop does only the system calls and one clock read per op, and
  * the per-op latencies are sorted here too.
  *
+ * list_dirs() is `ls -l` of directories the caller names (an aged tree's), timed the same way.
+ *
  * Layout: `dirs` == 0 puts the n files directly in `root` ("flat"); `dirs` == D puts them in
  * root/d0000 .. root/d{D-1}, file i in directory i*D/n, so every directory is walked in one
  * stretch as a tree walker would ("tree"). Names: f0000000, f0000001, ...; renamed: NAME.r.
@@ -400,11 +402,123 @@ static PyObject *metaops_dir_names(PyObject *self, PyObject *arg) {
     return list;
 }
 
+/* list_dirs: `ls -l` of given directories (an aged tree's), timed in C: open each directory,
+ * read every entry and lstat it. The directories are named by the caller (any names), unlike
+ * run()'s generated layout. */
+typedef struct {
+    const char *root;
+    char **dirs;
+    size_t ndirs;
+    uint64_t elapsed_ns;
+    size_t listed, entries, failed;
+    int first_errno, setup_errno;
+} listing_t;
+
+static void list_failure(listing_t *l, int err) {
+    if (l->failed++ == 0) l->first_errno = err;
+}
+
+static void run_listing(listing_t *l) {
+    int rootfd = open(l->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) {
+        l->setup_errno = errno;
+        return;
+    }
+    struct stat st;
+    uint64_t t0 = now_ns();
+    for (size_t d = 0; d < l->ndirs; d++) {
+        const char *rel = l->dirs[d][0] ? l->dirs[d] : ".";
+        int fd = openat(rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            list_failure(l, errno);
+            continue;
+        }
+        DIR *dp = fdopendir(fd);
+        if (dp == NULL) {
+            list_failure(l, errno);
+            close(fd);
+            continue;
+        }
+        struct dirent *e;
+        errno = 0;
+        while ((e = readdir(dp)) != NULL) {
+            if (e->d_name[0] == '.' &&
+                (e->d_name[1] == 0 || (e->d_name[1] == '.' && e->d_name[2] == 0)))
+                continue;
+            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                list_failure(l, errno);
+            else
+                l->entries++;
+            errno = 0;
+        }
+        if (errno) list_failure(l, errno);
+        closedir(dp);
+        l->listed++;
+    }
+    l->elapsed_ns = now_ns() - t0;
+    close(rootfd);
+}
+
+PyDoc_STRVAR(list_dirs_doc,
+             "list_dirs(root, dirs) -> dict\n\n"
+             "`ls -l` of each directory in dirs (paths relative to root; \"\" is root itself),\n"
+             "timed in C: open it, read every entry, lstat each (fstatat, no symlinks).\n"
+             "Returns ns (the loop only), dirs (listed), entries (stated), failed, errno (of\n"
+             "the first failure, 0 if none). Raises OSError when root cannot be opened.");
+
+static PyObject *metaops_list_dirs(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"root", "dirs", NULL};
+    PyObject *root_obj = NULL, *dirs_in = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O", kwlist, PyUnicode_FSConverter, &root_obj,
+                                     &dirs_in))
+        return NULL;
+    PyObject *seq = PySequence_Fast(dirs_in, "dirs must be a sequence of paths");
+    if (seq == NULL) {
+        Py_DECREF(root_obj);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **encoded = calloc((size_t)n + 1, sizeof(*encoded));
+    char **names = calloc((size_t)n + 1, sizeof(*names));
+    PyObject *result = NULL;
+    if (encoded == NULL || names == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &encoded[i])) goto done;
+        names[i] = PyBytes_AS_STRING(encoded[i]);
+    }
+    listing_t l = {.root = PyBytes_AS_STRING(root_obj), .dirs = names, .ndirs = (size_t)n};
+    Py_BEGIN_ALLOW_THREADS
+    run_listing(&l);
+    Py_END_ALLOW_THREADS
+    if (l.setup_errno) {
+        errno = l.setup_errno;
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, root_obj);
+        goto done;
+    }
+    result = Py_BuildValue("{s:K,s:n,s:n,s:n,s:i}", "ns", (unsigned long long)l.elapsed_ns,
+                           "dirs", (Py_ssize_t)l.listed, "entries", (Py_ssize_t)l.entries,
+                           "failed", (Py_ssize_t)l.failed, "errno", l.first_errno);
+done:
+    if (encoded)
+        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(encoded[i]);
+    free(encoded);
+    free(names);
+    Py_DECREF(seq);
+    Py_DECREF(root_obj);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))metaops_run, METH_VARARGS | METH_KEYWORDS, run_doc},
     {"names", (PyCFunction)(void (*)(void))metaops_names, METH_VARARGS | METH_KEYWORDS,
      names_doc},
     {"dir_names", metaops_dir_names, METH_O, dir_names_doc},
+    {"list_dirs", (PyCFunction)(void (*)(void))metaops_list_dirs, METH_VARARGS | METH_KEYWORDS,
+     list_dirs_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,7 +2,8 @@
 and workload with its interval, and whether the ranking between drivers changes with age.
 
 An aged subject is `BASE (aged:PROFILE)` with `Subject.aging`; its fresh counterpart is the
-subject whose id is BASE. Reads finished `Run` records only.
+subject whose id is BASE. Under each ratio, what changed with age (report/aging_why.py). Reads
+finished `Run` records only.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fsbench.baseline import ranked
+from fsbench.report.aging_why import age_changes, why_line
 from fsbench.report.naming import ratio_cell, result_title
 from fsbench.report.summary import compare, is_matrix
 from fsbench.schema import Aging, Result, Run, Subject
@@ -119,8 +121,11 @@ def age_effects(run: Run) -> list[dict[str, Any]]:
             ratios = {b: _ratio(fresh[b], r) for b, r in rs.items() if b in fresh}
             order_fresh = _order({b: fresh[b] for b in rs if b in fresh}, higher)
             order_aged = _order({b: r for b, r in rs.items() if b in fresh}, higher)
+            # What changed with age, figure by figure, for each driver with both results.
+            why = {b: age_changes(fresh[b], r, run) for b, r in rs.items() if b in ratios}
             entry["profiles"][profile] = {
                 "ratios": ratios,
+                "why": why,
                 "ranking_fresh": order_fresh,
                 "ranking_aged": order_aged,
                 "ranking_changed": order_fresh != order_aged,
@@ -148,4 +153,5 @@ def effect_lines(run: Run) -> list[str]:
                     lines.append(
                         f"  ranking unchanged (best first): {', '.join(p['ranking_fresh'])}"
                     )
+            lines += [ln for b, cs in p["why"].items() if (ln := why_line(b, cs))]
     return lines

@@ -23,6 +23,21 @@ class Unsupported(FsbenchError):
     """The file system cannot do what the workload needs (chmod on vfat): not a failure."""
 
 
+@dataclass(frozen=True)
+class AgedTree:
+    """The files an aging left on an aged image (lab/aging.py), as recorded when it was made.
+
+    On an aged subject they are on the volume under `root`; on a fresh subject of the same
+    format (`mirror`) the workloads write the same paths and sizes under `root` first, so aged
+    and fresh read the same files and their ratio is the layout's (workloads/agedtree.py)."""
+
+    profile: str  # the aging profile the tree is from
+    root: str  # absolute: the aged tree on the volume, or where the fresh copy goes
+    mirror: bool  # a fresh subject: the files are written fresh before they are read
+    files: tuple[tuple[str, int, str], ...]  # (path below the root, size, XXH3-128), walk order
+    dirs: tuple[str, ...] = ()  # every directory below the root ("/"-separated)
+
+
 @dataclass
 class Target:
     """Where a workload runs: a lab subject's mount, or a user's directory.
@@ -44,6 +59,7 @@ class Target:
     mountpoint: str | None = None  # the file system's root (workdir lives below it)
     read_only: bool = False  # an existing volume mounted read-only: read what is there
     existing_file: str | None = None  # read-only: the (largest) file fio jobs read
+    aged_tree: AgedTree | None = None  # the aging's files (aged) or their fresh copy's plan
 
 
 @dataclass
@@ -101,6 +117,11 @@ HOOKS: dict[str, Hook] = {
         "fio jobs of one fileset share theirs",
     ),
     "is_write": Hook(False, "it writes the target (device writes verify O_DIRECT)"),
+    "by_name": Hook(
+        True,
+        "a bare NAME in --workloads includes this variant (False: only NAME/VARIANT or a "
+        "group names it)",
+    ),
     "read_only_ok": Hook(False, "it can run on a --read-only volume (reads what is there)"),
     "tools": Hook((), "outside programs whose versions go into the environment"),
     "close": Hook(None, "called once at the end: scratch areas outside the target"),
