@@ -1,13 +1,15 @@
 """Aged against fresh for ext4 and ntfs-3g in one invocation: what aging costs each driver.
 
     flock /tmp/fsbench-heavy.lock uv run python bench/aging_ratios.py [--size 1G] \
-        [--age none,light,heavy] [--workloads tree-hash/cold,seq-write/fsync,seq-read/cold]
+        [--age none,light,heavy] [--workloads WORKLOADS]
 
 Runs `fsbench compare ext4 ntfs-3g --age ...` twice with a private, empty image cache: the
 first run ages every image (its setup cost is the aging), the second reuses them (a checked
-copy). Prints, per workload and profile, each driver's aged/fresh ratio with its 95 % interval
-and whether the ranking changed, then each aged image's figures and both runs' setup times.
-It asserts nothing.
+copy). Prints, per workload and profile, each driver's aged/fresh ratio with its interval,
+whether the ranking changed and what changed with age (without trace probes: CPU, extents),
+then each aged image's figures and both runs' setup times. The default workloads write into
+the aged free space (seq-write, copy-small, tree-hash/cold's own tree), read their own files
+back, and read the aging's files (the `aged` group). It asserts nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def main() -> None:
     ap.add_argument("--size", default="1G")
     ap.add_argument("--age", default="none,light,heavy")
     ap.add_argument("--repeat", default="5")
-    ap.add_argument("--workloads", default="tree-hash/cold,seq-write/fsync,seq-read/cold")
+    ap.add_argument(
+        "--workloads",
+        default="seq-write/fsync,copy-small/in,tree-hash/cold,seq-read/cold,aged",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fsbench-bench-aging-") as tmp:
         cache = Path(tmp) / "cache"

@@ -280,8 +280,9 @@ class AgedListing:
     name: str = "metadata"
     variant: str = "aged"
     description: str = (
-        "ls -l of the aged tree's directories (open, read every entry, lstat each; in C), "
-        "after sync, drop_caches and (FUSE) a remount; fresh subjects list a fresh copy"
+        "with --age: ls -l of the aged tree's directories (open, read every entry, lstat "
+        "each; in C), after sync, drop_caches and (FUSE) a remount; fresh subjects list a "
+        "fresh copy"
     )
     cache: str = "cold"
     metric: str = "ops"
@@ -345,15 +346,17 @@ class AgedListing:
 AGED_JOBS: list[Any] = [
     AgedRead(
         "tree-hash",
-        "XXH128 of the files an aging left (whole directories in walk order up to the byte "
-        "budget) on native threads, cold; fresh subjects read a fresh copy of the same files",
+        "with --age: XXH128 of the files an aging left (whole directories in walk order up "
+        "to the byte budget) on native threads, cold; fresh subjects read a fresh copy of "
+        "the same files",
         threads=None,
         bufsize=READ_BUFSIZE,
     ),
     AgedRead(
         "seq-read",
-        "the aging's files of 1 MiB or more read one after another on one thread in 1 MiB "
-        "reads, cold: a sequential read of fragmented files (fresh subjects: a fresh copy)",
+        "with --age: the aging's files of 1 MiB or more read one after another on one "
+        "thread in 1 MiB reads, cold: a sequential read of fragmented files (fresh "
+        "subjects: a fresh copy)",
         threads=1,
         bufsize=SEQ_BUFSIZE,
         min_size=LARGE,
