@@ -1,9 +1,22 @@
-"""The trace probes' catalogue: one record per probe (`record.Probe`), each in its own module.
-Adding a probe is adding a module with its `PROBE` and naming it in both tuples here.
-`probes/trace.py` reads these tuples and `report/explain.py` reads them when called, never a
-probe by name."""
+"""The probes' catalogues: one record per probe, each in its own module. A kernel trace probe
+is a `record.Probe`, named in `PROBES` and `EXPLAINED`; a /proc probe is a
+`counter.CounterProbe`, named in `COUNTERS`. `probes/trace.py` and `probes/sample.py` read these
+tuples and `report/explain.py` reads them when called, never a probe by name."""
 
-from fsbench.probedefs import block, fuse, libfuse, readahead, sched, writeback
+from fsbench.probedefs import (
+    block,
+    device,
+    fuse,
+    kthreads,
+    libfuse,
+    meminfo,
+    processes,
+    readahead,
+    sched,
+    system,
+    writeback,
+)
+from fsbench.probedefs.counter import CounterProbe
 from fsbench.probedefs.record import Probe
 
 # Traced, parsed and read in this order (results.json's `probes` status keeps it).
@@ -24,4 +37,14 @@ EXPLAINED: tuple[Probe, ...] = (
     writeback.PROBE,
     block.PROBE,
     readahead.PROBE,
+)
+# The /proc probes, read and diffed around every sample in this order (their flags keep it);
+# their factor functions follow the trace probes' in the explanation, each once, in this order.
+COUNTERS: tuple[CounterProbe, ...] = (
+    processes.APPS,
+    processes.DAEMON,
+    kthreads.PROBE,
+    system.PROBE,
+    device.PROBE,
+    meminfo.PROBE,
 )

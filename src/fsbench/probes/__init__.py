@@ -1,11 +1,13 @@
 """Probes: cumulative counters from /proc and /sys, snapshotted around each sample.
 
-`ProcFS` is the only reader of /proc and /sys; `take_snapshot` and `diff` turn two
-readings into the CPU, context-switch, device and memory figures a Sample records.
+`ProcFS` is the only reader of /proc and /sys; `take_snapshot` and `diff` run the /proc probe
+records (`probedefs.COUNTERS`) to turn two readings into the CPU, context-switch, device and
+memory figures a Sample records.
 """
 
 from __future__ import annotations
 
+from fsbench.probedefs.kthreads import kthread_group
 from fsbench.probes.procfs import (
     KTHREADD_PID,
     MEMINFO_KEYS,
@@ -19,7 +21,6 @@ from fsbench.probes.procfs import (
     SystemCPU,
     SystemStat,
     ThreadCPU,
-    kthread_group,
     kthread_patterns_for,
     parse_block_stat,
     parse_meminfo,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -219,21 +218,6 @@ def parse_meminfo(text: str) -> dict[str, int]:
         number = int(parts[0])
         out[key.strip()] = number * 1024 if parts[1:2] == ["kB"] else number
     return out
-
-
-_TRAILING_DIGITS = re.compile(r"[-_:]?\d+$")
-
-
-def kthread_group(comm: str) -> str:
-    """Group name for a kernel thread: its name without instance suffixes.
-
-    "kworker/u8:2-loop3" -> "kworker", "jbd2/loop3-8" -> "jbd2", "loop3" -> "loop",
-    "xfsaild/loop3" -> "xfsaild". The part before '/' is the thread's kind; without a '/',
-    trailing digits are the instance number.
-    """
-    if "/" in comm:
-        return comm.split("/", 1)[0] or comm
-    return _TRAILING_DIGITS.sub("", comm) or comm
 
 
 def kthread_patterns_for(device: str | None, fs: str | None = None) -> list[str]:

@@ -1,49 +1,44 @@
-"""Snapshots of every probe around one measured sample, and their difference.
+"""Snapshots of every /proc probe around one measured sample, and their difference.
 
 The caller takes one snapshot before and one after a sample, both outside fio's timed
-region, and calls `diff`. Processes and threads may come and go in between; nothing here
-raises for that: it is counted as well as can be and noted in `ProbeDelta.flags`.
+region, and calls `diff`. What is read and how it is subtracted is each probe's record
+(`probedefs.COUNTERS`, `probedefs/counter.py`); this module only runs the catalogue. Processes
+and threads may come and go in between; nothing raises for that: it is counted as well as can
+be and noted in `ProbeDelta.flags`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from fsbench.probes.procfs import (
-    MEMINFO_KEYS,
-    BlockStat,
-    KThread,
-    ProcessCPU,
-    ProcFS,
-    SystemCPU,
-    kthread_group,
-)
+from fsbench import probedefs
+from fsbench.probedefs.counter import ProbeSpec
+from fsbench.probes.procfs import ProcFS
 from fsbench.schema import CPU, Device
 
-
-@dataclass
-class ProbeSpec:
-    """What to watch during a sample."""
-
-    # Long-lived benchmark processes. Often empty: fio's CPU comes from os.wait4 instead.
-    app_pids: list[int] = field(default_factory=list)
-    daemon_pid: int | None = None  # the FUSE daemon (None for kernel drivers)
-    block_device: str | None = None  # "loop3", "/dev/loop3", "sda1"
-    kthread_patterns: list[str] = field(default_factory=list)  # see kthread_patterns_for
+__all__ = ["ProbeDelta", "ProbeSpec", "Snapshot", "diff", "take_snapshot"]
 
 
 @dataclass
 class Snapshot:
+    """Every catalogued /proc probe's reading at one moment, by the probe's name; each is also
+    an attribute (`snap.system`, `snap.apps`, `snap.daemon`, `snap.kthreads`, `snap.block`,
+    `snap.meminfo`: None for a probe not read)."""
+
     taken: float  # time.monotonic()
-    system: SystemCPU
-    apps: dict[int, ProcessCPU | None]  # None: the pid did not exist
-    daemon: ProcessCPU | None
-    kthreads: dict[int, KThread]
-    block: BlockStat | None  # None: no device asked for, or it did not exist
-    meminfo: dict[str, int]
     spec: ProbeSpec
+    readings: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names that are not fields: a probe's reading, by the probe's name.
+        readings = self.__dict__.get("readings", {})
+        if name in readings:
+            return readings[name]
+        if any(p.name == name for p in probedefs.COUNTERS):
+            return None
+        raise AttributeError(name)
 
 
 @dataclass
@@ -94,145 +89,29 @@ class ProbeDelta:
 
 
 def take_snapshot(procfs: ProcFS, spec: ProbeSpec) -> Snapshot:
-    """Read every counter `spec` asks for. Cheap: no subprocesses, one pass over /proc."""
-    block: BlockStat | None = None
-    if spec.block_device:
-        try:
-            block = procfs.block_stat(spec.block_device)
-        except FileNotFoundError:
-            block = None
-    return Snapshot(
-        taken=time.monotonic(),
-        system=procfs.system_cpu(),
-        apps={pid: procfs.process_cpu(pid) for pid in spec.app_pids},
-        daemon=procfs.process_cpu(spec.daemon_pid) if spec.daemon_pid is not None else None,
-        kthreads=procfs.kernel_threads(spec.kthread_patterns),
-        block=block,
-        meminfo=procfs.meminfo(MEMINFO_KEYS),
-        spec=spec,
-    )
+    """Read every counter `spec` asks for, probe by probe of the catalogue. Cheap: no
+    subprocesses, one pass over /proc."""
+    readings = {p.name: p.collect(procfs, spec) for p in probedefs.COUNTERS}
+    return Snapshot(taken=time.monotonic(), spec=spec, readings=readings)
 
 
-def _process_delta(
-    label: str,
-    pid: int | None,
-    before: ProcessCPU | None,
-    after: ProcessCPU | None,
-    flags: list[str],
-) -> tuple[float, float, int]:
-    """(user_s, sys_s, ctx) of one process between two readings.
-
-    Flags read "<label>-<what>[:pid][:count]", e.g. "daemon-exited", "app-exited:123".
-    """
-
-    def flag(what: str, count: int | None = None) -> None:
-        parts = [f"{label}-{what}"]
-        parts += [str(pid)] if pid is not None else []
-        parts += [str(count)] if count is not None else []
-        flags.append(":".join(parts))
-
-    if after is None:
-        # Exited (or never existed): nothing after to subtract from; count nothing.
-        flag("exited" if before is not None else "missing")
-        return 0.0, 0.0, 0
-    if before is None or before.start_ticks != after.start_ticks:
-        # Started during the sample (or the pid was reused): all of it is in the interval.
-        flag("started" if before is None else "restarted")
-        return after.user_s, after.sys_s, after.ctx
-
-    ctx = 0
-    exited = 0
-    for tid, b in before.threads.items():
-        a = after.threads.get(tid)
-        if a is None or a.start_ticks != b.start_ticks:
-            exited += 1  # its switches since `before` are lost; the kernel keeps no sum
-    for tid, a in after.threads.items():
-        b = before.threads.get(tid)
-        if b is None or a.start_ticks != b.start_ticks:
-            ctx += a.ctx  # new thread: all its switches happened in the interval
-        else:
-            ctx += max(0, a.ctx - b.ctx)
-    if exited:
-        flag("threads-exited", exited)
-    # user/sys come from the thread-group totals, which keep exited threads' time.
-    return (
-        max(0.0, after.user_s - before.user_s),
-        max(0.0, after.sys_s - before.sys_s),
-        ctx,
-    )
-
-
-def _kthread_delta(
-    before: dict[int, KThread], after: dict[int, KThread], flags: list[str]
-) -> dict[str, float]:
-    """CPU seconds of matched kernel threads, grouped by kthread_group(comm)."""
-    by_name: dict[str, float] = {}
-    for tid, a in after.items():
-        b = before.get(tid)
-        if b is None or b.start_ticks != a.start_ticks:
-            spent = a.user_s + a.sys_s  # created during the sample
-        else:
-            spent = max(0.0, (a.user_s + a.sys_s) - (b.user_s + b.sys_s))
-        group = kthread_group(a.comm)
-        by_name[group] = by_name.get(group, 0.0) + spent
-    vanished = sum(
-        1
-        for tid, b in before.items()
-        if tid not in after or after[tid].start_ticks != b.start_ticks
-    )
-    if vanished:
-        flags.append(f"kthread-vanished:{vanished}")
-    return by_name
-
-
-def _device_delta(
-    name: str | None, before: BlockStat | None, after: BlockStat | None, flags: list[str]
-) -> tuple[Device, int]:
-    if name is None:
-        return Device(), 0
-    if before is None or after is None:
-        flags.append(f"device-missing:{name}")
-        return Device(), 0
-    if after.read_sectors < before.read_sectors or after.write_sectors < before.write_sectors:
-        # The device was detached and re-attached: counters restarted from zero.
-        flags.append(f"device-counters-reset:{name}")
-        return Device(), 0
-    device = Device(
-        read_bytes=after.read_bytes - before.read_bytes,
-        write_bytes=after.write_bytes - before.write_bytes,
-        read_ios=after.read_ios - before.read_ios,
-        write_ios=after.write_ios - before.write_ios,
-    )
-    return device, after.io_ticks - before.io_ticks
+_FIELDS = {f.name for f in fields(ProbeDelta)} - {"seconds", "flags", "trace"}
 
 
 def diff(before: Snapshot, after: Snapshot) -> ProbeDelta:
-    """What happened between two snapshots of the same spec."""
-    flags: list[str] = []
+    """What happened between two snapshots of the same spec: each catalogued probe's delta
+    fills its fields of `ProbeDelta` and adds its flags, in the catalogue's order."""
     delta = ProbeDelta(seconds=after.taken - before.taken)
-
-    for pid in before.spec.app_pids:
-        u, s, c = _process_delta("app", pid, before.apps.get(pid), after.apps.get(pid), flags)
-        delta.app_user_s += u
-        delta.app_sys_s += s
-        delta.app_ctx += c
-
-    if before.spec.daemon_pid is not None:
-        u, s, c = _process_delta("daemon", None, before.daemon, after.daemon, flags)
-        delta.daemon_user_s, delta.daemon_sys_s, delta.daemon_ctx = u, s, c
-
-    delta.kthreads_by_name = _kthread_delta(before.kthreads, after.kthreads, flags)
-    delta.kthreads_s = sum(delta.kthreads_by_name.values())
-    delta.kworker_s = delta.kthreads_by_name.get("kworker", 0.0)
-
-    delta.system_busy_s = max(0.0, after.system.busy_s - before.system.busy_s)
-    delta.system_iowait_s = max(0.0, after.system.iowait_s - before.system.iowait_s)
-    delta.system_ctx = after.system.ctxt - before.system.ctxt
-
-    delta.device, delta.device_busy_ms = _device_delta(
-        before.spec.block_device, before.block, after.block, flags
-    )
-    delta.meminfo_before = dict(before.meminfo)
-    delta.meminfo_after = dict(after.meminfo)
-    delta.flags = flags
+    for probe in probedefs.COUNTERS:
+        if probe.name not in before.readings or probe.name not in after.readings:
+            continue  # a probe catalogued between the two snapshots has nothing to diff
+        counted = probe.delta(
+            before.readings[probe.name], after.readings[probe.name], delta.seconds, before.spec
+        )
+        unknown = set(counted.fields) - _FIELDS
+        if unknown:
+            raise ValueError(f"probe {probe.name} sets no ProbeDelta field {sorted(unknown)}")
+        for name, value in counted.fields.items():
+            setattr(delta, name, value)
+        delta.flags += counted.flags
     return delta

@@ -9,8 +9,9 @@ The terminal table, the HTML report, `--json` and `diff` all read these records.
 
 Each trace probe is one record (`fsbench/probedefs/`): its `read` makes its figures of the
 Profile and its `factors` what they say; this module calls them in the catalogue's order, then
-the factors of the result's own figures (`report/costs.py`) and the FUSE floor's
-(`report/floor.py`), and knows no probe by name.
+the factor functions the /proc probe records name (`probedefs.COUNTERS`: CPU, context switches,
+amplification, over the result's own figures) and the FUSE floor's (`report/floor.py`), and
+knows no probe by name.
 
 Nothing here is canned: a sentence exists only when the numbers it quotes were measured in this
 run. A probe that was unavailable (or a run without tracing) gives no claim, only a note.
@@ -24,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fsbench import probedefs
+from fsbench.probedefs.counter import factor_functions
 from fsbench.probedefs.factor import (
     SAME_WITHIN,
     Factor,
@@ -42,7 +44,6 @@ from fsbench.probedefs.numbers import (
     number,
 )
 from fsbench.probedefs.sched import wakeup_costs
-from fsbench.report.costs import amplification_factors, cpu_factors, ctx_factors
 from fsbench.report.floor import floor_factors
 from fsbench.report.keys import PLACEMENT_WORDS, placement_of, trace_of, workload_key
 from fsbench.report.naming import OUTCOME_WORDS, baseline_result, interval_text, outcome
@@ -68,19 +69,17 @@ __all__ = [
 ]
 
 GiB = 2**30
-# The factors from the result's own figures and the floor's, after the probes'.
-OWN_FACTORS: tuple[Callable[[FactorInput], list[Factor]], ...] = (
-    cpu_factors,
-    ctx_factors,
-    amplification_factors,
-    floor_factors,
-)
 
 
 def factor_sources() -> list[Callable[[FactorInput], list[Factor]]]:
     """The explanation's factor functions in the order they are listed before ranking (equal
-    weights keep it): the probes' in the catalogue's `EXPLAINED` order, then the others."""
-    return [*(p.factors for p in probedefs.EXPLAINED), *OWN_FACTORS]
+    weights keep it): the trace probes' in the catalogue's `EXPLAINED` order, then those the
+    /proc probe records name (`COUNTERS`, each function once), then the FUSE floor's."""
+    return [
+        *(p.factors for p in probedefs.EXPLAINED),
+        *factor_functions(probedefs.COUNTERS),
+        floor_factors,
+    ]
 
 
 # -- what was measured about one result -----------------------------------------------------------
