@@ -24,8 +24,8 @@ __all__ = ["ProbeDelta", "ProbeSpec", "Snapshot", "diff", "take_snapshot"]
 @dataclass
 class Snapshot:
     """Every catalogued /proc probe's reading at one moment, by the probe's name; each is also
-    an attribute (`snap.system`, `snap.apps`, `snap.daemon`, `snap.kthreads`, `snap.block`,
-    `snap.meminfo`: None for a probe not read)."""
+    an attribute of that name (`snap.daemon`: None for a catalogued probe this one did not
+    read)."""
 
     taken: float  # time.monotonic()
     spec: ProbeSpec
