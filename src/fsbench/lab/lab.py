@@ -27,7 +27,7 @@ from fsbench.lab.aging import NONE
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
-from fsbench.lab.state import StateRecord, release
+from fsbench.lab.state import MOUNT_BASE, StateRecord, release
 from fsbench.lab.subject import SubjectSpec
 from fsbench.lab.system import dmesg_mark, dmesg_since, run
 from fsbench.probes import processes
@@ -173,7 +173,7 @@ class Lab:
 
     def __enter__(self) -> Lab:
         image_dir = self._image_dir()
-        mount_dir = Path("/run/fsbench") / f"fsbench-{self.run_id}"
+        mount_dir = MOUNT_BASE / f"fsbench-{self.run_id}"
         self.record = StateRecord(
             self.run_id,
             os.getpid(),
@@ -194,6 +194,7 @@ class Lab:
                     self.tuned.append(held)
         image_dir.mkdir(parents=True, exist_ok=True)
         mount_dir.mkdir(parents=True, exist_ok=True)
+        self.record.save()  # again, now that the mount directory can hold its copy
         return self
 
     def _hold_page_reporting(self) -> None:

@@ -26,6 +26,8 @@ from fsbench.probes.procfs import ProcFS
 
 STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
 OWNER_FILE = ".fsbench-record.json"  # a record's copy inside its own temporary directory
+# Where every run's mount points live (fsbench-RUN_ID/ below it), whatever FSBENCH_STATE_DIR says.
+MOUNT_BASE = Path("/run/fsbench")
 
 
 @dataclass
@@ -64,8 +66,10 @@ class StateRecord:
         # A copy inside each temporary directory that exists: `cleanup` still finds the
         # directory, its owner and its processes when the state directory itself is gone
         # (a test's private FSBENCH_STATE_DIR, a reboot-cleared /run with /tmp kept).
-        for d in self.temp_paths:
-            if Path(d).name.startswith("fsbench-") and Path(d).is_dir():
+        # The mount directory keeps one too: a run whose state directory is not cleanup's
+        # (a killed test's private FSBENCH_STATE_DIR) still leaves mounts cleanup can find.
+        for d in (*self.temp_paths, self.mount_dir):
+            if d and Path(d).name.startswith("fsbench-") and Path(d).is_dir():
                 copy = Path(d) / OWNER_FILE
                 copy.with_suffix(".tmp").write_text(json.dumps(asdict(self)))
                 os.replace(copy.with_suffix(".tmp"), copy)
@@ -245,7 +249,7 @@ def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
             live.add(rec.image_dir)
             continue
         notes += [f"[{rec.run_id}] {n}" for n in release(rec)]
-    for rec in orphan_temp_records():
+    for rec in orphan_temp_records() + orphan_mount_records():
         if owner_alive(rec) and not include_running:
             # A live run whose record is in another state directory (FSBENCH_STATE_DIR):
             # not this cleanup's to name, nor to touch.
@@ -278,6 +282,29 @@ def orphan_temp_records(root: Path | None = None) -> list[StateRecord]:
         # its images and mounts, if any, live under paths only the original record names.
         rec.temp_paths, rec.image_dir, rec.mount_dir, rec.loops = [str(d)], "", "", []
         rec.restore, rec.frozen, rec.path = {}, [], ""
+        out.append(rec)
+    return out
+
+
+def orphan_mount_records(base: Path | None = None) -> list[StateRecord]:
+    """Whole records of runs whose record file is not in this cleanup's state directory, read
+    from the copy each run keeps in its own mount directory (MOUNT_BASE/fsbench-RUN_ID). Only a
+    copy that names that very directory as its mount directory, and no record in the state
+    directory names it: `release` then does everything the original record would have."""
+    base = base or MOUNT_BASE
+    named = {str(Path(rec.mount_dir)) for rec in records()}
+    out = []
+    for d in sorted(base.glob("fsbench-*")):
+        copy = d / OWNER_FILE
+        if str(d) in named or d.is_symlink() or not copy.is_file():
+            continue
+        try:
+            rec = StateRecord.load(copy)
+        except (OSError, ValueError, TypeError):
+            continue
+        if rec.mount_dir != str(d):
+            continue  # a copy moved or forged: it does not describe this directory
+        rec.path = ""  # the original file, if any, is another state directory's to remove
         out.append(rec)
     return out
 
