@@ -25,7 +25,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("pipeline", ("fsbench.pipeline", "fsbench.plan", "fsbench.targets")),
-    ("runner", ("fsbench.runner", "fsbench.registry", "fsbench.env", "fsbench.vm")),
+    (
+        "runner",
+        ("fsbench.runner", "fsbench.sampler", "fsbench.registry", "fsbench.env", "fsbench.vm"),
+    ),
     ("parts", ("fsbench.lab", "fsbench.workloads", "fsbench.probes", "fsbench.services")),
     ("results", ("fsbench.store", "fsbench.report")),
     (

@@ -15,7 +15,8 @@ import pytest
 from fsbench.errors import UsageError
 from fsbench.options import option
 from fsbench.registry import resolve_workloads
-from fsbench.runner import aggregate, merge_extras
+from fsbench.runner import aggregate
+from fsbench.sampler import merge_extras
 from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.clients import (

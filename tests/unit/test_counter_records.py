@@ -20,7 +20,8 @@ from fsbench.probedefs.factor import Factor, FactorInput, differs, ratio_weight
 from fsbench.probedefs.numbers import fmt_pct
 from fsbench.probes import ProbeDelta, ProcFS, Snapshot, diff, kthread_patterns_for, take_snapshot
 from fsbench.report.explain import explain_run, factor_sources
-from fsbench.runner import aggregate, build_sample
+from fsbench.runner import aggregate
+from fsbench.sampler import build_sample
 from fsbench.schema import Result
 from fsbench.workloads.base import Measurement
 from fsbench.workloads.fake import FakeWorkload

@@ -25,7 +25,8 @@ from fsbench.report.diff import ratio_text as diff_ratio_text
 from fsbench.report.explain import explain_result, profile
 from fsbench.report.html import render_html
 from fsbench.report.table import render as render_table
-from fsbench.runner import Runner, RunTarget, aggregate, build_sample
+from fsbench.runner import Runner, RunTarget, aggregate
+from fsbench.sampler import build_sample
 from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.units import GiB, MiB, fmt_ratio
 from fsbench.workloads.base import Measurement, Target, hook

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from fsbench.probes.sample import ProbeDelta
-from fsbench.runner import Iteration, Runner, RunTarget, aggregate, build_sample, merge_iterations
-from fsbench.runner import verify_cache as verify
+from fsbench.runner import Runner, RunTarget, aggregate
+from fsbench.sampler import Iteration, build_sample, merge_iterations
+from fsbench.sampler import verify_cache as verify
 from fsbench.schema import Device, Result, Run, Sample, Subject
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fake import FakeWorkload
