@@ -322,7 +322,7 @@ def _conclude(plan: Plan, run: Run, store: Store, session: _Session) -> None:
 
 
 def start_tracer(plan: Plan, lab: Lab | None, run: Run) -> ktrace.Tracer | None:
-    """The run's tracer: it starts bpftrace for each traced run (runner._warm_up_and_trace),
+    """The run's tracer: it starts bpftrace for each traced run (sampler.TraceSession),
     and records each bpftrace in the lab's state record the moment it exists, so `release`
     (normal teardown and `fsbench cleanup`) stops it on every exit path."""
     if not plan.trace:

@@ -1,13 +1,13 @@
-"""Subjects x workloads x repeats, interleaved (A B C, A B C, ...) so drift hits all alike.
+"""The schedule: subjects x workloads x repeats, interleaved (A B C, A B C, ...) so drift hits
+all alike; the warm-up pass before the first round; adaptive rounds, the time budget and why
+each result stopped.
 
-Measurement only: the runner fills schema records and hands each sample to the store as soon
-as it exists; it never formats output. Probes are read just before and just after each
-measured run, never inside it.
+Measurement only: the runner asks fsbench.sampler for each sample, hands it to the store as
+soon as it exists and never formats output; aggregate.py turns the samples into a Result.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
@@ -16,41 +16,16 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from fsbench import stats, verdict
-from fsbench.aggregate import (
-    MAX_ITERATIONS,
-    aggregate,
-)
+from fsbench.aggregate import aggregate
 from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
-from fsbench.lab.placement import Pinned, pin, placement_of
 from fsbench.phases import PhaseClock
 from fsbench.probes import trace as ktrace
-from fsbench.probes.procfs import ProcFS, kthread_patterns_for
-from fsbench.probes.sample import ProbeSpec, diff, take_snapshot
-from fsbench.sampler import (
-    NO_WARMUP_TO_TRACE,
-    Iteration,
-    RunTarget,
-    build_sample,
-    device_cache,
-    merge_iterations,
-    own_comm,
-    short_sample_flags,
-)
+from fsbench.probes.procfs import ProcFS
+from fsbench.sampler import RunTarget, Sampler
 from fsbench.schema import Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.verdict import Family
-from fsbench.workloads.base import (
-    Measurement,
-    Target,
-    Unsupported,
-    Workload,
-    WorkloadFailed,
-    hook,
-    watched,
-)
-
-GiB = 1024**3
-MiB = 1024**2
+from fsbench.workloads.base import Unsupported, Workload, WorkloadFailed, hook
 
 
 class SampleSink(Protocol):
@@ -105,18 +80,29 @@ class Runner:
     _cost: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
     _t0: float = field(default=0.0, init=False, repr=False)
     _rep: int = field(default=0, init=False, repr=False)
+    # What one sample needs (fsbench.sampler.Sampler, built from these).
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
     # Discarded iterations before the first sample of each subject and workload.
     warmup: int = 1
-    # Discard the first iteration of a sample that takes several (_sample_runs).
+    # Discard the first iteration of a sample that takes several (Sampler.iterations).
     rewarm: bool = True
-    # The CPU masks a placement changed for the timed run under way (restored after it).
-    _pinned: Pinned | None = field(default=None, init=False, repr=False)
     # The run's kernel trace probes (bpftrace for each traced run), None: not traced.
     tracer: ktrace.Tracer | None = None
     # Where the measuring time goes (Schedule.phases).
     clock: PhaseClock = field(default_factory=PhaseClock)
+    _sampler: Sampler = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._sampler = Sampler(
+            procfs=self.procfs,
+            clock=self.clock,
+            tracer=self.tracer,
+            min_sample_s=self.min_sample_s,
+            warmup=self.warmup,
+            rewarm=self.rewarm,
+            space_share=self.space_share,
+        )
 
     def execute(self) -> Run:
         for rt in self.targets:
@@ -350,19 +336,14 @@ class Runner:
                     self._fail_subject(rt, f"releasing the device: {e}")
 
     def _warm_up_pass(self) -> None:
-        """Every subject's warm-up runs, in turn, before the first round; the last of each is
-        the traced run. One bpftrace serves the whole pass (compiled while the first warm-up
-        goes, gone before the first timed sample): a bpftrace per traced run cost ~2.2 s each,
-        12 % of the default comparison. A round interleaves the subjects anyway, so a sample
-        never follows its own warm-up directly; the warm-up is for first touches (page cache,
-        daemon heaps, the image's memory), which stay."""
-        if not any(self._warmup(wl) > 0 for wl in self.workloads):
-            return  # no warm-up, no traced run: each result says why at its first sample
-        tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
-        if tracer is not None:
-            with self.clock.phase("bpftrace"):
-                tracer.launch()
-        try:
+        """Every subject's warm-ups in turn (Sampler.warm_up), before the first round; the
+        last of each is the traced run, under the one bpftrace of the pass (TraceSession). A
+        round interleaves the subjects anyway, so a sample never follows its own warm-up
+        directly; the warm-up is for first touches (page cache, daemon heaps, the image's
+        memory), which stay."""
+        if not any(self._sampler.warmups(wl) > 0 for wl in self.workloads):
+            return  # no warm-up, no traced run: each result says why (_result)
+        with self._sampler.trace.warm_up_pass():
             for rt in self.targets:
                 if rt.subject.status != "ok":
                     continue
@@ -371,11 +352,8 @@ class Runner:
                         break
                     res = self._result(rt, wl)
                     self.on_step(f"{rt.subject.id} · {workload_id(wl)} · warm-up")
-                    self._guarded(rt, wl, res, partial(self._warm_up_and_trace, rt, wl, res))
+                    self._guarded(rt, wl, res, partial(self._sampler.warm_up, rt, wl, res))
                 self._release(rt)
-        finally:
-            if tracer is not None:
-                tracer.kill()  # reaped before the first timed run (_iteration)
 
     def close_workloads(self) -> None:
         """Give workloads their clean-up (scratch areas outside the target), once."""
@@ -420,6 +398,7 @@ class Runner:
                 unit=wl.unit,
                 higher_is_better=wl.higher_is_better,
             )
+            self._sampler.untraced(self.results[key], wl)
         return self.results[key]
 
     def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
@@ -432,22 +411,11 @@ class Runner:
         self.on_eta(self._eta_s())
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
-        try:
-            if known is None:  # no warm-up pass (no workload has a warm-up)
-                self._warm_up_and_trace(rt, wl, res)
-            began = time.monotonic()
-            got = self._guarded(rt, wl, res, lambda: self._sample_runs(rt, wl, res))
-        finally:
-            if self.tracer is not None:
-                self.tracer.reap()  # killed after the traced runs; this sample may have failed
-        if got is None:
+        began = time.monotonic()
+        its = self._guarded(rt, wl, res, lambda: self._sampler.iterations(rt, wl, res))
+        if its is None:
             return
-        runs, rewarm = got
-        it = merge_iterations(runs, wl)
-        if rewarm is not None:
-            it.m.extra["rewarm_value"] = round(rewarm, 3)  # the discarded first iteration's
-        sample = build_sample(it.m, it.delta, wl, it.cache, it.cache_flags, it.growth)
-        sample.flags += short_sample_flags(it.m.seconds, len(runs), wl, self.min_sample_s)
+        sample = self._sampler.sample(its, wl)
         res.samples.append(sample.value)
         res.sample_details.append(sample)
         if self.sink:
@@ -455,34 +423,6 @@ class Runner:
         self._cost[(rt.subject.id, workload_id(wl))] = time.monotonic() - began
         self.on_sample()
         self.on_remaining(self._samples_left())
-
-    def _sample_runs(
-        self, rt: RunTarget, wl: Workload, res: Result
-    ) -> tuple[list[Iteration], float | None]:
-        """A sample is as many prepare+run iterations as it takes to last long enough to
-        measure (a 0.1 s read says little); the result records how much work that was.
-
-        When it takes several, the first is discarded (`rewarm`): it runs right after the
-        other subjects' turns (a FUSE daemon remounted for a cold read, the page cache full of
-        their data), and was up to 45 % slower than the rest of its sample here (exfat-fuse
-        419 against 738 MiB/s), a cost of fsbench's interleaving, not of the driver. Its
-        value stays in the sample's extra; a single-iteration sample is long enough for that
-        cost to be small, and keeps it. Cold and O_DIRECT samples start every iteration from
-        dropped caches (a FUSE daemon remounted), so their first is like the rest (ext4's cold
-        read: 3,971 against 4,205 MiB/s) and nothing is discarded: it would cost a cache drop
-        and a remount each."""
-        runs: list[Iteration] = []
-        rewarm: float | None = None
-        discard = self.rewarm and wl.cache not in ("cold", "direct")
-        while True:
-            it = self._iteration(rt, wl, res)
-            if discard and rewarm is None and not runs and 0 < it.m.seconds < self._min_time(wl):
-                rewarm = it.m.value
-                continue
-            runs.append(it)
-            spent = sum(r.m.seconds for r in runs)
-            if spent >= self._min_time(wl) or len(runs) >= MAX_ITERATIONS or spent <= 0:
-                return runs, rewarm
 
     def _guarded(self, rt: RunTarget, wl: Workload, res: Result, step: Callable[[], T]) -> T | None:
         """Run a step of this subject and workload; what it cannot do is recorded on the
@@ -505,125 +445,9 @@ class Runner:
             res.status, res.error = "failed", str(e)
             self._fail_subject(rt, f"during {workload_id(wl)}: {e}")
         finally:
-            self._unplace()  # also when the run failed: no pin outlives it
+            self._sampler.unplace()  # also when the run failed: no pin outlives it
         self.on_sample()
         return None
-
-    def _warm_up_and_trace(self, rt: RunTarget, wl: Workload, res: Result) -> None:
-        """Warm-up iterations, discarded: the first run touches memory (page cache, daemon
-        heaps) for the first time, which is slow and erratic on VMs. The last of them is the
-        traced run, with the kernel probes attached, which the explanation is drawn from (its
-        own rate is kept, so a slow first touch or the probes' cost shows against the timed
-        median). bpftrace runs for the whole warm-up pass and is gone before the first timed
-        sample. No warm-up, no traced run: an extra one would cost as much as a sample (it doubled a
-        --repeat 1 run) and ~2 s of bpftrace per matrix cell, so the result says why instead."""
-        warmup = self._warmup(wl)
-        tracer = self.tracer if self.tracer is not None and self.tracer.wanted else None
-        if tracer is not None and warmup == 0:
-            res.trace = ktrace.untraced(tracer.status, NO_WARMUP_TO_TRACE)
-            tracer = None
-        with self.clock.phase("warm-up", whole=True):
-            for _ in range(warmup - (1 if tracer is not None else 0)):
-                self._iteration(rt, wl, res)
-        if tracer is None:
-            return
-        # bpftrace was launched by the warm-up pass (it compiles while the untimed steps go);
-        # ready() waits for it right before this run's snapshot.
-        with self.clock.phase("bpftrace"):
-            tracer.launch()  # nothing when the pass launched it already
-        it = self._iteration(rt, wl, res, traced=True)
-        if it.delta.trace is not None:
-            it.delta.trace["value"] = it.m.value
-            res.trace = it.delta.trace
-
-    def _warmup(self, wl: Workload) -> int:
-        own = hook(wl, "warmup")
-        return self.warmup if own is None else int(own)
-
-    def _min_time(self, wl: Workload) -> float:
-        own = hook(wl, "min_sample_s")
-        return self.min_sample_s if own is None else float(own)
-
-    def _iteration(
-        self, rt: RunTarget, wl: Workload, res: Result, traced: bool = False
-    ) -> Iteration:
-        """prepare, bring the cache to its state, and run once between two probe snapshots."""
-        ph = self.clock.phase
-        with ph("mount"):
-            target = self._sized(rt.ensure() if rt.ensure else rt.target, wl)
-        if not res.params:
-            # Parameters from the live target (read-only volumes name the file read).
-            res.params = wl.params(target)
-        with ph("prepare"), watched(rt.health):
-            wl.prepare(target)
-        with ph("cache"):
-            cache, cache_flags = self._prepare_cache(target, wl)
-            if rt.ensure:  # a FUSE remount has a new daemon
-                target = self._sized(rt.ensure(), wl)
-        self._place(wl, target)  # after the remount: its daemon is the one to pin
-        spec = ProbeSpec(
-            daemon_pid=target.daemon_pid,
-            block_device=target.block_device,
-            kthread_patterns=kthread_patterns_for(target.block_device, target.fs or None),
-        )
-        tracer = self.tracer if traced else None
-        if self.tracer is not None:
-            with ph("bpftrace"):
-                # The traced run's bpftrace attached; the previous one gone (probes detached).
-                (self.tracer.ready if traced else self.tracer.reap)()
-        with ph("probes"):
-            resident0 = device_cache(target) if cache == "direct" else None
-            keys = self._trace_keys(target, wl) if tracer else None
-            before = take_snapshot(self.procfs, spec)
-            if tracer:
-                tracer.begin()
-        with ph("traced run" if traced else "run"), watched(rt.health):
-            m = wl.run(target)
-        with ph("probes"):
-            maps = tracer.end() if tracer else None
-            after = take_snapshot(self.procfs, spec)
-            self._unplace(m)
-            resident1 = device_cache(target) if cache == "direct" else None
-        growth = None if resident0 is None or resident1 is None else resident1 - resident0
-        delta = diff(before, after)
-        if tracer and keys is not None:
-            work = {"bytes": m.bytes, "ops": m.ops, "seconds": m.seconds}
-            delta.trace = ktrace.to_trace(maps or {}, keys, tracer.status, work)
-        return Iteration(m, delta, growth, cache, cache_flags)
-
-    def _trace_keys(self, target: Target, wl: Workload) -> ktrace.SubjectKeys | None:
-        """The subject's keys in the trace maps, read now (a FUSE remount changes them)."""
-        if self.tracer is None:
-            return None
-        comms = hook(wl, "app_comms") or (own_comm(),)
-        return ktrace.subject_keys(
-            target.mountpoint or target.workdir,
-            target.block_device,
-            target.kind == "fuse",
-            comms,
-            target.daemon_pid,
-        )
-
-    def _place(self, wl: Workload, target: Target) -> None:
-        """Pin the application (this thread) and the daemon for the workload's placement."""
-        self._unplace()
-        self._pinned = pin(placement_of(wl), target)
-
-    def _unplace(self, m: Measurement | None = None) -> None:
-        """Put every CPU mask back; a measurement gets what was pinned and what was not."""
-        pinned, self._pinned = self._pinned, None
-        if pinned is None:
-            return
-        pinned.restore()
-        if m is not None:
-            m.extra["pinned"] = pinned.record()
-            m.flags.extend(f for f in pinned.flags if f not in m.flags)
-
-    def _sized(self, target: Target, wl: Workload) -> Target:
-        share = self.space_share(wl)
-        if share >= 1.0:
-            return target
-        return replace(target, size=max(MiB, int(target.size * share) // MiB * MiB))
 
     def _fail_subject(self, rt: RunTarget, why: str) -> None:
         rt.subject.status, rt.subject.error = "failed", why
@@ -634,21 +458,6 @@ class Runner:
                 rt.subject.error += f" (teardown: {e})"
         if self.sink:
             self.sink.save_subject(self.run.run_id, rt.subject)
-
-    def _prepare_cache(self, target: Target, wl: Workload) -> tuple[str, list[str]]:
-        """Bring the caches into the state the workload asks for; the sample verifies it."""
-        if wl.cache in ("cold", "direct"):
-            # Direct I/O starts cold too, so page-cache growth during it is visible.
-            if target.make_cold is None:
-                why = target.cold_impossible or "not a lab mount"
-                return wl.cache, [f"cannot-drop-caches: {why}"]
-            target.make_cold()
-            return wl.cache, []
-        # Writeback left by the previous workload or subject must not land inside this sample.
-        os.sync()
-        if wl.cache == "warm":
-            return "warm", []
-        return "n/a", []
 
 
 def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bool:

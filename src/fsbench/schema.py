@@ -162,7 +162,7 @@ class Result(_Model):
     # How much work one sample was (median bytes, ops, seconds): not a param, since params are
     # the result's identity and the amount is grown to last long enough.
     work_per_sample: dict[str, float] | None = None
-    # The kernel probes over the result's traced run (probes/trace.py, runner._warm_up_and_trace).
+    # The kernel probes over the result's traced run (probes/trace.py, sampler.Sampler.warm_up).
     trace: dict[str, Any] | None = None
     clients: list[ClientFigures] | None = None  # fio client/server runs only
     # Why this result got no more samples: "repeat" (the fixed --repeat N was reached),

@@ -11,7 +11,7 @@ import pytest
 
 from fsbench.probes.sample import ProbeDelta
 from fsbench.runner import Runner, RunTarget, aggregate
-from fsbench.sampler import Iteration, build_sample, merge_iterations
+from fsbench.sampler import Iteration, build_sample, merge_iterations, sized
 from fsbench.sampler import verify_cache as verify
 from fsbench.schema import Device, Result, Run, Sample, Subject
 from fsbench.workloads.base import Measurement, Target, hook
@@ -169,8 +169,8 @@ def test_file_budget_is_split_between_workloads_that_keep_files(tmp_path: Path) 
     assert r.space_share(keep_a) == pytest.approx(0.5)
     assert r.space_share(keep_a2) == pytest.approx(0.5)
     assert r.space_share(small) == 1.0
-    sized = r._sized(Target("s", str(tmp_path), "fake", 100 * MiB), keep_b)
-    assert sized.size == 50 * MiB
+    got = sized(Target("s", str(tmp_path), "fake", 100 * MiB), r.space_share(keep_b))
+    assert got.size == 50 * MiB
 
 
 # -- cache verdicts ----------------------------------------------------------------------------

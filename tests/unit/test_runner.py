@@ -421,10 +421,10 @@ def test_sync_before_every_sample_without_cold_preparation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: str
 ) -> None:
     """Writeback of the previous workload must land before the next sample, not inside it."""
-    import fsbench.runner as runner_mod
+    import fsbench.sampler as sampler_mod
 
     wl = FakeWorkload(cache=cache)
-    monkeypatch.setattr(runner_mod.os, "sync", lambda: wl.calls.append(("sync", "")))
+    monkeypatch.setattr(sampler_mod.os, "sync", lambda: wl.calls.append(("sync", "")))
     targets = [_target("subj-a", tmp_path)]
     Runner(Run(run_id="r", started="t"), targets, [wl], repeat=2, warmup=0).execute()
     phases = [phase for phase, _ in wl.calls]
