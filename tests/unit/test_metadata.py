@@ -25,7 +25,7 @@ from fsbench.registry import WORKLOADS, resolve_workloads
 from fsbench.runner import Runner, RunTarget
 from fsbench.schema import Run, Subject
 from fsbench.workloads import metadata
-from fsbench.workloads.base import Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import Target, Unsupported, WorkloadFailed, unmet_need
 from fsbench.workloads.metadata import (
     METADATA_JOBS,
     LoopResult,
@@ -323,13 +323,20 @@ def test_runner_reports_every_variant_ok(tmp_path: Path) -> None:
 def test_chmod_without_posix_permissions_is_unsupported(tmp_path: Path) -> None:
     target = _target(tmp_path, capabilities={"posix_permissions": False}, fs="vfat")
     job = _job("chmod-flat")
-    with pytest.raises(Unsupported, match="vfat has no POSIX permissions"):
-        job.prepare(target)
-    with pytest.raises(Unsupported):
-        job.run(target)
-    assert not os.path.exists(job.set_dir(target))  # refused before setting anything up
+    # Declared, not checked inside: the runner reads `needs` before anything is set up.
+    assert unmet_need(job, target) == (
+        "needs POSIX permissions (chmod): vfat has none (driver capability)"
+    )
+    probed = _target(
+        tmp_path,
+        capabilities={"posix_permissions": False, "posix_permissions_detail": "mode ignored"},
+    )
+    assert "does not honour (probed: mode ignored)" in (unmet_need(job, probed) or "")
+    assert unmet_need(job, _target(tmp_path, capabilities={"posix_permissions": True})) is None
+    assert unmet_need(job, _target(tmp_path, capabilities={})) is None  # unknown: it finds out
     # The other operations do not need permissions.
     stat_job = _job("stat-flat")
+    assert unmet_need(stat_job, target) is None
     stat_job.prepare(target)
     assert stat_job.run(target).ops == 100
 

@@ -123,6 +123,11 @@ HOOKS: dict[str, Hook] = {
         "group names it)",
     ),
     "read_only_ok": Hook(False, "it can run on a --read-only volume (reads what is there)"),
+    "needs": Hook(
+        (),
+        "capabilities the mount must have, keys of Target.capabilities (posix_permissions); "
+        "one the mount lacks makes it unsupported there, with why (unmet_need)",
+    ),
     "tools": Hook((), "outside programs whose versions go into the environment"),
     "close": Hook(None, "called once at the end: scratch areas outside the target"),
     "app_comms": Hook(
@@ -166,6 +171,24 @@ def job_id(name: str, variant: str, numjobs: int) -> str:
     fio jobs and Iozone cells, whose ids must agree when a cell composes a fio job."""
     base = f"{name}/{variant}"
     return base if numjobs == 1 else f"{base}-j{numjobs}"
+
+
+# What each capability a workload may need is, in words (unmet_need's reason).
+NEED_WORDS = {"posix_permissions": "POSIX permissions (chmod)"}
+
+
+def unmet_need(wl: Any, target: Target) -> str | None:
+    """Why the target cannot run this workload, from its `needs` declaration: a capability the
+    mount's probes (or, unprobed, its driver's record) say it lacks. None: nothing missing."""
+    for need in hook(wl, "needs"):
+        if target.capabilities.get(need) is not False:
+            continue  # present, or unknown: the workload finds out itself
+        words = NEED_WORDS.get(need, need)
+        probed = target.capabilities.get(f"{need}_detail")
+        if probed:
+            return f"needs {words}, which this mount does not honour (probed: {probed})"
+        return f"needs {words}: {target.fs or 'this file system'} has none (driver capability)"
+    return None
 
 
 def hook(wl: Any, name: str) -> Any:

@@ -188,13 +188,9 @@ class MetadataOp:
         return p
 
     # -- set-up (untimed) ------------------------------------------------------------------
-    def _check_supported(self, target: Target) -> None:
-        if self.operation == "chmod" and target.capabilities.get("posix_permissions") is False:
-            probed = target.capabilities.get("posix_permissions_detail")
-            if probed:
-                raise Unsupported(f"chmod: no POSIX permissions on this mount (probed: {probed})")
-            fs = target.fs or "this file system"
-            raise Unsupported(f"chmod: {fs} has no POSIX permissions (driver capability)")
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return ("posix_permissions",) if self.operation == "chmod" else ()
 
     def _helper(self, op: str, root: str, n: int, dirs: int, ignore: int) -> None:
         try:
@@ -208,7 +204,6 @@ class MetadataOp:
     def prepare(self, target: Target) -> None:
         """Bring the set into the state the operation needs: absent for create, present for the
         rest (readdir also takes it fully renamed), from one listing of the set's directories."""
-        self._check_supported(target)
         root, n, dirs = self.set_dir(target), self.files(target), self.dirs(target)
         try:
             os.makedirs(root, exist_ok=True)
@@ -252,7 +247,6 @@ class MetadataOp:
         )
 
     def run(self, target: Target) -> Measurement:
-        self._check_supported(target)
         root, n, dirs = self.set_dir(target), self.files(target), self.dirs(target)
         op = self.operation
         try:
