@@ -77,6 +77,13 @@ class Family:
         """Each interval's own confidence (Bonferroni over looks × comparisons)."""
         return 1.0 - self.alpha / (self.looks * self.comparisons)
 
+    def confidence_text(self) -> str:
+        """Each interval's confidence in percent, with the digits that keep it below 100
+        (99.989, never a rounded "100")."""
+        miss = self.alpha / (self.looks * self.comparisons) * 100
+        digits = max(0, 1 - math.floor(math.log10(miss)))
+        return f"{100 - miss:.{digits}f}".rstrip("0").rstrip(".")
+
     def legend(self) -> str:
         """One line for a table's legend: what ▲/▼ promise."""
         spread = []
@@ -87,7 +94,7 @@ class Family:
         over = f" over {' × '.join(spread)}" if spread else ""
         return (
             f"▲/▼ interval excludes 1 (chance of any false ▲/▼ in the run ≤ "
-            f"{self.alpha * 100:.0f} %{over}: each interval at {self.confidence * 100:.3g} %); "
+            f"{self.alpha * 100:.0f} %{over}: each interval at {self.confidence_text()} %); "
             f"≈ within ±{SETTLE_BAND * 100:.0f} %; ? open (not decided)"
         )
 

@@ -64,6 +64,14 @@ def test_the_family_spreads_alpha_over_looks_and_comparisons() -> None:
     assert "14 comparisons × 8 looks" in Family(looks=8, comparisons=14).legend()
 
 
+def test_the_legend_never_rounds_a_confidence_to_100() -> None:
+    # 56 comparisons × 8 looks: 99.989 %, which three significant digits showed as "100 %".
+    assert Family(looks=8, comparisons=56).confidence_text() == "99.989"
+    assert "each interval at 99.989 %" in Family(looks=8, comparisons=56).legend()
+    assert Family(comparisons=2).confidence_text() == "97.5"
+    assert Family().confidence_text() == "95"
+
+
 def test_degenerate_samples() -> None:
     assert verdict([100.0], [50.0, 51.0]).mark == "none"
     assert verdict([100.0, 100.0], [100.0, 100.0]).mark == "same"
