@@ -20,7 +20,15 @@ from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
 from fsbench.schema import Device, Result, Sample, Subject
-from fsbench.workloads.base import Measurement, Target, Workload, hook, watched
+from fsbench.workloads.base import (
+    Measurement,
+    Target,
+    Unsupported,
+    Workload,
+    hook,
+    unmet_need,
+    watched,
+)
 
 GiB = 1024**3
 MiB = 1024**2
@@ -237,6 +245,9 @@ class Sampler:
         if not res.params:
             # Parameters from the live target (read-only volumes name the file read).
             res.params = wl.params(target)
+        why = unmet_need(wl, target)  # what it declares it needs, before it sets anything up
+        if why:
+            raise Unsupported(why)
         with ph("prepare"), watched(rt.health):
             wl.prepare(target)
         with ph("cache"):

@@ -8,6 +8,7 @@ Probes read the live /proc (the default ProcFS); nothing here asserts on their v
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,28 @@ def test_failed_subject_does_not_stop_the_others(
     assert res["subj-a"].status == res["subj-c"].status == "ok"
     assert [sid for sid, _ in sink.samples()].count("subj-b") == 0
     assert len(sink.samples()) == 6
+
+
+def test_a_declared_need_the_mount_lacks_is_unsupported_before_prepare(tmp_path: Path) -> None:
+    @dataclass
+    class NeedsChmod(FakeWorkload):
+        needs: tuple[str, ...] = ("posix_permissions",)
+
+    wl = NeedsChmod()
+    lacks = {"posix_permissions": False, "posix_permissions_detail": "mode ignored"}
+    targets = [
+        RunTarget(_subject("has"), Target("has", str(tmp_path), "fake", SIZE)),
+        RunTarget(_subject("lacks"), Target("lacks", str(tmp_path), "fake", SIZE,
+                                            capabilities=lacks)),
+    ]  # fmt: skip
+    run = Runner(Run(run_id="t", started="2025-01-01T00:00:00"), targets, [wl], repeat=2).execute()
+    res = _by_subject(run)
+    assert res["has"].status == "ok" and len(res["has"].samples) == 2
+    assert res["lacks"].status == "unsupported" and res["lacks"].samples == []
+    assert res["lacks"].error == (
+        "needs POSIX permissions (chmod), which this mount does not honour (probed: mode ignored)"
+    )
+    assert ("prepare", "lacks") not in wl.calls and ("run", "lacks") not in wl.calls
 
 
 def test_unsupported_is_neither_zero_nor_failed(
