@@ -436,3 +436,11 @@ def test_nginx_error_line_and_wrk_script() -> None:
     lua = wrk_script(["/a/f0000.bin", "/a/f0001.bin"])
     assert '"/a/f0000.bin", "/a/f0001.bin"' in lua and "FSBENCH-STOP" in lua
     assert "FSBENCH-DONE" in wrk_script(None) and "request =" not in wrk_script(None)
+
+
+def test_a_run_timed_at_zero_seconds_fails_instead_of_reading_as_zero() -> None:
+    from fsbench.workloads.base import WorkloadFailed, per_second
+
+    assert per_second(512.0, 2.0, "the copy") == 256.0
+    with pytest.raises(WorkloadFailed, match="the copy timed at 0.0 s: no rate to report"):
+        per_second(512.0, 0.0, "the copy")

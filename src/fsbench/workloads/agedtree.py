@@ -36,7 +36,14 @@ from typing import Any
 import xxhash
 
 from fsbench.manifest import default_threads
-from fsbench.workloads.base import AgedTree, Measurement, Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import (
+    AgedTree,
+    Measurement,
+    Target,
+    Unsupported,
+    WorkloadFailed,
+    per_second,
+)
 from fsbench.workloads.treehash import READ_BUFSIZE, TreeFile, expected_digests, write_tree
 
 MiB = 1024 * 1024
@@ -258,7 +265,7 @@ class AgedRead:
         nbytes = sum(size for _d, size, _e in results)
         seconds = t1 - t0
         return Measurement(
-            value=nbytes / MiB / seconds if seconds > 0 else 0.0,
+            value=per_second(nbytes / MiB, seconds, f"reading {len(paths)} aged files"),
             seconds=seconds,
             bytes=nbytes,
             ops=len(paths),
@@ -332,7 +339,7 @@ class AgedListing:
             )
         seconds = res["ns"] / 1e9
         return Measurement(
-            value=res["entries"] / seconds if seconds > 0 else 0.0,
+            value=per_second(res["entries"], seconds, "listing the aged tree"),
             seconds=seconds,
             bytes=0,  # no data moves: the runner's byte-based cache checks do not apply
             ops=res["entries"],

@@ -173,6 +173,14 @@ def job_id(name: str, variant: str, numjobs: int) -> str:
     return base if numjobs == 1 else f"{base}-j{numjobs}"
 
 
+def per_second(amount: float, seconds: float, what: str) -> float:
+    """A rate from a timed run. A run the clock timed at 0 s has no rate: it fails with the
+    reason, never reads as 0 (as fio.fio_measurement does for fio's phases)."""
+    if seconds <= 0:
+        raise WorkloadFailed(f"{what} timed at {seconds} s: no rate to report")
+    return amount / seconds
+
+
 # What each capability a workload may need is, in words (unmet_need's reason).
 NEED_WORDS = {"posix_permissions": "POSIX permissions (chmod)"}
 

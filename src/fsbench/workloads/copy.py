@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsbench.lab.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed, free_bytes
+from fsbench.workloads.base import Measurement, Target, WorkloadFailed, free_bytes, per_second
 
 MiB = 1024 * 1024
 COPY_BUFFER = MiB  # the read/write fallback's buffer
@@ -307,7 +307,7 @@ class _Copy:
         extra, flags = self._method_outcome(st)
         extra.update(self._extra(st, seconds))
         return Measurement(
-            value=st.bytes / MiB / seconds if seconds > 0 else 0.0,
+            value=per_second(st.bytes / MiB, seconds, "the copy"),
             seconds=seconds,
             bytes=st.bytes,
             ops=st.files,

@@ -25,7 +25,7 @@ import resource
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, per_second
 
 DEFAULT_FILES = 10_000
 MIN_FILES = 100
@@ -74,10 +74,6 @@ class LoopResult:
     skipped: int  # failures with the errno the caller said to ignore
     lat_us: dict[str, float]
     lat_max_us: float
-
-    @property
-    def rate(self) -> float:
-        return self.ops / self.seconds if self.seconds > 0 else 0.0
 
 
 def timed_loop(
@@ -271,7 +267,7 @@ class MetadataOp:
         elif op == "readdir" and res.ops != n:
             flags.append(f"readdir-count: {res.ops} entries listed for {n} files")
         return Measurement(
-            value=res.rate,
+            value=per_second(res.ops, res.seconds, f"{op} of {res.ops} files"),
             seconds=res.seconds,
             bytes=0,  # no data moves: the runner's byte-based cache checks do not apply
             ops=res.ops,

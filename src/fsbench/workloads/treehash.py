@@ -31,7 +31,7 @@ import xxhash
 
 from fsbench.errors import UsageError
 from fsbench.manifest import default_threads, walk_tree, write_manifest
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, per_second
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -376,7 +376,7 @@ class TreeHash:
         sys_ = ru1.ru_stime - ru0.ru_stime
         ctx = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw)
         return Measurement(
-            value=nbytes / MiB / seconds if seconds > 0 else 0.0,
+            value=per_second(nbytes / MiB, seconds, "the tree's read and hash"),
             seconds=seconds,
             bytes=nbytes,
             ops=len(paths),
