@@ -401,6 +401,10 @@ def merge_iterations(runs: list[Iteration], wl: Workload) -> Iteration:
     for x in ds:
         for k, v in x.kthreads_by_name.items():
             d.kthreads_by_name[k] = d.kthreads_by_name.get(k, 0.0) + v
+    d.figures = {}
+    for x in ds:
+        for k, v in x.figures.items():
+            d.figures[k] = d.figures.get(k, 0.0) + v
     d.meminfo_before, d.meminfo_after = ds[0].meminfo_before, ds[-1].meminfo_after
     d.flags = list(dict.fromkeys(f for x in ds for f in x.flags))
     growths = [r.growth for r in runs]
@@ -558,7 +562,7 @@ def build_sample(
         kops = m.ops / 1000
         cpu.per_kop_ms = {k: 1000 * v / kops for k, v in parts.items()}
     ctx = d.system_ctx
-    extra = dict(m.extra)
+    extra = {**m.extra, **d.figures}  # a counter probe's own amounts, by "<probe>.<key>"
     extra["daemon_ctx"] = d.daemon_ctx
     extra["app_ctx"] = m.app_ctx
     extra["kthreads_by_name"] = d.kthreads_by_name

@@ -21,7 +21,7 @@ from fsbench.probedefs.numbers import fmt_pct
 from fsbench.probes import ProbeDelta, ProcFS, Snapshot, diff, kthread_patterns_for, take_snapshot
 from fsbench.report.explain import explain_run, factor_sources
 from fsbench.runner import aggregate
-from fsbench.sampler import build_sample
+from fsbench.sampler import Iteration, build_sample, merge_iterations
 from fsbench.schema import Result
 from fsbench.workloads.base import Measurement
 from fsbench.workloads.fake import FakeWorkload
@@ -50,7 +50,8 @@ def _collect(procfs: ProcReader, _spec: ProbeSpec) -> int | None:
 def _delta(before: int | None, after: int | None, seconds: float, _spec: ProbeSpec) -> Counted:
     if before is None or after is None or seconds <= 0:
         return Counted()
-    return Counted(flags=[f"io-pressure:{(after - before) / 1e6 / seconds:.2f}"])
+    stalled = (after - before) / 1e6
+    return Counted(flags=[f"io-pressure:{stalled / seconds:.2f}"], figures={"stalled_s": stalled})
 
 
 def _stalled(res: Result) -> float | None:
@@ -138,10 +139,14 @@ def test_a_new_counter_record_is_read_diffed_and_explained(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(probedefs, "COUNTERS", probedefs.COUNTERS[:-1])
         _, plain = _delta_of(*_trees(tmp_path / "plain", stalled_us=1_050_000))
-    assert d.flags[:-1] == plain.flags and replace(d, flags=[]) == replace(plain, flags=[])
+    assert d.flags[:-1] == plain.flags
+    assert replace(d, flags=[], figures={}) == replace(plain, flags=[])
+    # Its own amount, under its name: no ProbeDelta field was needed for it.
+    assert d.figures == {"pressure.stalled_s": 1.05} and plain.figures == {}
 
     toy = _result("ntfs-3g", 100.0, d)
     assert "io-pressure:0.42" in toy.sample_details[0].flags
+    assert toy.sample_details[0].extra["pressure.stalled_s"] == 1.05
     assert "io-pressure: 0.42" in toy.flags
     _, d_base = _delta_of(*_trees(tmp_path, stalled_us=75_000))
     r = run([_result("ext4", 1000.0, d_base), toy])
@@ -170,3 +175,14 @@ def test_a_record_setting_no_probe_delta_field_is_refused(
     monkeypatch.setattr(probedefs, "COUNTERS", (*probedefs.COUNTERS, wrong))
     with pytest.raises(ValueError, match="io_stall_s"):
         _delta_of(*_trees(tmp_path, stalled_us=0))
+
+
+def test_a_counter_figure_adds_up_over_a_samples_iterations(
+    with_pressure: None, tmp_path: Path
+) -> None:
+    _, one = _delta_of(*_trees(tmp_path / "a", stalled_us=1_000_000))
+    _, two = _delta_of(*_trees(tmp_path / "b", stalled_us=500_000))
+    m = Measurement(value=100.0, seconds=2.5, bytes=GiB)
+    its = [Iteration(m, one, None, "n/a", []), Iteration(m, two, None, "n/a", [])]
+    merged = merge_iterations(its, FakeWorkload(name="seq-write"))
+    assert merged.delta.figures == {"pressure.stalled_s": 1.5}

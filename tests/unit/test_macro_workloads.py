@@ -442,5 +442,5 @@ def test_a_run_timed_at_zero_seconds_fails_instead_of_reading_as_zero() -> None:
     from fsbench.workloads.base import WorkloadFailed, per_second
 
     assert per_second(512.0, 2.0, "the copy") == 256.0
-    with pytest.raises(WorkloadFailed, match="the copy timed at 0.0 s: no rate to report"):
+    with pytest.raises(WorkloadFailed, match=r"the copy timed at 0\.0 s: no rate to report"):
         per_second(512.0, 0.0, "the copy")

@@ -44,10 +44,13 @@ class ProcReader(Protocol):
 @dataclass
 class Counted:
     """One probe's share of a sample: `ProbeDelta` fields by name, and flags
-    ("<what>[:detail]", kept in the sample's and the result's flags)."""
+    ("<what>[:detail]", kept in the sample's and the result's flags), and figures of its own."""
 
     fields: dict[str, Any] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+    # A new probe's own amounts (no ProbeDelta field of their own): they add up over a
+    # sample's iterations and are kept in the sample's extra as "<probe>.<key>".
+    figures: dict[str, float] = field(default_factory=dict)
 
 
 FactorFn = Callable[[FactorInput], list[Factor]]

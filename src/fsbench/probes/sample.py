@@ -61,6 +61,8 @@ class ProbeDelta:
     meminfo_before: dict[str, int] = field(default_factory=dict)
     meminfo_after: dict[str, int] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+    # Counter probes' own amounts ("<probe>.<key>": Counted.figures), summed over iterations.
+    figures: dict[str, float] = field(default_factory=dict)
     # The kernel trace probes' figures over the measured run (probes/trace.py), if traced.
     trace: dict[str, Any] | None = None
 
@@ -95,7 +97,7 @@ def take_snapshot(procfs: ProcFS, spec: ProbeSpec) -> Snapshot:
     return Snapshot(taken=time.monotonic(), spec=spec, readings=readings)
 
 
-_FIELDS = {f.name for f in fields(ProbeDelta)} - {"seconds", "flags", "trace"}
+_FIELDS = {f.name for f in fields(ProbeDelta)} - {"seconds", "flags", "trace", "figures"}
 
 
 def diff(before: Snapshot, after: Snapshot) -> ProbeDelta:
@@ -114,4 +116,5 @@ def diff(before: Snapshot, after: Snapshot) -> ProbeDelta:
         for name, value in counted.fields.items():
             setattr(delta, name, value)
         delta.flags += counted.flags
+        delta.figures.update({f"{probe.name}.{k}": v for k, v in counted.figures.items()})
     return delta
