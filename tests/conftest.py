@@ -32,6 +32,9 @@ import pytest
 # The fake workload resolves only under the suite (registry.FAKE_WORKLOAD_ENV); CLI
 # subprocesses the tests start inherit it.
 os.environ["FSBENCH_TEST_FAKE_WORKLOAD"] = "1"
+# Real runs skip the machine's noise floor (~2.7 s each, ~100 s of the lab scope); the tests
+# of the floor itself (test_compare_e2e, test_vm_real) unset it (env.NO_NOISE_FLOOR_ENV).
+os.environ["FSBENCH_TEST_NO_NOISE_FLOOR"] = "1"
 
 INTEGRATION = "tests/integration/"
 # Integration modules that share nothing with the lab scope (see above): a scope each.

@@ -269,6 +269,16 @@ NOISE_LOOPS = 8  # 512 MiB a run: ~0.1 s, well above fio's 1 ms runtime resoluti
 REMEASURE_FACTOR = 10
 
 
+# Tests only (tests/conftest.py sets it, as it does the fake workload): the floor costs ~2.7 s
+# a run, ~100 s of the integration suite; the tests of the floor itself unset it.
+NO_NOISE_FLOOR_ENV = "FSBENCH_TEST_NO_NOISE_FLOOR"
+NO_NOISE_FLOOR_NOTE = "noise floor not measured (FSBENCH_TEST_NO_NOISE_FLOOR: a test's run)"
+
+
+def noise_floor_wanted() -> bool:
+    return not os.environ.get(NO_NOISE_FLOOR_ENV)
+
+
 def noise_floor(directory: Path, runs: int = NOISE_RUNS) -> dict[str, Any] | None:
     """MiB/s of `runs` identical raw fio runs and their CV, or None without fio. The file
     lives in `directory` (a run's own image directory, which release() removes)."""

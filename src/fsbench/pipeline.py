@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.env import (
+    NO_NOISE_FLOOR_NOTE,
     capture,
     memory_notes,
     noise_floor,
+    noise_floor_wanted,
     remeasure_noise_floor,
     remeasure_wakeups,
 )
@@ -232,7 +234,10 @@ def _environment_in_lab(plan: Plan, lab: Lab | None, run: Run, memory: set[str])
     """What the environment learns once the lab exists: the noise floor (in the run's own
     image directory, which release() removes), the tuning done, the clients' answers."""
     if lab is not None and lab.record is not None and not in_guest():
-        run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
+        if noise_floor_wanted():
+            run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
+        else:
+            run.environment.notes.append(NO_NOISE_FLOOR_NOTE)
     if lab is not None and lab.tuned:
         # The run is no longer exposed to what the note warns about: say what was done.
         kept = [n for n in run.environment.notes if n not in memory]

@@ -21,6 +21,7 @@ from conftest import (
     need_drivers,
 )
 
+from fsbench.env import NO_NOISE_FLOOR_NOTE
 from fsbench.errors import EXIT_FAILED
 from fsbench.lab.backing import Backing
 from fsbench.lab.lab import Lab
@@ -43,7 +44,10 @@ def _asks_cold(result: dict) -> bool:
 
 
 @pytest.mark.root
-def test_compare_ext4_and_fuse2fs(tmp_path: Path, state_dir: Path) -> None:
+def test_compare_ext4_and_fuse2fs(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FSBENCH_TEST_NO_NOISE_FLOOR")  # this test checks the floor
     need_drivers("ext4", "fuse2fs")
     out = tmp_path / "out"
     ran = fsbench_released(
@@ -166,6 +170,9 @@ def test_subject_that_fails_to_mount_fails_alone(
     assert "ext4" in measured and measured["ext4"].status == "ok"
     assert len(measured["ext4"].samples) == 1 and measured["ext4"].samples[0] > 0
     assert not measured.get("ext4:noatime") or not measured["ext4:noatime"].samples
+    # Under the suite a run skips the machine's noise floor (tests/conftest.py) and says so.
+    assert run.environment.noise_floor is None
+    assert NO_NOISE_FLOOR_NOTE in run.environment.notes
     on_disk = json.loads((out / "results.json").read_text())
     assert {s["id"]: s["status"] for s in on_disk["subjects"]} == {
         "ext4:noatime": "failed",
