@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -259,23 +260,29 @@ def cleanup_all(include_running: bool = False) -> tuple[list[str], list[str]]:
     return notes, skipped
 
 
-def orphan_temp_records(root: Path | None = None) -> list[StateRecord]:
-    """Records of temporary directories whose state record is gone, read from the copy each
-    keeps (OWNER_FILE). Only a directory named fsbench-* directly in the temporary directory,
-    whose copy names that very directory; release() may then remove only it, and kill only
-    the processes carrying the marker and group it names. A directory without a copy is
-    never touched: its owner may be between creating it and writing the copy."""
-    base = root or Path(tempfile.gettempdir())
-    named = {str(Path(p)) for rec in records() for p in rec.temp_paths}
-    out = []
+def _copies(base: Path, named: set[str]) -> Iterator[tuple[Path, StateRecord]]:
+    """Each directory named fsbench-* directly in `base` that no record names, with the record
+    copy it keeps (OWNER_FILE). A directory without a readable copy is never touched: its owner
+    may be between creating it and writing the copy."""
     for d in sorted(base.glob("fsbench-*")):
         copy = d / OWNER_FILE
         if str(d) in named or d.is_symlink() or not copy.is_file():
             continue
         try:
-            rec = StateRecord.load(copy)
+            yield d, StateRecord.load(copy)
         except (OSError, ValueError, TypeError):
             continue
+
+
+def orphan_temp_records(root: Path | None = None) -> list[StateRecord]:
+    """Records of temporary directories whose state record is gone, read from the copy each
+    keeps. Only a directory directly in the temporary directory whose copy names that very
+    directory; release() may then remove only it, and kill only the processes carrying the
+    marker and group it names."""
+    base = root or Path(tempfile.gettempdir())
+    out = []
+    named = {str(Path(p)) for r in records() for p in r.temp_paths}
+    for d, rec in _copies(base, named):
         if str(d) not in rec.temp_paths:
             continue  # a copy moved or forged: it does not describe this directory
         # What is released is this directory (and the copy with it), nothing else on disk:
@@ -289,19 +296,10 @@ def orphan_temp_records(root: Path | None = None) -> list[StateRecord]:
 def orphan_mount_records(base: Path | None = None) -> list[StateRecord]:
     """Whole records of runs whose record file is not in this cleanup's state directory, read
     from the copy each run keeps in its own mount directory (MOUNT_BASE/fsbench-RUN_ID). Only a
-    copy that names that very directory as its mount directory, and no record in the state
-    directory names it: `release` then does everything the original record would have."""
-    base = base or MOUNT_BASE
-    named = {str(Path(rec.mount_dir)) for rec in records()}
+    copy that names that very directory as its mount directory: `release` then does everything
+    the original record would have."""
     out = []
-    for d in sorted(base.glob("fsbench-*")):
-        copy = d / OWNER_FILE
-        if str(d) in named or d.is_symlink() or not copy.is_file():
-            continue
-        try:
-            rec = StateRecord.load(copy)
-        except (OSError, ValueError, TypeError):
-            continue
+    for d, rec in _copies(base or MOUNT_BASE, {str(Path(r.mount_dir)) for r in records()}):
         if rec.mount_dir != str(d):
             continue  # a copy moved or forged: it does not describe this directory
         rec.path = ""  # the original file, if any, is another state directory's to remove

@@ -15,10 +15,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fsbench.probedefs.factor import differs
-from fsbench.probedefs.numbers import fmt_count, fmt_time, fmt_us
-from fsbench.report.explain import profile
+from fsbench.report.explain import fmt_figure, profile
 from fsbench.schema import Result, Run
-from fsbench.units import fmt_ratio, size_text
+from fsbench.units import fmt_ratio
 
 __all__ = ["AgeChange", "age_changes", "change_text", "why_line"]
 
@@ -112,21 +111,9 @@ def age_changes(fresh: Result, aged: Result, run: Run) -> list[AgeChange]:
     return [c for c in out if c not in parts[1:]]
 
 
-def _value(v: float, how: str) -> str:
-    if how == "bytes":
-        return size_text(v)
-    if how == "us":
-        return fmt_us(v)
-    if how == "s":
-        return fmt_time(v)
-    if how == "n":
-        return f"{v:.2f}"
-    return fmt_count(v)
-
-
 def change_text(c: AgeChange) -> str:
     """'device read requests per GiB 13,789 → 48,552 (3.52×)'."""
-    text = f"{c.label} {_value(c.fresh, c.how)} → {_value(c.aged, c.how)}"
+    text = f"{c.label} {fmt_figure(c.fresh, c.how)} → {fmt_figure(c.aged, c.how)}"
     return f"{text} ({fmt_ratio(c.ratio)})" if c.ratio is not None else text
 
 

@@ -346,13 +346,17 @@ def brief_lines(e: Explanation, width: int = 100, max_lines: int = 2) -> list[st
 
 
 # -- diff -----------------------------------------------------------------------------------------
-def _fmt_figure(v: float, how: str) -> str:
+def fmt_figure(v: float, how: str) -> str:
+    """A probe figure by its kind (bytes, us, s, n: a plain number, else a count); `diff` and
+    the aging effects write figures alike."""
     if how == "bytes":
         return size_text(v)
     if how == "us":
         return fmt_us(v)
     if how == "s":
         return fmt_time(v)
+    if how == "n":
+        return f"{v:.2f}"
     return fmt_count(v)
 
 
@@ -370,10 +374,10 @@ def changed_figures(a: Result, run_a: Run, b: Result, run_b: Run) -> list[str]:
         if k in fb:
             vb = fb[k][1]
             if differs(va, vb):
-                out.append(f"{label} {_fmt_figure(va, how)} → {_fmt_figure(vb, how)}")
+                out.append(f"{label} {fmt_figure(va, how)} → {fmt_figure(vb, how)}")
         elif pb.measured.get("fuse") is not None and k.startswith("fuse."):
-            out.append(f"{label} {_fmt_figure(va, how)} → none")
+            out.append(f"{label} {fmt_figure(va, how)} → none")
     for k, (label, vb, how) in fb.items():
         if k not in fa and pa.measured.get("fuse") is not None and k.startswith("fuse."):
-            out.append(f"{label} none → {_fmt_figure(vb, how)}")
+            out.append(f"{label} none → {fmt_figure(vb, how)}")
     return out
