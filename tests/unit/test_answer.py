@@ -62,9 +62,17 @@ def test_a_first_factor_wider_than_the_line_is_wrapped_not_dropped(run: Run) -> 
 
 
 def test_the_answer_leads_with_the_fastest_of_each_workload(run: Run) -> None:
-    text = _text(run, 80)
-    head = _flat("\n".join(text.splitlines()[:14]))
+    lines = _text(run, 80).splitlines()
+    # The answer block ends where the run's notes begin (the backing note comes first).
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("images are files"))
+    assert end <= 30  # 8 subjects, 2 workloads: the answer and its reasons, one screen
+    head = _flat("\n".join(lines[:end]))
     for a in answers(run):
+        # Why, beside the answer: each ranked subject's first reason, before any table.
+        assert a.whys
+        for e in a.whys:
+            f = first_factor(e)
+            assert f is not None and _flat(f"{e.subject}: {f.brief}") in head, e.subject
         assert a.winner is not None
         # Ranked as the ratios say (ratios of geometric means): best first, none above 1.
         ratios = [ratio_text(a.winner, r).plain for r in a.others]

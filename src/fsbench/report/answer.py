@@ -91,16 +91,13 @@ def _head(e: Explanation) -> str:
     return f"  {e.subject}" + (f" [{e.placement}]" if e.placement != "free" else "") + ": "
 
 
-def why_lines(e: Explanation, width: int = 100) -> list[str]:
-    """explain.brief_lines, except that the first-ranked factor is never dropped: when it alone
-    is wider than a line, it is wrapped over as many lines as it takes (at 80 columns ntfs-3g's
-    '262,144 FUSE WRITE/GiB × 4 KiB (< 4 GiB: no big_writes), …' is one such)."""
-    lines = brief_lines(e, width)
+def first_why(e: Explanation, width: int = 100) -> list[str]:
+    """The first-ranked factor alone, wrapped over as many lines as it takes, never dropped (at
+    80 columns ntfs-3g's '262,144 FUSE WRITE/GiB × 4 KiB (< 4 GiB: no big_writes), …' takes
+    two)."""
     first = first_factor(e)
-    if first is None or any(first.brief in ln for ln in lines):
-        return lines
-    # brief_lines never splits a factor: it left the first out, so wrap it on its own, then
-    # add whatever brief_lines kept (a placement remark) below it.
+    if first is None:
+        return []
     # A number keeps its unit on its line ("13 s/GiB", "59 %"): a no-break space while wrapping.
     glued = re.sub(r"(\d) (?=[^\W\d_]|%|µ)", "\\1\u00a0", first.brief)
     wrapped = textwrap.wrap(
@@ -110,9 +107,20 @@ def why_lines(e: Explanation, width: int = 100) -> list[str]:
         subsequent_indent="    ",
         break_on_hyphens=False,
     )
-    wrapped = [ln.replace("\u00a0", " ") for ln in wrapped]
+    return [ln.replace("\u00a0", " ") for ln in wrapped]
+
+
+def why_lines(e: Explanation, width: int = 100) -> list[str]:
+    """explain.brief_lines, except that the first-ranked factor is never dropped: when it alone
+    is wider than a line, it is wrapped on its own (first_why)."""
+    lines = brief_lines(e, width)
+    first = first_factor(e)
+    if first is None or any(first.brief in ln for ln in lines):
+        return lines
+    # brief_lines never splits a factor: it left the first out, so wrap it on its own, then
+    # add whatever brief_lines kept (a placement remark) below it.
     rest = [ln for ln in lines if first.brief not in ln]
-    return wrapped + [
+    return first_why(e, width) + [
         ("    " + ln.split(": ", 1)[-1]) if ln.startswith("  ") else ln for ln in rest
     ]
 

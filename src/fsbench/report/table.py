@@ -17,7 +17,7 @@ from rich.text import Text
 
 from fsbench import stats
 from fsbench.phases import phases_line
-from fsbench.report.answer import answers, missing_pieces, pack, why_lines
+from fsbench.report.answer import answers, first_why, missing_pieces, pack, why_lines
 from fsbench.report.explain import explain_run
 from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.matrix_table import has_matrix, matrix_tables
@@ -250,7 +250,8 @@ def subject_lines(run: Run, width: int = 100) -> Iterable[Text]:
 
 def answer_lines(run: Run, explained: dict[int, Any] | None = None, width: int = 100) -> list[Text]:
     """The answer first: per workload the fastest subject, then the others best first with
-    their ratio to it (the tables' ratio text and marks), wrapped between subjects only."""
+    their ratio to it (the tables' ratio text and marks), wrapped between subjects only, and
+    under it each subject's first-ranked reason, so the why is on the first screen too."""
     out = []
     for a in answers(run, explained):
         if a.winner is None:
@@ -267,6 +268,8 @@ def answer_lines(run: Run, explained: dict[int, Any] | None = None, width: int =
         if items:
             head.append(" › ")
         out += pack(items, width, head, indent="    ", sep=" › ")
+        # Why, beside the answer: each ranked subject's first reason (the tables say more).
+        out += [Text(line) for e in a.whys for line in first_why(e, width)]
     if out:
         out.insert(0, Text("fastest first, each ratio to the fastest:", style="dim"))
     return out
