@@ -266,8 +266,45 @@ def ntfs_layout_and_free(device: str) -> tuple[Layout, dict[str, Any]]:
     return layout, free_summary(runs, int(runs.sum()))
 
 
+_FREESP_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s*$")
+
+
+def parse_xfs_freesp(text: str, block: int = 4096) -> dict[str, Any]:
+    """xfs_db's `freesp -s` histogram (sizes in fs blocks) -> the common free-space record.
+
+    The histogram has no exact maximum; its largest row's upper bound stands in for it.
+    """
+    bs = re.search(r"^blocksize = (\d+)", text, re.M)
+    block = int(bs.group(1)) if bs else block
+    n = int(re.search(r"total free extents\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+    free_blocks = int(re.search(r"total free blocks\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+    big = top = 0
+    for line in text.splitlines():
+        m = _FREESP_ROW.match(line)
+        if not m:
+            continue
+        lo, hi, blocks = int(m.group(1)), int(m.group(2)), int(m.group(4))
+        top = max(top, hi)
+        if lo * block >= MiB:
+            big += blocks
+    free = free_blocks * block
+    return {
+        "free_extents": n,
+        "free_bytes": free,
+        "free_extent_mean_bytes": free // n if n else 0,
+        "free_extent_max_bytes": top * block,
+        "free_in_extents_ge_1mib": round(big / max(1, free_blocks), 4),
+    }
+
+
 def e2_free(device: str) -> dict[str, Any]:
     return parse_e2freefrag(run(["e2freefrag", device], timeout=300).stdout)
+
+
+def xfs_free(device: str) -> dict[str, Any]:
+    """Read-only, on the unmounted device: the block size and the free-extent histogram."""
+    cmd = ["xfs_db", "-r", "-c", "sb 0", "-c", "p blocksize", "-c", "freesp -s", device]
+    return parse_xfs_freesp(run(cmd, timeout=300).stdout)
 
 
 # -- the tree aging left --------------------------------------------------------------------------
