@@ -34,19 +34,21 @@ from fsbench.report.html_views import (
     integrity_line,
     missing_view,
     semantics_view,
-    shared_notes,
     summary_table,
 )
 from fsbench.report.integrity import failure_lines, integrity_rows
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
+    ci_text,
+    confidence_text,
     outcome,
     placement_text,
     ranked,
     ratio_cell,
     result_title,
 )
+from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.plots import Plot, baseline, colours, plan
 from fsbench.report.scaling import client_rows, scaling_plots
 from fsbench.report.summary import (
@@ -123,13 +125,6 @@ class MatrixView:
     skipped: list[str]
 
 
-def _ci_text(res: Result) -> str:
-    if res.ci95 is None or not res.median:
-        return ""
-    lo, hi = res.ci95
-    return f"{fmt_value(lo)} – {fmt_value(hi)}"
-
-
 def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
     """(ratio text, css class, test text) of res against the baseline result."""
     if base is None or base is res or not usable(base) or not usable(res):
@@ -143,7 +138,7 @@ def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
     css = {"better": "better", "worse": "worse", "same": "ns"}.get(said, "dim")
     how = OUTCOME_WORDS[said]
     if c.interval is not None:
-        how += f" ({c.confidence * 100:.3g} % interval)"
+        how += f" ({confidence_text(c.confidence)} % interval)"
     return ratio_cell(c, res.higher_is_better), css, how
 
 
@@ -182,11 +177,9 @@ _STOPPED_TEXT = {
 _STOPPED_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…"}
 
 
-def _notes(res: Result) -> list[str]:
-    return [*res.flags, *res.warnings]
-
-
-def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
+def _row(
+    res: Result, base: Result | None, colour: str, best: bool, notes: list[str] | None = None
+) -> Row:
     if res.status != "ok" or not usable(res):
         return Row(res.subject, colour, res.status, res.error or "no samples")
     ratio, cls, test = _ratio(base, res)
@@ -195,7 +188,7 @@ def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
         colour=colour,
         status="ok",
         median=fmt_value(res.median),
-        ci=_ci_text(res),
+        ci=ci_text(res, "range"),
         ratio=ratio,
         ratio_class=cls,
         test=test,
@@ -208,7 +201,7 @@ def _row(res: Result, base: Result | None, colour: str, best: bool) -> Row:
         stopped=_STOPPED_MARK.get(res.stopped or "", ""),
         stopped_text=_STOPPED_TEXT.get(res.stopped or "", ""),
         best=best,
-        notes=_notes(res),
+        notes=notes or [],
     )
 
 
@@ -296,14 +289,16 @@ def _workload_views(
         subjects = g.subjects(order)
         base = baseline_result(per.values(), order)
         best = _best(list(per.values()))
-        rows = [_row(per[s], base, col.get(s, "#888"), per[s] is best) for s in subjects]
+        # The terminal's notes with --verbose: one decision (notes.table_notes) for both.
+        told = table_notes([per[s] for s in subjects], run.schedule, detail=True)
+        rows = [
+            _row(per[s], base, col.get(s, "#888"), per[s] is best, told.per_subject.get(s))
+            for s in subjects
+        ]
         first = per[subjects[0]]
         exps = [explained[id(per[s])] for s in subjects if id(per[s]) in explained]
         exps += hidden.pop(workload_key(first), [])
-        ok_rows = [r for r in rows if r.status == "ok"]
-        shared, rest = shared_notes([r.notes for r in ok_rows])
-        for r, notes in zip(ok_rows, rest, strict=True):
-            r.notes = notes
+        shared = counted_lines(told)
         views.append(
             WorkloadView(
                 g.key,
@@ -349,7 +344,7 @@ def _matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixV
                         {
                             "text": fmt_value(r.median),
                             "cls": "best" if r is best else "",
-                            "title": _ci_text(r),
+                            "title": ci_text(r, "range"),
                         }
                     )
             base = per.get(subjects[0]) if subjects else None

@@ -1,20 +1,19 @@
 """What the HTML report's first screen and its compact tables show, as plain records for the
 template: the answer (per workload the fastest, the others' ratios to it with the terminal's
 marks, each subject's first reason), one line for integrity when all is well, one line for the
-drivers not measured, the summary as a table, the semantics table with subjects as rows, and
-notes that every row of a table shares told once above it. Reads finished `Run` records only.
+drivers not measured, the summary as a table, the semantics table with subjects as rows.
+Reads finished `Run` records only.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rich.text import Text
 
 from fsbench.report.answer import answers, first_factor, missing
 from fsbench.report.explain import Explanation
-from fsbench.report.integrity import failed_subjects, short_mark
+from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
 from fsbench.report.naming import styled_ratio
 from fsbench.report.summary import Finding, compare, findings, usable
 from fsbench.report.table import ratio_text
@@ -70,7 +69,7 @@ def answer_view(run: Run, explained: dict[int, Explanation]) -> list[dict[str, A
 def integrity_line(run: Run) -> str:
     """One line when every checked subject is ok ('' when some is not, or none was checked:
     then the table says it, and failures lead the page)."""
-    checked = [s for s in run.subjects if s.integrity is not None]
+    checked = checked_subjects(run)
     if (
         not checked
         or failed_subjects(run)
@@ -81,8 +80,8 @@ def integrity_line(run: Run) -> str:
     ):
         return ""
     return (
-        f"Integrity: ok on all {len(checked)} subjects (the format's checker clean, digests "
-        "re-read and matching, kernel log quiet)."
+        f"Integrity: ok — {', '.join(s.id for s in checked)} (the format's checker clean, "
+        "digests re-read and matching, kernel log quiet)."
     )
 
 
@@ -177,41 +176,3 @@ def semantics_view(run: Run) -> dict[str, Any]:
         "rows": rows,
         "same": ", ".join(f"{FEATURES[k]} {marks[subjects[0].id][k]}" for k in same),
     }
-
-
-# -- notes every row shares ---------------------------------------------------------------------
-_NUM = re.compile(r"(\d[\d,]*(?:\.\d+)?)")
-
-
-def _shape(note: str) -> tuple[str, ...]:
-    return tuple(_NUM.split(note)[0::2])
-
-
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-def shared_notes(notes: list[list[str]]) -> tuple[list[str], list[list[str]]]:
-    """Notes of the same kind on every row (the same words, numbers free) told once: the
-    numbers that differ become their range ('±13.1–141 % of the median'). Returns the shared
-    notes and each row's notes without them. Fewer than two rows share nothing."""
-    if len(notes) < 2:
-        return [], notes
-    shared, rest = [], [list(n) for n in notes]
-    for note in notes[0]:
-        shape = _shape(note)
-        matches = [next((n for n in row if _shape(n) == shape), None) for row in notes]
-        if any(m is None for m in matches):
-            continue
-        parts = [_NUM.split(m) for m in matches if m is not None]
-        out = []
-        for i, piece in enumerate(parts[0]):
-            if i % 2 == 0:
-                out.append(piece)
-                continue
-            vals = sorted({p[i] for p in parts}, key=_number)
-            out.append(vals[0] if len(vals) == 1 else f"{vals[0]}–{vals[-1]}")
-        shared.append("".join(out))
-        for row, m in zip(rest, matches, strict=True):
-            row.remove(m)  # type: ignore[arg-type]
-    return shared, rest

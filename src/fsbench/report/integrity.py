@@ -20,6 +20,20 @@ def failed_subjects(run: Run) -> list[Subject]:
     return [s for s in run.subjects if s.integrity is not None and s.integrity.status == "failed"]
 
 
+def checked_subjects(run: Run) -> list[Subject]:
+    """Subjects whose volume was mounted and then checked: a subject that never mounted still
+    gets its image checked (the checker finds the fresh image clean), but nothing of it was
+    used, so no summary may vouch for it."""
+    measured = {r.subject for r in run.results if r.samples}
+    return [
+        s
+        for s in run.subjects
+        if s.integrity is not None
+        and s.integrity.status != "not-checked"
+        and (s.id in measured or s.integrity.digest_files > 0 or s.integrity.status == "failed")
+    ]
+
+
 def failure_lines(run: Run) -> list[str]:
     """One line per damaged subject, for the very top of every report."""
     out = []
@@ -57,7 +71,7 @@ def integrity_lines(run: Run, verbose: bool = True) -> list[Text]:
     """For the terminal: failures first and loud, then one dim line per other subject; when not
     verbose and every other subject is ok, one line for them all."""
     out = [Text("✗ " + line, style="bold red") for line in failure_lines(run)]
-    rest = [s for s in run.subjects if s.integrity is not None and s.integrity.status != "failed"]
+    rest = [s for s in checked_subjects(run) if s.integrity.status != "failed"]  # type: ignore[union-attr]
     if not verbose and rest and all(s.integrity.status == "ok" for s in rest):  # type: ignore[union-attr]
         ids = ", ".join(s.id for s in rest)
         out.append(
@@ -157,6 +171,7 @@ def semantics_table(run: Run, width: int = 80) -> Group | None:
 
 def integrity_rows(run: Run) -> list[dict[str, Any]]:
     out = []
+    checked = {s.id for s in checked_subjects(run)}
     for s in run.subjects:
         i = s.integrity
         if i is None:
@@ -164,7 +179,8 @@ def integrity_rows(run: Run) -> list[dict[str, Any]]:
         out.append(
             {
                 "id": s.id,
-                "status": i.status,
+                # Its image was checked, but it never mounted: nothing of it was vouched for.
+                "status": i.status if s.id in checked or i.status != "ok" else "not mounted",
                 "problems": i.problems,
                 "command": shlex.join(i.checker.command) if i.checker else "",
                 "version": (i.checker.version or "") if i.checker else "",

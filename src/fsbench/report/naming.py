@@ -5,17 +5,21 @@ and plot prints a ratio through these, so a mark never disagrees with its printe
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 
 from fsbench.baseline import baseline_result, ranked
 from fsbench.schema import Result
-from fsbench.units import fmt_bound, fmt_ratio
+from fsbench.units import fmt_bound, fmt_halfwidth, fmt_ratio, fmt_value
 from fsbench.verdict import Verdict
 
 __all__ = [
     "OUTCOME_WORDS",
     "SYMBOLS",
     "baseline_result",
+    "ci_text",
+    "confidence_text",
     "interval_text",
     "outcome",
     "placement_text",
@@ -62,6 +66,30 @@ PLACEMENT_TEXT = {
 
 def placement_text(placement: object) -> str:
     return PLACEMENT_TEXT.get(str(placement), f"placement {placement}")
+
+
+def ci_text(res: Result, form: str = "half") -> str:
+    """A result's median and 95 % interval, one way for every renderer: 'half' is '2,203 ±62%'
+    (the median and the interval's larger half), 'range' is '1,370 – 3,570' (its bounds), ''
+    without an interval; '–' without a median."""
+    if res.median is None:
+        return "–"
+    if form == "range":
+        if res.ci95 is None or not res.median:
+            return ""
+        return f"{fmt_value(res.ci95[0])} – {fmt_value(res.ci95[1])}"
+    half = fmt_halfwidth(res.median, res.ci95)
+    return f"{fmt_value(res.median)} {half}" if half else fmt_value(res.median)
+
+
+def confidence_text(confidence: float) -> str:
+    """An interval's confidence in per cent with the digits that keep it below 100 ('99.989'):
+    a 100 % interval would promise what no interval can."""
+    miss = (1.0 - confidence) * 100
+    if miss <= 0:
+        return "100"
+    digits = max(0, 1 - math.floor(math.log10(miss)))
+    return f"{100 - miss:.{digits}f}".rstrip("0").rstrip(".")
 
 
 def outcome(v: Verdict, higher_is_better: bool) -> str:

@@ -15,7 +15,6 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from fsbench import stats
 from fsbench.phases import phases_line
 from fsbench.report.answer import answers, first_why, missing_pieces, pack, why_lines
 from fsbench.report.explain import explain_run
@@ -23,27 +22,22 @@ from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import (
     baseline_result,
+    ci_text,
     placement_text,
     ranked,
     result_title,
     styled_ratio,
 )
+from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.summary import compare, is_matrix
-from fsbench.schema import Result, Run
-from fsbench.units import fmt_halfwidth, fmt_value
+from fsbench.schema import Result, Run, Schedule
+from fsbench.units import fmt_value
 from fsbench.units import size_text as format_size
 from fsbench.verdict import family_of
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
     return fmt_value(v, digits)
-
-
-def _ci_text(res: Result) -> str:
-    if res.median is None:
-        return "–"
-    half = fmt_halfwidth(res.median, res.ci95)
-    return f"{_fmt(res.median)} {half}" if half else _fmt(res.median)
 
 
 def ratio_text(base: Result | None, res: Result) -> Text:
@@ -85,70 +79,21 @@ _CACHE_SHORT = {
     "n/a": "",
 }
 
-
-def _notes(res: Result) -> list[str]:
-    if res.status != "ok":
-        return [f"{res.status}: {res.error}"]
-    return [
-        *(f for f in res.flags if not f.startswith(("kthread-vanished", "daemon-threads"))),
-        *res.warnings,
-    ]
-
-
-# Notes that many subjects share, told once per table as a count (the full text per subject is
-# behind --verbose and in the HTML report).
-_SHARED_NOTES: tuple[tuple[str, str], ...] = (
-    ("confidence interval is", "CI wider than {target} for {k} of {n} subjects"),
-    ("CV is", "CV > 10 %: {k}"),
-    ("outlier", "outliers: {k}"),
-)
-_ADVICE = " — use --repeat auto or --time-budget"
-# An adaptive run already went on where it could: only more time helps.
-_ADVICE_ADAPTIVE = " — a longer --time-budget narrows it"
-
 # After the sample count: why a result got no more samples (Result.stopped).
 _STOP_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…"}
 
 
-def _shared_kind(note: str) -> int | None:
-    for i, (start, _) in enumerate(_SHARED_NOTES):
-        if note.lower().startswith(start.lower()) or (i == 2 and start in note.lower()):
-            return i
-    return None
-
-
-def _note_lines(results: list[Result], verbose: bool, advice: str = _ADVICE) -> list[Text]:
-    """Failures always, subject by subject; other notes as one line per kind, with the count
-    of subjects it concerns; everything per subject when verbose."""
-    lines: list[Text] = []
-    counts: dict[int, int] = {}
-    other = 0
-    for r in results:
-        notes = _notes(r)
-        if r.status != "ok":
-            lines.append(Text(f"  ✗ {r.subject}: " + "; ".join(notes), style="red"))
-            continue
-        if verbose and notes:
-            lines.append(Text(f"  · {r.subject}: " + "; ".join(notes), style="dim"))
-            continue
-        kinds = {_shared_kind(n) for n in notes}
-        for k in kinds - {None}:
-            counts[k] = counts.get(k, 0) + 1  # type: ignore[index]
-        other += sum(1 for n in notes if _shared_kind(n) is None)
-    n = sum(1 for r in results if r.status == "ok")
-    target = f"{stats.DEFAULT_TARGET_REL_HALFWIDTH * 100:g} %"
-    shared = [
-        _SHARED_NOTES[k][1].format(k=c, n=n, target=target) for k, c in sorted(counts.items())
-    ]
-    if shared:
-        head = shared[0] if counts.get(0) else ""
-        rest = ", ".join(shared[1:] if head else shared)
-        if head:
-            lines.append(Text("  " + head + advice, style="yellow"))
-        if rest:
-            lines.append(Text(f"  also: {rest} of {n} subjects (--verbose)", style="yellow"))
-    if other:
-        lines.append(Text(f"  {other} other notes: --verbose or the HTML report", style="dim"))
+def _note_lines(results: list[Result], schedule: Schedule | None, verbose: bool) -> list[Text]:
+    """What notes.table_notes decides the table says: failures subject by subject, the kinds
+    many subjects share as a count, each subject's own notes when verbose."""
+    t = table_notes(results, schedule, detail=verbose)
+    lines = [Text(f"  ✗ {s}: {why}", style="red") for s, why in t.failures]
+    for line in counted_lines(t, "" if verbose else "(--verbose)"):
+        lines.append(Text("  " + line, style="yellow"))
+    for subject, notes in t.per_subject.items():
+        lines.append(Text(f"  · {subject}: " + "; ".join(notes), style="dim"))
+    if t.hidden:
+        lines.append(Text(f"  {t.hidden} other notes: --verbose or the HTML report", style="dim"))
     return lines
 
 
@@ -190,15 +135,14 @@ def workload_tables(
                 continue
             t.add_row(
                 r.subject,
-                _ci_text(r),
+                ci_text(r),
                 ratio_text(base, r),
                 _cpu_text(r),
                 _CACHE_SHORT.get(r.cache, r.cache),
                 f"{len(r.samples)}{_STOP_MARK.get(r.stopped or '', '')}",
             )
         out.append(t)
-        adaptive = run.schedule is not None and run.schedule.adaptive
-        out += _note_lines(results, verbose, _ADVICE_ADAPTIVE if adaptive else _ADVICE)
+        out += _note_lines(results, run.schedule, verbose)
         for r in results:
             e = explained.get(id(r))
             if e is not None and e.is_baseline:
