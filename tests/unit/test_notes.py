@@ -45,7 +45,9 @@ def test_codes_of_stored_sentences_and_flags() -> None:
     assert code_of("placement-partial: only one CPU allowed") == "placement-partial"
     assert code_of("something a person wrote") == "note"
     # An older sentence's own advice is dropped; the kind's advice is said once instead.
-    old = "CV is 26.8 % of the mean: the machine may be busy; close other programs or raise --repeat"
+    old = (
+        "CV is 26.8 % of the mean: the machine may be busy; close other programs or raise --repeat"
+    )
     assert sentence(old) == "CV is 26.8 % of the mean: the machine may be busy"
 
 
