@@ -20,9 +20,9 @@ PACKAGES=(
 )
 
 # --test adds what only the test suite needs: a real browser for the report's test, and what
-# building libfuse 3.18 takes (the FUSE floor subject `passthrough_hp`, src/fsbench/lab/libfuse.py;
+# building libfuse 3.18 takes (the FUSE floor subject `passthrough_hp`, src/fsbench/fuse/libfuse.py;
 # not in the default comparison, so the main command does not need them), and fuse2fs against it
-# (`fuse2fs-3.18`, src/fsbench/lab/fuse2fs.py: make, gcc, uuid-dev).
+# (`fuse2fs-3.18`, src/fsbench/fuse/fuse2fs.py: make, gcc, uuid-dev).
 if [ "${1:-}" = "--test" ]; then
   PACKAGES+=(chromium meson ninja-build pkg-config liburing-dev libnuma-dev make gcc uuid-dev)
 fi
@@ -79,7 +79,7 @@ if [ "${1:-}" = "--test" ]; then
   # The FUSE floor's libfuse 3.18: fetched (private apt configuration) and built once into the
   # user's cache, so the tests do not pay the ~1 min build; reused after its sha256 is checked.
   # A failure is reported (doctor and the floor's tests say why) but does not stop the set-up.
-  uv run --frozen -q python -m fsbench.lab.libfuse || echo "setup.sh: the FUSE floor is unavailable"
+  uv run --frozen -q python -m fsbench.fuse.libfuse || echo "setup.sh: the FUSE floor is unavailable"
   # fuse2fs (e2fsprogs 1.47.4) against that libfuse: ~40 s once, cached and checked the same way.
-  uv run --frozen -q python -m fsbench.lab.fuse2fs || echo "setup.sh: fuse2fs-3.18 is unavailable"
+  uv run --frozen -q python -m fsbench.fuse.fuse2fs || echo "setup.sh: fuse2fs-3.18 is unavailable"
 fi

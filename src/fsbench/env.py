@@ -390,7 +390,7 @@ def noise_rates(directory: Path, runs: int) -> list[float] | None:
 
 
 def _transports() -> list[dict[str, Any]]:
-    from fsbench.lab.transports import doctor_rows
+    from fsbench.fuse.transports import doctor_rows
 
     return doctor_rows()
 

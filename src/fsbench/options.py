@@ -214,7 +214,7 @@ OPTIONS: list[Option] = [
     Option(("--age",), "Aging profiles of the images, a comma list: none (fresh), light, heavy; "
            "each subject once per profile, on a cached aged image identical for every driver "
            "of a format (docs/aging.md).", ("compare",),
-           parse=external("fsbench.lab.aging", "parse_ages"), bad=("old", "none,none", "")),
+           parse=external("fsbench.aging.recipe", "parse_ages"), bad=("old", "none,none", "")),
     Option(("--age-seed",), "The aging workload's seed (same seed, same aged layout).",
            ("compare",), default="1", parse=integer(0, 2**31 - 1), metavar="INTEGER",
            bad=("-1", "x")),
@@ -226,7 +226,7 @@ OPTIONS: list[Option] = [
            bad=("/nonexistent", "/etc/hostname")),
     Option(("--clients",), "HOST[:PORT],... running `fio --server`, with --target mounted at "
            "the same path on each: fio workloads run from all of them at once.", ("run",),
-           parse=external("fsbench.workloads.clients", "parse_clients"),
+           parse=external("fsbench.dimensions.clients", "parse_clients"),
            bad=(",", "a:b:c", "host:0")),
     Option(("--clients-sweep",), "With --clients: client counts, e.g. 1,2,4 (the first N "
            "clients); each its own result.", ("run",), parse=counts(1, None, "1,2,4"),
@@ -246,7 +246,7 @@ OPTIONS: list[Option] = [
            parse=positive(int, 10**7), bad=("0", "1.5", "100000000")),
     Option(("--placement",), "Where the app and the FUSE daemon run, a comma list: free "
            "(default: nothing pinned), same (one CPU), split (two CPUs); each placement is its "
-           "own result.", parse=external("fsbench.lab.placement", "parse_placements"),
+           "own result.", parse=external("fsbench.dimensions.placement", "parse_placements"),
            bad=("nowhere", "same,same", "", "free,")),
     Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto' (the default): at "
            "least 3, then more only for subjects whose ratio to the baseline is still open "

@@ -15,6 +15,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.dimensions.clients import check_clients
 from fsbench.env import (
     NO_NOISE_FLOOR_NOTE,
     capture,
@@ -38,7 +39,6 @@ from fsbench.schema import Run, Subject
 from fsbench.store import Store
 from fsbench.targets import dir_target, lab_targets, scratch_dir, workdir_of
 from fsbench.workloads.base import Workload, hook
-from fsbench.workloads.clients import check_clients
 
 
 class Interrupted(KeyboardInterrupt):

@@ -61,7 +61,7 @@ def plan_from_options(
     """The plan for the checked options of `compare` or `run` (fsbench.options): the
     workloads resolved (suite or names, --numjobs, the user's command, --clients, --manifest,
     placements), the repeat mode and budget, the output directory checked."""
-    from fsbench.lab.placement import parse_placements, with_placements
+    from fsbench.dimensions.placement import parse_placements, with_placements
     from fsbench.registry import resolve_workloads
     from fsbench.store import default_db_path
 
@@ -73,7 +73,7 @@ def plan_from_options(
         own.append(build(o["command"], *steps, o["input"], o["timeout"], o["as_user"]))
     wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"], own, o["timeout"])
     if o.get("clients") is not None or o.get("clients_sweep") is not None:
-        from fsbench.workloads.clients import apply_clients
+        from fsbench.dimensions.clients import apply_clients
 
         wl = apply_clients(wl, o.get("clients"), o.get("clients_sweep"), o["scale"])
     if o["manifest"]:

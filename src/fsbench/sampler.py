@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from fsbench.aggregate import MAX_ITERATIONS, OWN_MINIMUM, median_of
-from fsbench.lab.placement import Pinned, pin, placement_of
+from fsbench.dimensions.placement import Pinned, pin, placement_of
 from fsbench.phases import PhaseClock
 from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes

@@ -247,7 +247,7 @@ class Quirk(_Model):
 
 
 class Aging(_Model):
-    """How a subject's aged image was made (lab/aging.py) and what aging did to it."""
+    """How a subject's aged image was made (aging/recipe.py) and what aging did to it."""
 
     profile: str
     seed: int

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from fsbench.aging.recipe import AGED_DIR
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
-from fsbench.lab.aging import AGED_DIR
 from fsbench.lab.backing import format_size
 from fsbench.lab.drivers import driver_version
 from fsbench.lab.integrity import Guard, directory_integrity

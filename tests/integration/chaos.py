@@ -53,7 +53,7 @@ COMPARE = [
     "--warmup",
     "0",
 ]
-# The FUSE floor over io_uring: the run holds enable_uring on (lab/transports.py), and a
+# The FUSE floor over io_uring: the run holds enable_uring on (fuse/transports.py), and a
 # SIGKILL mid-sample leaves `fsbench cleanup` to put it back (conftest's "kernel settings").
 COMPARE_URING = [*COMPARE[:2], "passthrough_hp:uring", *COMPARE[3:]]
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")

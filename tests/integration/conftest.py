@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from fsbench.lab import state, transports
+from fsbench.fuse import transports
+from fsbench.lab import state
 from fsbench.lab.drivers import DRIVERS, availability
 from polling import wait_until
 
@@ -449,7 +450,7 @@ def _netns(dirs: RunDirs) -> list[str]:
 
 
 # The machine's FUSE io_uring switch as the suite found it: a run holds it on only while it
-# lasts (lab/transports.py) and every exit path puts it back, `fsbench cleanup` included.
+# lasts (fuse/transports.py) and every exit path puts it back, `fsbench cleanup` included.
 URING_AT_START = transports.uring_enabled()
 
 

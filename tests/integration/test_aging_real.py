@@ -29,7 +29,7 @@ from conftest import (
     wait_until,
 )
 
-from fsbench.lab import agecache
+from fsbench.aging import imagecache
 from fsbench.lab.backing import Backing
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
@@ -115,7 +115,7 @@ def test_aged_image_cache_determinism_and_interrupt(
     assert integrity["ext4 (aged:light)"].status == "ok" and integrity["ext4"].status == "ok"
     assert integrity["ext4 (aged:light)"].digest_files > a1["workload"]["files"]
 
-    cached = agecache.cache_root() / f"{a1['key']}.img"
+    cached = imagecache.cache_root() / f"{a1['key']}.img"
     with open(cached, "r+b") as f:  # a flipped byte in the metadata area
         f.seek(1024 + 100)
         b = f.read(1)

@@ -15,7 +15,7 @@ import pytest
 from chaos import COMPARE_URING, Trial, run_trial, run_trials, summary
 from conftest import need_drivers
 
-from fsbench.lab import transports
+from fsbench.fuse import transports
 
 pytestmark = pytest.mark.root
 

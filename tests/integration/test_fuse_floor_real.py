@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import fsbench, need_drivers, release_leftovers
 
-from fsbench.lab import transports
+from fsbench.fuse import transports
 from fsbench.probes import trace as ktrace
 
 pytestmark = pytest.mark.root

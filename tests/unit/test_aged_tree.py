@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from fsbench.lab.ageprobe import record_tree
+from fsbench.aging.measure import record_tree
 from fsbench.registry import resolve_workloads
 from fsbench.workloads.agedtree import AGED_JOBS, MIRROR_DIR, select
 from fsbench.workloads.base import AgedTree, Target, Unsupported, WorkloadFailed
@@ -29,7 +29,7 @@ LAYOUT = {
 
 
 def make_aged(root: Path) -> AgedTree:
-    """Write LAYOUT with random content and record it as lab/ageprobe does after aging."""
+    """Write LAYOUT with random content and record it as aging/measure does after aging."""
     rnd = random.Random(1)
     for d, files in LAYOUT.items():
         (root / d).mkdir(parents=True, exist_ok=True)

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fsbench.aging import imagecache, measure
+from fsbench.aging.recipe import PROFILES, Ager, Profile, parse_ages, sample_size
 from fsbench.errors import UsageError
-from fsbench.lab import agecache, ageprobe, state
-from fsbench.lab.aging import PROFILES, Ager, Profile, parse_ages, sample_size
+from fsbench.lab import state
 from fsbench.lab.state import StateRecord
 from fsbench.lab.subject import parse_subjects, with_ages
 
@@ -75,8 +76,8 @@ def test_sizes_follow_the_profile_buckets() -> None:
     assert 0.55 < share < 0.64
 
 
-def _recipe(**kw: object) -> agecache.Recipe:
-    base = agecache.Recipe(
+def _recipe(**kw: object) -> imagecache.Recipe:
+    base = imagecache.Recipe(
         "ext4",
         "light",
         1,
@@ -84,7 +85,7 @@ def _recipe(**kw: object) -> agecache.Recipe:
         "ext4",
         "Linux 6.18",
         "nodelalloc",
-        agecache.AGED_FORMATS["ext4"].mkfs,
+        imagecache.AGED_FORMATS["ext4"].mkfs,
         (("mkfs.ext4", "mke2fs 1.47.0"),),
     )
     return replace(base, **kw)  # type: ignore[arg-type]
@@ -94,7 +95,7 @@ def test_cache_key_covers_the_recipe() -> None:
     key = _recipe().key
     assert key == _recipe().key and key.startswith("ext4-light-")
     changed = [
-        _recipe(mkfs=(*agecache.AGED_FORMATS["ext4"].mkfs, "-b", "1024")),  # a mkfs option
+        _recipe(mkfs=(*imagecache.AGED_FORMATS["ext4"].mkfs, "-b", "1024")),  # a mkfs option
         _recipe(seed=2),
         _recipe(size=1 << 29),
         _recipe(profile="heavy"),
@@ -120,29 +121,29 @@ def _image(path: Path) -> Path:
 
 def test_store_then_restore_checks_the_digest(cache: StateRecord, tmp_path: Path) -> None:
     img = _image(tmp_path / "aged.img")
-    digest = agecache.store("k1", img, {"profile": "light"}, cache)
-    assert json.loads((agecache.cache_root() / "k1.json").read_text())["image_digest"] == digest
-    assert cache.temp_paths == [] and not list(agecache.cache_root().glob("fsbench-*"))
+    digest = imagecache.store("k1", img, {"profile": "light"}, cache)
+    assert json.loads((imagecache.cache_root() / "k1.json").read_text())["image_digest"] == digest
+    assert cache.temp_paths == [] and not list(imagecache.cache_root().glob("fsbench-*"))
     out = tmp_path / "copy.img"
-    assert agecache.restore("k1", digest, out, sparse=False)
+    assert imagecache.restore("k1", digest, out, sparse=False)
     assert out.read_bytes() == img.read_bytes()
     # The cached copy is sparse on disk: its zero chunks are holes.
-    assert os.stat(agecache.cache_root() / "k1.img").st_blocks * 512 < 12 << 20
+    assert os.stat(imagecache.cache_root() / "k1.img").st_blocks * 512 < 12 << 20
 
 
 def test_corrupt_cached_image_is_never_used(cache: StateRecord, tmp_path: Path) -> None:
     img = _image(tmp_path / "aged.img")
-    digest = agecache.store("k2", img, {}, cache)
-    cached = agecache.cache_root() / "k2.img"
+    digest = imagecache.store("k2", img, {}, cache)
+    cached = imagecache.cache_root() / "k2.img"
     with open(cached, "r+b") as f:  # one flipped byte
         f.seek(100)
         b = f.read(1)
         f.seek(100)
         f.write(bytes([b[0] ^ 0xFF]))
     out = tmp_path / "copy.img"
-    assert not agecache.restore("k2", digest, out, sparse=False)
+    assert not imagecache.restore("k2", digest, out, sparse=False)
     assert not out.exists()  # nothing of it reaches the run
-    assert agecache.lookup("k2") is None and not cached.exists()  # forgotten: aged again
+    assert imagecache.lookup("k2") is None and not cached.exists()  # forgotten: aged again
 
 
 def test_interrupted_store_leaves_no_image(
@@ -154,31 +155,31 @@ def test_interrupted_store_leaves_no_image(
         dst.write_bytes(src.read_bytes()[:1000])  # half written
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(agecache, "copy_hashing", interrupted)
+    monkeypatch.setattr(imagecache, "copy_hashing", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        agecache.store("k3", img, {}, cache)
-    root = agecache.cache_root()
+        imagecache.store("k3", img, {}, cache)
+    root = imagecache.cache_root()
     assert sorted(p.name for p in root.iterdir()) == []
-    assert agecache.lookup("k3") is None
+    assert imagecache.lookup("k3") is None
 
 
 def test_temp_dir_is_recorded_before_it_exists(cache: StateRecord, tmp_path: Path) -> None:
     """A SIGKILL in the middle leaves the temporary directory named in the record, so
     `release` (normal teardown and `fsbench cleanup`) removes it."""
     seen: list[list[str]] = []
-    orig = agecache.copy_hashing
+    orig = imagecache.copy_hashing
 
     def spy(src: Path, dst: Path, sparse: bool) -> str:
         seen.append(list(json.loads(Path(cache.path).read_text())["temp_paths"]))
         return orig(src, dst, sparse)
 
-    agecache.copy_hashing = spy  # type: ignore[assignment]
+    imagecache.copy_hashing = spy  # type: ignore[assignment]
     try:
-        agecache.store("k4", _image(tmp_path / "a.img"), {}, cache)
+        imagecache.store("k4", _image(tmp_path / "a.img"), {}, cache)
     finally:
-        agecache.copy_hashing = orig  # type: ignore[assignment]
+        imagecache.copy_hashing = orig  # type: ignore[assignment]
     assert seen and seen[0] and Path(seen[0][0]).name.startswith("fsbench-aging-")
-    tmp = agecache.cache_root() / "fsbench-aging-leftover"
+    tmp = imagecache.cache_root() / "fsbench-aging-leftover"
     tmp.mkdir()
     (tmp / "image").write_bytes(b"half")
     rec = StateRecord("t-run2", 1, "", "", temp_paths=[str(tmp)])
@@ -206,7 +207,7 @@ Extent Size Range :  Free extents   Free Blocks  Percent
 
 
 def test_parse_e2freefrag() -> None:
-    got = ageprobe.parse_e2freefrag(E2FREEFRAG)
+    got = measure.parse_e2freefrag(E2FREEFRAG)
     assert got["free_extents"] == 4813
     assert got["free_bytes"] == 118879 * 4096
     assert got["free_extent_max_bytes"] == 51768 * 1024
@@ -216,27 +217,27 @@ def test_parse_e2freefrag() -> None:
 def test_bitmap_free_runs_lsb_first() -> None:
     # clusters 0-1 used, 2-4 free, 5 used, 6-7 free; then 8-9 free (of 10 counted)
     bitmap = bytes([0b00100011, 0b11111100])
-    assert ageprobe.bitmap_free_runs(bitmap, 10).tolist() == [3, 4]
+    assert measure.bitmap_free_runs(bitmap, 10).tolist() == [3, 4]
 
 
 def test_decode_runlist_relative_lcns_and_sparse() -> None:
     # 0x21: 1 length byte, 2 offset bytes. Run 1: 16 clusters at LCN 0x100; run 2: sparse
     # (0x01: no offset) 4 clusters; run 3: 8 clusters at 0x100 - 0x10 = 0xF0.
     data = bytes([0x21, 16, 0x00, 0x01, 0x01, 4, 0x11, 8, 0xF0, 0x00])
-    assert ageprobe.decode_runlist(data, 0) == [(0x100, 16), (0xF0, 8)]
+    assert measure.decode_runlist(data, 0) == [(0x100, 16), (0xF0, 8)]
 
 
 def test_layout_summary_and_digest() -> None:
-    lay = ageprobe.Layout({"a": (10, [(0, 4096)]), "b": (9000, [(8192, 4096), (0, 4096)])})
+    lay = measure.Layout({"a": (10, [(0, 4096)]), "b": (9000, [(8192, 4096), (0, 4096)])})
     lay.files["c"] = (0, [])
     s = lay.summary()
     assert s["files"] == 3 and s["files_without_extents"] == 1
     assert s["extents_per_file_mean"] == 1.5 and s["fragmented_share"] == 0.5
-    other = ageprobe.Layout(dict(lay.files))
+    other = measure.Layout(dict(lay.files))
     assert other.digest() == lay.digest()
     other.files["b"] = (9000, [(8192, 8192)])
     assert other.digest() != lay.digest()
-    assert ageprobe._merge([(0, 4096), (4096, 4096), (16384, 1)]) == [(0, 8192), (16384, 1)]
+    assert measure._merge([(0, 4096), (4096, 4096), (16384, 1)]) == [(0, 8192), (16384, 1)]
 
 
 def test_profiles_are_documented() -> None:

@@ -29,7 +29,19 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "runner",
         ("fsbench.runner", "fsbench.sampler", "fsbench.registry", "fsbench.env", "fsbench.vm"),
     ),
-    ("parts", ("fsbench.lab", "fsbench.workloads", "fsbench.probes", "fsbench.services")),
+    (
+        "parts",
+        (
+            "fsbench.lab",
+            "fsbench.aging",
+            "fsbench.fuse",
+            "fsbench.dimensions",
+            "fsbench.aptsource",
+            "fsbench.workloads",
+            "fsbench.probes",
+            "fsbench.services",
+        ),
+    ),
     ("results", ("fsbench.store", "fsbench.report")),
     (
         "records",
@@ -224,3 +236,53 @@ def test_functions_fit_a_screen_or_say_why() -> None:
     long = _long_functions()
     assert long - LONG_FUNCTIONS == set()
     assert LONG_FUNCTIONS - long == set(), "these fit now: take them off LONG_FUNCTIONS"
+
+
+# -- layout: each folder one concept ------------------------------------------------------------
+# The packages whose modules are a closed list: a new module there is a decision (say it in
+# ARCHITECTURE), and a module that belongs to another concept goes to that package.
+LAYOUT: dict[str, set[str]] = {
+    # the lab core: backings, images, copies, loops, mounts, drivers, integrity, safety, state
+    "fsbench.lab": {
+        "backing",
+        "drivers",
+        "formats",
+        "integrity",
+        "lab",
+        "loops",
+        "mounts",
+        "safety",
+        "state",
+        "subject",
+        "system",
+    },
+    # --age: the recipe, the cache of aged images, what aging did, the lab's side of it
+    "fsbench.aging": {"recipe", "imagecache", "measure", "prepare"},
+    # how a FUSE daemon talks to the kernel, and the daemons built from source
+    "fsbench.fuse": {"transports", "stacked", "libfuse", "fuse2fs"},
+    # the schedule's dimensions beside a workload's variants
+    "fsbench.dimensions": {"placement", "clients", "fio_clients"},
+}
+MAX_LAB_MODULES = 12
+
+
+def _package_modules(package: str) -> set[str]:
+    prefix = package + "."
+    return {
+        m[len(prefix) :] for m in MODULES if m.startswith(prefix) and "." not in m[len(prefix) :]
+    }
+
+
+def test_each_folder_holds_its_own_concept() -> None:
+    for package, expected in LAYOUT.items():
+        assert _package_modules(package) == expected, f"{package}: update LAYOUT and ARCHITECTURE"
+    assert len(_package_modules("fsbench.lab")) <= MAX_LAB_MODULES
+
+
+def test_apt_fetching_is_neutral() -> None:
+    """aptsource serves vm/ and the FUSE builds alike: it imports neither, nor the lab."""
+    assert {t for t in GRAPH["fsbench.aptsource"] if t.startswith("fsbench.")} <= {
+        t for t in GRAPH["fsbench.aptsource"] if layer(t) == "records"
+    }
+    users = {m for m, targets in GRAPH.items() if "fsbench.aptsource" in targets}
+    assert users and all(m.startswith(("fsbench.vm", "fsbench.fuse")) for m in users), users

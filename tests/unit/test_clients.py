@@ -12,14 +12,7 @@ from typing import Any
 
 import pytest
 
-from fsbench.errors import UsageError
-from fsbench.options import option
-from fsbench.registry import resolve_workloads
-from fsbench.runner import aggregate
-from fsbench.sampler import merge_extras
-from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
-from fsbench.workloads.base import Measurement, Target, hook
-from fsbench.workloads.clients import (
+from fsbench.dimensions.clients import (
     Client,
     ClientsJob,
     apply_clients,
@@ -28,6 +21,13 @@ from fsbench.workloads.clients import (
     parse_clients,
     parse_probe,
 )
+from fsbench.errors import UsageError
+from fsbench.options import option
+from fsbench.registry import resolve_workloads
+from fsbench.runner import aggregate
+from fsbench.sampler import merge_extras
+from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
+from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fio import FIO_JOBS
 
 FIX = Path(__file__).parent / "fixtures" / "fio_clients"
@@ -263,7 +263,7 @@ def test_old_results_still_load() -> None:
 
 # -- the probe before the first sample: a fake fio stands in for the servers ------------------
 def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fsbench.workloads import clients as mod
+    from fsbench.dimensions import clients as mod
 
     fake = tmp_path / "fio"
     # Client "old" answers with another fio version; client "silent" never answers.

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from fsbench import aptsource
 from fsbench.errors import UsageError
-from fsbench.lab import aptsource, fuse2fs, libfuse, transports
+from fsbench.fuse import fuse2fs, libfuse, transports
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import parse_subject, parse_subjects
 from fsbench.probes.procfs import ProcFS

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.lab.scratch import reap_stale_areas
 from fsbench.registry import WORKLOADS, resolve_workloads
 from fsbench.services import nginx as nginx_service
 from fsbench.services.nginx import NginxServer, nginx_error
@@ -28,6 +27,7 @@ from fsbench.workloads import webserve
 from fsbench.workloads.base import Target, Unsupported, WorkloadFailed
 from fsbench.workloads.compile import Compile, generate_project
 from fsbench.workloads.copy import CopyLarge, CopySmall
+from fsbench.workloads.scratch import reap_stale_areas
 from fsbench.workloads.webserve import WebServe
 
 KiB = 1024

@@ -22,8 +22,7 @@ from rich.console import Console
 from test_cli import Sandbox, assert_usage_error
 
 from fsbench import schema
-from fsbench.errors import UsageError
-from fsbench.lab.placement import (
+from fsbench.dimensions.placement import (
     PARTIAL_FLAG,
     PLACEMENTS,
     Placed,
@@ -31,6 +30,7 @@ from fsbench.lab.placement import (
     pin,
     with_placements,
 )
+from fsbench.errors import UsageError
 from fsbench.probes import wakeup
 from fsbench.probes.procfs import ProcFS
 from fsbench.report.diff import environment_differences, match_key

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fsbench.lab.ageprobe import parse_xfs_freesp
+from fsbench.aging.measure import parse_xfs_freesp
 
 FIXTURE = Path(__file__).parent / "fixtures" / "xfs_db_freesp.txt"
 
@@ -20,7 +20,7 @@ def test_freesp_gives_the_common_free_space_keys() -> None:
 def test_freesp_keys_match_e2freefrag_record() -> None:
     import numpy as np
 
-    from fsbench.lab.ageprobe import free_summary
+    from fsbench.aging.measure import free_summary
 
     common = set(free_summary(np.array([4096, 2 << 20]), 4096 + (2 << 20)))
     assert set(parse_xfs_freesp(FIXTURE.read_text())) == common

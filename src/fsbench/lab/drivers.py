@@ -37,14 +37,14 @@ class Driver:
     direct_io: bool = True  # O_DIRECT accepted (not necessarily honoured: probes check)
     max_file_size: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
-    # FUSE transports the daemon can use (lab/transports.py), each with the daemon arguments
+    # FUSE transports the daemon can use (fuse/transports.py), each with the daemon arguments
     # that select it; a subject names one (`passthrough_hp:uring`). Empty: /dev/fuse only.
     transports: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # A daemon that serves a directory, not a device: the image is mounted with this kernel
     # driver first (beside the mount point) and the daemon exports that mount.
     lower: str = ""
-    # The daemon is fsbench's own build, not on PATH: "libfuse" (lab/libfuse.py) or "fuse2fs"
-    # (lab/fuse2fs.py).
+    # The daemon is fsbench's own build, not on PATH: "libfuse" (fuse/libfuse.py) or "fuse2fs"
+    # (fuse/fuse2fs.py).
     built: str = ""
     in_default: bool = True  # compared when no subject is named
     # Known behaviours the explanation names when a result shows them (schema.Quirk).
@@ -61,7 +61,7 @@ class Driver:
         self, device: str, mountpoint: str, options: str, transport: str = ""
     ) -> list[str]:
         """The mount command; for a driver with a `lower` one, `device` is the directory the
-        daemon serves (lab/stacked.py mounts it)."""
+        daemon serves (fuse/stacked.py mounts it)."""
         if self.kind == "kernel":
             argv = ["mount", "-t", self.fstype]
             if options:
@@ -86,10 +86,10 @@ def builder(driver: Driver):
     """The module that builds a `built` driver's daemon: load(), ensure(), last_failure(),
     missing_build_tools(), WHAT and BuildFailed alike."""
     if driver.built == "fuse2fs":
-        from fsbench.lab import fuse2fs
+        from fsbench.fuse import fuse2fs
 
         return fuse2fs
-    from fsbench.lab import libfuse
+    from fsbench.fuse import libfuse
 
     return libfuse
 

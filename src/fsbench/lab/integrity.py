@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import xxhash
 
 from fsbench.errors import FsbenchError
-from fsbench.lab import mounts, stacked
+from fsbench.fuse import stacked
+from fsbench.lab import mounts
 from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
@@ -165,7 +166,7 @@ def tree_hash_expected(mountpoint: str) -> dict[str, str]:
 def aged_tree_expected(ls: LabSubject) -> dict[str, str]:
     """On an aged image, every file the aging left, as the reference mount read it right after
     aging: a driver that damaged what was already on the volume is caught too."""
-    from fsbench.lab.aging import AGED_DIR
+    from fsbench.aging.recipe import AGED_DIR
 
     t = ls.aged_tree
     if not t or t.get("mirror"):

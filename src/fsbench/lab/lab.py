@@ -20,10 +20,11 @@ from typing import Any
 
 import psutil
 
+from fsbench.aging.prepare import aged_check, aged_image
+from fsbench.aging.recipe import NONE
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
-from fsbench.lab import loops, mounts, safety, stacked, transports
-from fsbench.lab.aged import aged_check, aged_image
-from fsbench.lab.aging import NONE
+from fsbench.fuse import stacked, transports
+from fsbench.lab import loops, mounts, safety
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS

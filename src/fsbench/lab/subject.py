@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 
 from fsbench.errors import UsageError
+from fsbench.fuse.transports import DEFAULT as DEFAULT_TRANSPORT
+from fsbench.fuse.transports import TRANSPORTS
 from fsbench.lab.drivers import DRIVERS, Driver
-from fsbench.lab.transports import DEFAULT as DEFAULT_TRANSPORT
-from fsbench.lab.transports import TRANSPORTS
 
 # Mount options reach a command line: allow what real options use and nothing a shell or
 # mount(8) could read as something else (no spaces, quotes, leading dashes).
@@ -23,10 +23,10 @@ class SubjectSpec:
     id: str
     driver: Driver
     options: str
-    # The FUSE transport (lab/transports.py): named among the options (`passthrough_hp:uring`)
+    # The FUSE transport (fuse/transports.py): named among the options (`passthrough_hp:uring`)
     # by a driver that offers several; "dev-fuse" for every other FUSE driver, "" in the kernel.
     transport: str = ""
-    age: str = "none"  # the aging profile of its image (lab/aging.py); "none": fresh
+    age: str = "none"  # the aging profile of its image (aging/recipe.py); "none": fresh
 
     @property
     def slug(self) -> str:
@@ -93,6 +93,6 @@ def with_ages(specs: list[SubjectSpec], ages: list[str]) -> list[SubjectSpec]:
     an aged image is another image, so the age is a dimension of the subjects."""
     from dataclasses import replace
 
-    from fsbench.lab.aging import aged_id
+    from fsbench.aging.recipe import aged_id
 
     return [replace(s, id=aged_id(s.id, a), age=a) for s in specs for a in ages]

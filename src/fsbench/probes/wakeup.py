@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from fsbench.lab.placement import allowed_cpus
+from fsbench.dimensions.placement import allowed_cpus
 from fsbench.schema import WakeupCost
 from fsbench.units import fmt_ratio
 

@@ -19,9 +19,9 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from fsbench import aptsource
+from fsbench.aptsource import file_sha256
 from fsbench.errors import EnvironmentProblem, UsageError
-from fsbench.lab import aptsource
-from fsbench.lab.aptsource import file_sha256
 from fsbench.lab.drivers import DRIVERS, availability
 
 HOST = "host"

@@ -18,7 +18,7 @@ Without an aged image of the format in the run (no `--age`, `--age none`, a dire
 they are unsupported, with the reason.
 
 Every byte read is checked: aged files against the digests the reference mount read right after
-aging (lab/ageprobe.record_tree), fresh copies against their seeds. The variants are named only
+aging (aging/measure.record_tree), fresh copies against their seeds. The variants are named only
 as NAME/VARIANT or by the group `aged`: a bare `tree-hash` keeps meaning its own tree.
 """
 
@@ -148,7 +148,7 @@ _EXTENTS: dict[tuple[str, str], dict[str, float] | None] = {}
 def extents_of(root: str, files: list[AgedFile]) -> dict[str, float] | None:
     """Mean extents per (non-empty) file and the share in more than one, by FIEMAP; None where
     the mount has no FIEMAP (FUSE)."""
-    from fsbench.lab.ageprobe import fiemap
+    from fsbench.aging.measure import fiemap
 
     key = (root, hashlib.sha256("\n".join(f[0] for f in files).encode()).hexdigest())
     if key not in _EXTENTS:

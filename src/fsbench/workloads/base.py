@@ -25,7 +25,7 @@ class Unsupported(FsbenchError):
 
 @dataclass(frozen=True)
 class AgedTree:
-    """The files an aging left on an aged image (lab/aging.py), as recorded when it was made.
+    """The files an aging left on an aged image (aging/recipe.py), as recorded when it was made.
 
     On an aged subject they are on the volume under `root`; on a fresh subject of the same
     format (`mirror`) the workloads write the same paths and sizes under `root` first, so aged
@@ -146,7 +146,8 @@ HOOKS: dict[str, Hook] = {
         "results.json's definitions; None: a built-in",
     ),
     "placement": Hook(
-        "free", "where the app and the FUSE daemon run: free | same | split (lab/placement.py)"
+        "free",
+        "where the app and the FUSE daemon run: free | same | split (dimensions/placement.py)",
     ),
     "with_numjobs": Hook(
         None,

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.lab.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed, free_bytes, per_second
+from fsbench.workloads.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
 
 MiB = 1024 * 1024
 COPY_BUFFER = MiB  # the read/write fallback's buffer

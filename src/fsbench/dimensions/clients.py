@@ -27,6 +27,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsbench.dimensions.fio_clients import (
+    DEFAULT_PORT,
+    Client,
+    _client_errors,
+    merge_clients,
+    parse_client_json,
+    summarize_clients,
+)
 from fsbench.errors import UsageError
 from fsbench.probes import processes
 from fsbench.schema import ClientInfo, Sample
@@ -41,14 +49,6 @@ from fsbench.workloads.base import (
     hook,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary
-from fsbench.workloads.fio_clients import (
-    DEFAULT_PORT,
-    Client,
-    _client_errors,
-    merge_clients,
-    parse_client_json,
-    summarize_clients,
-)
 
 # A probe is one round trip per client; a host that does not answer in this long is down (a
 # TCP connect to a silent host would otherwise wait ~2 minutes for its SYN retries).

@@ -22,8 +22,8 @@ import tarfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fsbench.lab import aptsource
-from fsbench.lab.aptsource import BuildFailed, file_sha256
+from fsbench import aptsource
+from fsbench.aptsource import BuildFailed, file_sha256
 
 __all__ = ["Build", "BuildFailed", "ensure", "file_sha256", "last_failure", "load"]
 
@@ -177,7 +177,7 @@ def _fetch_and_build(d: Path, log: Path) -> Build:
 def install_library(b: Build, prefix: Path, log: Path) -> Path:
     """libfuse itself (static library, headers, fuse3.pc) from the build's own source, checked
     against its recorded sha256, installed into `prefix` for a daemon built against it
-    (lab/fuse2fs.py); returns the directory of fuse3.pc. Same options as the floor's build,
+    (fuse/fuse2fs.py); returns the directory of fuse3.pc. Same options as the floor's build,
     less the examples."""
     tar = Path(b.log).parent / "source" / b.tarball
     if not tar.is_file() or file_sha256(tar) != b.tarball_sha256:
@@ -197,7 +197,7 @@ def install_library(b: Build, prefix: Path, log: Path) -> Path:
 
 
 def main() -> int:
-    """`python -m fsbench.lab.libfuse`: build (or verify) now; one line either way."""
+    """`python -m fsbench.fuse.libfuse`: build (or verify) now; one line either way."""
     try:
         b = ensure()
     except BuildFailed as e:

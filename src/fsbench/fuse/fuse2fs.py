@@ -3,8 +3,8 @@
 Debian 12's fuse2fs (e2fsprogs 1.47.0) is linked with libfuse 2, which has neither io_uring nor
 passthrough. e2fsprogs 1.47.4 (Debian's unstable suite) builds fuse2fs with libfuse 3 (its
 configure asks pkg-config for fuse3), so it is fetched as a source package with apt under a
-private configuration (lab/aptsource.py), and built against fsbench's own libfuse 3.18 build
-(lab/libfuse.py: the same verified source, installed as a static library into this build's
+private configuration (aptsource.py), and built against fsbench's own libfuse 3.18 build
+(fuse/libfuse.py: the same verified source, installed as a static library into this build's
 directory). The daemon carries libfuse, with io_uring and its USDT probes; its sha256 is
 recorded in build.json and checked on every reuse. It serves an image, not a directory, so
 passthrough (a backing file per open file) is not among its transports: /dev/fuse and io_uring.
@@ -18,8 +18,9 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fsbench.lab import aptsource, libfuse
-from fsbench.lab.aptsource import BuildFailed, file_sha256
+from fsbench import aptsource
+from fsbench.aptsource import BuildFailed, file_sha256
+from fsbench.fuse import libfuse
 
 WHAT = "fuse2fs (e2fsprogs 1.47.4) against libfuse 3.18"
 SOURCE_PACKAGE = "e2fsprogs"
@@ -89,7 +90,7 @@ def missing_build_tools() -> list[str]:
 
 
 def ensure(root: Path | None = None) -> Build:
-    """The build: libfuse 3.18 first (lab/libfuse.py), then e2fsprogs' fuse2fs against it."""
+    """The build: libfuse 3.18 first (fuse/libfuse.py), then e2fsprogs' fuse2fs against it."""
     cached = load(root)
     if cached is not None:
         return cached
@@ -143,7 +144,7 @@ def _fetch_and_build(d: Path, log: Path, lib: libfuse.Build) -> Build:
 
 
 def main() -> int:
-    """`python -m fsbench.lab.fuse2fs`: build (or verify) now; one line either way."""
+    """`python -m fsbench.fuse.fuse2fs`: build (or verify) now; one line either way."""
     try:
         b = ensure()
     except BuildFailed as e:

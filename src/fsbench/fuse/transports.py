@@ -150,12 +150,12 @@ def hold_uring(restore: dict[str, str], save) -> str | None:
 
 def subject_problem(spec) -> str:  # spec: lab.subject.SubjectSpec (no import cycle)
     """Why a subject cannot run with its transport here ("" when it can). A daemon from
-    fsbench's libfuse build is built now if it is not yet (lab/libfuse.py)."""
+    fsbench's libfuse build is built now if it is not yet (fuse/libfuse.py)."""
     driver, name = spec.driver, spec.transport
     if driver.kind != "fuse" or not name:
         return ""
     if driver.built:
-        from fsbench.lab import libfuse
+        from fsbench.fuse import libfuse
         from fsbench.lab.drivers import builder
 
         try:
@@ -209,7 +209,7 @@ def check_daemon(
 def doctor_rows(fs: ProcFS | None = None) -> list[dict]:
     """Each transport as `fsbench doctor` lists it: available to the FUSE floor here, or why
     not (the kernel's side first, then fsbench's libfuse build); no network is asked."""
-    from fsbench.lab import libfuse
+    from fsbench.fuse import libfuse
 
     build, build_why = None, ""
     try:

@@ -1,6 +1,6 @@
 """The lab's side of aged images: refuse what cannot be aged before anything exists, and give
 `Lab.prepare` a pristine aged image per format and profile — copied from the cache when its
-digest checks out, aged through the reference driver otherwise (lab/agecache.py)."""
+digest checks out, aged through the reference driver otherwise (aging/imagecache.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsbench.aging import imagecache
+from fsbench.aging.recipe import NONE, reference_driver
 from fsbench.errors import EnvironmentProblem, UsageError
-from fsbench.lab import agecache
-from fsbench.lab.aging import NONE, reference_driver
 
 if TYPE_CHECKING:
     from fsbench.lab.subject import SubjectSpec
@@ -23,10 +23,10 @@ def aged_check(specs: list[SubjectSpec], backing: str) -> None:
     if backing == "device":
         raise UsageError("--age ages an image: use --backing ram or file:DIR, not device:")
     for s in aged:
-        if s.driver.fs not in agecache.AGED_FORMATS:
+        if s.driver.fs not in imagecache.AGED_FORMATS:
             raise UsageError(
                 f"--age: {s.driver.fs} images cannot be aged yet (aging is defined for "
-                f"{agecache.supported()}); leave {s.driver.name} out or use --age none"
+                f"{imagecache.supported()}); leave {s.driver.name} out or use --age none"
             )
         if reference_driver(s.driver.fs) is None:
             raise EnvironmentProblem(f"--age: no driver on this machine can age {s.driver.fs}")
@@ -37,20 +37,20 @@ def aged_image(lab: Any, fs: str, age: str, pristine: Path) -> tuple[list[str], 
     argv that made it and the aging record the subjects carry. `lab` is the calling
     lab.Lab (its record, seed, size, backing, _allocate and on_step)."""
     assert lab.record is not None
-    r, driver = agecache.recipe(fs, age, lab.age_seed, lab.size)
+    r, driver = imagecache.recipe(fs, age, lab.age_seed, lab.size)
     mkfs = [*r.mkfs, "<image>"]
     sparse = lab.backing.kind != "ram"
     t0 = time.monotonic()
     note = None
-    meta = agecache.lookup(r.key)
+    meta = imagecache.lookup(r.key)
     if meta is not None and meta.get("image_digest"):
         lab.on_step(f"copying the cached aged {fs} image ({age})")
-        if agecache.restore(r.key, meta["image_digest"], pristine, sparse):
+        if imagecache.restore(r.key, meta["image_digest"], pristine, sparse):
             return mkfs, {**meta, "reused": True, "setup_seconds": _since(t0)}
         note = "the cached aged image failed its digest check: deleted and aged again"
     lab._allocate(pristine)
-    rec = agecache.make(r, driver, pristine, Path(lab.record.mount_dir), lab.record, lab.on_step)
-    digest = agecache.store(r.key, pristine, rec, lab.record)
+    rec = imagecache.make(r, driver, pristine, Path(lab.record.mount_dir), lab.record, lab.on_step)
+    digest = imagecache.store(r.key, pristine, rec, lab.record)
     return mkfs, {
         **rec,
         "image_digest": digest,

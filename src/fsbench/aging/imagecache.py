@@ -26,9 +26,10 @@ from typing import Any
 
 import xxhash
 
+from fsbench.aging import measure
+from fsbench.aging.recipe import AGED_DIR, AGING_MOUNT_OPTIONS, PROFILES, reference_driver
 from fsbench.errors import LabError
-from fsbench.lab import ageprobe, loops, mounts
-from fsbench.lab.aging import AGED_DIR, AGING_MOUNT_OPTIONS, PROFILES, reference_driver
+from fsbench.lab import loops, mounts
 from fsbench.lab.drivers import Driver, driver_version
 from fsbench.lab.state import StateRecord
 from fsbench.lab.system import run
@@ -209,7 +210,7 @@ def store(key: str, image: Path, meta: dict[str, Any], record: StateRecord) -> s
 def _age_process(mountpoint: str, profile: str, seed: int, record: StateRecord) -> dict[str, Any]:
     """Run the workload in its own process group (see aging.PID_COLOUR), recorded in the state
     record so `release` kills it; its command line names the mount point as well."""
-    argv = [sys.executable, "-m", "fsbench.lab.aging", mountpoint, profile, str(seed)]
+    argv = [sys.executable, "-m", "fsbench.aging.recipe", mountpoint, profile, str(seed)]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -252,19 +253,19 @@ def make(
             st = os.statvfs(mp)
             utilization = 1 - st.f_bfree / st.f_blocks
             t_tree = time.monotonic()
-            tree = ageprobe.record_tree(os.path.join(mp, AGED_DIR))
+            tree = measure.record_tree(os.path.join(mp, AGED_DIR))
             tree_s = time.monotonic() - t_tree  # a probe's time, not the aging's
             layout = None
             if AGED_FORMATS[r.fs].layout == "fiemap":
-                layout = ageprobe.layout_by_fiemap(os.path.join(mp, AGED_DIR))
+                layout = measure.layout_by_fiemap(os.path.join(mp, AGED_DIR))
         finally:
             pids = mounts.processes_mentioning(str(mp))
             mounts.unmount(str(mp), pids)
         aged_s = time.monotonic() - t0 - tree_s
         if layout is None:
-            layout, free = ageprobe.ntfs_layout_and_free(dev)
+            layout, free = measure.ntfs_layout_and_free(dev)
         else:
-            free = ageprobe.e2_free(dev)
+            free = measure.e2_free(dev)
     finally:
         loops.detach(dev)
         if mp.exists():

@@ -1,7 +1,7 @@
 """Debian packages fetched with apt under a private configuration, and fsbench's build caches.
 
-The VM kernels (vm/kernels.py), libfuse 3.18 (lab/libfuse.py) and fuse2fs built against it
-(lab/fuse2fs.py) come from Debian suites this machine's apt is not configured for. Each is
+The VM kernels (vm/kernels.py), libfuse 3.18 (fuse/libfuse.py) and fuse2fs built against it
+(fuse/fuse2fs.py) come from Debian suites this machine's apt is not configured for. Each is
 fetched with apt confined to a directory of fsbench's cache (its own sources list, lists and
 cache; the system's apt state is never read or written), so apt checks the suite's signed
 Release file against Debian's keyring and every file against the SHA256 of the signed index.

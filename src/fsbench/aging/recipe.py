@@ -396,7 +396,7 @@ _RETRY = 99
 
 
 def main(argv: list[str]) -> int:
-    """`python -m fsbench.lab.aging MOUNTPOINT PROFILE SEED`: prints the stats as JSON."""
+    """`python -m fsbench.aging.recipe MOUNTPOINT PROFILE SEED`: prints the stats as JSON."""
     mountpoint, name, seed = argv[0], argv[1], int(argv[2])
     while True:
         pid = os.fork()
