@@ -154,7 +154,7 @@ def _yn(v: bool) -> str:
 
 @cli.command("list")
 @click.argument("what", type=click.Choice(["drivers", "workloads", "suites"]))
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def list_(what: str, as_json: bool) -> None:
     """List drivers, workloads or suites."""
     from fsbench.lab.drivers import availability
@@ -313,11 +313,22 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN", required=False)
 @click.option("--list", "list_runs", is_flag=True, help="List the stored runs instead.")
-@click.option("--db", default=None, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
-def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -> None:
-    """Print a stored run again (RUN = run id, unique prefix, or output directory)."""
-    from fsbench.commands.report import with_driver_quirks
+@click.option(
+    "--db",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run's results.json to stdout.")
+@click.option("--verbose", "-v", is_flag=True, help="Every subject's notes under each table.")
+def show(
+    run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool, verbose: bool
+) -> None:
+    """Print a stored run again, as `compare` printed it (RUN = run id, unique prefix, or
+    output directory).
+
+    """
+    from fsbench.commands.report import out_dir_of, with_driver_quirks
     from fsbench.report.table import render
     from fsbench.store import Store, default_db_path
 
@@ -336,6 +347,7 @@ def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -
                 runs = store.list_runs(limit=50)
             else:
                 run = with_driver_quirks(store.load_run(run_ref or ""))
+                out_dir = out_dir_of(store, run_ref or "", run)
     if list_runs:
         if as_json:
             click.echo(json.dumps(runs, indent=2))
@@ -360,7 +372,8 @@ def show(run_ref: str | None, list_runs: bool, db: Path | None, as_json: bool) -
 
         click.echo(run_json(run))
     else:
-        render(run, Console())
+        # As the live output ends: where results.json (and report.html) are.
+        render(run, Console(), str(out_dir) if out_dir else None, verbose=verbose)
 
 
 @cli.command()
@@ -402,6 +415,10 @@ from fsbench.commands.report import report as _report  # noqa: E402
 cli.add_command(_report)
 cli.add_command(_diff)
 cli.add_command(_export)
+
+from fsbench.commands.docs import add_examples  # noqa: E402
+
+add_examples(cli)
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ def integer(lo: int, hi: int) -> Parser:
             raise UsageError(f"{flag} {n}: must be between {lo} and {hi}")
         return n
 
+    parse.metavar = "INTEGER"  # type: ignore[attr-defined]
     return parse
 
 
@@ -47,6 +48,7 @@ def number(lo: float, hi: float, unit: str) -> Parser:
             raise UsageError(f"{flag} {text}: must be between {lo:g} and {hi:g} {unit}")
         return v
 
+    parse.metavar = unit.upper()  # type: ignore[attr-defined]
     return parse
 
 
@@ -64,6 +66,7 @@ def positive(kind: type, hi: int) -> Parser:
             raise UsageError(f"{flag} {v:g}: at most {hi}")
         return v
 
+    parse.metavar = "INTEGER" if kind is int else "FLOAT"  # type: ignore[attr-defined]
     return parse
 
 
@@ -81,6 +84,7 @@ def counts(lo: int, hi: int | None, example: str) -> Parser:
             raise UsageError(f"{flag} {text!r}: distinct counts {span}")
         return ns
 
+    parse.metavar = "N,N,..."  # type: ignore[attr-defined]
     return parse
 
 
@@ -93,6 +97,7 @@ def size(at_least: int = 0, why: str = "") -> Parser:
             raise UsageError(f"{flag} {text}: {why}")
         return n
 
+    parse.metavar = "SIZE"  # type: ignore[attr-defined]
     return parse
 
 
@@ -107,6 +112,9 @@ def repeat(flag: str, text: str) -> tuple[int, bool]:
     if not 1 <= n <= 1000:
         raise UsageError(f"{flag} {n}: must be between 1 and 1000")
     return n, False
+
+
+repeat.metavar = "N|auto"  # type: ignore[attr-defined]
 
 
 def directory(flag: str, text: str) -> Path:
@@ -137,6 +145,9 @@ def trace_probes(flag: str, text: str) -> tuple[str, ...]:
             + (f" ({', '.join(bad)} is not one)" if bad else "")
         )
     return names
+
+
+trace_probes.metavar = "PROBE,..."  # type: ignore[attr-defined]
 
 
 # -- the table -----------------------------------------------------------------------------------
@@ -175,6 +186,14 @@ class Option:
         """The value for `text` as typed after this option; a UsageError if refused."""
         return self.parse(self.name, text) if self.parse else text
 
+    @property
+    def value_name(self) -> str:
+        """What `--help` and docs/commands.md show for the value: the option's own metavar, its
+        parser's (INTEGER, FLOAT, SIZE, ...), PATH for a path, TEXT otherwise."""
+        if self.flag:
+            return ""
+        return self.metavar or getattr(self.parse, "metavar", "PATH" if self.path else "TEXT")
+
     def click(self) -> Callable[[Any], Any]:
         kw: dict[str, Any] = {"help": self.help}
         if self.flag:
@@ -182,9 +201,9 @@ class Option:
         else:
             if self.default is not None:  # click counts an explicit None as a value given
                 kw["default"] = self.default
+                kw["show_default"] = True
             kw["required"] = self.required
-            if self.metavar:
-                kw["metavar"] = self.metavar
+            kw["metavar"] = self.value_name
             if self.path:
                 kw["type"] = click.Path(path_type=Path)
         return click.option(*self.flags, self.key, **kw)
@@ -193,7 +212,8 @@ class Option:
 OPTIONS: list[Option] = [
     # compare only: where the subjects live and how they are set up
     Option(("--backing",), "ram | file:DIR | device:/dev/X | dir:PATH", ("compare",), "ram",
-           external("fsbench.lab.backing", "parse_backing"), bad=("nope", "file:/nonexistent")),
+           external("fsbench.lab.backing", "parse_backing"), metavar="KIND[:PATH]",
+           bad=("nope", "file:/nonexistent")),
     Option(("--size",), "Image size, e.g. 512M, 1G, 4G.", ("compare",), "1G", size(),
            bad=("12X", "0", "-1G")),
     Option(("--read-only",), "Benchmark an existing volume (--backing device:PATH) without "
@@ -204,17 +224,18 @@ OPTIONS: list[Option] = [
            "or partition table.", ("compare",), flag=True),
     Option(("--kernel",), "Run the lab in a VM with this kernel (debian-6.12, "
            "path:BZIMAGE[,MODULES]); a subject may name its own: ntfs3@debian-6.12, ext4@host.",
-           ("compare",)),
+           ("compare",), metavar="NAME"),
     Option(("--vm-memory",), "The VM's memory, e.g. 2G (default: sized).", ("compare",),
            parse=size(256 * 1024**2, "a guest needs at least 256M"), bad=("100M", "lots")),
     Option(("--vm-cpus",), "The VM's CPUs (default: sized).", ("compare",),
            parse=integer(1, 64), metavar="INTEGER", bad=("0", "65", "two")),
     Option(("--vm-timeout",), "Give up on a VM after S seconds.", ("compare",),
-           parse=positive(float, 10**7), metavar="FLOAT", bad=("0", "-5", "soon")),
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-5", "soon")),
     Option(("--age",), "Aging profiles of the images, a comma list: none (fresh), light, heavy; "
            "each subject once per profile, on a cached aged image identical for every driver "
            "of a format (docs/aging.md).", ("compare",),
-           parse=external("fsbench.aging.recipe", "parse_ages"), bad=("old", "none,none", "")),
+           parse=external("fsbench.aging.recipe", "parse_ages"), metavar="PROFILE,...",
+           bad=("old", "none,none", "")),
     Option(("--age-seed",), "The aging workload's seed (same seed, same aged layout).",
            ("compare",), default="1", parse=integer(0, 2**31 - 1), metavar="INTEGER",
            bad=("-1", "x")),
@@ -227,6 +248,7 @@ OPTIONS: list[Option] = [
     Option(("--clients",), "HOST[:PORT],... running `fio --server`, with --target mounted at "
            "the same path on each: fio workloads run from all of them at once.", ("run",),
            parse=external("fsbench.dimensions.clients", "parse_clients"),
+           metavar="HOST[:PORT],...",
            bad=(",", "a:b:c", "host:0")),
     Option(("--clients-sweep",), "With --clients: client counts, e.g. 1,2,4 (the first N "
            "clients); each its own result.", ("run",), parse=counts(1, None, "1,2,4"),
@@ -241,13 +263,13 @@ OPTIONS: list[Option] = [
     Option(("--time-budget",), "With --repeat auto: start no extra round that would end more "
            f"than S s after the command started (default {DEFAULT_TIME_BUDGET_S:g}; the first 3 "
            "rounds always run).",
-           parse=positive(float, 10**7), bad=("0", "-1", "1e9", "x")),
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "1e9", "x")),
     Option(("--max-repeat",), "With --repeat auto: at most this many samples.", default="10",
            parse=positive(int, 10**7), bad=("0", "1.5", "100000000")),
     Option(("--placement",), "Where the app and the FUSE daemon run, a comma list: free "
            "(default: nothing pinned), same (one CPU), split (two CPUs); each placement is its "
            "own result.", parse=external("fsbench.dimensions.placement", "parse_placements"),
-           bad=("nowhere", "same,same", "", "free,")),
+           metavar="PLACEMENT,...", bad=("nowhere", "same,same", "", "free,")),
     Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto' (the default): at "
            "least 3, then more only for subjects whose ratio to the baseline is still open "
            "(interval spans 1 and is wider than ±2 %), up to --max-repeat or --time-budget.",
@@ -263,9 +285,10 @@ OPTIONS: list[Option] = [
            parse=number(0, 600, "seconds"), bad=("-1", "601", "x")),
     Option(("--warmup",), "Discarded runs before each subject's first sample of a workload (0 "
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),
-    Option(("--suite",), "A named suite (see `fsbench list suites`)."),
+    Option(("--suite",), "A named suite (see `fsbench list suites`).", metavar="NAME"),
     Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`); "
-           "fio:JOBFILE[:cache=cold] runs your own fio job file (docs/your-workloads.md)."),
+           "fio:JOBFILE[:cache=cold] runs your own fio job file (docs/your-workloads.md).",
+           metavar="W1,W2,..."),
     # the user's own command as a workload (workloads/command.py), hyperfine's vocabulary
     Option(("--command",), "Your own command as a workload: run by /bin/sh in each subject's "
            "mount, timed (wall time; CPU of its process tree); alone unless --workloads names "
@@ -284,8 +307,9 @@ OPTIONS: list[Option] = [
     Option(("--as-user",), "With --command: run your commands as USER (the lab runs as root).",
            metavar="USER"),
     Option(("--trace-probes",), "The kernel trace probes to run, a comma list of fuse, "
-           "readahead, block, writeback, sched (default: all but sched, which costs a FUSE "
-           "driver ~10 %).", parse=trace_probes, bad=("fuse,dtrace", ",")),
+           "readahead, block, writeback, sched, libfuse (default: all; they run only in the "
+           "untimed traced warm-up run, so none costs a sample anything).", parse=trace_probes,
+           bad=("fuse,dtrace", ",")),
     Option(("--no-trace",), "Leave the kernel trace probes (bpftrace) off; they are on when "
            "root and available.", flag=True),
 ]  # fmt: skip

@@ -53,8 +53,8 @@ SUITES: dict[str, dict] = {
         "description": "sequential write (1 MiB records, final fsync) and cold sequential read",
         "workloads": ["seq-write/fsync", "seq-read/cold"],
         "takes": (
-            "all 8 drivers available here at defaults (--size 1G --repeat 3): 3 min 47 s "
-            "(measured 2026-11-23, 2-CPU VM, Linux 6.18, RAM images)"
+            "all 8 drivers available here at defaults (--size 1G --repeat auto, 285 s budget): "
+            "4 min 50 s (measured 2026-11-24, 2-CPU VM, Linux 6.18, RAM images)"
         ),
     },
     "micro": {

@@ -68,7 +68,7 @@ def _expand(ref: str) -> Path:
         return Path(ref)
 
 
-def _out_dir_of(store: Store, ref: str, run: Run) -> Path | None:
+def out_dir_of(store: Store, ref: str, run: Run) -> Path | None:
     """Where the run's results.json lives: the directory given, or the one the store recorded."""
     p = _expand(ref)
     if p.is_dir():
@@ -83,7 +83,7 @@ def _out_dir_of(store: Store, ref: str, run: Run) -> Path | None:
 
 
 def _default_html(store: Store, ref: str, run: Run) -> Path:
-    d = _out_dir_of(store, ref, run)
+    d = out_dir_of(store, ref, run)
     if d is not None and os.access(d, os.W_OK):
         return d / "report.html"
     return Path.cwd() / f"report-{run.run_id}.html"
@@ -183,6 +183,7 @@ def diff(run_a: str, run_b: str, as_json: bool, force: bool, db: Path | None) ->
 
 def _print_diff(d: RunDiff) -> None:
     from fsbench.report.diff import ratio_text, verdict_class
+    from fsbench.report.naming import confidence_text
     from fsbench.report.summary import fmt_value
 
     styles = {"better": "green", "worse": "red", "ns": "yellow", "dim": "dim"}
@@ -193,7 +194,7 @@ def _print_diff(d: RunDiff) -> None:
     t.add_column("A", justify="right")
     t.add_column("B", justify="right")
     t.add_column("unit")
-    t.add_column(f"B / A [{conf * 100:.3g} %]", justify="right")
+    t.add_column(f"B / A [{confidence_text(conf)} %]", justify="right")
     t.add_column("verdict")
     for r in d.results:
         a = fmt_value(r.median_a) if r.status_a == "ok" else r.status_a
@@ -234,7 +235,9 @@ def _short_test(r: ResultDiff) -> str:
         return "not comparable"
     if r.confidence is None:
         return "untested"
-    return f"{r.verdict} ({r.confidence * 100:.3g} %)"
+    from fsbench.report.naming import confidence_text
+
+    return f"{r.verdict} ({confidence_text(r.confidence)} %)"
 
 
 @click.command("export")
