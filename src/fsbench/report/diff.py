@@ -17,7 +17,7 @@ from typing import Any
 
 from fsbench.report.explain import changed_figures
 from fsbench.report.integrity import changes as integrity_changes
-from fsbench.report.naming import result_title
+from fsbench.report.naming import confidence_text, result_title
 from fsbench.report.summary import usable
 from fsbench.schema import Environment, Result, Run, Subject, WakeupCost
 from fsbench.units import fmt_bound, fmt_ratio
@@ -266,7 +266,7 @@ def test_text(r: ResultDiff) -> str:
         "same": "no difference (within ±2 %)",
         "open": "open: not decided",
     }.get(r.verdict, r.verdict)
-    return f"{words} ({r.confidence * 100:.3g} % interval)"
+    return f"{words} ({confidence_text(r.confidence)} % interval)"
 
 
 def verdict_class(r: ResultDiff) -> str:

@@ -46,7 +46,13 @@ from fsbench.probedefs.numbers import (
 from fsbench.probedefs.sched import wakeup_costs
 from fsbench.report.floor import floor_factors
 from fsbench.report.keys import PLACEMENT_WORDS, placement_of, trace_of, workload_key
-from fsbench.report.naming import OUTCOME_WORDS, baseline_result, interval_text, outcome
+from fsbench.report.naming import (
+    OUTCOME_WORDS,
+    baseline_result,
+    confidence_text,
+    interval_text,
+    outcome,
+)
 from fsbench.report.summary import compare, fmt_ratio, measured_subjects, size_text, usable
 from fsbench.schema import Result, Run
 
@@ -201,7 +207,8 @@ def _placement_factors(
         if c.interval is None:
             text += " (too few samples to judge)"
         else:
-            text += f" ({interval_text(c)} at {c.confidence * 100:.3g} %: {OUTCOME_WORDS[said]})"
+            at = f"{interval_text(c)} at {confidence_text(c.confidence)} %"
+            text += f" ({at}: {OUTCOME_WORDS[said]})"
         brief = f"{words} {how}"
         out.append(
             Factor(

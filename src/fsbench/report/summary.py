@@ -12,7 +12,14 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fsbench.report.naming import OUTCOME_WORDS, interval_text, outcome, ranked, result_title
+from fsbench.report.naming import (
+    OUTCOME_WORDS,
+    confidence_text,
+    interval_text,
+    outcome,
+    ranked,
+    result_title,
+)
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
 from fsbench.verdict import ALPHA, Family, Verdict, verdict
@@ -333,7 +340,7 @@ def _sentences(
         else:
             rate = f"takes {fmt_ratio(r)} as long as {best}"
         if one and st.single is not None and st.single.interval:
-            pct = f"{st.single.confidence * 100:.3g}"
+            pct = f"{confidence_text(st.single.confidence)}"
             rate += f" [{pct} % interval {interval_text(st.single)}]"
         elif not one:
             rate += f" (geometric mean; {fmt_ratio(min(st.ratios))}–{fmt_ratio(max(st.ratios))})"
