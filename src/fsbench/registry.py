@@ -16,8 +16,9 @@ from fsbench.workloads.agedtree import GROUP as AGED_GROUP
 from fsbench.workloads.base import Workload, hook
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
+from fsbench.workloads.diskmark import DISKMARK_JOBS
 from fsbench.workloads.fake import FakeWorkload
-from fsbench.workloads.fio import FIO_JOBS
+from fsbench.workloads.fio import FIO_JOBS, IoParams, parse_io_params
 from fsbench.workloads.metadata import METADATA_JOBS
 from fsbench.workloads.treehash import TREE_HASH_JOBS
 from fsbench.workloads.webserve import WEB_SERVE_JOBS
@@ -25,6 +26,7 @@ from fsbench.workloads.webserve import WEB_SERVE_JOBS
 __all__ = ["DRIVERS", "FORMATS", "SUITES", "WORKLOADS", "resolve_workloads"]
 
 WORKLOADS: dict[str, Workload] = {job.id: job for job in FIO_JOBS}
+WORKLOADS.update({w.id: w for w in DISKMARK_JOBS})
 WORKLOADS.update({w.id: w for w in TREE_HASH_JOBS})
 WORKLOADS.update({w.id: w for w in METADATA_JOBS})
 WORKLOADS.update({w.id: w for w in COPY_JOBS})
@@ -71,6 +73,12 @@ SUITES: dict[str, dict] = {
         ],
         "takes": "not measured",
     },
+    "diskmark": {
+        "description": "KDiskMark's eight tests: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K "
+        "Q1T1, read and write (libaio O_DIRECT, <= 5 s a pass; diskmark:io_uring for io_uring)",
+        "workloads": ["diskmark"],
+        "takes": "not measured",
+    },
 }
 
 
@@ -90,6 +98,11 @@ def resolve_workloads(
         raise UsageError("give --workloads or --suite, not both")
     if own and not spec and not suite:
         return list(own)
+    suite_io = None
+    if suite and ":" in suite:
+        # `--suite diskmark:io_uring`: every workload of the suite at that engine or depth.
+        suite, mods = suite.split(":", 1)
+        suite_io = parse_io_params(f"--suite {suite}:{mods}", mods)
     if suite:
         if suite not in SUITES:
             raise UsageError(f"unknown suite {suite!r}; known suites: {', '.join(SUITES)}")
@@ -103,8 +116,12 @@ def resolve_workloads(
     names = [m for n in names for m in WORKLOAD_GROUPS.get(n, [n])]
     pool = {**WORKLOADS, **MATRIX_WORKLOADS}
     out: list[Workload] = []
-    for n in names:
+    for spec_n in names:
+        n, io = _io_spec(spec_n)
+        io = io or suite_io
         matches = [w for wid, w in pool.items() if n == wid or (n == w.name and hook(w, "by_name"))]
+        if io is not None and matches:
+            matches = [_with_io(w, io, spec_n) for w in matches]
         if n.startswith(fiofile.PREFIX):
             out += fiofile.resolve(n, timeout_s)
         elif matches:
@@ -131,3 +148,22 @@ def resolve_workloads(
     if len(set(ids)) != len(ids):
         raise UsageError("a workload is listed twice in --workloads")
     return out
+
+
+def _io_spec(name: str) -> tuple[str, IoParams | None]:
+    """`rand-read/4k-direct:qd32` -> ("rand-read/4k-direct", its IoParams); a user's fio job
+    file (`fio:PATH:...`) keeps its colons."""
+    if name.startswith(fiofile.PREFIX) or ":" not in name:
+        return name, None
+    base, mods = name.split(":", 1)
+    return base, parse_io_params(name, mods)
+
+
+def _with_io(wl: Workload, io: IoParams, spec: str) -> Workload:
+    how = hook(wl, "with_io")
+    if how is None:
+        raise UsageError(
+            f"{spec}: {hook(wl, 'id')} takes no queue depth or engine (only fio micro "
+            "workloads and the diskmark suite do)"
+        )
+    return how(io)

@@ -154,6 +154,11 @@ HOOKS: dict[str, Hook] = {
         "a method giving the same workload with N parallel jobs (--numjobs); None: it runs "
         "as it is whatever --numjobs says",
     ),
+    "with_io": Hook(
+        None,
+        "a method giving the same workload at another queue depth, engine or job count "
+        "(fio.IoParams, from NAME:qd32:io_uring); None: it takes no such parameters",
+    ),
     "merge_extra": Hook(
         {},
         "extras of its own measurements and how a sample's iterations merge them: "

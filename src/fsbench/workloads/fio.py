@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from fsbench.errors import UsageError
 from fsbench.workloads.base import (
     ChildResult,
     Measurement,
@@ -64,6 +65,12 @@ class FioJob:
     # Why this job cannot run (checked by prepare): a form fio cannot take.
     unsupported: str | None = None
     tools: tuple[str, ...] = ("fio",)  # their versions go into the environment
+    # Queue depth and engine (issue 34): psync at depth 1 unless a variant or `:qdN` asks.
+    iodepth: int = 1
+    ioengine: str = "psync"
+    randrepeat: bool = True  # the same random offsets for every subject and sample
+    runtime_s: int | None = None  # a timed pass stops here (KDiskMark's runtime=5)
+    min_sample_s: float | None = None  # hook: None is the runner's --min-sample-time
     metric: str = "throughput"
     unit: str = "MiB/s"
     higher_is_better: bool = True
@@ -75,6 +82,27 @@ class FioJob:
     def with_numjobs(self, numjobs: int) -> FioJob:
         """The workload contract's hook: this job with `numjobs` parallel jobs."""
         return with_numjobs(self, numjobs)
+
+    def with_io(self, mods: IoParams) -> FioJob:
+        """The workload contract's hook: this job at another queue depth, engine or job
+        count (`rand-read/4k-direct:qd32:io_uring`); the variant names what changed."""
+        return with_io(self, mods)
+
+    @property
+    def async_io(self) -> bool:
+        return self.iodepth != 1 or self.ioengine != "psync"
+
+    def _io_args(self, timed: bool) -> list[str]:
+        """Engine, depth, seed and runtime of a timed pass; a layout or warming pass is plain
+        psync over the whole file (KDiskMark lays its file out before timing it)."""
+        engine, depth = (self.ioengine, self.iodepth) if timed else ("psync", 1)
+        runtime = self.runtime_s if timed and self.runtime_s else FIO_RUNTIME_CAP_S
+        return [
+            f"--ioengine={engine}",
+            *([f"--iodepth={depth}"] if depth != 1 else []),
+            f"--runtime={runtime}",
+            f"--randrepeat={int(self.randrepeat)}",
+        ]
 
     @property
     def is_write(self) -> bool:
@@ -113,7 +141,11 @@ class FioJob:
             "direct": self.direct,
             "fsync": "close" if self.fsync_on_close else "end" if self.end_fsync else "none",
             "cache": self.cache,
-            "ioengine": "psync",
+            "ioengine": self.ioengine,
+            # Named only off the old default (psync, depth 1), so older runs still match (diff).
+            **({"iodepth": self.iodepth} if self.async_io else {}),
+            **({"randrepeat": False} if not self.randrepeat else {}),
+            **({"runtime_s": self.runtime_s} if self.runtime_s else {}),
             **({"files": self.nrfiles} if self.nrfiles > 1 else {}),
             # What prepare did, where variants differ only there (a write to a new file
             # against an overwrite, a read warmed by writing against one warmed by reading).
@@ -144,14 +176,12 @@ class FioJob:
             f"--numjobs={self.numjobs}",
             f"--direct={int(self.direct if direct is None else direct)}",
             f"--end_fsync={int(fsync)}",
-            "--ioengine=psync",
+            *self._io_args(timed=rw is None and not whole),
             "--group_reporting=1",
             # The runner, not fio, decides what is cached: no fadvise before the job.
             "--invalidate=0",
             # A plain write like dd's, not posix_fallocate first (FUSE drivers differ there).
             "--fallocate=none",
-            f"--runtime={FIO_RUNTIME_CAP_S}",
-            "--randrepeat=1",  # the same random offsets for every subject and sample
             "--clocksource=clock_gettime",  # skips fio's 0.15 s CPU clock calibration
         ]
         if self.nrfiles > 1:
@@ -188,10 +218,8 @@ class FioJob:
             f"--bs={self.bs if rw is None else '1M'}",
             f"--size={size}",
             f"--direct={int(self.direct if direct is None else direct)}",
-            "--ioengine=psync",
+            *self._io_args(timed=rw is None),
             "--invalidate=0",
-            f"--runtime={FIO_RUNTIME_CAP_S}",
-            "--randrepeat=1",
         ]
         if self.io_limit:
             argv.append(f"--io_size={min(self.io_limit, size)}")
@@ -307,6 +335,7 @@ def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
         raise WorkloadFailed(
             f"fio reported {part['io_bytes']} B in 0 ms: too little work to time; raise --scale"
         )
+    # Completion latency (submission to completion): at depth 1 the same as the whole call's.
     lat = part.get("clat_ns") or part.get("lat_ns") or {}
     pct = lat.get("percentile") or {}
     pick = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
@@ -317,6 +346,8 @@ def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
         "iops": float(part.get("iops", 0.0)),
         "lat_us": {k: pct[v] / 1000.0 for k, v in pick.items() if v in pct},
         "lat_mean_us": float(lat.get("mean", 0.0)) / 1000.0,
+        # fio's whole percentile list (1 ... 99.99): the points of the report's latency CDF.
+        "lat_pct_us": {f"{float(k):g}": v / 1000.0 for k, v in pct.items()},
         "fio_version": doc.get("fio version"),
     }
 
@@ -432,3 +463,78 @@ def with_numjobs(job: J, numjobs: int) -> J:
     """The job with `numjobs` parallel jobs (a FioJob, or any frozen job record with that
     field: the Iozone cells run theirs on threads)."""
     return job if numjobs == job.numjobs else replace(job, numjobs=numjobs)  # type: ignore[attr-defined]
+
+
+# fio engines a workload may name (`:io_uring`): psync is synchronous (one I/O per call, depth
+# 1); libaio (KDiskMark's) and io_uring keep `iodepth` I/Os in flight.
+ENGINES = ("psync", "libaio", "io_uring")
+MAX_IODEPTH = 1024
+MAX_MOD_NUMJOBS = 64
+
+
+@dataclass(frozen=True)
+class IoParams:
+    """What `NAME[/VARIANT]:qdN:jN:ENGINE` asks of a fio job (None: as the job has it)."""
+
+    iodepth: int | None = None
+    ioengine: str | None = None
+    numjobs: int | None = None
+
+
+def parse_io_params(spec: str, text: str) -> IoParams:
+    """`qd32:io_uring` (after a workload's name) -> IoParams; anything else is refused with one
+    line saying what is accepted (UsageError, exit 2)."""
+    depth: int | None = None
+    engine: str | None = None
+    jobs: int | None = None
+    for tok in text.split(":"):
+        t = tok.strip().lower()
+        m = re.fullmatch(r"(qd|j|t)(\d+)", t)
+        if t in ENGINES and engine is None:
+            engine = t
+        elif m and m.group(1) == "qd" and depth is None:
+            depth = int(m.group(2))
+            if not 1 <= depth <= MAX_IODEPTH:
+                raise UsageError(f"{spec}: queue depth {depth} is out of range 1-{MAX_IODEPTH}")
+        elif m and m.group(1) in ("j", "t") and jobs is None:
+            jobs = int(m.group(2))
+            if not 1 <= jobs <= MAX_MOD_NUMJOBS:
+                raise UsageError(f"{spec}: {jobs} jobs is out of range 1-{MAX_MOD_NUMJOBS}")
+        else:
+            raise UsageError(
+                f"{spec}: {tok!r} is not a fio parameter; give qdN (queue depth), jN or tN "
+                f"(jobs), or an engine ({', '.join(ENGINES)}), e.g. rand-read/4k-direct:qd32"
+            )
+    if engine == "psync" and depth is not None and depth > 1:
+        raise UsageError(
+            f"{spec}: psync is synchronous (depth 1); qd{depth} needs libaio or io_uring"
+        )
+    return IoParams(depth, engine, jobs)
+
+
+def with_io(job: FioJob, mods: IoParams) -> FioJob:
+    """The job at the depth, engine and job count asked. A depth above 1 on a psync job takes
+    libaio (KDiskMark's engine), since psync would run it at depth 1 whatever it is told."""
+    depth = mods.iodepth if mods.iodepth is not None else job.iodepth
+    engine = mods.ioengine or ("libaio" if depth > 1 and job.ioengine == "psync" else job.ioengine)
+    out = job
+    if (depth, engine) != (job.iodepth, job.ioengine):
+        # The variant names what changed; libaio taken for a depth is implied by "-qdN".
+        named_engine = mods.ioengine is not None and engine != job.ioengine
+        suffix = (f"-qd{depth}" if depth != job.iodepth else "") + (
+            f"-{engine}" if named_engine else ""
+        )
+        buffered = engine == "libaio" and not job.direct and depth > 1
+        how = f"; queue depth {depth}, {engine}" + (
+            " (buffered: libaio completes it in the submitting call, so the depth is not reached)"
+            if buffered
+            else ""
+        )
+        out = replace(
+            job,
+            variant=job.variant + suffix,
+            description=job.description + how,
+            iodepth=depth,
+            ioengine=engine,
+        )
+    return with_numjobs(out, mods.numjobs) if mods.numjobs else out
