@@ -10,7 +10,7 @@ import statistics as _st
 from collections.abc import Callable
 from typing import Any
 
-from fsbench import stats
+from fsbench import latency, stats
 from fsbench.schema import CPU, Device, Result, Sample
 
 GiB = 1024**3
@@ -122,6 +122,7 @@ def aggregate(
     res.outliers, res.warnings = list(s.outliers), list(s.warnings)
     det = res.sample_details
     moved = _costs(res, det, is_write)
+    res.latency = latency.summary(det)
     for key, value in (summarize(det) if summarize else {}).items():
         setattr(res, key, value)  # fields the workload fills itself (hook summarize_samples)
     caches = [x.cache for x in det]

@@ -56,6 +56,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Later, additive (issue 25): Subject.aging (profile, seed, reference driver, cache key,
 #     image and layout digests, utilization, extents per file, free-space fragmentation,
 #     cost) for subjects `driver (aged:PROFILE)`.
+#     Later, additive (issue 34): Result.latency (fio results: median IOPS and p50/p99/p99.9
+#     completion latency in µs over the samples); fio params gain ioengine values libaio and
+#     io_uring with iodepth (named only off psync at depth 1), randrepeat and runtime_s; fio
+#     samples' extra gains lat_pct_us (fio's whole percentile list).
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -165,6 +169,8 @@ class Result(_Model):
     # The kernel probes over the result's traced run (probes/trace.py, sampler.Sampler.warm_up).
     trace: dict[str, Any] | None = None
     clients: list[ClientFigures] | None = None  # fio client/server runs only
+    # fio results: median iops and p50_us/p99_us/p99.9_us over the samples (fsbench.latency).
+    latency: dict[str, float] | None = None
     # Why this result got no more samples: "repeat" (the fixed --repeat N was reached),
     # "settled" (its ratio to the baseline is significant or within ±2 %; for a lone or
     # baseline result: nothing left open), "budget" (still open when the time budget ended),

@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "fsbench.schema",
             "fsbench.aggregate",
+            "fsbench.latency",
             "fsbench.stats",
             "fsbench.verdict",
             "fsbench.units",

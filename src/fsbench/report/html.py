@@ -20,6 +20,7 @@ from fsbench import __version__
 from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
 from fsbench.report.aging import aging_lines, effect_lines
+from fsbench.report.diskmark import grid_view as diskmark_grid
 from fsbench.report.explain import (
     Explanation,
     explain_run,
@@ -37,6 +38,7 @@ from fsbench.report.html_views import (
     summary_table,
 )
 from fsbench.report.integrity import failure_lines, integrity_rows
+from fsbench.report.latency_plots import latency_plots
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
@@ -501,6 +503,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         if s.status == "failed"
     ]
     scaling = scaling_plots(run)
+    lat_plots = latency_plots(run)  # issue 34: a latency CDF per random workload
     explained = {id(run.results[e.index]): e for e in explain_run(run)}
     template = _jinja().get_template("report.html")
     return template.render(
@@ -520,6 +523,8 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         summary=summary_table(run, subjects),
         placement=plots.placement,
         scaling=scaling,
+        diskmark=diskmark_grid(run),
+        latency_plots=lat_plots,
         client_rows=client_rows(run),
         costs=plots.costs,
         env_rows=_env_rows(run),
@@ -530,7 +535,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         integrity_failures=failure_lines(run),
         integrity=integrity_rows(run),
         semantics=semantics_view(run),
-        n_plots=len(plots.all()) + len(scaling),
+        n_plots=len(plots.all()) + len(scaling) + len(lat_plots),
         version=__version__,
         result_title=result_title,
     )

@@ -17,8 +17,10 @@ from rich.text import Text
 
 from fsbench.phases import phases_line
 from fsbench.report.answer import answers, first_why, missing_pieces, pack, why_lines
+from fsbench.report.diskmark import grid_table as diskmark_grid
 from fsbench.report.explain import explain_run
 from fsbench.report.integrity import integrity_lines, semantics_table
+from fsbench.report.latency import columns as latency_columns
 from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import (
     baseline_result,
@@ -123,6 +125,9 @@ def workload_tables(
         t.add_column("subject", style="bold")
         t.add_column(f"{unit} ±CI95", justify="right")
         t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
+        lat_cols = latency_columns(results, base)  # IOPS and p99 where latency-bound
+        for head, _ in lat_cols:
+            t.add_column(head, justify="right")
         # Workloads that move no bytes report CPU per 1000 operations: the header says which.
         per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
         cpu_unit = "s/run" if all(_per_run(r) for r in results) else "ms/kop"
@@ -131,12 +136,15 @@ def workload_tables(
         t.add_column("n", justify="right")
         for r in results:
             if r.status != "ok" or not r.samples:
-                t.add_row(r.subject, Text(r.status, style="red"), "", "", "", "0")
+                t.add_row(
+                    r.subject, Text(r.status, style="red"), "", *[""] * len(lat_cols), "", "", "0"
+                )
                 continue
             t.add_row(
                 r.subject,
                 ci_text(r),
                 ratio_text(base, r),
+                *(cell(r) for _, cell in lat_cols),
                 _cpu_text(r),
                 _CACHE_SHORT.get(r.cache, r.cache),
                 f"{len(r.samples)}{_STOP_MARK.get(r.stopped or '', '')}",
@@ -290,6 +298,7 @@ def render(
     for note in env.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     parts += workload_tables(run, console.width, verbose, explained)
+    parts += diskmark_grid(run)
     from fsbench.report.aging import aging_lines, effect_lines
 
     parts += [Text(line, style="cyan") for line in effect_lines(run)]

@@ -62,14 +62,3 @@ DISKMARK_JOBS: list[FioJob] = [
     for w in (False, True)
     for t in _TESTS  # type: ignore[misc]
 ]
-
-
-def label(variant: str) -> str:
-    """'SEQ1M Q8T1 read' for 'seq1m-q8t1-read' (any -qdN/-engine suffix kept lower-case)."""
-    for v, _, _, _, name in _TESTS:
-        for d in ("read", "write"):
-            head = f"{v}-{d}"
-            if variant.startswith(head):
-                rest = variant[len(head) :].lstrip("-")
-                return f"{name} {d}" + (f" {rest}" if rest else "")
-    return variant

@@ -1,0 +1,84 @@
+"""A completion-latency CDF per random fio workload (issue 34): for each subject, fio's
+percentile list (1 ... 99.99 %) of each pass, the median over the passes at each point, on a
+log latency axis; the p99's verdict against the baseline in the legend."""
+
+from __future__ import annotations
+
+import statistics
+
+from fsbench.report.figure import PAGE_WIDTH_IN, Plot, _figure, _slug, _styled, _svg, colours
+from fsbench.report.latency import judge
+from fsbench.report.naming import SYMBOLS, baseline_result, outcome, result_title
+from fsbench.report.summary import is_matrix, measured_subjects, usable
+from fsbench.schema import Result, Run
+from fsbench.units import fmt_ratio
+
+
+def cdf_points(res: Result) -> list[tuple[float, float]]:
+    """(latency µs, percentile) of the result: each point the median over its samples."""
+    per = [s.extra.get("lat_pct_us") for s in res.sample_details]
+    per = [p for p in per if isinstance(p, dict) and p]
+    if not per:
+        return []
+    keys = sorted({k for p in per for k in p}, key=float)
+    out = []
+    for k in keys:
+        vals = [float(p[k]) for p in per if k in p]
+        if len(vals) == len(per):
+            out.append((statistics.median(vals), float(k)))
+    return out
+
+
+def _random(res: Result) -> bool:
+    return str(res.params.get("rw", "")).startswith("rand") and not is_matrix(res)
+
+
+@_styled
+def latency_plots(run: Run) -> list[Plot]:
+    """One CDF plot per random fio workload whose samples carry fio's percentiles."""
+    subjects = measured_subjects(run)
+    col = colours(subjects)
+    by_title: dict[str, list[Result]] = {}
+    for r in run.results:
+        if _random(r) and usable(r) and cdf_points(r):
+            by_title.setdefault(result_title(r), []).append(r)
+    plots = []
+    for title, results in by_title.items():
+        base = baseline_result(results, subjects)
+        fig = _figure(PAGE_WIDTH_IN, 3.2)
+        ax = fig.subplots(1, 1)
+        for r in results:
+            pts = cdf_points(r)
+            v = judge(base, r, "p99")
+            said = ""
+            if v is not None and v.ratio is not None:
+                said = f" — p99 {fmt_ratio(v.ratio)} {SYMBOLS[outcome(v, False)]}"
+            ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker=".",
+                color=col.get(r.subject, "#444"),
+                label=f"{r.subject}{said}",
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("completion latency (µs, log)")
+        ax.set_ylabel("percentile")
+        ax.set_ylim(0, 100)
+        ax.axhline(99, ls=":", color="#7f7f7f", lw=0.8)
+        fig.legend(loc="outside right upper")
+        fig.suptitle(f"{title}: completion latency", x=0.01, ha="left", fontsize=10)
+        pid = "latency-cdf-" + _slug(title)
+        depth = results[0].params.get("iodepth", 1)
+        engine = results[0].params.get("ioengine", "psync")
+        plots.append(
+            Plot(
+                pid,
+                f"{title}: completion latency",
+                _svg(fig, pid),
+                f"fio's completion-latency percentiles at queue depth {depth} ({engine}), "
+                "the median of each point over the passes; further right is slower. The p99 "
+                f"ratio to {base.subject if base else 'the baseline'} and its mark (▼ longer) "
+                "are the verdict's, made as for throughput; the dotted line is p99.",
+            )
+        )
+    return plots
