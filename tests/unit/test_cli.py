@@ -163,6 +163,14 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     (["compare", "ext4", "--workloads", "nope"], "fsbench: unknown workload 'nope'"),
     (["compare", "ext4", "--suite", "nope"], "fsbench: unknown suite 'nope'"),
     (
+        ["compare", "ext4", "--workloads", "rand-read:qd0"],
+        "fsbench: rand-read:qd0: queue depth 0 is out of range 1-1024",
+    ),
+    (
+        ["compare", "ext4", "--suite", "diskmark:posix"],
+        "fsbench: --suite diskmark:posix: 'posix' is not a fio parameter",
+    ),
+    (
         ["compare", "ext4", "--workloads", "seq-write", "--suite", "default"],
         "fsbench: give --workloads or --suite, not both",
     ),

@@ -1,0 +1,224 @@
+"""Queue depth, engine and latency (issue 34): workload parameters from the command line, the
+diskmark suite's jobs, latency read from real fio 3.33 JSON, and latency judged (lower is
+better) by the same verdict as throughput."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fsbench import latency
+from fsbench.errors import UsageError
+from fsbench.registry import resolve_workloads
+from fsbench.report.diskmark import grid, label
+from fsbench.report.latency import columns, judge
+from fsbench.report.latency_plots import cdf_points, latency_plots
+from fsbench.schema import Result, Sample
+from fsbench.workloads.base import Target
+from fsbench.workloads.fio import parse_fio_json, parse_io_params
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fio_json"
+
+
+# -- parameters ---------------------------------------------------------------------------------
+def test_a_depth_on_a_psync_job_takes_libaio_and_names_the_variant() -> None:
+    (job,) = resolve_workloads("rand-read/4k-direct:qd32", None)
+    assert (job.id, job.iodepth, job.ioengine) == ("rand-read/4k-direct-qd32", 32, "libaio")
+    p = job.params(Target("s", "/tmp/x", "kernel", 64 << 20))
+    assert (p["iodepth"], p["ioengine"]) == (32, "libaio")
+    argv = job.argv(Target("s", "/tmp/x", "kernel", 64 << 20))
+    assert "--ioengine=libaio" in argv and "--iodepth=32" in argv
+
+
+def test_engine_and_jobs_apply_to_every_variant_of_a_name() -> None:
+    jobs = resolve_workloads("rand-write:qd8:io_uring:j2", None)
+    assert len(jobs) == 4
+    assert {(j.iodepth, j.ioengine, j.numjobs) for j in jobs} == {(8, "io_uring", 2)}
+    assert all(j.id.endswith("-qd8-io_uring-j2") for j in jobs)
+
+
+def test_plain_jobs_keep_their_old_params_and_argv() -> None:
+    """psync at depth 1 names no depth, so results of older runs still match (diff)."""
+    (job,) = resolve_workloads("rand-read/4k-direct", None)
+    p = job.params(Target("s", "/tmp/x", "kernel", 64 << 20))
+    assert "iodepth" not in p and p["ioengine"] == "psync"
+    argv = job.argv(Target("s", "/tmp/x", "kernel", 64 << 20))
+    assert "--randrepeat=1" in argv and not any(a.startswith("--iodepth") for a in argv)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("rand-read:qd0", "out of range"),
+        ("rand-read:qd5000", "out of range"),
+        ("rand-read:qdx", "not a fio parameter"),
+        ("rand-read:posix", "not a fio parameter"),
+        ("rand-read:psync:qd4", "psync is synchronous"),
+        ("rand-read:j0", "out of range"),
+        ("rand-read:qd4:qd8", "not a fio parameter"),
+        ("metadata:qd4", "takes no queue depth"),
+    ],
+)
+def test_bad_parameters_are_one_clear_line(spec: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says) as e:
+        resolve_workloads(spec, None)
+    assert "\n" not in str(e.value)
+
+
+def test_parse_io_params_reads_each_token() -> None:
+    got = parse_io_params("x", "QD32:io_uring:t4")
+    assert (got.iodepth, got.ioengine, got.numjobs) == (32, "io_uring", 4)
+
+
+# -- the diskmark suite -------------------------------------------------------------------------
+def test_diskmark_is_kdiskmarks_eight_tests() -> None:
+    jobs = resolve_workloads(None, "diskmark")
+    got = {(j.rw, j.bs, j.iodepth, j.numjobs) for j in jobs}
+    tests = [("read", "1M", 8), ("read", "1M", 1), ("randread", "4k", 32), ("randread", "4k", 1)]
+    want = {(d, bs, qd, 1) for rw, bs, qd in tests for d in (rw, rw.replace("read", "write"))}
+    assert got == want and len(jobs) == 8
+    for j in jobs:
+        argv = j.argv(Target("s", "/tmp/x", "kernel", 512 << 20))
+        for opt in ("--ioengine=libaio", "--direct=1", "--end_fsync=1", "--randrepeat=0"):
+            assert opt in argv, (j.id, opt)
+        assert "--runtime=5" in argv
+        assert j.cache == "direct" and j.min_sample_s == 0.0  # one pass = one sample
+        assert j.fileset == "diskmark"  # one test file, laid out once
+        # The layout pass is plain and whole: no runtime cut, no depth.
+        layout = j.argv(Target("s", "/tmp/x", "kernel", 512 << 20), rw="write", whole=True)
+        assert "--ioengine=psync" in layout and "--runtime=5" not in layout
+
+
+def test_diskmark_io_uring_is_a_parameter_of_the_suite() -> None:
+    jobs = resolve_workloads(None, "diskmark:io_uring")
+    assert {j.ioengine for j in jobs} == {"io_uring"} and len(jobs) == 8
+    assert label(jobs[2].variant) == "RND4K Q32T1 read io_uring"
+
+
+# -- latency from real fio 3.33 JSON ------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "direction", "depth"),
+    [
+        ("randread-io_uring", "read", 8),
+        ("randwrite-io_uring", "write", 8),
+        ("randread-psync", "read", 1),
+        ("randwrite-psync", "write", 1),
+    ],
+)
+def test_latency_from_real_fio_json(name: str, direction: str, depth: int) -> None:
+    text = (FIXTURES / f"{name}.json").read_text()
+    doc = json.loads(text)
+    part = doc["jobs"][0][direction]
+    assert int(doc["jobs"][0]["job options"]["iodepth"]) == depth
+    got = parse_fio_json(text, direction)
+    pct = part["clat_ns"]["percentile"]
+    assert got["lat_us"]["p50"] == pytest.approx(pct["50.000000"] / 1000)
+    assert got["lat_us"]["p99"] == pytest.approx(pct["99.000000"] / 1000)
+    assert got["lat_us"]["p99.9"] == pytest.approx(pct["99.900000"] / 1000)
+    assert got["lat_us"]["p50"] <= got["lat_us"]["p99"] <= got["lat_us"]["p99.9"]
+    assert got["iops"] == pytest.approx(part["iops"]) and got["iops"] > 0
+    # The whole list, for the CDF: fio's 17 default points, increasing.
+    cdf = got["lat_pct_us"]
+    assert len(cdf) == len(pct) == 17
+    vals = [cdf[k] for k in sorted(cdf, key=float)]
+    assert vals == sorted(vals)
+    assert cdf["99"] == got["lat_us"]["p99"]
+
+
+# -- latency judged like throughput -------------------------------------------------------------
+def _res(subject: str, p99s: list[float], mib_s: float = 100.0, rw: str = "randread") -> Result:
+    samples = [
+        Sample(
+            value=mib_s * (1 + 0.01 * i),
+            seconds=1.0,
+            extra={
+                "iops": mib_s * 256 * (1 + 0.01 * i),
+                "lat_us": {"p50": p / 4, "p99": p, "p99.9": p * 2},
+                "lat_pct_us": {"50": p / 4, "99": p, "99.9": p * 2},
+            },
+            cache="direct",
+        )
+        for i, p in enumerate(p99s)
+    ]
+    r = Result(
+        subject=subject,
+        workload="diskmark",
+        variant="rnd4k-q1t1-read",
+        params={"variant": "rnd4k-q1t1-read", "rw": rw, "block_size": "4k", "iodepth": 1},
+        metric="throughput",
+        unit="MiB/s",
+        samples=[s.value for s in samples],
+        sample_details=samples,
+        median=float(np.median([s.value for s in samples])),
+        verdict_family={"looks": 1, "comparisons": 1, "alpha": 0.05},
+    )
+    r.latency = latency.summary(samples)
+    return r
+
+
+def test_a_six_times_longer_p99_is_marked_worse() -> None:
+    base = _res("ext4", [100, 104, 98, 101, 99])
+    slow = _res("ntfs-3g", [600, 640, 590, 610, 605])
+    v = judge(base, slow, "p99")
+    assert v is not None and v.mark == "above" and v.ratio == pytest.approx(6.0, rel=0.05)
+    assert v.better(False) is False  # a longer latency is worse
+    fast = judge(slow, base, "p99")
+    assert fast is not None and fast.better(False) is True
+    # The view is the same result with its p99s as samples, lower better.
+    view = latency.view(slow, "p99")
+    assert view is not None and view.samples == [600, 640, 590, 610, 605]
+    assert not view.higher_is_better and view.unit == "µs"
+
+
+def test_the_latency_verdict_is_the_throughput_procedure_on_the_p99s() -> None:
+    from fsbench.verdict import verdict
+
+    base = _res("ext4", [100, 130, 90])
+    other = _res("xfs", [110, 120, 95])
+    v = judge(base, other, "p99")
+    assert v == verdict([100, 130, 90], [110, 120, 95])
+    assert v is not None and v.mark == "open"
+
+
+def test_result_latency_is_the_median_over_samples() -> None:
+    r = _res("ext4", [100, 300, 200])
+    assert r.latency == {"iops": pytest.approx(25856), "p50_us": 50, "p99_us": 200, "p99.9_us": 400}
+
+
+def test_latency_columns_only_where_latency_bound() -> None:
+    base, other = _res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590])
+    cols = columns([base, other], base)
+    assert [h for h, _ in cols] == ["IOPS", "p99 µs"]
+    cell = cols[1][1](other).plain
+    assert cell.startswith("600") and "▼" in cell
+    seq = _res("ext4", [100, 101, 99])
+    seq.params = {**seq.params, "rw": "read", "block_size": "1M"}
+    assert columns([seq], seq) == []
+
+
+def test_grid_and_cdf_of_a_run() -> None:
+    from fsbench.schema import Environment, Run, Subject
+
+    base, other = _res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590], mib_s=10)
+    run = Run(
+        run_id="t",
+        started="2026-11-26T10:00:00",
+        environment=Environment(kernel="6.18", cpus=2, backing="ram"),
+        subjects=[
+            Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel"),
+            Subject(id="ntfs-3g", driver="ntfs-3g", fs="ntfs", kind="fuse"),
+        ],
+        results=[base, other],
+    )
+    g = grid(run)
+    assert g is not None and g.subjects == ["ext4", "ntfs-3g"]
+    name, cells = g.rows[0]
+    assert name == "RND4K Q1T1 read"
+    assert cells["ext4"].mb_s == pytest.approx(101 * 1.048576)  # the mean of the passes, MB/s
+    assert cells["ntfs-3g"].mark == "worse"
+    assert cdf_points(other)[-1] == (1200, 99.9)  # median of 1200, 1220, 1180
+    plots = latency_plots(run)
+    assert len(plots) == 1 and "p99 6." in plots[0].svg
