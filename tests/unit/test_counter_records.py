@@ -14,6 +14,7 @@ import pytest
 from explain_fixtures import GiB, run
 
 from fsbench import probedefs
+from fsbench.probedefs import depth
 from fsbench.probedefs.costs import amplification_factors, cpu_factors, ctx_factors
 from fsbench.probedefs.counter import Counted, CounterProbe, ProbeSpec, ProcReader, factor_functions
 from fsbench.probedefs.factor import Factor, FactorInput, differs, ratio_weight
@@ -121,11 +122,12 @@ def _result(subject: str, value: float, d: ProbeDelta) -> Result:
 def test_the_catalogue_names_each_probe_once_and_each_factor_function_once() -> None:
     names = [p.name for p in probedefs.COUNTERS]
     assert len(names) == len(set(names))
-    assert factor_functions(probedefs.COUNTERS) == [cpu_factors, ctx_factors, amplification_factors]
+    own = [cpu_factors, ctx_factors, amplification_factors, depth.factors]
+    assert factor_functions(probedefs.COUNTERS) == own
     # The trace probes' factors, then the records', then the FUSE floor's.
     sources = factor_sources()
     n = len(probedefs.EXPLAINED)
-    assert sources[n : n + 3] == [cpu_factors, ctx_factors, amplification_factors]
+    assert sources[n : n + 4] == own
 
 
 def test_a_new_counter_record_is_read_diffed_and_explained(
@@ -140,9 +142,12 @@ def test_a_new_counter_record_is_read_diffed_and_explained(
         mp.setattr(probedefs, "COUNTERS", probedefs.COUNTERS[:-1])
         _, plain = _delta_of(*_trees(tmp_path / "plain", stalled_us=1_050_000))
     assert d.flags[:-1] == plain.flags
-    assert replace(d, flags=[], figures={}) == replace(plain, flags=[])
-    # Its own amount, under its name: no ProbeDelta field was needed for it.
-    assert d.figures == {"pressure.stalled_s": 1.05} and plain.figures == {}
+    assert replace(d, flags=[]) == replace(
+        plain, flags=[], figures={**plain.figures, "pressure.stalled_s": 1.05}
+    )
+    # Its own amount, under its name: no ProbeDelta field was needed for it (the device
+    # record's own are its queue time and busy time: probedefs/depth.py).
+    assert set(plain.figures) == {"block.queue_ms", "block.busy_ms"}
 
     toy = _result("ntfs-3g", 100.0, d)
     assert "io-pressure:0.42" in toy.sample_details[0].flags
@@ -185,4 +190,6 @@ def test_a_counter_figure_adds_up_over_a_samples_iterations(
     m = Measurement(value=100.0, seconds=2.5, bytes=GiB)
     its = [Iteration(m, one, None, "n/a", []), Iteration(m, two, None, "n/a", [])]
     merged = merge_iterations(its, FakeWorkload(name="seq-write"))
-    assert merged.delta.figures == {"pressure.stalled_s": 1.5}
+    assert merged.delta.figures["pressure.stalled_s"] == 1.5
+    queue = one.figures["block.queue_ms"] + two.figures["block.queue_ms"]
+    assert merged.delta.figures["block.queue_ms"] == queue

@@ -222,3 +222,37 @@ def test_grid_and_cdf_of_a_run() -> None:
     assert cdf_points(other)[-1] == (1200, 99.9)  # median of 1200, 1220, 1180
     plots = latency_plots(run)
     assert len(plots) == 1 and "p99 6." in plots[0].svg
+
+
+# -- the explanation at depth -------------------------------------------------------------------
+def _inp(res: Result, kind: str, measured: dict, base_res: Result | None = None):
+    from fsbench.probedefs.factor import FactorInput, Profile
+
+    def prof(r: Result, k: str, m: dict) -> Profile:
+        return Profile(result=r, per="GiB", amount=1.0, seconds=2.0, kind=k, driver=k, measured=m)
+
+    base = prof(base_res, "kernel", {}) if base_res is not None else None
+    return FactorInput(res, prof(res, kind, measured), base, "ext4", None, None, lambda r: None)  # type: ignore[arg-type]
+
+
+def test_a_qd32_run_reaching_depth_1_is_the_finding() -> None:
+    from fsbench.probedefs import depth
+    from fsbench.probedefs.factor import OpFigures
+
+    res = _res("ntfs-3g", [600, 610, 590])
+    res.params = {**res.params, "iodepth": 32}
+    # 4 s of READ request time per GiB over a 2 s run: ≈ 2 in flight at the daemon.
+    read = OpFigures(1.0, {}, None, None, None, seconds=4.0, mean_us=None)
+    base = _res("ext4", [100, 101, 99])
+    base.params = {**base.params, "iodepth": 32}
+    for s in base.sample_details:  # 30 requests queued on average while busy
+        s.extra.update({"block.queue_ms": 300.0, "block.busy_ms": 10.0})
+    (f,) = depth.factors(_inp(res, "fuse", {"fuse": {"READ": read}}, base))
+    assert f.figure == pytest.approx(2.0) and f.baseline == pytest.approx(30.0)
+    assert "queue depth 32 asked, ≈ 2.0 FUSE READ requests at the daemon" in f.sentence
+    assert "lost" in f.sentence and f.weight > 10
+    (k,) = depth.factors(_inp(base, "kernel", {}))
+    assert k.figure == pytest.approx(30.0) and "lost" not in k.sentence
+    # Depth 1 asked: nothing to explain.
+    res.params["iodepth"] = 1
+    assert depth.factors(_inp(res, "fuse", {"fuse": {"READ": read}}, base)) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fsbench.probedefs import depth
 from fsbench.probedefs.costs import amplification_factors
 from fsbench.probedefs.counter import Counted, CounterProbe, ProbeSpec, ProcReader
 from fsbench.schema import Device
@@ -37,7 +38,11 @@ def _delta(before: Any, after: Any, _seconds: float, spec: ProbeSpec) -> Counted
         read_ios=after.read_ios - before.read_ios,
         write_ios=after.write_ios - before.write_ios,
     )
-    return Counted({"device": device, "device_busy_ms": after.io_ticks - before.io_ticks})
+    busy = after.io_ticks - before.io_ticks
+    # Little's law over the busy time: time_in_queue / io_ticks is the mean number of requests
+    # in flight while the device had any (iostat's aqu-sz is it over the wall time instead).
+    queue = {"queue_ms": after.time_in_queue - before.time_in_queue, "busy_ms": busy}
+    return Counted({"device": device, "device_busy_ms": busy}, figures=queue)
 
 
 PROBE = CounterProbe(
@@ -45,5 +50,6 @@ PROBE = CounterProbe(
     "/sys/block/DEV/stat (or /sys/class/block/DEV/stat) of spec.block_device",
     collect=_collect,
     delta=_delta,
-    factors=(amplification_factors,),
+    # The depth reached (issue 34) is the device's (or, through FUSE, the daemon's) figure.
+    factors=(amplification_factors, depth.factors),
 )
