@@ -11,9 +11,12 @@
  * cell's time is from the first start to the last end, as fio's group reporting does.
  * Threads inherit the caller's CPU mask, so a placement pins them too.
  *
+ * syscall="read" moves the records with read()/write() at the file position instead of
+ * pread()/pwrite() at their offset: what dd, cp and cat do, one sequential stream per open.
+ *
  * run(jobs, write, order, file_size, record_size, passes=1, fsync=0, create=0, stride=8,
- *     seed=..., timeout_s=0) -> dict: ns, bytes, ops, opens, fsyncs, records (per file), latency
- *     percentiles (p50_ns, p99_ns, p999_ns, max_ns, mean_ns), and on the first failure errno,
+ *     seed=..., timeout_s=0, syscall="pread") -> dict: ns, bytes, ops, opens, fsyncs,
+ *     records (per file), latency percentiles (p50_ns, p99_ns, p999_ns, max_ns, mean_ns), and on the first failure errno,
  *     func (the call that failed) and path.
  * order(kind, records, stride=8, seed=...) -> list: the record order run uses, for tests.
  */
@@ -72,7 +75,7 @@ typedef struct {
     /* inputs */
     char **paths;
     size_t nfiles;
-    int write, fsync_close, create;
+    int write, fsync_close, create, positional;
     uint64_t file_size, record_size, passes, records, timeout_ns;
     const uint64_t *order;
     pthread_barrier_t *barrier;
@@ -98,13 +101,20 @@ static int fail(job_t *j, const char *func, const char *path, int err) {
 static int one_record(job_t *j, int fd, char *buf, uint64_t off, const char *path) {
     uint64_t done = 0;
     while (done < j->record_size) {
-        ssize_t n = j->write ? pwrite(fd, buf + done, j->record_size - done, (off_t)(off + done))
-                             : pread(fd, buf + done, j->record_size - done, (off_t)(off + done));
+        ssize_t n;
+        if (j->positional)
+            n = j->write ? pwrite(fd, buf + done, j->record_size - done, (off_t)(off + done))
+                         : pread(fd, buf + done, j->record_size - done, (off_t)(off + done));
+        else /* sequential order only: the file position is `off + done` */
+            n = j->write ? write(fd, buf + done, j->record_size - done)
+                         : read(fd, buf + done, j->record_size - done);
+        const char *func = j->positional ? (j->write ? "pwrite" : "pread")
+                                         : (j->write ? "write" : "read");
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fail(j, j->write ? "pwrite" : "pread", path, errno);
+            return fail(j, func, path, errno);
         }
-        if (n == 0) return fail(j, j->write ? "pwrite" : "pread (file ends early)", path, EIO);
+        if (n == 0) return fail(j, j->write ? func : "read (file ends early)", path, EIO);
         done += (uint64_t)n;
     }
     return 0;
@@ -217,18 +227,28 @@ static void free_jobs(job_t *jobs, size_t njobs) {
 static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {"jobs",   "write",  "order",  "file_size", "record_size", "passes",
-                             "fsync",  "create", "stride", "seed",      "timeout_s", NULL};
+                             "fsync",  "create", "stride", "seed",      "timeout_s", "syscall",
+                             NULL};
     PyObject *jobs_obj;
     int write, fsync_close = 0, create = 0;
-    const char *order_s;
+    const char *order_s, *syscall_s = "pread";
     unsigned long long file_size, record_size, passes = 1, stride = 8, seed = DEFAULT_SEED;
     double timeout_s = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OpsKK|KppKKd", kwlist, &jobs_obj, &write,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OpsKK|KppKKds", kwlist, &jobs_obj, &write,
                                      &order_s, &file_size, &record_size, &passes, &fsync_close,
-                                     &create, &stride, &seed, &timeout_s))
+                                     &create, &stride, &seed, &timeout_s, &syscall_s))
         return NULL;
     order_t o;
     if (parse_order(order_s, &o) != 0) return NULL;
+    int positional = strcmp(syscall_s, "pread") == 0;
+    if (!positional && strcmp(syscall_s, "read") != 0) {
+        PyErr_Format(PyExc_ValueError, "unknown syscall %s (pread, read)", syscall_s);
+        return NULL;
+    }
+    if (!positional && o != ORDER_SEQ) {
+        PyErr_SetString(PyExc_ValueError, "syscall read moves records in sequential order only");
+        return NULL;
+    }
     if (record_size == 0 || file_size < record_size || file_size % record_size != 0) {
         PyErr_SetString(PyExc_ValueError, "file_size must be a whole number of records");
         return NULL;
@@ -276,6 +296,7 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
         j->write = write;
         j->fsync_close = fsync_close;
         j->create = create;
+        j->positional = positional;
         j->file_size = file_size;
         j->record_size = record_size;
         j->passes = passes;
@@ -373,7 +394,7 @@ error:
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
      "run(jobs, write, order, file_size, record_size, passes=1, fsync=False, create=False, "
-     "stride=8, seed=..., timeout_s=0) -> dict: one matrix cell's I/O, timed in C"},
+     "stride=8, seed=..., timeout_s=0, syscall='pread') -> dict: one matrix cell's I/O, timed in C"},
     {"order", (PyCFunction)(void (*)(void))py_order, METH_VARARGS | METH_KEYWORDS,
      "order(kind, records, stride=8, seed=...) -> list: the record order run uses"},
     {NULL, NULL, 0, NULL},
