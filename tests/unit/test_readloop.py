@@ -1,0 +1,80 @@
+"""seq-read/cold reads as dd does (a native read() loop), and its params say so."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fsbench import _iocell
+from fsbench.registry import WORKLOADS
+from fsbench.workloads.base import Target, WorkloadFailed
+from fsbench.workloads.clients import fio_form
+from fsbench.workloads.fio import READ_LOOP, FioJob, ReadLoop, parse_bs
+
+MiB = 1024 * 1024
+
+
+def _target(tmp_path: Path, size: int = 3 * MiB, read_only: bool = False) -> Target:
+    return Target("s", str(tmp_path / "w"), "kernel", size, read_only=read_only)
+
+
+def test_seq_read_cold_params_name_the_read_loop(tmp_path: Path) -> None:
+    wl = WORKLOADS["seq-read/cold"]
+    assert isinstance(wl, ReadLoop)
+    p = wl.params(_target(tmp_path))
+    assert (p["reader"], p["engine"], p["ioengine"]) == (READ_LOOP, "native", "sync")
+    # Everything else is its fio job's: the same record and file sizes, the same cache state.
+    assert p["block_size"] == "1M" and p["cache"] == "cold" and wl.cache == "cold"
+    assert p["file_size"] == 3 * MiB
+
+
+def test_an_existing_file_on_a_read_only_volume_is_read_by_fio(tmp_path: Path) -> None:
+    f = tmp_path / "big"
+    f.write_bytes(b"x" * (MiB + 5))
+    t = Target("s", str(tmp_path), "kernel", 3 * MiB, read_only=True, existing_file=str(f))
+    p = WORKLOADS["seq-read/cold"].params(t)
+    assert p["reader"] == "fio psync" and p["engine"] == "fio"
+
+
+def test_the_loop_reads_every_byte_of_every_job_file(tmp_path: Path) -> None:
+    wl = WORKLOADS["seq-read/cold"].with_numjobs(2)
+    assert isinstance(wl, ReadLoop) and wl.id == "seq-read/cold-j2"
+    t = _target(tmp_path, size=4 * MiB)
+    os.makedirs(t.workdir)
+    for j in range(2):  # laid out as fio names them (prepare lets fio write them)
+        (Path(t.workdir) / f"seq.{j}.0").write_bytes(os.urandom(2 * MiB))
+    m = wl.run(t)
+    assert m.bytes == 4 * MiB and m.ops == 4
+    assert m.value == pytest.approx(m.bytes / MiB / m.seconds)
+
+
+def test_a_short_file_fails_with_the_call_that_found_it(tmp_path: Path) -> None:
+    wl = WORKLOADS["seq-read/cold"]
+    t = _target(tmp_path, size=2 * MiB)
+    os.makedirs(t.workdir)
+    (Path(t.workdir) / "seq.0.0").write_bytes(b"\0" * MiB)
+    with pytest.raises(WorkloadFailed, match=r"read \(file ends early\) seq.0.0"):
+        wl.run(t)
+
+
+def test_clients_mode_runs_its_fio_form() -> None:
+    wl = WORKLOADS["seq-read/cold"]
+    form = fio_form(wl)
+    assert isinstance(form, FioJob) and form.id == wl.id and form.rw == "read"
+    assert wl.app_comms is None  # the trace's application is fsbench's own thread
+
+
+def test_native_read_refuses_a_non_sequential_order(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(b"\0" * MiB)
+    with pytest.raises(ValueError, match="sequential"):
+        _iocell.run([[str(f)]], False, "random", MiB, 4096, syscall="read")
+    with pytest.raises(ValueError, match="unknown syscall"):
+        _iocell.run([[str(f)]], False, "seq", MiB, 4096, syscall="mmap")
+
+
+@pytest.mark.parametrize(("text", "n"), [("1M", MiB), ("4k", 4096), ("8192", 8192)])
+def test_parse_bs(text: str, n: int) -> None:
+    assert parse_bs(text) == n
