@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from fsbench.workloads.clients import fio_form
 
 from fsbench import _iocell
 from fsbench.registry import WORKLOADS
 from fsbench.workloads.base import Target, WorkloadFailed
-from fsbench.workloads.clients import fio_form
 from fsbench.workloads.fio import READ_LOOP, FioJob, ReadLoop, parse_bs
 
 MiB = 1024 * 1024
