@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
-from fsbench.workloads.clients import fio_form
 
 from fsbench import _iocell
+from fsbench.dimensions.clients import fio_form
 from fsbench.registry import WORKLOADS
 from fsbench.workloads.base import Target, WorkloadFailed
-from fsbench.workloads.fio import READ_LOOP, FioJob, ReadLoop, parse_bs
+from fsbench.workloads.fio import READ_LOOP, FioJob, IoParams, ReadLoop, parse_bs
 
 MiB = 1024 * 1024
 
@@ -78,3 +78,10 @@ def test_native_read_refuses_a_non_sequential_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "n"), [("1M", MiB), ("4k", 4096), ("8192", 8192)])
 def test_parse_bs(text: str, n: int) -> None:
     assert parse_bs(text) == n
+
+
+def test_jobs_keep_the_loop_and_a_depth_or_engine_is_fio() -> None:
+    wl = WORKLOADS["seq-read/cold"]
+    assert isinstance(wl.with_io(IoParams(numjobs=2)), ReadLoop)
+    deep = wl.with_io(IoParams(iodepth=4))
+    assert isinstance(deep, FioJob) and deep.iodepth == 4 and deep.ioengine == "libaio"

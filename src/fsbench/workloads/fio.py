@@ -398,6 +398,12 @@ class ReadLoop:
     def with_numjobs(self, numjobs: int) -> ReadLoop:
         return replace(self, fio=self.fio.with_numjobs(numjobs))
 
+    def with_io(self, mods: IoParams) -> ReadLoop | FioJob:
+        """Jobs alone keep the read() loop; a queue depth or an engine is fio's to run."""
+        if mods.iodepth is None and mods.ioengine is None:
+            return self.with_numjobs(mods.numjobs) if mods.numjobs else self
+        return self.fio.with_io(mods)
+
     def fio_job(self) -> FioJob:
         """fio's client/server mode (--clients) runs the job as fio, with fio's reader."""
         return self.fio
