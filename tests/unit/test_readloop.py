@@ -11,7 +11,8 @@ from fsbench import _iocell
 from fsbench.dimensions.clients import fio_form
 from fsbench.registry import WORKLOADS
 from fsbench.workloads.base import Target, WorkloadFailed
-from fsbench.workloads.fio import READ_LOOP, FioJob, IoParams, ReadLoop, parse_bs
+from fsbench.workloads.fio import FioJob, IoParams
+from fsbench.workloads.readloop import READ_LOOP, ReadLoop, parse_bs
 
 MiB = 1024 * 1024
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import shutil
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from fsbench.workloads.base import (
     job_id,
     measured_child,
 )
+from fsbench.workloads.readloop import ReadLoop
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -369,107 +369,6 @@ def fio_error(stdout: str, stderr: str) -> str:
                 return line.strip().removeprefix("fio: ")
     lines = [ln for ln in (stderr or stdout).splitlines() if ln.strip()]
     return lines[-1].strip() if lines else "fio failed without a message"
-
-
-# What seq-read/cold's reader is, in its params: a loop of read() calls as dd, cp and cat make.
-READ_LOOP = "read() loop"
-
-
-@dataclass(frozen=True)
-class ReadLoop:
-    """A sequential read as dd, cp and cat do it: read() of `bs` records at the file position,
-    one thread per job, timed in C (fsbench._iocell) with no process started inside the sample.
-
-    Everything but the timed read is its fio job's (`fio`): the files, their layout and sizes,
-    the cache state, the id, the clients' form. fio's own psync reader measures the same on a
-    quiet machine (docs/figures.md); the native loop has no fio parent process, helper thread
-    or job process contending for the CPUs a RAM-backed cold read is bound by."""
-
-    fio: FioJob
-    # The reader is fsbench's own thread, not a process named fio (the trace's wake-ups).
-    app_comms = None
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for what ReadLoop does not define: id, name, cache, fileset, numjobs...
-        if name == "fio":
-            raise AttributeError(name)
-        return getattr(self.fio, name)
-
-    def with_numjobs(self, numjobs: int) -> ReadLoop:
-        return replace(self, fio=self.fio.with_numjobs(numjobs))
-
-    def with_io(self, mods: IoParams) -> ReadLoop | FioJob:
-        """Jobs alone keep the read() loop; a queue depth or an engine is fio's to run."""
-        if mods.iodepth is None and mods.ioengine is None:
-            return self.with_numjobs(mods.numjobs) if mods.numjobs else self
-        return self.fio.with_io(mods)
-
-    def fio_job(self) -> FioJob:
-        """fio's client/server mode (--clients) runs the job as fio, with fio's reader."""
-        return self.fio
-
-    def _native(self, target: Target) -> bool:
-        # An existing file on a read-only volume need not be whole records: fio reads it.
-        return not target.read_only
-
-    def params(self, target: Target) -> dict[str, Any]:
-        p = self.fio.params(target)
-        if not self._native(target):
-            return {**p, "reader": "fio psync"}
-        return {**p, "engine": "native", "ioengine": "sync", "reader": READ_LOOP}
-
-    def prepare(self, target: Target) -> None:
-        self.fio.prepare(target)
-
-    def run(self, target: Target) -> Measurement:
-        if not self._native(target):
-            return self.fio.run(target)
-        from fsbench import _iocell  # built by setup.py
-
-        job, size, rec = self.fio, self.fio.per_job_size(target), parse_bs(self.fio.bs)
-        files = [[f] for f in job._files(target)]
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
-        r = _iocell.run(
-            files,
-            False,
-            "seq",
-            size // rec * rec,
-            rec,
-            timeout_s=FIO_RUNTIME_CAP_S * 3,
-            syscall="read",
-        )
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        if r["errno"]:
-            where = os.path.basename(r["path"]) if r["path"] else job.id
-            raise WorkloadFailed(f"{r['func']} {where}: {os.strerror(r['errno'])}")
-        seconds = r["ns"] / 1e9
-        if seconds <= 0 or r["bytes"] <= 0:
-            raise WorkloadFailed(f"{job.id}: no read timed ({r['bytes']} B in {r['ns']} ns)")
-        return Measurement(
-            value=r["bytes"] / MiB / seconds,
-            seconds=seconds,
-            bytes=r["bytes"],
-            ops=r["ops"],
-            app_user_s=ru1.ru_utime - ru0.ru_utime,
-            app_sys_s=ru1.ru_stime - ru0.ru_stime,
-            app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
-            extra={
-                "iops": r["ops"] / seconds,
-                "lat_us": {
-                    "p50": r["p50_ns"] / 1e3,
-                    "p99": r["p99_ns"] / 1e3,
-                    "p99.9": r["p999_ns"] / 1e3,
-                },
-                "lat_mean_us": r["mean_ns"] / 1e3,
-            },
-        )
-
-
-def parse_bs(bs: str) -> int:
-    """fio's block size text ("1M", "4k", "8192") in bytes."""
-    units = {"k": KiB, "m": MiB, "g": 1024 * MiB}
-    text = bs.strip().lower()
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
 def _rand(name: str, rw: str, what: str) -> list[FioJob]:
