@@ -138,7 +138,7 @@ def _print_kernels(con: Console, vms: dict[str, Any]) -> None:
         t.add_column(c)
     for k in vms["kernels"]:
         drivers = ", ".join(k["drivers"]) if k["cached"] else "[dim]fetched on first use[/]"
-        adds = ", ".join(k["adds"]) if k["cached"] else ""
+        adds = ", ".join([*k["adds"], *k.get("features", [])])
         t.add_row(k["name"], _yn(k["cached"]), k["release"] or k["source"], adds, drivers)
     con.print(t)
     if vms["why_emulated"]:

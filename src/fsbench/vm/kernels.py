@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsbench import aptsource
@@ -41,6 +41,8 @@ class DebianKernel:
     # Kernel drivers its modules add to a host without them (what `doctor` lists as "adds"
     # once it is fetched): the report names the kernel before anyone fetches it.
     adds: tuple[str, ...] = ()
+    # Likewise what else it offers a guest (FEATURES' words), until its config is read.
+    features: tuple[str, ...] = ()
 
 
 KNOWN: dict[str, DebianKernel] = {
@@ -53,7 +55,26 @@ KNOWN: dict[str, DebianKernel] = {
             description="Debian's 6.12 from bookworm-backports (ntfs3, exfat, vfat as modules)",
             adds=("ntfs3", "exfat", "vfat"),
         ),
+        # "Unstable's newest", whatever series that is when first fetched: the run records
+        # which release and packages it was (7.2.13 when added, with the new ntfs driver and
+        # no ntfs3).
+        DebianKernel(
+            "debian-sid",
+            "sid",
+            r"linux-image-[0-9]+\.[0-9]+\.[0-9]+\+deb[0-9]+-amd64",
+            description="Debian unstable's newest kernel (7.x: the new ntfs driver, exfat, vfat "
+            "as modules; no ntfs3; FUSE over io_uring and passthrough built in)",
+            adds=("ntfs", "exfat", "vfat"),
+            features=("FUSE over io_uring", "FUSE passthrough"),
+        ),
     ]
+}
+# The parts a split image meta package (7.x) depends on: vmlinuz, modules, config.
+SPLIT_PARTS = ("linux-binary-", "linux-modules-", "linux-base-")
+# Kernel features a guest adds beside drivers (doctor lists them): config symbol -> what.
+FEATURES = {
+    "CONFIG_FUSE_IO_URING": "FUSE over io_uring",
+    "CONFIG_FUSE_PASSTHROUGH": "FUSE passthrough",
 }
 
 
@@ -67,6 +88,7 @@ class Kernel:
     release: str
     source: str  # "linux-image-... 6.12.95-1~bpo12+1" or the local path
     sha256: str | None = None  # of the unpacked tree (Debian) or of the image (local)
+    packages: dict[str, str] = field(default_factory=dict)  # Debian: every package -> version
 
     def drivers(self) -> list[str]:
         return kernel_drivers(self)
@@ -222,6 +244,40 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     return out.stdout
 
 
+def control_fields(text: str) -> dict[str, str]:
+    """The first stanza of `apt-cache show` / a control file: field -> value (continuations
+    joined)."""
+    fields: dict[str, str] = {}
+    last = ""
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        if line[0] in " \t" and last:
+            fields[last] += " " + line.strip()
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            last = key.strip()
+            fields[last] = value.strip()
+    return fields
+
+
+def split_parts(show: str) -> list[tuple[str, str]]:
+    """(package, version) of each part a split image meta package depends on, exactly as
+    pinned (`linux-binary-X (= V)`); [] for a package that holds the kernel itself."""
+    parts = []
+    for dep in control_fields(show).get("Depends", "").split(","):
+        first = dep.split("|")[0].strip()
+        m = re.fullmatch(r"(\S+)\s*(?:\(\s*=\s*([^)\s]+)\s*\))?", first)
+        if m and m.group(1).startswith(SPLIT_PARTS):
+            if not m.group(2):
+                raise EnvironmentProblem(f"{first}: a kernel part not pinned to one version")
+            parts.append((m.group(1), m.group(2)))
+    return parts
+
+
 def fetch_debian(k: DebianKernel) -> Kernel:
     """apt-get update + download with a private configuration, then dpkg -x into the cache."""
     dest = cache_root() / k.name
@@ -235,40 +291,63 @@ def fetch_debian(k: DebianKernel) -> Kernel:
     if not matches:
         raise EnvironmentProblem(f"kernel {k.name}: no package matching {k.package} in {k.suite}")
     package = max(matches, key=_version_key)
+    show = _run(["apt-cache", *opts, "show", "--no-all-versions", package])
+    version = control_fields(show).get("Version", "")
+    # 7.x: the meta package holds nothing bootable; its parts are what is fetched.
+    wanted = split_parts(show) or [(package, version)]
     dl = apt / "download"
     for old in dl.glob("*.deb"):
         old.unlink()
-    # apt verifies the download against the SHA256 of the signed index; keep that digest.
-    _run(["apt-get", *opts, "-q", "download", package], cwd=dl)
-    debs = list(dl.glob("*.deb"))
-    if len(debs) != 1:
-        raise EnvironmentProblem(f"kernel {k.name}: apt-get download left {len(debs)} packages")
-    version = _run(["dpkg-deb", "-f", str(debs[0]), "Version"]).strip()
+    # apt verifies each download against the SHA256 of the signed index.
+    _run(["apt-get", *opts, "-q", "download", *(f"{n}={v}" for n, v in wanted)], cwd=dl)
+    debs = _check_debs(k.name, sorted(dl.glob("*.deb")), dict(wanted))
     root = dest / "root"
     shutil.rmtree(root, ignore_errors=True)
     tmp = dest / "root.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    _run(["dpkg", "-x", str(debs[0]), str(tmp)])
+    for deb in debs:
+        _run(["dpkg", "-x", str(deb), str(tmp)])
     os.replace(tmp, root)
-    debs[0].unlink()  # 100 MB: the unpacked tree and its digest are what is kept
-    release = _release_of_tree(root / "lib" / "modules") or "unknown"
+    for deb in debs:
+        deb.unlink()  # 100 MB: the unpacked tree and its digest are what is kept
+    # 6.12 unpacks into /boot and /lib/modules; 7.x (merged /usr) into /usr/lib/modules/REL,
+    # its vmlinuz and config beside the modules. virtme-ng finds the modules from either.
+    base = root / "usr" if (root / "usr" / "lib" / "modules").is_dir() else root
+    if not (base / "lib" / "modules").is_dir():
+        raise EnvironmentProblem(f"kernel {k.name}: the packages hold no lib/modules")
+    release = _release_of_tree(base / "lib" / "modules") or "unknown"
     # Debian ships no modules.dep (its postinst makes it): make it here, in the private tree.
     subprocess.run(
-        ["depmod", "-a", "-b", str(root), release], capture_output=True, timeout=300, check=False
+        ["depmod", "-a", "-b", str(base), release], capture_output=True, timeout=300, check=False
     )
-    images = sorted((root / "boot").glob("vmlinuz-*"))
+    images = sorted((root / "boot").glob("vmlinuz-*")) or [
+        p for p in [base / "lib" / "modules" / release / "vmlinuz"] if p.is_file()
+    ]
     if not images:
-        raise EnvironmentProblem(f"kernel {k.name}: {package} holds no /boot/vmlinuz-*")
+        held = ", ".join(n for n, _v in wanted)
+        raise EnvironmentProblem(f"kernel {k.name}: {held} hold no vmlinuz")
     kern = Kernel(
         name=k.name,
         image=str(images[-1]),
-        modules=str(root / "lib" / "modules" / release),
+        modules=str(base / "lib" / "modules" / release),
         release=release,
         source=f"{package} {version} ({k.suite})",
         sha256=tree_sha256(root),
+        packages={package: version, **dict(wanted)},
     )
     _meta_path(k.name).write_text(json.dumps(asdict(kern), indent=1))
     return kern
+
+
+def _check_debs(name: str, debs: list[Path], wanted: dict[str, str]) -> list[Path]:
+    """The downloaded files are exactly the packages and versions asked for."""
+    got = {}
+    for deb in debs:
+        fields = control_fields(_run(["dpkg-deb", "-f", str(deb), "Package", "Version"]))
+        got[fields.get("Package", deb.name)] = fields.get("Version", "")
+    if got != wanted:
+        raise EnvironmentProblem(f"kernel {name}: apt-get download gave {got}, not {wanted}")
+    return debs
 
 
 def _version_key(name: str) -> tuple[int, ...]:
@@ -292,6 +371,18 @@ def kernel_drivers(k: Kernel) -> list[str]:
         if (d.kind == "kernel" and d.module in present) or (d.kind == "fuse" and "fuse" in present):
             out.append(d.name)
     return out
+
+
+def kernel_features(k: Kernel) -> list[str]:
+    """What else the kernel offers a guest (FEATURES), read from its config (beside its image:
+    /boot/config-REL, or 7.x's lib/modules/REL/config); [] when the tree has no config."""
+    here = Path(k.image).parent
+    found = [here / f"config-{k.release}", here / "config", *sorted(here.glob("config-*"))]
+    config = next((c for c in found if c.is_file()), None)
+    if config is None:
+        return []
+    have = {line.split("=")[0] for line in config.read_text().splitlines() if line.endswith("=y")}
+    return [what for sym, what in FEATURES.items() if sym in have]
 
 
 def providers(drivers: list[str]) -> tuple[str, list[str]] | None:
@@ -322,10 +413,15 @@ def listing() -> list[dict]:
                 "source": k.source if k else (f"{known.suite}: {known.package}" if known else ""),
                 "release": k.release if k else None,
                 "drivers": kernel_drivers(k) if k else [],
-                # What a VM with it adds to this machine: drivers the host cannot mount.
-                "adds": [d for d in kernel_drivers(k) if not availability(DRIVERS[d]).available]
-                if k
-                else [],
+                # What a VM with it adds to this machine: drivers the host cannot mount (before
+                # it is fetched: those its record names).
+                "adds": [
+                    d
+                    for d in (kernel_drivers(k) if k else known.adds if known else ())
+                    if not availability(DRIVERS[d]).available
+                ],
+                "features": kernel_features(k) if k else list(known.features if known else ()),
+                "packages": k.packages if k else {},
                 "description": known.description if known else "",
                 "path": str(root / name),
             }
