@@ -280,6 +280,9 @@ class Subject(_Model):
     kind: Literal["kernel", "fuse", "directory", "fake"]
     mount_options: str = ""
     effective_mount_options: str | None = None  # as /proc/self/mountinfo shows them
+    # Who served the mount, from the kernel's lists (mount type, module loaded): proof that
+    # `ntfs` was the kernel's driver and not ntfs-3g's mount.ntfs.
+    served_by: str | None = None
     driver_version: str | None = None
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
@@ -305,6 +308,7 @@ class VM(_Model):
     kernel: str  # the name given: "debian-6.12", "path:/x/bzImage"
     release: str = ""  # uname -r in the guest
     source: str = ""  # the package and version, or the image path
+    packages: dict[str, str] = Field(default_factory=dict)  # Debian: each package -> version
     sha256: str | None = None
     virtualization: Virtualization = "emulated"
     why_emulated: str | None = None

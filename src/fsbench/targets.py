@@ -16,7 +16,7 @@ from pathlib import Path
 from fsbench.aging.recipe import AGED_DIR
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import format_size
-from fsbench.lab.drivers import driver_version
+from fsbench.lab.drivers import driver_version, serving_proof
 from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
 from fsbench.plan import Plan
@@ -79,6 +79,11 @@ def lab_targets(
             guard.before_mount(ls, rec)
             lab.mount(ls)
             rec.effective_mount_options = ls.entry.effective_options if ls.entry else None
+            if ls.entry:
+                try:
+                    rec.served_by = serving_proof(ls.spec.driver, ls.entry.fstype)
+                except ValueError as e:
+                    raise LabError(str(e)) from None
             rec.semantics = probe_semantics(ls.mountpoint, ls.block_device, lab.read_only)
             guard.after_mount(ls, lab.read_only)
         except LabError as e:

@@ -11,7 +11,7 @@ import os
 
 from fsbench.errors import LabError
 from fsbench.lab import mounts
-from fsbench.lab.drivers import DRIVERS, Driver
+from fsbench.lab.drivers import DRIVERS, Driver, serving_proof
 
 
 def lower_dir(mountpoint: str) -> str:
@@ -21,9 +21,17 @@ def lower_dir(mountpoint: str) -> str:
 def mount(
     driver: Driver, device: str, mountpoint: str, options: str, transport: str = ""
 ) -> mounts.MountEntry:
-    """Mount `driver` on `mountpoint` (its lower file system first when it has one)."""
+    """Mount `driver` on `mountpoint` (its lower file system first when it has one); a mount
+    some other driver serves is undone and refused (drivers.serving_proof)."""
     if not driver.lower:
-        return mounts.mount(driver.mount_argv(device, mountpoint, options, transport), mountpoint)
+        entry = mounts.mount(driver.mount_argv(device, mountpoint, options, transport), mountpoint)
+        try:
+            serving_proof(driver, entry.fstype)
+        except ValueError as e:
+            with contextlib.suppress(LabError):
+                mounts.unmount(mountpoint, [])
+            raise LabError(f"{driver.name}: {e}") from None
+        return entry
     lower = DRIVERS[driver.lower]
     where = lower_dir(mountpoint)
     os.makedirs(where, exist_ok=True)

@@ -49,6 +49,8 @@ class Driver:
     in_default: bool = True  # compared when no subject is named
     # Known behaviours the explanation names when a result shows them (schema.Quirk).
     quirks: tuple[Quirk, ...] = ()
+    # Mount options the driver documents, each usable as a subject (`ntfs:windows_names`).
+    known_options: tuple[str, ...] = ()
 
     def transport_args(self, transport: str) -> tuple[str, ...]:
         return dict(self.transports).get(transport, ())
@@ -63,7 +65,9 @@ class Driver:
         """The mount command; for a driver with a `lower` one, `device` is the directory the
         daemon serves (fuse/stacked.py mounts it)."""
         if self.kind == "kernel":
-            argv = ["mount", "-t", self.fstype]
+            # -i: never a /sbin/mount.TYPE helper. Where ntfs-3g is installed, mount.ntfs is
+            # ntfs-3g, and `mount -t ntfs` would measure it instead of the kernel's ntfs.
+            argv = ["mount", "-i", "-t", self.fstype]
             if options:
                 argv += ["-o", options]
             return [*argv, device, mountpoint]
@@ -131,7 +135,23 @@ DRIVERS: dict[str, Driver] = {
             module="ntfs3",
         ),
         Driver(
-            "ntfs", "ntfs", "kernel", "the new in-kernel ntfs driver", fstype="ntfs", module="ntfs"
+            "ntfs",
+            "ntfs",
+            "kernel",
+            "the new read-write in-kernel ntfs driver (Linux 7.1+; Debian's 7.x has it instead "
+            "of ntfs3)",
+            fstype="ntfs",
+            module="ntfs",
+            known_options=(
+                *("uid=", "gid=", "umask=", "dmask=", "fmask=", "iocharset=", "errors="),
+                *("show_sys_files", "case_sensitive", "nocase", "disable_sparse"),
+                *("mft_zone_multiplier=", "preallocated_size=", "sys_immutable", "nohidden"),
+                *("hide_dot_files", "windows_names", "acl", "discard"),
+            ),
+            notes=(
+                "a dirty or hibernated volume mounts read-only; ntfsck -n (ntfsprogs-plus) is "
+                "its checker",
+            ),
         ),
         Driver(
             "exfat",
@@ -291,6 +311,30 @@ def _build_problem(driver: Driver) -> str:
         f"not built yet: naming it in `fsbench compare` fetches {maker.WHAT}'s source with apt "
         "and builds it (about a minute, once)"
     )
+
+
+def serving_proof(driver: Driver, fstype: str, fs: ProcFS | None = None) -> str:
+    """Who serves a mount, from the kernel's own lists: its type in /proc/self/mountinfo and,
+    for a kernel driver, its module in /proc/modules (or built in: /proc/filesystems). Raises
+    ValueError when the mount is not the driver's (`mount -t ntfs` run by ntfs-3g's
+    mount.ntfs shows as fuseblk)."""
+    fs = fs or ProcFS()
+    if driver.kind != "kernel":
+        if driver.kind == "fuse" and not fstype.startswith("fuse"):
+            raise ValueError(f"{driver.name} mounted as type {fstype}, not through FUSE")
+        return f"{driver.kind} {driver.binary or driver.name} (mount type {fstype})"
+    if fstype != driver.fstype:
+        raise ValueError(
+            f"mount -t {driver.fstype} was served by {fstype}, not the kernel's {driver.fstype} "
+            "(a mount helper ran instead)"
+        )
+    try:
+        loaded = {ln.split()[0] for ln in fs.read("proc/modules").splitlines() if ln.strip()}
+    except OSError:
+        loaded = set()
+    if driver.module in loaded:
+        return f"kernel {driver.fstype} (mount type {fstype}; module {driver.module} loaded)"
+    return f"kernel {driver.fstype} (mount type {fstype}; built in: no {driver.module} module)"
 
 
 _VERSION_RE = re.compile(r"\d+\.\d+[\w.+~-]*")

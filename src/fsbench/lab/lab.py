@@ -24,7 +24,7 @@ from fsbench.aging.prepare import aged_check, aged_image
 from fsbench.aging.recipe import NONE
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.fuse import stacked, transports
-from fsbench.lab import loops, mounts, safety
+from fsbench.lab import loops, mounts, ntfsck, safety
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
@@ -148,6 +148,7 @@ class Lab:
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
         formats = {s.driver.fs for s in specs}
+        ntfsck.fetch_for(formats)  # NTFS's deeper checker; integrity says so if it is missing
         aged_check(specs, self.backing.kind)
         if self.read_only and self.backing.kind != "device":
             raise UsageError(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from fsbench.errors import LabError, UsageError
+from fsbench.lab import ntfsck
 from fsbench.lab.drivers import availability
 from fsbench.lab.subject import SubjectSpec, parse_subject
 from fsbench.schema import VM, Run, Subject
@@ -79,6 +80,8 @@ def plan(texts: list[str], default_kernel: str | None) -> VMPlan | None:
     if tag:
         host = [replace(s, id=f"{s.id}@{HOST}") for s in host]
     out = VMPlan(host=host)
+    # The guest reads the host's cache and has no network: fetch NTFS's checker here, first.
+    ntfsck.fetch_for({parse_subject(s).driver.fs for g in groups.values() for s in g})
     for name, subjects in groups.items():
         kernel = resolve(name)  # fetched on first use, verified on reuse
         g = GuestGroup(kernel=kernel, subjects=[], tag=tag)

@@ -321,6 +321,7 @@ def _vm_record(group: GuestGroup, settings: VMSettings, formats: int) -> VM:
         kernel=group.kernel.name,
         release=group.kernel.release,
         source=group.kernel.source,
+        packages=dict(group.kernel.packages),
         sha256=group.kernel.sha256,
         virtualization="kvm" if kvm_state == "kvm" else "emulated",
         why_emulated=why,
