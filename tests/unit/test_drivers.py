@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.lab.drivers import DRIVERS, availability
+from fsbench.lab.drivers import DRIVERS, availability, serving_proof
 from fsbench.probes.procfs import ProcFS
 
 
@@ -66,3 +66,35 @@ def test_fuse_driver_without_fuse_in_the_kernel(tmp_path: Path) -> None:
     av = availability(DRIVERS["ntfs-3g"], fs, path)
     assert not av.available and "no FUSE support" in av.reason
     assert ProcFS(str(tmp_path)).filesystems(nodev=False) == {"ext4"}
+
+
+# -- who serves a mount --------------------------------------------------------------------------
+def test_kernel_drivers_never_run_a_mount_helper() -> None:
+    """Where ntfs-3g is installed /sbin/mount.ntfs is ntfs-3g: without -i, `mount -t ntfs`
+    would run it and the kernel's ntfs would never be measured."""
+    argv = DRIVERS["ntfs"].mount_argv("/dev/loop3", "/m", "windows_names")
+    assert argv == ["mount", "-i", "-t", "ntfs", "-o", "windows_names", "/dev/loop3", "/m"]
+
+
+def test_the_serving_proof_reads_the_mount_type_and_the_module_list(tmp_path: Path) -> None:
+    fs, _ = _machine(tmp_path, "\tntfs\n\tfuseblk\n", [], fuse=True, bins=[])
+    (tmp_path / "proc" / "modules").write_text(
+        "ntfs 249856 1 - Live 0x0000000000000000\nloop 40960 2 - Live 0x0000000000000000\n"
+    )
+    assert serving_proof(DRIVERS["ntfs"], "ntfs", fs) == (
+        "kernel ntfs (mount type ntfs; module ntfs loaded)"
+    )
+    # `mount -t ntfs` served by ntfs-3g's helper shows as fuseblk: refused, with the reason.
+    with pytest.raises(ValueError, match="served by fuseblk, not the kernel's ntfs"):
+        serving_proof(DRIVERS["ntfs"], "fuseblk", fs)
+    # Built in: the type is the kernel's, no module is listed.
+    (tmp_path / "proc" / "modules").write_text("loop 40960 2 - Live 0x0000000000000000\n")
+    assert "built in" in serving_proof(DRIVERS["ntfs"], "ntfs", fs)
+    assert serving_proof(DRIVERS["ntfs-3g"], "fuseblk", fs).startswith("fuse ntfs-3g")
+    with pytest.raises(ValueError, match="not through FUSE"):
+        serving_proof(DRIVERS["ntfs-3g"], "ntfs3", fs)
+
+
+def test_ntfs_declares_its_mount_options() -> None:
+    opts = DRIVERS["ntfs"].known_options
+    assert {"windows_names", "disable_sparse", "acl", "discard", "iocharset="} <= set(opts)
