@@ -99,24 +99,35 @@ def read_sysctls() -> dict[str, str]:
     return out
 
 
-def memory_notes(fs: ProcFS | None = None) -> list[str]:
+def memory_notes(fs: ProcFS | None = None, vms_only: bool = False) -> list[str]:
     """What on this machine makes memory-bound results erratic, and how to stop it.
 
     Free page reporting (virtio-balloon) hands freed memory back to the hypervisor; touching it
     again is up to 10x slower. Page cache emptied for a cold read, or a file deleted on tmpfs,
-    is freed and reused all the time in a benchmark, so results swing with it.
+    is freed and reused all the time in a benchmark, so results swing with it. `vms_only`: a
+    run whose every subject is measured in a VM, where no lab on this machine holds it off.
     """
     notes = []
     try:
         order = int((fs or ProcFS()).read(PAGE_REPORTING))
     except (OSError, ValueError):
         return notes
-    if order <= 10:  # MAX_PAGE_ORDER on x86: blocks of this order or larger are reported
+    if order > 10:  # MAX_PAGE_ORDER on x86: blocks of this order or larger are reported
+        return notes
+    head = (
+        f"free page reporting is on (order {order}): freed memory goes back to the "
+        "hypervisor and is slow to reuse, so RAM-bound samples vary; "
+    )
+    if vms_only:
         notes.append(
-            f"free page reporting is on (order {order}): freed memory goes back to the "
-            f"hypervisor and is slow to reuse, so RAM-bound samples vary; fsbench compare "
-            f"holds it off during its runs (unless --no-tune); to stop it for good: "
+            head + "this run measured only inside VMs, whose memory this machine backs, and "
+            "held nothing off here (a run with subjects on this kernel does); to stop it: "
             f"echo 11 > {PAGE_REPORTING}"
+        )
+    else:
+        notes.append(
+            head + "fsbench compare holds it off during its runs (unless --no-tune); to stop "
+            f"it for good: echo 11 > {PAGE_REPORTING}"
         )
     return notes
 

@@ -242,6 +242,10 @@ def _environment_in_lab(plan: Plan, lab: Lab | None, run: Run, memory: set[str])
         # The run is no longer exposed to what the note warns about: say what was done.
         kept = [n for n in run.environment.notes if n not in memory]
         run.environment.notes = [*lab.tuned, *kept]
+    elif lab is None and plan.vm_stage is not None and not in_guest():
+        # Only VMs measure: no lab here held anything off, so the note must not say it did.
+        kept = [n for n in run.environment.notes if n not in memory]
+        run.environment.notes = [*memory_notes(vms_only=True), *kept]
     if plan.target_dir is not None:
         # Each fio server answers (version, OS) before the first sample.
         run.environment.clients = check_clients(plan.workloads, str(workdir_of(plan)))

@@ -394,6 +394,20 @@ def _guest_failure(share: Path) -> str:
     return f"fsbench in the VM exited {rc}: {last.removeprefix('fsbench: ') or 'no message'}"
 
 
+def add_guest_time(run: Run, guest: Run) -> None:
+    """The guest's measuring time (and its phases) into the host's schedule: the host's runner
+    measured nothing of a guest's subjects, so its own schedule says 0 s for a VM-only run."""
+    g = guest.schedule
+    if g is None or g.spent_s is None:
+        return
+    if run.schedule is None:
+        run.schedule = g.model_copy(update={"orders": [], "phases": {}, "spent_s": 0.0})
+    sc = run.schedule
+    sc.spent_s = round((sc.spent_s or 0.0) + g.spent_s, 1)
+    for phase, seconds in g.phases.items():
+        sc.phases[phase] = round(sc.phases.get(phase, 0.0) + seconds, 2)
+
+
 def merge(run: Run, outcome: GuestOutcome, group: GuestGroup) -> list[Subject]:
     """The guest's subjects and results into the host's run; returns the subjects added."""
     name = group.kernel.name
@@ -401,6 +415,7 @@ def merge(run: Run, outcome: GuestOutcome, group: GuestGroup) -> list[Subject]:
     added: list[Subject] = []
     emulated = outcome.vm.virtualization == "emulated"
     if outcome.run is not None:
+        add_guest_time(run, outcome.run)
         for s in outcome.run.subjects:
             s.id += suffix
             s.kernel = name
