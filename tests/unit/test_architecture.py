@@ -252,6 +252,7 @@ LAYOUT: dict[str, set[str]] = {
         "lab",
         "loops",
         "mounts",
+        "ntfsck",
         "safety",
         "state",
         "subject",
@@ -281,9 +282,11 @@ def test_each_folder_holds_its_own_concept() -> None:
 
 
 def test_apt_fetching_is_neutral() -> None:
-    """aptsource serves vm/ and the FUSE builds alike: it imports neither, nor the lab."""
+    """aptsource serves vm/, the FUSE builds and the lab's fetched NTFS checker alike: it
+    imports none of them."""
     assert {t for t in GRAPH["fsbench.aptsource"] if t.startswith("fsbench.")} <= {
         t for t in GRAPH["fsbench.aptsource"] if layer(t) == "records"
     }
     users = {m for m, targets in GRAPH.items() if "fsbench.aptsource" in targets}
-    assert users and all(m.startswith(("fsbench.vm", "fsbench.fuse")) for m in users), users
+    fetchers = ("fsbench.vm", "fsbench.fuse", "fsbench.lab.ntfsck")
+    assert users and all(m.startswith(fetchers) for m in users), users

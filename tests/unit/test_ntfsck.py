@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from fsbench.aptsource import file_sha256
 from fsbench.lab import integrity, ntfsck
-from fsbench.lab.aptsource import file_sha256
 from fsbench.lab.formats import FORMATS
 
 SHOW = """Package: ntfsprogs-plus
