@@ -182,7 +182,7 @@ def test_csv_has_a_row_per_result_and_the_promised_columns() -> None:
 def test_json_export_is_the_results_document() -> None:
     run = _run("run-a", A)
     assert Run.model_validate_json(export(run, "JSON")) == run
-    with pytest.raises(UsageError, match="give json or csv"):
+    with pytest.raises(UsageError, match="give json, csv or markdown"):
         export(run, "xml")
 
 
@@ -252,7 +252,8 @@ def test_export_and_report_commands(stored: Stored, tmp_path: Path) -> None:
     assert res.returncode == 0 and json.loads(out.read_text())["run_id"] == "20250101-000000-aaaa"
     res = _fsbench("export", str(a), "--format", "yaml", "--db", db, env=env)
     assert (
-        res.returncode == 2 and res.stderr.strip() == "fsbench: --format 'yaml': give json or csv"
+        res.returncode == 2
+        and res.stderr.strip() == "fsbench: --format 'yaml': give json, csv or markdown"
     )
     res = _fsbench("export", "nosuchrun", "--db", db, env=env)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

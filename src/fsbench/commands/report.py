@@ -181,38 +181,50 @@ def diff(run_a: str, run_b: str, as_json: bool, force: bool, db: Path | None) ->
     _print_diff(d)
 
 
-def _print_diff(d: RunDiff) -> None:
+def _print_diff(d: RunDiff, con: Console | None = None) -> None:
+    """A table per workload, in the report's order (diff_runs), that fits 80 columns without
+    splitting a name or a figure: subject, both medians, B / A with its interval and mark; the
+    verdict's words from 100 columns. Under each table the figures that moved, broken between
+    figures only."""
+    from fsbench.report.answer import pack
     from fsbench.report.diff import ratio_text, verdict_class
     from fsbench.report.naming import confidence_text
     from fsbench.report.summary import fmt_value
 
+    con = con or Console()
+    wide = con.width >= 100
     styles = {"better": "green", "worse": "red", "ns": "yellow", "dim": "dim"}
     conf = next((r.confidence for r in d.results if r.confidence), 0.95)
-    t = Table(title=f"B = {d.run_b}  against  A = {d.run_a}", title_justify="left")
-    t.add_column("subject", style="bold")
-    t.add_column("workload", overflow="fold")
-    t.add_column("A", justify="right")
-    t.add_column("B", justify="right")
-    t.add_column("unit")
-    t.add_column(f"B / A [{confidence_text(conf)} %]", justify="right")
-    t.add_column("verdict")
+    con.print(Text(f"B = {d.run_b}  against  A = {d.run_a}", style="bold"))
+    by_title: dict[str, list[ResultDiff]] = {}
     for r in d.results:
-        a = fmt_value(r.median_a) if r.status_a == "ok" else r.status_a
-        b = fmt_value(r.median_b) if r.status_b == "ok" else r.status_b
-        t.add_row(
-            r.subject,
-            r.title,
-            a,
-            b,
-            r.unit,
-            Text(ratio_text(r), style=styles[verdict_class(r)]),
-            Text(_short_test(r), style="dim"),
-        )
-    con = Console()
-    con.print(t)
-    for r in d.results:
-        if r.probe_changes:
-            con.print(Text(f"  {r.subject} · {r.title}: " + "; ".join(r.probe_changes)))
+        by_title.setdefault(r.title, []).append(r)
+    for title, rows in by_title.items():
+        t = Table(title=Text(f"{title}  ({rows[0].unit})"), title_justify="left")
+        t.add_column("subject", style="bold", no_wrap=True)
+        t.add_column("A", justify="right", no_wrap=True)
+        t.add_column("B", justify="right", no_wrap=True)
+        t.add_column(f"B / A [{confidence_text(conf)} %]", justify="right", no_wrap=True)
+        if wide:
+            t.add_column("verdict", no_wrap=True, overflow="ellipsis")
+        for r in rows:
+            a = fmt_value(r.median_a) if r.status_a == "ok" else r.status_a
+            b = fmt_value(r.median_b) if r.status_b == "ok" else r.status_b
+            cells: list[str | Text] = [
+                r.subject,
+                a,
+                b,
+                Text(ratio_text(r), style=styles[verdict_class(r)]),
+            ]
+            if wide:
+                cells.append(Text(_short_test(r), style="dim"))
+            t.add_row(*cells)
+        con.print(t)
+        for r in rows:
+            if r.probe_changes:
+                items = [Text(c) for c in r.probe_changes]
+                for line in pack(items, con.width, f"  {r.subject}: ", indent="    ", sep="; "):
+                    con.print(line, overflow="fold")
     for line in d.subject_changes:
         style = "bold red" if ": integrity " in line else "yellow"
         con.print(Text(f"changed: {line}", style=style))
@@ -231,19 +243,25 @@ def _print_diff(d: RunDiff) -> None:
 
 
 def _short_test(r: ResultDiff) -> str:
+    """The verdict's word (its confidence is the column head's)."""
     if r.not_comparable:
         return "not comparable"
     if r.confidence is None:
         return "untested"
-    from fsbench.report.naming import confidence_text
-
-    return f"{r.verdict} ({confidence_text(r.confidence)} %)"
+    return r.verdict
 
 
 @click.command("export")
 @click.argument("run_ref", metavar="RUN")
 @click.option(
-    "--format", "fmt", default="json", help="json (results.json) or csv (a row per result)."
+    "--format",
+    "fmt",
+    default="json",
+    show_default=True,
+    metavar="json|csv|markdown",
+    help="json (results.json), csv (a row per result, with its verdict against the table's "
+    "baseline and every sample's value) or markdown (the answer, a table per workload, the "
+    "environment: for an issue or a forum post).",
 )
 @click.option(
     "--output",
@@ -252,22 +270,44 @@ def _short_test(r: ResultDiff) -> str:
     default=None,
     help="Write to FILE instead of standard output.",
 )
+@click.option(
+    "--figures",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Also write the report's plots to DIR as PNG and SVG (markdown links them).",
+)
 @click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
-def export(run_ref: str, fmt: str, output: Path | None, db: Path | None) -> None:
-    """Print (or write) a stored RUN as JSON or CSV."""
+def export(
+    run_ref: str, fmt: str, output: Path | None, figures: Path | None, db: Path | None
+) -> None:
+    """Print (or write) a stored RUN as JSON, CSV or markdown, rows in the report's order."""
+    from fsbench.report.export import FORMATS
     from fsbench.report.export import export as do_export
 
-    if fmt.strip().lower() not in ("json", "csv"):
-        raise UsageError(f"--format {fmt!r}: give json or csv")
+    if fmt.strip().lower() not in (*FORMATS, "md"):
+        raise UsageError(f"--format {fmt!r}: give json, csv or markdown")
     if output is not None:
         if output.is_dir():
             raise UsageError(f"--output {output}: is a directory; give a file name")
         parent = output.parent if str(output.parent) else Path(".")
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise UsageError(f"--output {output}: cannot write there")
+    if figures is not None:
+        if figures.exists() and not figures.is_dir():
+            raise UsageError(f"--figures {figures}: not a directory")
+        parent = figures if figures.is_dir() else figures.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise UsageError(f"--figures {figures}: cannot write there")
     with _store(db, [run_ref]) as store:
         run = _load(store, run_ref)
-    text = do_export(run, fmt)
+    drawn = None
+    if figures is not None:
+        from fsbench.report.export import write_figures
+
+        drawn = write_figures(run, figures)
+        click.echo(f"fsbench: {len(drawn)} figures (PNG and SVG) in {figures}", err=True)
+    text = do_export(run, fmt, drawn)
     if output is None:
         sys.stdout.write(text)
         return

@@ -18,7 +18,7 @@ from typing import Any
 from fsbench.report.explain import changed_figures
 from fsbench.report.integrity import changes as integrity_changes
 from fsbench.report.naming import confidence_text, result_title
-from fsbench.report.summary import usable
+from fsbench.report.summary import report_order, usable
 from fsbench.schema import Environment, Result, Run, Subject, WakeupCost
 from fsbench.units import fmt_bound, fmt_ratio
 from fsbench.verdict import Family, verdict
@@ -147,9 +147,9 @@ def diff_results(
 
 
 def diff_runs(a: Run, b: Run) -> RunDiff:
-    """B against A: per matching result, in A's order."""
-    in_b = {match_key(r): r for r in b.results}
-    in_a = {match_key(r): r for r in a.results}
+    """B against A: per matching result, in the order A's report shows them."""
+    in_b = {match_key(r): r for r in report_order(b)}
+    in_a = {match_key(r): r for r in report_order(a)}
     pairs = [(r, in_b[k]) for k, r in in_a.items() if k in in_b]
     # One look, one comparison per matching pair: the error rate spread over all of them.
     family = Family(comparisons=max(1, sum(1 for x, y in pairs if usable(x) and usable(y))))

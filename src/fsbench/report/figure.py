@@ -4,11 +4,12 @@ when drawn, for the tests), and the axes and error bars the figures reuse."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
@@ -85,6 +86,23 @@ class Svg(str):
     size_in: tuple[float, float] = (0.0, 0.0)
     min_axes_height_in: float = 0.0
     problems: tuple[str, ...] = ()
+    # Inside `files()`: the figure as standalone files too ({"svg": bytes, "png": bytes}).
+    files: dict[str, bytes] = {}  # noqa: RUF012 (a class default, replaced per instance)
+
+
+# While set (files()), every figure drawn is also saved as a standalone SVG and a PNG.
+_FILES: list[bool] = []
+
+
+@contextlib.contextmanager
+def files() -> Iterator[None]:
+    """Figures drawn inside also carry their standalone SVG and PNG (`Svg.files`): what
+    `export --figures DIR` writes, the same drawing the page inlines."""
+    _FILES.append(True)
+    try:
+        yield
+    finally:
+        _FILES.pop()
 
 
 @dataclass
@@ -130,6 +148,12 @@ def _svg(fig: Figure, plot_id: str) -> str:
     text = re.sub(r'(<svg[^>]*?)\swidth="[^"]*"\s+height="[^"]*"', r"\1", text, count=1)
     out = Svg(text.replace("<svg ", f'<svg role="img" aria-label="{plot_id}" ', 1))
     _measure(fig, out)
+    if _FILES:
+        raw, png = io.BytesIO(), io.BytesIO()
+        with matplotlib.rc_context({**_RC, "svg.hashsalt": plot_id}):
+            fig.savefig(raw, format="svg", metadata={"Date": None})
+            fig.savefig(png, format="png", dpi=150, metadata={"Software": None})
+        out.files = {"svg": raw.getvalue(), "png": png.getvalue()}
     return out
 
 

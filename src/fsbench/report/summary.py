@@ -109,6 +109,23 @@ def groups(run: Run) -> list[Group]:
     return [*plain.values(), *ordered_ops]
 
 
+def report_order(run: Run) -> list[Result]:
+    """Every result in the order the report shows them: workloads as the tables (run order,
+    then the Iozone ops), subjects as the tables (run order, baseline first); a result no
+    table shows last. export and diff list rows in this order."""
+    order = measured_subjects(run)
+    out: list[Result] = []
+    seen: set[int] = set()
+    for g in groups(run):
+        for per in g.cells.values():
+            for s in g.subjects(order):
+                r = per.get(s)
+                if r is not None and id(r) not in seen:
+                    out.append(r)
+                    seen.add(id(r))
+    return out + [r for r in run.results if id(r) not in seen]
+
+
 # -- comparisons ----------------------------------------------------------------------------------
 def gmean(xs: Iterable[float]) -> float | None:
     vals = [x for x in xs if x > 0 and math.isfinite(x)]
