@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fsbench.aging import imagecache, measure
+from fsbench.aging.formats import AGED_FORMATS
 from fsbench.aging.recipe import PROFILES, Ager, Profile, parse_ages, sample_size
 from fsbench.errors import UsageError
 from fsbench.lab import state
@@ -85,7 +86,7 @@ def _recipe(**kw: object) -> imagecache.Recipe:
         "ext4",
         "Linux 6.18",
         "nodelalloc",
-        imagecache.AGED_FORMATS["ext4"].mkfs,
+        AGED_FORMATS["ext4"].mkfs,
         (("mkfs.ext4", "mke2fs 1.47.0"),),
     )
     return replace(base, **kw)  # type: ignore[arg-type]
@@ -95,7 +96,7 @@ def test_cache_key_covers_the_recipe() -> None:
     key = _recipe().key
     assert key == _recipe().key and key.startswith("ext4-light-")
     changed = [
-        _recipe(mkfs=(*imagecache.AGED_FORMATS["ext4"].mkfs, "-b", "1024")),  # a mkfs option
+        _recipe(mkfs=(*AGED_FORMATS["ext4"].mkfs, "-b", "1024")),  # a mkfs option
         _recipe(seed=2),
         _recipe(size=1 << 29),
         _recipe(profile="heavy"),

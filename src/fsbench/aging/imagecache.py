@@ -27,7 +27,8 @@ from typing import Any
 import xxhash
 
 from fsbench.aging import measure
-from fsbench.aging.recipe import AGED_DIR, AGING_MOUNT_OPTIONS, PROFILES, reference_driver
+from fsbench.aging.formats import AGED_FORMATS, supported
+from fsbench.aging.recipe import AGED_DIR, PROFILES, reference_driver
 from fsbench.errors import LabError
 from fsbench.lab import loops, mounts
 from fsbench.lab.drivers import Driver, driver_version
@@ -38,36 +39,6 @@ from fsbench.probes import processes
 CODE_VERSION = 2  # bump when the aging workload would write anything differently (2: tree)
 _CHUNK = 8 * 1024 * 1024
 _ZERO = bytes(_CHUNK)
-
-
-@dataclass(frozen=True)
-class AgedFormat:
-    """How a format is made reproducibly and probed after aging."""
-
-    mkfs: tuple[str, ...]  # the device is appended
-    tools: tuple[str, ...]  # whose versions enter the key
-    layout: str  # "fiemap" (on the reference mount) or "ntfs" ($MFT runlists)
-
-
-_UUID = "6c1b2a36-0000-4000-8000-000000000001"  # fixed: two agings share every mkfs byte
-_HASH_SEED = "6c1b2a36-0000-4000-8000-000000000002"
-AGED_FORMATS: dict[str, AgedFormat] = {
-    # E2FSPROGS_FAKE_TIME fixes mkfs's timestamps; -U and hash_seed its random ids; inode
-    # tables and journal zeroed now, not by a kernel thread while the image is aged.
-    "ext4": AgedFormat(
-        (
-            "env", "E2FSPROGS_FAKE_TIME=1", "mkfs.ext4", "-q", "-F", "-L", "fsbench", "-U", _UUID,
-            "-E", f"hash_seed={_HASH_SEED},lazy_itable_init=0,lazy_journal_init=0,nodiscard",
-        ),
-        ("mkfs.ext4",),  # e2freefrag has no version flag: it is e2fsprogs, like mkfs.ext4
-        "fiemap",
-    ),
-    # -T: time zero, which also makes mkntfs's serial number and GUIDs fixed (checked here:
-    # two images were byte-identical).
-    "ntfs": AgedFormat(
-        ("mkntfs", "-Q", "-F", "-q", "-T", "-L", "fsbench"), ("mkntfs", "ntfscat"), "ntfs"
-    ),
-}  # fmt: skip
 
 
 def cache_root() -> Path:
@@ -118,7 +89,7 @@ def recipe(fs: str, profile: str, seed: int, size: int) -> tuple[Recipe, Driver]
     if driver is None:
         raise LabError(f"--age: no driver on this machine can age {fs} images")
     tools = tuple((t, tool_version(t)) for t in fmt.tools)
-    opts = AGING_MOUNT_OPTIONS.get(driver.name, "")
+    opts = fmt.mount_options if driver.kind == "kernel" else ""
     r = Recipe(fs, profile, seed, size, driver.name, driver_version(driver), opts, fmt.mkfs, tools)
     return r, driver
 
@@ -135,10 +106,6 @@ def tool_version(name: str) -> str | None:
         return None
     lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     return next((ln for ln in lines if any(c.isdigit() for c in ln)), None)
-
-
-def supported() -> str:
-    return ", ".join(AGED_FORMATS)
 
 
 # -- the cache ------------------------------------------------------------------------------------
@@ -241,10 +208,13 @@ def make(
 ) -> dict[str, Any]:
     """Format `image` (already allocated), age it through `driver`, probe it; its record."""
     t0 = time.monotonic()
+    fmt = AGED_FORMATS[r.fs]
     dev = loops.attach(image)
     mp = mount_dir / f"aging-{r.fs}-{r.profile}"
     try:
         run([*r.mkfs, dev], timeout=600)
+        if fmt.settle is not None:
+            fmt.settle(dev)
         mp.mkdir(exist_ok=True)
         mounts.mount(driver.mount_argv(dev, str(mp), r.mount_options), str(mp))
         try:
@@ -256,16 +226,16 @@ def make(
             tree = measure.record_tree(os.path.join(mp, AGED_DIR))
             tree_s = time.monotonic() - t_tree  # a probe's time, not the aging's
             layout = None
-            if AGED_FORMATS[r.fs].layout == "fiemap":
+            if fmt.layout is None:
                 layout = measure.layout_by_fiemap(os.path.join(mp, AGED_DIR))
         finally:
             pids = mounts.processes_mentioning(str(mp))
             mounts.unmount(str(mp), pids)
         aged_s = time.monotonic() - t0 - tree_s
         if layout is None:
-            layout, free = measure.ntfs_layout_and_free(dev)
-        else:
-            free = measure.e2_free(dev)
+            assert fmt.layout is not None
+            layout = fmt.layout(dev)
+        free = fmt.free_space(dev)
     finally:
         loops.detach(dev)
         if mp.exists():

@@ -258,12 +258,21 @@ def _ntfscat(device: str, inode: int) -> bytes:
     return proc.stdout
 
 
-def ntfs_layout_and_free(device: str) -> tuple[Layout, dict[str, Any]]:
+def _ntfs_geometry_of(device: str) -> NtfsGeometry:
     with open(device, "rb") as f:
-        geo = ntfs_geometry(f.read(512))
-    layout = parse_mft(_ntfscat(device, 0), geo)
+        return ntfs_geometry(f.read(512))
+
+
+def ntfs_layout(device: str) -> Layout:
+    """Each user file's runlist from $MFT (record 0), on the unmounted volume."""
+    return parse_mft(_ntfscat(device, 0), _ntfs_geometry_of(device))
+
+
+def ntfs_free(device: str) -> dict[str, Any]:
+    """Free runs from the cluster bitmap ($Bitmap, record 6), on the unmounted volume."""
+    geo = _ntfs_geometry_of(device)
     runs = bitmap_free_runs(_ntfscat(device, 6), geo.clusters) * geo.cluster
-    return layout, free_summary(runs, int(runs.sum()))
+    return free_summary(runs, int(runs.sum()))
 
 
 _FREESP_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s*$")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsbench.aging import imagecache
+from fsbench.aging.formats import AGED_FORMATS, supported
 from fsbench.aging.recipe import NONE, reference_driver
 from fsbench.errors import EnvironmentProblem, UsageError
 
@@ -23,10 +24,10 @@ def aged_check(specs: list[SubjectSpec], backing: str) -> None:
     if backing == "device":
         raise UsageError("--age ages an image: use --backing ram or file:DIR, not device:")
     for s in aged:
-        if s.driver.fs not in imagecache.AGED_FORMATS:
+        if s.driver.fs not in AGED_FORMATS:
             raise UsageError(
                 f"--age: {s.driver.fs} images cannot be aged yet (aging is defined for "
-                f"{imagecache.supported()}); leave {s.driver.name} out or use --age none"
+                f"{supported()}); leave {s.driver.name} out or use --age none"
             )
         if reference_driver(s.driver.fs) is None:
             raise EnvironmentProblem(f"--age: no driver on this machine can age {s.driver.fs}")

@@ -11,7 +11,7 @@ the same study Impressions (FAST '09) draws its lognormal-body file sizes from.
 
 Determinism: one thread pinned to one CPU (ext4's per-CPU allocation groups), names from a
 counter, sizes and choices from `random.Random(seed)`, content from one seeded buffer, and
-the reference mount's options (`AGING_MOUNT_OPTIONS`): on ext4 blocks are allocated in write()
+the reference mount's options (aging/formats.py): on ext4 blocks are allocated in write()
 by the pinned writer, not by writeback whenever it runs, and the journal commits only when the
 workload fsyncs (every SYNC_EVERY operations), so blocks freed by deletes become reusable at the
 same point every time. What is *not* reproduced between two agings is listed in
@@ -94,12 +94,6 @@ FILES_PER_DIR = 10  # directories made: expected files / this (Agrawal et al.: ~
 AGED_DIR = "aged"  # the aged tree's root on the volume
 _BUF = 1 * MiB  # the content buffer; longer writes repeat it
 
-# The reference mount's options for a deterministic layout, by driver. ext4: blocks allocated
-# in write() by the (pinned) writer, not by writeback whenever and wherever it runs
-# (nodelalloc; nodioread_nolock: written, not unwritten extents converted at I/O completion),
-# and no periodic journal commit (commit=3600): the workload commits every
-# SYNC_EVERY operations, so blocks freed by deletes become reusable at fixed points.
-AGING_MOUNT_OPTIONS: dict[str, str] = {"ext4": "nodelalloc,nodioread_nolock,commit=3600"}
 SYNC_EVERY = 64  # operations between two fsyncs of the tree's root (a journal commit on ext4)
 
 

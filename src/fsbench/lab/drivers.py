@@ -46,6 +46,10 @@ class Driver:
     # The daemon is fsbench's own build, not on PATH: "libfuse" (fuse/libfuse.py) or "fuse2fs"
     # (fuse/fuse2fs.py).
     built: str = ""
+    # Options every mount carries so identical copies of one image mount side by side, each
+    # subject's own added after them (xfs refuses a second file system with the same UUID:
+    # nouuid, which the effective options then show). The image bytes stay identical.
+    copies_options: str = ""
     in_default: bool = True  # compared when no subject is named
     # Known behaviours the explanation names when a result shows them (schema.Quirk).
     quirks: tuple[Quirk, ...] = ()
@@ -68,6 +72,7 @@ class Driver:
             # -i: never a /sbin/mount.TYPE helper. Where ntfs-3g is installed, mount.ntfs is
             # ntfs-3g, and `mount -t ntfs` would measure it instead of the kernel's ntfs.
             argv = ["mount", "-i", "-t", self.fstype]
+            options = ",".join(o for o in (self.copies_options, options) if o)
             if options:
                 argv += ["-o", options]
             return [*argv, device, mountpoint]
@@ -124,7 +129,9 @@ DRIVERS: dict[str, Driver] = {
         Driver(
             "ext2", "ext2", "kernel", "Linux ext2 (via ext4 or ext2)", fstype="ext2", module="ext2"
         ),
-        Driver("xfs", "xfs", "kernel", "Linux XFS", fstype="xfs", module="xfs"),
+        Driver(
+            "xfs", "xfs", "kernel", "Linux XFS", fstype="xfs", module="xfs", copies_options="nouuid"
+        ),
         Driver("btrfs", "btrfs", "kernel", "Linux Btrfs", fstype="btrfs", module="btrfs"),
         Driver(
             "ntfs3",
