@@ -266,6 +266,10 @@ OPTIONS: list[Option] = [
            parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "1e9", "x")),
     Option(("--max-repeat",), "With --repeat auto: at most this many samples.", default="10",
            parse=positive(int, 10**7), bad=("0", "1.5", "100000000")),
+    Option(("--equivalence",), "The ≈ band in percent: a ratio whose interval lies within "
+           "±PCT % of 1 is marked the same (docs/verdicts.md: below ~5 % a 2-CPU machine rarely "
+           "resolves it in minutes).", default="2", parse=number(0.1, 50, "percent"),
+           metavar="PCT", bad=("0", "51", "x")),
     Option(("--placement",), "Where the app and the FUSE daemon run, a comma list: free "
            "(default: nothing pinned), same (one CPU), split (two CPUs); each placement is its "
            "own result.", parse=external("fsbench.dimensions.placement", "parse_placements"),

@@ -15,6 +15,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench import decide
 from fsbench.dimensions.clients import check_clients
 from fsbench.env import (
     NO_NOISE_FLOOR_NOTE,
@@ -280,6 +281,7 @@ def _runner(
         adaptive=plan.adaptive,
         settle=plan.adaptive,
         max_repeat=plan.max_repeat,
+        band=plan.equivalence,
         time_budget_s=plan.time_budget_s,
         budget_origin=plan.started,
         warmup=plan.warmup,
@@ -308,6 +310,17 @@ def _after_measuring(
         guard.conclude(lab, run, on_step)  # before teardown: the checks need its loop devices
     if plan.vm_stage is not None:
         plan.vm_stage(run, store, on_step)
+        restamp(run, plan.equivalence)
+
+
+def restamp(run: Run, band: float) -> None:
+    """After guests' results joined the run, a table spans kernels: its family and the
+    variance priors are made again over all its results (fsbench.decide.stamp)."""
+    looks = max((int((r.verdict_family or {}).get("looks", 1)) for r in run.results), default=1)
+    kinds = {s.id: s.kind for s in run.subjects}
+    largest = decide.stamp(run.results, kinds, looks, band)
+    if run.schedule is not None:
+        run.schedule.verdict = decide.schedule_record(largest)
 
 
 def _conclude(plan: Plan, run: Run, store: Store, session: _Session) -> None:

@@ -35,6 +35,7 @@ class Plan:
     unavailable: list[Subject] = field(default_factory=list)
     adaptive: bool = False
     max_repeat: int = 10
+    equivalence: float = 0.02  # the ≈ band (--equivalence, as a fraction)
     time_budget_s: float | None = None
     read_only: bool = False
     destroy_data: bool = False
@@ -95,6 +96,7 @@ def plan_from_options(
         repeat=n,
         adaptive=adaptive,
         max_repeat=int(o["max_repeat"]),
+        equivalence=float(o["equivalence"]) / 100.0,
         time_budget_s=budget,
         scale=o["scale"],
         warmup=o["warmup"],

@@ -11,20 +11,19 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, TypeVar
 
-from fsbench import stats, verdict
+from fsbench import decide, stats, verdict
 from fsbench.aggregate import aggregate
-from fsbench.baseline import baseline_result
 from fsbench.errors import FsbenchError
 from fsbench.phases import PhaseClock
 from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
 from fsbench.sampler import RunTarget, Sampler
 from fsbench.schema import Result, Run, Sample, Schedule, StopReason, Subject
-from fsbench.verdict import Family
+from fsbench.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
 from fsbench.workloads.base import Unsupported, Workload, WorkloadFailed, hook
 
 
@@ -56,20 +55,22 @@ class Runner:
     # time.monotonic() the budget counts from (the command's start); None: execute's start.
     budget_origin: float | None = None
     target_rel_halfwidth: float = 0.05
-    # With adaptive: a subject stops getting samples once its answer is settled (its ratio to
-    # the baseline is significant, or within ±SETTLED_BAND of 1: ratio_settled); the rounds
-    # left go to the subjects whose answer is still open. The baseline goes on while any
-    # other is open.
+    # With adaptive: one look after the minimum rounds (_interim, fsbench.decide): a subject
+    # none of whose table's comparisons (with the baseline, with the fastest) is open stops;
+    # the others get samples up to the n their variance plans, --max-repeat or the budget.
     settle: bool = False
     # The seed of every round's subject order (None: the order as given, every round).
     order_seed: int | None = None
-    # The looks and comparisons the verdicts' error rate is spread over (fsbench.verdict);
-    # set by execute, the looks of an adaptive run fixed after its first round (_fix_looks).
-    family: Family = field(default_factory=Family)
-    _orders: list[list[str]] = field(default_factory=list, init=False, repr=False)
-    _last_look: int | None = field(default=None, init=False, repr=False)
+    # The equivalence band of ≈ (--equivalence).
+    band: float = SETTLE_BAND
+    # The looks the verdicts' error rate is spread over: 1, or 2 for an adaptive run that has
+    # room for a round after the minimum (fixed at the interim look from costs alone).
+    looks: int = 1
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
+    # (subject, workload) -> the samples its open comparisons plan (decide.planned_n).
+    planned: dict[tuple[str, str], int] = field(default_factory=dict)
+    _orders: list[list[str]] = field(default_factory=list, init=False, repr=False)
     # Progress: the number of samples still expected (the bar's total grows or shrinks).
     on_remaining: Callable[[int], None] = lambda _n: None
     # Progress: seconds of measuring left (None until the first round has costed each sample).
@@ -109,7 +110,6 @@ class Runner:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
         self._t0 = time.monotonic()
-        self.family = Family(looks=1, comparisons=self._comparisons())
         self._warm_up_pass()
         rep = 0
         while True:
@@ -121,10 +121,9 @@ class Runner:
                 break
             self._rep = rep
             self._round(todo, rep)
-            if rep == 0 and self.adaptive:
-                self._fix_looks()
             rep += 1
         spent = time.monotonic() - self._t0
+        largest = decide.stamp(list(self.results.values()), self._kinds(), self.looks, self.band)
         self.run.schedule = Schedule(
             adaptive=self.adaptive,
             repeat=self.repeat,
@@ -132,47 +131,68 @@ class Runner:
             time_budget_s=self.time_budget_s if self.adaptive else None,
             spent_s=round(spent, 1),
             phases=self.clock.report(spent),
-            verdict={
-                "method": "welch-log",
-                "looks": self.family.looks,
-                "comparisons": self.family.comparisons,
-                "alpha": self.family.alpha,
-                "confidence": self.family.confidence,
-            },
+            verdict=decide.schedule_record(largest),
             order_seed=self.order_seed,
             orders=self._orders,
         )
         self.finish()
         return self.run
 
-    def _comparisons(self) -> int:
-        """The family the verdicts' error rate is spread over: every pair of subjects per
-        workload, not only each against the baseline, since the answer line compares each
-        subject with the fastest, a subject the data picks (at least 1, so a lone subject has
-        a valid family)."""
-        subjects = sum(1 for rt in self.targets if rt.subject.status == "ok")
-        return max(1, subjects * (subjects - 1) // 2 * len(self.workloads))
+    def family_for(self, subjects: int) -> Family:
+        """The family of a table of ``subjects`` (fsbench.verdict.table_family) at this
+        run's looks and band."""
+        return table_family(subjects, looks=self.looks, band=self.band)
 
-    def _fix_looks(self) -> None:
-        """Fix the number of looks after the first round, from what its samples cost and the
-        time budget (never from what they measured): each round from the minimum to
-        --max-repeat is a look at which a verdict may be drawn, and a round costs at least one
-        comparison's pair of samples (a subject and its baseline), so no more rounds than
-        that bound can fit. Fewer looks, narrower intervals; the runner never looks more
-        often than it counted (_looks_left)."""
-        rounds = self.max_repeat
-        base = next((rt.subject.id for rt in self.targets if rt.subject.status == "ok"), None)
-        pairs = [
-            c + self._cost.get((base, wid), 0.0)
-            for (sid, wid), c in self._cost.items()
-            if sid != base
-        ] or list(self._cost.values())
-        cheapest = min(pairs, default=0.0)
-        if self.time_budget_s is not None and cheapest > 0:
-            spare = max(0.0, self.time_budget_s - self._elapsed())
-            rounds = min(rounds, 1 + int(spare // cheapest))
-        self._last_look = max(rounds, self.repeat)
-        self.family = replace(self.family, looks=self._last_look - self.repeat + 1)
+    def _tables(self) -> dict[str, dict[str, Result]]:
+        """Per workload, the results its table compares, by subject in run order."""
+        order = {rt.subject.id: i for i, rt in enumerate(self.targets)}
+        out = decide.tables(self.results.values())
+        return {
+            wid: {r.subject: r for r in sorted(rs, key=lambda r: order.get(r.subject, 99))}
+            for wid, rs in out.items()
+        }
+
+    def _kinds(self) -> dict[str, str]:
+        return {rt.subject.id: rt.subject.kind for rt in self.targets}
+
+    def _priors(self) -> dict[str, Prior]:
+        """Each subject's variance prior: fitted over the run's cells of its driver kind."""
+        kind = self._kinds()
+        cells = [(kind.get(r.subject, "?"), r.samples) for r in self.results.values()]
+        ok = [c for c, r in zip(cells, self.results.values(), strict=True) if r.status == "ok"]
+        by_kind = decide.priors_by_kind(ok)
+        return {sid: by_kind.get(k, NO_PRIOR) for sid, k in kind.items()}
+
+    def _interim(self) -> None:
+        """The one look before the end (an adaptive run, after the minimum rounds). First the
+        looks, from what samples cost and the budget, never from what they measured: 2 if a
+        further round can fit, else this look is the last. Then per table the verdicts of the
+        comparisons it needs (decide.look): a subject in none that is open stops; the others
+        get the samples their variances plan (decide.planned_n)."""
+        spare = None
+        if self.time_budget_s is not None:
+            spare = self.time_budget_s - self._elapsed()
+        cheapest = min(self._cost.values(), default=0.0)
+        room = self.max_repeat > self.repeat and (spare is None or cheapest <= spare)
+        self.looks = 2 if room else 1
+        priors = self._priors()
+        order = [rt.subject.id for rt in self.targets]
+        for wl in self.workloads:
+            wid = workload_id(wl)
+            per = self._tables()[wid]
+            samples = {sid: r.samples for sid, r in per.items()}
+            fam = self.family_for(len(per))
+            tl = decide.look(samples, order, wl.higher_is_better, fam, priors)
+            going = tl.open_subjects() if len(per) > 1 else set(per)
+            for sid, r in per.items():
+                if sid not in going:
+                    self.settled.add((sid, wid))
+                    r.stopped = "settled"
+            plan = decide.planned_n(tl, samples, fam, priors, n_max=self.max_repeat)
+            if len(per) == 1:
+                plan = {sid: self.max_repeat for sid in per}  # alone: its own interval decides
+            for sid, n in plan.items():
+                self.planned[(sid, wid)] = n
 
     def _round_fits(self, todo: list[Workload]) -> bool:
         """Another round ends within the time budget, judged by what its samples cost last
@@ -194,8 +214,12 @@ class Runner:
         )
 
     def _open(self, sid: str, wid: str) -> bool:
+        """Still wants samples: not settled, not failed, and short of its planned n."""
         res = self.results.get((sid, wid))
-        return (sid, wid) not in self.settled and (res is None or res.status == "ok")
+        if (sid, wid) in self.settled or (res is not None and res.status != "ok"):
+            return False
+        plan = self.planned.get((sid, wid))
+        return plan is None or res is None or len(res.samples) < plan
 
     def _eta_s(self) -> float | None:
         """Seconds of measuring left: the minimum rounds still to do, and for adaptive runs
@@ -222,12 +246,14 @@ class Runner:
         if not self.adaptive or left:
             return left
         open_ = [k for k in self._cost if self._open(*k)]
-        rounds = max(0, self.max_repeat - self._rep - 1)
+        done = {k: len(self.results[k].samples) for k in open_ if k in self.results}
+        want = {k: self.planned.get(k, self.max_repeat) - done.get(k, 0) for k in open_}
+        left = sum(max(0, w) for w in want.values())
         cost = sum(self._cost[k] for k in open_)
-        if self.time_budget_s is not None and cost > 0:
+        if self.time_budget_s is not None and cost > 0 and open_:
             spare = self.time_budget_s - self._elapsed()
-            rounds = min(rounds, max(0, int(spare // cost)))
-        return len(open_) * rounds
+            left = min(left, len(open_) * max(0, int(spare // cost)))
+        return left
 
     def _workloads_for_round(self, rep: int) -> list[Workload]:
         if rep < self.repeat:
@@ -235,19 +261,30 @@ class Runner:
         if not self.adaptive:
             self._stop_open("repeat")
             return []
-        # Settle what the rounds so far decided first, so a stop for another reason does not
-        # hide that an answer was reached.
-        todo = self._open_workloads() if self.settle else self._wide_workloads()
+        if not self.settle:
+            todo = self._wide_workloads()
+            if not todo:
+                self._stop_open("settled")
+            elif rep >= self.max_repeat:
+                self._stop_open("max-repeat")
+                return []
+            return todo
+        if rep == self.repeat:
+            self._interim()
+        todo = [wl for wl in self.workloads if self._open_cells(workload_id(wl))]
         if not todo:
-            self._stop_open("settled")
+            self._stop_open("planned")
             return []
         if rep >= self.max_repeat:
             self._stop_open("max-repeat")
             return []
-        if self._last_look is not None and rep >= self._last_look:
-            self._stop_open("budget")  # the looks counted from the budget are spent
+        if self.looks == 1:
+            self._stop_open("budget")  # the interim look was counted as the last
             return []
         return todo
+
+    def _open_cells(self, wid: str) -> list[str]:
+        return [sid for (sid, w) in self.results if w == wid and self._open(sid, wid)]
 
     def _wide_workloads(self) -> list[Workload]:
         """Without settling: a workload gets another round, for every subject (keeping the
@@ -260,37 +297,6 @@ class Runner:
                 todo.append(wl)
             else:
                 self.settled.update((r.subject, wid) for r in mine)
-        return todo
-
-    def _open_workloads(self) -> list[Workload]:
-        """Workloads with a subject whose answer is still open; settled pairs go to
-        self.settled, so _one skips them."""
-        order = [rt.subject.id for rt in self.targets]
-        todo = []
-        for wl in self.workloads:
-            wid = workload_id(wl)
-            mine = [
-                self.results[(rt.subject.id, wid)]
-                for rt in self.targets
-                if rt.subject.status == "ok" and (rt.subject.id, wid) in self.results
-            ]
-            mine = [r for r in mine if r.status == "ok" and r.samples]
-            base = baseline_result(mine, order)  # the renderers' rule: compared with it
-            if base is None:
-                continue
-            others = [r for r in mine if r is not base]
-            open_ = [r for r in others if not ratio_settled(base, r, self.family)]
-            if not others and self._unsettled(base):
-                open_ = [base]  # alone: its own interval decides
-            for r in others:
-                if r not in open_:
-                    self.settled.add((r.subject, wid))
-                    r.stopped = "settled"
-            if open_:
-                todo.append(wl)
-            else:
-                self.settled.add((base.subject, wid))
-                base.stopped = "settled"
         return todo
 
     def _stop_open(self, reason: StopReason) -> None:
@@ -373,10 +379,8 @@ class Runner:
         """Aggregate every result from its samples (also used after an interrupt)."""
         self.close_workloads()
         by_id = {workload_id(w): w for w in self.workloads}
-        fam = {"looks": self.family.looks, "comparisons": self.family.comparisons}
-        fam["alpha"] = self.family.alpha
+        decide.stamp(list(self.results.values()), self._kinds(), self.looks, self.band)
         for res in self.results.values():
-            res.verdict_family = dict(fam)
             wl = by_id.get(res.workload_id or res.workload)
             aggregate(
                 res, bool(hook(wl, "is_write")), hook(wl, "summarize_samples") if wl else None
@@ -405,8 +409,8 @@ class Runner:
         known = self.results.get((rt.subject.id, workload_id(wl)))
         if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
-        if (rt.subject.id, workload_id(wl)) in self.settled:
-            return  # its answer is settled: the time goes to the open ones
+        if rep >= self.repeat and not self._open(rt.subject.id, workload_id(wl)):
+            return  # settled, or sampled as planned: the time goes to the open ones
         of = "" if self.adaptive else f"/{self.repeat}"
         self.on_eta(self._eta_s())
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")

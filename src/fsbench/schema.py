@@ -71,7 +71,7 @@ CacheState = Literal[
     "n/a",
 ]
 SubjectStatus = Literal["ok", "failed", "unavailable"]
-StopReason = Literal["repeat", "settled", "budget", "max-repeat"]
+StopReason = Literal["repeat", "settled", "budget", "max-repeat", "planned"]
 ResultStatus = Literal["ok", "failed", "unsupported"]
 
 
@@ -174,10 +174,12 @@ class Result(_Model):
     # Why this result got no more samples: "repeat" (the fixed --repeat N was reached),
     # "settled" (its ratio to the baseline is significant or within ±2 %; for a lone or
     # baseline result: nothing left open), "budget" (still open when the time budget ended),
-    # "max-repeat" (still open at --max-repeat), None: older runs, failed or interrupted.
+    # "max-repeat" (still open at --max-repeat), "planned" (still open after the samples its
+    # variance planned at the interim look), None: older runs, failed or interrupted.
     stopped: StopReason | None = None
-    # {looks, comparisons, alpha}: the family fsbench.verdict makes this result's interval for
-    # (None: a run stored before issue 22, judged as one comparison at one look).
+    # The family fsbench.verdict makes this result's interval for ({looks, alpha, tails,
+    # subjects, band} per table, with its variance prior {d0, s0sq}; older runs {looks,
+    # comparisons, alpha} over the run; None: judged as one comparison at one look).
     verdict_family: dict[str, Any] | None = None
 
 

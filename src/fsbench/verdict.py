@@ -1,32 +1,27 @@
 """The ▲/▼/≈ verdict: one procedure gives a comparison its ratio, its interval and its mark.
 
-A user switches file systems on this mark, so it must hold its error rate and never disagree
-with the interval printed beside it. The procedure:
+A user switches file systems on this mark, so it must hold its error rate, never disagree with
+the interval printed beside it, and still decide what the samples show. The procedure
+(docs/verdicts.md has the why, the simulation and the A/A numbers):
 
 - **Ratio and interval: Welch's t on the logarithms of the samples.** Rates are positive,
-  right-skewed and multiplicative (a stall halves a sample, nothing doubles it), so their logs
-  are close to symmetric and a ratio becomes a difference. The estimate is the ratio of the
-  geometric means, ``exp(mean(log b) - mean(log a))``; the interval is Welch's interval of the
-  difference of mean logs, exponentiated. Welch allows the two sides different spreads (a FUSE
-  driver's samples spread 10x more than a kernel driver's). Why not the alternatives, at the
-  3-10 samples a run takes: a percentile bootstrap of medians undercovers badly (at n = 3 a
-  resampled median takes only 3 values; that interval let a 0.82x false verdict through),
-  and rank methods cannot reach the confidence needed (Mann-Whitney's smallest two-sided p at
-  3 against 3 is 0.10, so a tenfold difference was "not significant" at n = 3). An outlier
-  widens the t interval (the mark then stays open) rather than moving it.
-- **Mark from the interval, nothing else:** ▲/▼ exactly when the interval excludes 1, ≈ when it
-  lies within the settle band (±2 %), open otherwise. The same interval decides stopping.
-- **Its error rate kept under adaptive stopping and many comparisons: Bonferroni over both.**
-  Every interval is made at confidence ``1 - alpha / (looks * comparisons)``: ``looks`` is the
-  number of rounds at which the schedule may stop or report (1 for ``--repeat N``; for
-  ``--repeat auto`` every round from the minimum to ``--max-repeat``), ``comparisons`` the
-  number of pairs of subjects per workload, summed over the run's workloads (every pair, since
-  the answer line compares each subject with the fastest, which the data picks). By the union
-  bound, the chance that any interval of the run at any look misses its true ratio is at most
-  ``alpha``, whatever the stopping rule does with them, so the chance of any false ▲/▼ in the
-  whole run (the family-wise error rate) is at most ``alpha`` = 5 %. Bonferroni is conservative
-  (looks on growing data are correlated), which costs samples, not correctness; a
-  group-sequential boundary would need equal spacing and normality this data does not promise.
+  skewed and multiplicative (a stall halves a sample, nothing doubles it); on logs a ratio is a
+  difference. The estimate is the ratio of geometric means; the interval is Welch's interval
+  of the difference of mean logs, exponentiated.
+- **Variances that borrow strength** (empirical Bayes, Smyth 2004, limma's ``squeezeVar``):
+  at 3 samples a cell's variance has 2 degrees of freedom and Welch's t quantile at a family's
+  confidence is ~15; the run's other cells of the same driver kind say what variances look
+  like here. A ``Prior`` (d0, s0²) is fitted to their log variances (``fit_prior``); a cell's
+  variance becomes ``max(s², (d0·s0² + d·s²)/(d0 + d))`` with ``d0 + d`` degrees of freedom.
+  Never below its own: a subject noisier than the rest is not shrunk into a false mark.
+- **Mark from the interval, nothing else:** ▲/▼ exactly when the interval excludes 1, ≈ when
+  it lies within the equivalence band (±2 % unless ``--equivalence``), open otherwise.
+- **The promise per table**: at most ``alpha`` = 5 % chance of any false ▲/▼ in a workload's
+  table and its answer line. A table prints each subject against its baseline and against
+  the fastest, a subject the data picks; "slower than the fastest" can be wrong in either
+  direction of any pair, so Bonferroni spreads alpha over the k(k − 1) one-sided tails of
+  the table's pairs (2 for two subjects) and over the looks at which a verdict may be drawn
+  (2 for an adaptive run: after the minimum rounds and at the end; 1 for ``--repeat N``).
 
 Every function is deterministic and needs no random numbers.
 """
@@ -35,68 +30,222 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
+from fsbench.units import fmt_bound
+
 __all__ = [
     "ALPHA",
+    "D0_MAX",
+    "NO_PRIOR",
     "SETTLE_BAND",
     "Family",
     "Mark",
+    "Prior",
     "Verdict",
     "family_of",
+    "fit_prior",
     "judge",
+    "log_var",
+    "mark_of",
+    "prior_of",
+    "table_family",
+    "table_tails",
     "verdict",
 ]
 
-# The family-wise rate of false ▲/▼ a run promises.
+# The chance of any false ▲/▼ in one workload's table (and its answer line).
 ALPHA = 0.05
-# An interval within ±2 % of 1 is "no difference that matters": ≈, and settled.
+# The default equivalence band: an interval within ±2 % of 1 is "no difference that matters".
 SETTLE_BAND = 0.02
+# The most degrees of freedom a prior may lend: beyond ~20 the t quantile hardly moves, and a
+# run of a few cells cannot know its variances better than that.
+D0_MAX = 20.0
 
 Mark = Literal["above", "below", "same", "open", "none"]
 
 
+def table_tails(subjects: int) -> int:
+    """One-sided error tails a table of ``subjects`` needs: every ordered pair, k(k − 1).
+    A table prints each subject against the baseline and against the fastest; the fastest
+    is picked by the data, so "b is slower than the fastest a" can be wrong for any ordered
+    pair (a, b) whose tail the data picked. With two subjects: the one pair's two tails."""
+    return max(2, subjects * (subjects - 1))
+
+
 @dataclass(frozen=True)
 class Family:
-    """The comparisons and looks one run's error rate is spread over."""
+    """The error tails and looks one table's error rate is spread over.
+
+    ``tails`` counts one-sided error tails (a two-sided comparison has two); 0 means
+    ``2 * comparisons`` (runs stored before per-table families recorded comparisons).
+    ``subjects`` is the table's size when the family is a table's (0: not recorded).
+    """
 
     looks: int = 1
     comparisons: int = 1
     alpha: float = ALPHA
+    tails: int = 0
+    band: float = SETTLE_BAND
+    subjects: int = 0
 
     def __post_init__(self) -> None:
-        if self.looks < 1 or self.comparisons < 1 or not 0.0 < self.alpha < 1.0:
+        if (
+            self.looks < 1
+            or self.comparisons < 1
+            or self.tails < 0
+            or not 0.0 < self.alpha < 1.0
+            or not 0.0 < self.band < 1.0
+        ):
             raise ValueError(f"invalid verdict family: {self}")
 
     @property
+    def n_tails(self) -> int:
+        return self.tails or 2 * self.comparisons
+
+    @property
+    def miss(self) -> float:
+        """Each two-sided interval's chance of missing its true ratio."""
+        return 2.0 * self.alpha / (self.looks * self.n_tails)
+
+    @property
     def confidence(self) -> float:
-        """Each interval's own confidence (Bonferroni over looks × comparisons)."""
-        return 1.0 - self.alpha / (self.looks * self.comparisons)
+        """Each interval's own (two-sided) confidence: Bonferroni over tails × looks."""
+        return 1.0 - self.miss
 
     def confidence_text(self) -> str:
         """Each interval's confidence in percent, with the digits that keep it below 100
-        (99.989, never a rounded "100")."""
-        miss = self.alpha / (self.looks * self.comparisons) * 100
+        (99.76, never a rounded "100")."""
+        miss = self.miss * 100
         digits = max(0, 1 - math.floor(math.log10(miss)))
         return f"{100 - miss:.{digits}f}".rstrip("0").rstrip(".")
 
+    def spread_text(self) -> str:
+        """What alpha is spread over, in words: '7 vs the baseline + 7 vs the fastest × 2
+        looks'."""
+        parts = []
+        if self.subjects > 2:
+            parts.append(f"{self.subjects * (self.subjects - 1) // 2} pairs of {self.subjects}")
+        elif not self.tails and self.comparisons > 1:
+            parts.append(f"{self.comparisons} comparisons")
+        if self.looks > 1:
+            parts.append(f"{self.looks} looks")
+        return " × ".join(parts)
+
     def legend(self) -> str:
         """One line for a table's legend: what ▲/▼ promise."""
-        spread = []
-        if self.comparisons > 1:
-            spread.append(f"{self.comparisons} comparisons")
-        if self.looks > 1:
-            spread.append(f"{self.looks} looks")
-        over = f" over {' × '.join(spread)}" if spread else ""
+        spread = self.spread_text()
+        over = f" over {spread}" if spread else ""
+        scope = "a table" if self.tails else "the run"
         return (
-            f"▲/▼ interval excludes 1 (chance of any false ▲/▼ in the run ≤ "
+            f"▲/▼ interval excludes 1 (chance of any false ▲/▼ in {scope} ≤ "
             f"{self.alpha * 100:.0f} %{over}: each interval at {self.confidence_text()} %); "
-            f"≈ within ±{SETTLE_BAND * 100:.0f} %; ? open (not decided)"
+            f"≈ within ±{self.band * 100:g} %; open: not separated (the interval's reach)"
         )
+
+    def record(self) -> dict[str, Any]:
+        """What a result stores (Result.verdict_family) so every renderer judges alike."""
+        out: dict[str, Any] = {"looks": self.looks, "alpha": self.alpha}
+        if self.tails:
+            out |= {"tails": self.tails, "subjects": self.subjects, "band": self.band}
+        else:
+            out["comparisons"] = self.comparisons
+        return out
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any] | None) -> Family:
+        rec = rec or {}
+        return cls(
+            looks=int(rec.get("looks", 1)),
+            comparisons=int(rec.get("comparisons", 1)),
+            alpha=float(rec.get("alpha", ALPHA)),
+            tails=int(rec.get("tails", 0)),
+            band=float(rec.get("band", SETTLE_BAND)),
+            subjects=int(rec.get("subjects", 0)),
+        )
+
+
+def table_family(
+    subjects: int, looks: int = 1, alpha: float = ALPHA, band: float = SETTLE_BAND
+) -> Family:
+    """The family of one workload's table of ``subjects``."""
+    return Family(
+        looks=looks, alpha=alpha, tails=table_tails(subjects), band=band, subjects=subjects
+    )
+
+
+@dataclass(frozen=True)
+class Prior:
+    """An empirical-Bayes prior of a cell's log-scale variance: ``d0`` degrees of freedom
+    at ``s0sq`` (0 degrees: nothing borrowed)."""
+
+    d0: float = 0.0
+    s0sq: float = 0.0
+
+    def moderate(self, var: float, df: float) -> tuple[float, float]:
+        """(variance, degrees of freedom) of a cell after borrowing: the posterior mean of
+        its variance, never below its own, with the prior's degrees added."""
+        if self.d0 <= 0.0 or df <= 0:
+            return var, df
+        post = (self.d0 * self.s0sq + df * var) / (self.d0 + df)
+        return max(var, post), df + self.d0
+
+    def record(self) -> dict[str, float]:
+        return {"d0": round(self.d0, 6), "s0sq": self.s0sq}
+
+
+NO_PRIOR = Prior()
+
+
+def log_var(samples: Sequence[float]) -> tuple[float, int] | None:
+    """(variance of the logs, its degrees of freedom), None where there is none (fewer than
+    two samples, or a sample that is not positive)."""
+    x = np.asarray(samples, dtype=float).reshape(-1)
+    if x.size < 2 or not np.all(np.isfinite(x)) or np.any(x <= 0):
+        return None
+    lx = np.log(x)
+    return (float(lx.var(ddof=1)) if lx.max() > lx.min() else 0.0), int(x.size - 1)
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (Newton's iteration, as limma's trigammaInverse)."""
+    from scipy.special import polygamma
+
+    if y > 1e7:
+        return 1.0 / math.sqrt(y)
+    if y < 1e-6:
+        return 1.0 / y
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = float(polygamma(1, x))
+        step = tri * (1.0 - tri / y) / float(polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+def fit_prior(cells: Iterable[tuple[float, int]]) -> Prior:
+    """The prior of a set of cells' (log variance, df), by limma's ``fitFDist`` moments on the
+    log variances: their mean and the spread beyond what each cell's own sampling explains fix
+    s0² and d0. Fewer than 3 cells with a spread: nothing to borrow."""
+    from scipy.special import digamma, polygamma
+
+    got = [(v, d) for v, d in cells if d >= 1 and v > 0.0 and math.isfinite(v)]
+    if len(got) < 3:
+        return NO_PRIOR
+    z = np.log([v for v, _ in got])
+    half = np.array([d / 2.0 for _, d in got])
+    e = z - digamma(half) + np.log(half)
+    emean = float(e.mean())
+    evar = float(((e - emean) ** 2).sum() / (len(e) - 1) - polygamma(1, half).mean())
+    d0 = D0_MAX if evar <= 0 else min(D0_MAX, 2.0 * _trigamma_inverse(evar))
+    s0sq = math.exp(emean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
+    return Prior(d0=d0, s0sq=s0sq)
 
 
 @dataclass(frozen=True)
@@ -105,8 +254,8 @@ class Verdict:
 
     ``ratio`` is other/baseline (ratio of geometric means); ``interval`` its interval at
     ``confidence``; ``mark`` says where the interval lies: ``above``/``below`` 1 (excludes it),
-    ``same`` (within the settle band), ``open`` (neither), ``none`` (no interval: fewer than 2
-    samples on a side, or a sample that is not positive).
+    ``same`` (within the equivalence band), ``open`` (neither: not separated), ``none`` (no
+    interval: fewer than 2 samples on a side, or a sample that is not positive).
     """
 
     ratio: float | None
@@ -114,6 +263,7 @@ class Verdict:
     confidence: float
     mark: Mark
     n: tuple[int, int] = (0, 0)
+    df: float | None = None
 
     @property
     def decided(self) -> bool:
@@ -128,8 +278,26 @@ class Verdict:
             return not higher_is_better
         return None
 
+    def reach(self) -> str:
+        """The interval as a reach, '×0.80–1.25' ('' without one)."""
+        if self.interval is None:
+            return ""
+        lo, hi = self.interval
+        return f"×{fmt_bound(lo, False)}–{fmt_bound(hi, True)}"
 
-def mark_of(interval: tuple[float, float] | None) -> Mark:
+    def words(self) -> str:
+        """What the mark says, in words: 'not separated: within ×0.80–1.25' for an open
+        comparison (what it is, not a '?')."""
+        if self.mark == "open":
+            return f"not separated: within {self.reach()}"
+        if self.mark == "same":
+            return f"the same: within {self.reach()}"
+        if self.mark == "none":
+            return "not compared: fewer than 2 samples"
+        return ("above" if self.mark == "above" else "below") + f": {self.reach()}"
+
+
+def mark_of(interval: tuple[float, float] | None, band: float = SETTLE_BAND) -> Mark:
     """The mark an interval gives: the one rule, used by everything that prints a mark."""
     if interval is None:
         return "none"
@@ -138,7 +306,7 @@ def mark_of(interval: tuple[float, float] | None) -> Mark:
         return "above"
     if hi < 1.0:
         return "below"
-    if lo >= 1.0 - SETTLE_BAND and hi <= 1.0 + SETTLE_BAND:
+    if lo >= 1.0 - band and hi <= 1.0 + band:
         return "same"
     return "open"
 
@@ -157,9 +325,14 @@ def _exp(x: float) -> float:
 
 
 def verdict(
-    baseline: Sequence[float], other: Sequence[float], family: Family | None = None
+    baseline: Sequence[float],
+    other: Sequence[float],
+    family: Family | None = None,
+    prior_a: Prior = NO_PRIOR,
+    prior_b: Prior = NO_PRIOR,
 ) -> Verdict:
-    """The procedure (module docstring) on two sets of samples."""
+    """The procedure (module docstring) on two sets of samples; ``prior_a``/``prior_b`` are
+    the baseline's and the other's variance priors (their driver kind's, in the run)."""
     fam = family or Family()
     conf = fam.confidence
     a = np.asarray(baseline, dtype=float).reshape(-1)
@@ -177,44 +350,44 @@ def verdict(
     ratio = math.exp(diff)
     if a.size < 2 or b.size < 2:
         return Verdict(ratio=ratio, interval=None, confidence=conf, mark="none", n=n)
-    va = float(la.var(ddof=1)) if la.max() > la.min() else 0.0
-    vb = float(lb.var(ddof=1)) if lb.max() > lb.min() else 0.0
+    va, dfa = prior_a.moderate(float(la.var(ddof=1)) if la.max() > la.min() else 0.0, a.size - 1)
+    vb, dfb = prior_b.moderate(float(lb.var(ddof=1)) if lb.max() > lb.min() else 0.0, b.size - 1)
     qa, qb = va / a.size, vb / b.size
     se = math.sqrt(qa + qb)
+    df = None
     if se == 0.0:
-        # Both sides constant: the measurement is deterministic, the ratio exact.
+        # Both sides constant (and nothing borrowed): deterministic, the ratio exact.
         interval = (ratio, ratio)
     else:
         # Welch-Satterthwaite degrees of freedom (a constant side contributes none).
-        den = (qa * qa / (a.size - 1) if qa else 0.0) + (qb * qb / (b.size - 1) if qb else 0.0)
+        den = (qa * qa / dfa if qa else 0.0) + (qb * qb / dfb if qb else 0.0)
         df = (qa + qb) ** 2 / den
-        half = _t_quantile(1.0 - (1.0 - conf) / 2.0, df) * se
+        half = _t_quantile(1.0 - (1.0 - conf) / 2.0, round(df, 6)) * se
         # Two samples at a high confidence can give a bound beyond floating point: infinity.
         interval = (_exp(diff - half), _exp(diff + half))
-    return Verdict(ratio=ratio, interval=interval, confidence=conf, mark=mark_of(interval), n=n)
+    mark = mark_of(interval, fam.band)
+    return Verdict(ratio=ratio, interval=interval, confidence=conf, mark=mark, n=n, df=df)
 
 
-def judge(base, res, family: Family | None = None) -> Verdict:
-    """The verdict of a result against its workload's baseline result, at the family the run
-    recorded on the result (``Result.verdict_family``), else ``family``, else one comparison
-    at one look (a run stored before verdicts had families)."""
+def prior_of(res: Any) -> Prior:
+    """The variance prior a result recorded (``Result.verdict_family``), none before."""
+    rec = getattr(res, "verdict_family", None) or {}
+    return Prior(d0=float(rec.get("d0", 0.0)), s0sq=float(rec.get("s0sq", 0.0)))
+
+
+def judge(base: Any, res: Any, family: Family | None = None) -> Verdict:
+    """The verdict of a result against another of its table, at the family and priors the
+    run recorded on the results (``Result.verdict_family``), else ``family``, else one
+    comparison at one look (a run stored before verdicts had families)."""
     fam = family
     stored = getattr(res, "verdict_family", None)
     if fam is None and stored:
-        fam = Family(
-            looks=int(stored.get("looks", 1)),
-            comparisons=int(stored.get("comparisons", 1)),
-            alpha=float(stored.get("alpha", ALPHA)),
-        )
-    return verdict(base.samples, res.samples, fam)
+        fam = Family.from_record(stored)
+    return verdict(base.samples, res.samples, fam, prior_of(base), prior_of(res))
 
 
-def family_of(run) -> Family:
-    """The family a run recorded (``Run.schedule.verdict``); one look at one comparison for a
-    run stored before it did."""
+def family_of(run: Any) -> Family:
+    """The family a run recorded for its largest table (``Run.schedule.verdict``): what its
+    legend states; one look at one comparison for a run stored before families."""
     v = getattr(getattr(run, "schedule", None), "verdict", None) or {}
-    return Family(
-        looks=int(v.get("looks", 1)),
-        comparisons=int(v.get("comparisons", 1)),
-        alpha=float(v.get("alpha", ALPHA)),
-    )
+    return Family.from_record(v)

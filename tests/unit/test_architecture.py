@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.latency",
             "fsbench.stats",
             "fsbench.verdict",
+            "fsbench.decide",
             "fsbench.units",
             "fsbench.errors",
             "fsbench.baseline",

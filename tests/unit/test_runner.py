@@ -506,9 +506,9 @@ def test_a_merged_sample_keeps_each_iterations_value() -> None:
 def test_adaptive_settling_spends_samples_only_where_the_answer_is_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """subj-b is clearly half as fast (settled after the first three rounds), subj-c
-    wobbles around the baseline (its ratio's interval straddles 1 and is wider than ±2 %):
-    subj-c and the baseline get samples until the budget (max_repeat) ends, subj-b none."""
+    """subj-b is clearly half as fast (settled at the look after the first three rounds),
+    subj-c wobbles around the baseline (its ratio's interval straddles 1): subj-c and the
+    baseline get the samples subj-c's variance plans (fsbench.decide), subj-b none."""
     monkeypatch.setenv(
         "FSBENCH_FAKE_VALUES",
         "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
@@ -517,9 +517,12 @@ def test_adaptive_settling_spends_samples_only_where_the_answer_is_open(
                      max_repeat=8)  # fmt: skip
     res = _by_subject(runner.execute())
     assert len(res["subj-b"].samples) == 3
-    assert len(res["subj-c"].samples) == 8
-    assert len(res["subj-a"].samples) == 8
+    planned = runner.planned[("subj-c", "fake")]
+    assert 3 < planned <= 8 and runner.planned[("subj-a", "fake")] == planned
+    assert len(res["subj-c"].samples) == len(res["subj-a"].samples) == planned
     assert ("subj-b", "fake") in runner.settled and ("subj-c", "fake") not in runner.settled
+    assert res["subj-b"].stopped == "settled"
+    assert res["subj-c"].stopped == ("planned" if planned < 8 else "max-repeat")
 
 
 def test_adaptive_settling_stops_when_every_answer_is_settled(
@@ -577,15 +580,15 @@ def test_adaptive_open_answer_gets_samples_until_the_time_budget_ends(
 ) -> None:
     """Each sample costs 10 s and the budget is 150 s: the three minimum rounds of three
     subjects take 90 s; then subj-b (settled, half as fast) gets nothing more, while subj-c
-    (open) and the baseline share what is left: 3 more rounds of 20 s, and none that would end
-    after the budget."""
+    (open, so noisy that its variance plans more than fit) and the baseline share what is
+    left: 3 more rounds of 20 s, and none that would end after the budget."""
     import fsbench.runner as runner_mod
 
     clock = _Clock(10.0)
     monkeypatch.setattr(runner_mod.time, "monotonic", clock)
     monkeypatch.setenv(
         "FSBENCH_FAKE_VALUES",
-        "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
+        "subj-a=100,101,99;subj-b=50,51,49;subj-c=60,140,70,130,65,135,80",
     )
     etas: list[float | None] = []
     runner = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,

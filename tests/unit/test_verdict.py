@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from test_runner import _by_subject, _runner
 
-from fsbench.runner import Runner, ratio_settled
-from fsbench.schema import Result
-from fsbench.verdict import SETTLE_BAND, Family, judge, mark_of, verdict
+from fsbench.runner import Runner
+from fsbench.verdict import SETTLE_BAND, Family, judge, mark_of, table_family, verdict
 from fsbench.workloads.fake import FakeWorkload
 
 
@@ -53,15 +52,23 @@ def test_a_tenfold_difference_at_three_samples_is_marked() -> None:
     assert v.confidence == pytest.approx(0.95)
 
 
-def test_the_family_spreads_alpha_over_looks_and_comparisons() -> None:
+def test_the_family_spreads_alpha_over_looks_and_tails() -> None:
+    # A run stored with an all-pairs family ({looks, comparisons}) is judged as it was.
     assert Family(looks=8, comparisons=14).confidence == pytest.approx(1 - 0.05 / 112)
+    # A table of 8 subjects: 56 ordered pairs' tails, 2 looks.
+    fam = table_family(8, looks=2)
+    assert fam.n_tails == 56 and fam.confidence == pytest.approx(1 - 2 * 0.05 / (56 * 2))
+    assert table_family(2).confidence == pytest.approx(0.95)  # one pair, one look
     a, b = [100.0, 104.0, 97.0, 101.0], [90.0, 93.0, 88.0, 92.0]
     one = verdict(a, b, Family())
-    many = verdict(a, b, Family(looks=8, comparisons=14))
+    many = verdict(a, b, fam)
     assert one.interval and many.interval
     assert many.interval[0] < one.interval[0] and many.interval[1] > one.interval[1]
-    assert "≤ 5 %" in Family(looks=8, comparisons=14).legend()
+    assert "any false ▲/▼ in a table ≤ 5 %" in fam.legend()
+    assert "28 pairs of 8 × 2 looks" in fam.legend()
     assert "14 comparisons × 8 looks" in Family(looks=8, comparisons=14).legend()
+    assert Family.from_record(fam.record()) == fam
+    assert "±5 %" in table_family(3, band=0.05).legend()
 
 
 def test_the_legend_never_rounds_a_confidence_to_100() -> None:
@@ -70,6 +77,23 @@ def test_the_legend_never_rounds_a_confidence_to_100() -> None:
     assert "each interval at 99.989 %" in Family(looks=8, comparisons=56).legend()
     assert Family(comparisons=2).confidence_text() == "97.5"
     assert Family().confidence_text() == "95"
+
+
+def test_an_open_comparison_says_what_it_is() -> None:
+    v = verdict([100.0, 104.0, 97.0], [99.0, 108.0, 92.0])
+    assert v.mark == "open" and v.words().startswith("not separated: within ×")
+    lo, hi = v.interval or (0, 0)
+    assert lo < 1 < hi
+    assert verdict([100.0, 101.0, 99.0], [50.0, 51.0, 49.0]).words().startswith("below: ×0.")
+
+
+def test_the_equivalence_band_decides_the_same_mark() -> None:
+    a, b = [100.0, 100.5, 99.5, 100.2], [101.0, 101.4, 100.6, 101.2]
+    assert verdict(a, b, table_family(2)).mark in ("open", "above")
+    wide = verdict(a, b, table_family(2, band=0.05))
+    assert wide.interval is not None and wide.interval[1] < 1.05
+    assert wide.mark in ("same", "above")
+    assert mark_of((0.97, 1.04), band=0.05) == "same" and mark_of((0.97, 1.04)) == "open"
 
 
 def test_degenerate_samples() -> None:
@@ -81,64 +105,10 @@ def test_degenerate_samples() -> None:
         verdict([1.0, math.nan], [1.0, 2.0])
 
 
-def _schedule(
-    samples: dict[str, np.ndarray], repeat: int = 3, max_repeat: int = 10
-) -> dict[str, str]:
-    """The runner's adaptive schedule on precomputed samples, fast enough for a thousand runs:
-    rounds from `repeat` to `max_repeat`, a subject stops once runner.ratio_settled (its
-    verdict decided) holds at the run's family, the baseline goes on while any is open; the
-    marks at the end. test_runner covers the Runner doing exactly this."""
-    ids = list(samples)
-    fam = Family(looks=max_repeat - repeat + 1, comparisons=len(ids) - 1)
-    n = dict.fromkeys(ids, repeat)
-    open_ = set(ids[1:])
-    for _ in range(repeat, max_repeat):
-        base = samples[ids[0]][: n[ids[0]]]
-        open_ = {s for s in open_ if not ratio_settled(_res(base), _res(samples[s][: n[s]]), fam)}
-        if not open_:
-            break
-        for s in [ids[0], *open_]:
-            n[s] += 1
-    base = samples[ids[0]][: n[ids[0]]]
-    return {s: verdict(base, samples[s][: n[s]], fam).mark for s in ids[1:]}
-
-
-def _res(xs: np.ndarray) -> Result:
-    return Result(subject="s", workload="w", metric="m", unit="u", samples=list(xs))
-
-
 def _noisy(rng: np.random.Generator, ratio: float, cv: float, n: int = 10) -> np.ndarray:
     # Lognormal noise and one stall (x0.5) in twenty samples: what a busy VM does.
     x = 100 * ratio * np.exp(rng.normal(0, cv, n))
     return np.where(rng.random(n) < 0.05, x * 0.5, x)
-
-
-def test_aa_runs_keep_the_familywise_error_rate() -> None:
-    """A/A: four identical subjects, adaptive stopping over up to 8 looks: the share of runs
-    with any false ▲/▼ stays at or under 5 %. The old procedure (bootstrap interval, Welch or
-    Mann-Whitney mark, stop on significance) had no such bound."""
-    rng = np.random.default_rng(1)
-    runs = [_schedule({s: _noisy(rng, 1.0, 0.1) for s in "abcd"}) for _ in range(1000)]
-    false_runs = sum(1 for m in runs if {"above", "below"} & set(m.values()))
-    assert false_runs / len(runs) <= 0.05
-    # Without the family (each look at 95 %, one comparison) the same runs go wrong often:
-    # the correction is what keeps the rate.
-    rng = np.random.default_rng(1)
-    loose = 0
-    for _ in range(150):
-        xs = {s: _noisy(rng, 1.0, 0.1) for s in "abcd"}
-        marks = [verdict(xs["a"][:k], xs[s][:k]).mark for s in "bcd" for k in range(3, 11)]
-        loose += bool({"above", "below"} & set(marks))
-    assert loose / 150 > 0.15
-
-
-def test_a_real_difference_is_found() -> None:
-    """ext4 against ext4:data=journal on writes is ~0.6x; at a 5 % spread the default
-    schedule finds it in nearly every run."""
-    rng = np.random.default_rng(2)
-    runs = [_schedule({"a": _noisy(rng, 1.0, 0.05), "b": _noisy(rng, 0.6, 0.05)})
-            for _ in range(150)]  # fmt: skip
-    assert sum(m["b"] == "below" for m in runs) / len(runs) >= 0.9
 
 
 def test_the_runner_stops_a_decided_comparison_and_reports_its_mark(
@@ -154,7 +124,7 @@ def test_the_runner_stops_a_decided_comparison_and_reports_its_mark(
     res = _by_subject(runner.execute())
     assert res["subj-b"].stopped == "settled"
     assert judge(res["subj-a"], res["subj-b"]).mark == "below"
-    assert _schedule(spec)["subj-b"] == "below"
+    assert len(res["subj-b"].samples) == 3  # decided at the look after the minimum rounds
 
 
 def test_round_order_is_shuffled_recorded_and_reproducible(tmp_path: Path) -> None:
@@ -179,12 +149,21 @@ def test_results_and_schedule_record_the_family(
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,110")
     run = _runner(tmp_path, [FakeWorkload()], repeat=3).execute()
     assert run.schedule is not None
-    # Three subjects, one workload: every pair (a-b, a-c, b-c), not only the two against the
-    # baseline, since the answer line compares each with the fastest.
-    assert run.schedule.verdict["looks"] == 1 and run.schedule.verdict["comparisons"] == 3
-    assert run.schedule.verdict["method"] == "welch-log"
+    # Three subjects, one workload: one table of three, every ordered pair's tail (3 × 2), one
+    # look for a fixed --repeat; each result carries its kind's variance prior.
+    v = run.schedule.verdict
+    assert (v["looks"], v["tails"], v["subjects"], v["per"]) == (1, 6, 3, "table")
+    assert v["method"] == "welch-log-moderated"
     for r in run.results:
-        assert r.verdict_family == {"looks": 1, "comparisons": 3, "alpha": 0.05}
+        assert r.verdict_family is not None
+        assert {k: r.verdict_family[k] for k in ("looks", "tails", "subjects", "alpha")} == {
+            "looks": 1,
+            "tails": 6,
+            "subjects": 3,
+            "alpha": 0.05,
+        }
+        assert {"d0", "s0sq", "band"} <= set(r.verdict_family)
     adaptive = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
                        max_repeat=10).execute()  # fmt: skip
-    assert adaptive.schedule is not None and adaptive.schedule.verdict["looks"] == 8
+    # An adaptive run with room for more rounds: one look after the minimum, one at the end.
+    assert adaptive.schedule is not None and adaptive.schedule.verdict["looks"] == 2

@@ -175,8 +175,9 @@ _STOPPED_TEXT = {
     "settled": "sampling stopped: its answer was settled",
     "budget": "sampling stopped by the time budget with the answer still open",
     "max-repeat": "sampling stopped at --max-repeat with the answer still open",
+    "planned": "sampling stopped at the samples its variance planned, the answer still open",
 }
-_STOPPED_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…"}
+_STOPPED_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
 
 
 def _row(

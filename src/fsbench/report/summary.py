@@ -22,7 +22,7 @@ from fsbench.report.naming import (
 )
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
-from fsbench.verdict import ALPHA, Family, Verdict, verdict
+from fsbench.verdict import Family, Prior, Verdict, prior_of, verdict
 
 MATRIX_WORKLOAD = "iozone"
 OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
@@ -135,23 +135,22 @@ def gmean(xs: Iterable[float]) -> float | None:
 
 
 def compare(base: Result, other: Result) -> Verdict:
-    """The verdict (fsbench.verdict) of ``other`` against ``base`` at the family the run
-    recorded on ``other`` (memoized: a report asks several times)."""
-    fam = other.verdict_family or {}
+    """The verdict (fsbench.verdict) of ``other`` against ``base`` at the family and variance
+    priors the run recorded on them (memoized: a report asks several times)."""
     return _compare(
         tuple(base.samples),
         tuple(other.samples),
-        int(fam.get("looks", 1)),
-        int(fam.get("comparisons", 1)),
-        float(fam.get("alpha", ALPHA)),
+        Family.from_record(other.verdict_family),
+        prior_of(base),
+        prior_of(other),
     )
 
 
 @functools.lru_cache(maxsize=4096)
 def _compare(
-    base: tuple[float, ...], other: tuple[float, ...], looks: int, comparisons: int, alpha: float
+    base: tuple[float, ...], other: tuple[float, ...], fam: Family, pa: Prior, pb: Prior
 ) -> Verdict:
-    return verdict(base, other, Family(looks=looks, comparisons=comparisons, alpha=alpha))
+    return verdict(base, other, fam, pa, pb)
 
 
 def cpu_ratio(base: Result, other: Result) -> float | None:

@@ -82,7 +82,7 @@ _CACHE_SHORT = {
 }
 
 # After the sample count: why a result got no more samples (Result.stopped).
-_STOP_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…"}
+_STOP_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
 
 
 def _note_lines(results: list[Result], schedule: Schedule | None, verbose: bool) -> list[Text]:
@@ -241,6 +241,7 @@ def schedule_line(run: Run) -> str:
             why[r.stopped] = why.get(r.stopped, 0) + 1
     told = {"settled": "settled ✓", "budget": "open at the budget …"}
     told["max-repeat"] = f"open at --max-repeat {sc.max_repeat} …"
+    told["planned"] = "open at their planned precision …"
     counts = " · ".join(f"{n} {told[k]}" for k, n in why.items())
     return f"samples: auto, {sc.repeat}–{sc.max_repeat} per result{budget}{spent}" + (
         f" · {counts}" if counts else ""

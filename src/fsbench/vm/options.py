@@ -31,6 +31,7 @@ def guest_args(common: dict[str, Any], size: str, no_tune: bool) -> list[str]:
         "min_sample_time",
         "placement",
         "trace_probes",
+        "equivalence",
     ):
         if common.get(opt):
             args += [f"--{opt.replace('_', '-')}", str(common[opt])]
