@@ -74,6 +74,12 @@ def view(res: Result, key: str = "p99") -> Result | None:
             "higher_is_better": not lower,
             "median": med,
             "ci95": None,
+            # The run's variance prior was fitted to rates, not latencies: a latency borrows
+            # nothing (its own variance, its own degrees of freedom), at the same family.
+            "verdict_family": {
+                k: v for k, v in (res.verdict_family or {}).items() if k not in ("d0", "s0sq")
+            }
+            or None,
         }
     )
 

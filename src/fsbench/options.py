@@ -275,8 +275,8 @@ OPTIONS: list[Option] = [
            "own result.", parse=external("fsbench.dimensions.placement", "parse_placements"),
            metavar="PLACEMENT,...", bad=("nowhere", "same,same", "", "free,")),
     Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto' (the default): at "
-           "least 3, then more only for subjects whose ratio to the baseline is still open "
-           "(interval spans 1 and is wider than ±2 %), up to --max-repeat or --time-budget.",
+           "least 3, then more only for subjects in a comparison still open (with the baseline or "
+           "the fastest), as many as their spread plans, up to --max-repeat or --time-budget.",
            default="auto", parse=repeat, bad=("0", "1001", "abc")),
     Option(("--numjobs",), "Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
            parse=counts(1, 256, "1,4"), bad=("0", "257", "1,1", "x")),

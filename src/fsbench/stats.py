@@ -40,6 +40,8 @@ __all__ = [
 
 # Iglewicz & Hoaglin (1993): |modified z| > 3.5 marks a likely outlier.
 OUTLIER_THRESHOLD = 3.5
+# "1 outlier among 3 samples" is noise: outliers are flagged from this many samples on.
+MIN_OUTLIER_N = 5
 # 0.6745 is the 0.75 quantile of the standard normal: MAD / 0.6745 estimates sigma.
 _MAD_TO_Z = 0.6745
 # sqrt(pi/2): for normal data, mean absolute deviation * sqrt(pi/2) estimates sigma.
@@ -237,7 +239,8 @@ def summarize(
 
     stdev, cv = _spread(x, mean, constant, warnings)
 
-    outliers = _outliers(x, med, mad)
+    # Among fewer than 5 samples no sample can be told from the spread: not flagged.
+    outliers = _outliers(x, med, mad) if n >= MIN_OUTLIER_N else []
     if outliers:
         warnings.append(_outlier_warning(outliers, n))
 

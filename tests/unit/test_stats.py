@@ -282,3 +282,10 @@ def test_median_ci_exact_coverage_boundary_counts() -> None:
     # n = 6 at 1 - 2/64 = 96.875 %: [min, max] misses the median with probability exactly
     # 2 * (1/2)^6, so it meets the level and the distribution-free interval is used.
     assert median_ci([4.0, 2.0, 9.0, 5.0, 3.0, 6.0], confidence=1 - 2 / 64) == (2.0, 9.0)
+
+
+def test_no_outlier_is_flagged_among_fewer_than_five_samples() -> None:
+    """At n = 3 one stalled sample cannot be told from spread: no "1 outlier among 3"."""
+    s = summarize([100.0, 100.5, 40.0])
+    assert s.outliers == [] and not any("outlier" in w for w in s.warnings)
+    assert summarize([100.0, 100.5, 99.5, 100.2, 40.0]).outliers == [4]
