@@ -262,7 +262,7 @@ LAYOUT: dict[str, set[str]] = {
     # --age: the recipe, the cache of aged images, what aging did, the lab's side of it
     "fsbench.aging": {"recipe", "formats", "imagecache", "measure", "prepare"},
     # how a FUSE daemon talks to the kernel, and the daemons built from source
-    "fsbench.fuse": {"transports", "stacked", "libfuse", "fuse2fs"},
+    "fsbench.fuse": {"transports", "stacked", "sourcebuild", "libfuse", "fuse2fs"},
     # the schedule's dimensions beside a workload's variants
     "fsbench.dimensions": {"placement", "clients", "fio_clients"},
 }

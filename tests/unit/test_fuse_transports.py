@@ -5,15 +5,19 @@ directory, the subject grammar's transports and the enable_uring hold's order.""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fsbench import aptsource
 from fsbench.errors import UsageError
-from fsbench.fuse import fuse2fs, libfuse, transports
+from fsbench.fuse import libfuse, sourcebuild, transports
+from fsbench.fuse.fuse2fs import FUSE2FS
+from fsbench.fuse.libfuse import LIBFUSE
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import parse_subject, parse_subjects
 from fsbench.probes.procfs import ProcFS
@@ -160,132 +164,146 @@ def test_fuse2fs_built_here_offers_dev_fuse_and_uring_but_not_passthrough() -> N
 
 # -- the build's cache -------------------------------------------------------------------------
 def _fake_build(root: Path, content: bytes = b"\x7fELF daemon") -> Path:
-    """A build directory as `ensure` leaves it, without building anything."""
-    d = libfuse.build_dir(root)
+    """A build directory as `ensure` leaves it, without building anything; its build.json as
+    an older fsbench wrote it (the flat record), so existing builds are still reused."""
+    d = sourcebuild.build_dir(LIBFUSE, root)
     (d / "bin").mkdir(parents=True)
     daemon = d / "bin" / "passthrough_hp"
     daemon.write_bytes(content)
-    b = libfuse.Build(
-        key=libfuse.cache_key(),
-        version="3.18.3-1",
-        dsc="fuse3_3.18.3-1.dsc",
-        dsc_sha256="90" * 32,
-        tarball="fuse3_3.18.3.orig.tar.gz",
-        tarball_sha256="bc" * 32,
-        daemons={"passthrough_hp": str(daemon)},
-        daemon_sha256={"passthrough_hp": libfuse.file_sha256(daemon)},
-        uring=True,
-        usdt=True,
-        log=str(d / "build.log"),
-    )
-    (d / "build.json").write_text(json.dumps(b.__dict__))
+    record = {
+        "key": sourcebuild.cache_key(LIBFUSE),
+        "version": "3.18.3-1",
+        "dsc": "fuse3_3.18.3-1.dsc",
+        "dsc_sha256": "90" * 32,
+        "tarball": "fuse3_3.18.3.orig.tar.gz",
+        "tarball_sha256": "bc" * 32,
+        "daemons": {"passthrough_hp": str(daemon)},
+        "daemon_sha256": {"passthrough_hp": aptsource.file_sha256(daemon)},
+        "uring": True,
+        "usdt": True,
+        "log": str(d / "build.log"),
+    }
+    (d / "build.json").write_text(json.dumps(record))
     return daemon
 
 
+def _never(*_a: object) -> tuple[dict, dict]:
+    raise AssertionError("a verified cached build must not be rebuilt")
+
+
 def test_the_cache_key_follows_the_build_options() -> None:
-    key = libfuse.cache_key()
-    assert key == libfuse.cache_key() and key.startswith("fuse3-unstable-")
-    assert libfuse.cache_key((*libfuse.MESON_OPTIONS, "-Denable-usdt=false")) != key
+    key = sourcebuild.cache_key(LIBFUSE)
+    # The key libfuse builds had before the record: those builds stay valid.
+    assert (
+        key
+        == "fuse3-unstable-"
+        + hashlib.sha256(
+            "\0".join(["fuse3", "unstable", *libfuse.MESON_OPTIONS]).encode()
+        ).hexdigest()[:12]
+    )
+    assert sourcebuild.cache_key(LIBFUSE, (*libfuse.MESON_OPTIONS, "-Denable-usdt=false")) != key
 
 
-def test_a_cached_build_is_reused_when_its_daemon_matches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_cached_build_is_reused_when_its_daemon_matches(tmp_path: Path) -> None:
     daemon = _fake_build(tmp_path)
-
-    def no_build(*_a: object) -> None:
-        raise AssertionError("a verified cached build must not be rebuilt")
-
-    monkeypatch.setattr(libfuse, "_fetch_and_build", no_build)
-    b = libfuse.ensure(tmp_path)
+    b = sourcebuild.ensure(replace(LIBFUSE, steps=_never), tmp_path)
     assert b.daemon("passthrough_hp") == str(daemon) and b.version == "3.18.3-1"
+    assert b.extra == {"uring": True, "usdt": True}
+    assert b.record() == json.loads((daemon.parent.parent / "build.json").read_text())
 
 
 def test_a_changed_daemon_is_refused_with_what_to_do(tmp_path: Path) -> None:
     daemon = _fake_build(tmp_path)
     daemon.write_bytes(b"\x7fELF something else")
-    with pytest.raises(libfuse.BuildFailed, match="does not match its recorded sha256"):
-        libfuse.load(tmp_path)
+    with pytest.raises(sourcebuild.BuildFailed, match="does not match its recorded sha256"):
+        sourcebuild.load(LIBFUSE, tmp_path)
     daemon.unlink()
-    with pytest.raises(libfuse.BuildFailed, match=r"delete .* to build it again"):
-        libfuse.ensure(tmp_path)
-    assert libfuse.load(tmp_path, verify=False) is not None  # doctor's quick look
+    with pytest.raises(sourcebuild.BuildFailed, match=r"delete .* to build libfuse again"):
+        sourcebuild.ensure(LIBFUSE, tmp_path)
+    assert sourcebuild.load(LIBFUSE, tmp_path, verify=False) is not None  # doctor's quick look
 
 
 def test_a_failed_build_is_recorded_with_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def fail(d: Path, log: Path) -> libfuse.Build:
+    def fail(_b: object, _d: Path, log: Path, _below: object) -> None:
         log.write_text("meson: error\n")
-        raise libfuse.BuildFailed(f"meson setup failed (exit 1); see {log}")
+        raise sourcebuild.BuildFailed(f"meson setup failed (exit 1); see {log}")
 
-    monkeypatch.setattr(libfuse, "_fetch_and_build", fail)
-    monkeypatch.setattr(libfuse, "missing_build_tools", lambda: [])
-    with pytest.raises(libfuse.BuildFailed, match="meson setup failed"):
-        libfuse.ensure(tmp_path)
-    failed = libfuse.last_failure(tmp_path)
+    monkeypatch.setattr(sourcebuild, "fetch_and_build", fail)
+    monkeypatch.setattr(sourcebuild, "missing_build_tools", lambda _b: [])
+    with pytest.raises(sourcebuild.BuildFailed, match="meson setup failed"):
+        sourcebuild.ensure(LIBFUSE, tmp_path)
+    failed = sourcebuild.last_failure(LIBFUSE, tmp_path)
     assert failed and "meson setup failed" in failed["reason"]
     assert Path(failed["log"]).read_text() == "meson: error\n"
-    assert libfuse.load(tmp_path) is None
+    assert sourcebuild.load(LIBFUSE, tmp_path) is None
 
 
 def test_missing_build_tools_are_named_with_their_packages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(libfuse, "missing_build_tools", lambda: ["meson", "liburing-dev"])
-    with pytest.raises(libfuse.BuildFailed, match="apt-get install meson liburing-dev"):
-        libfuse.ensure(tmp_path)
+    monkeypatch.setattr(aptsource, "missing_packages", lambda tools, libs: sorted(libs.values()))
+    with pytest.raises(sourcebuild.BuildFailed, match="apt-get install libnuma-dev liburing-dev"):
+        sourcebuild.ensure(LIBFUSE, tmp_path)
+    # A build names what the builds below it lack as well.
+    assert sourcebuild.missing_build_tools(FUSE2FS) == ["libnuma-dev", "liburing-dev", "uuid-dev"]
 
 
 # -- fuse2fs against libfuse 3.18 --------------------------------------------------------------
 def _fake_fuse2fs(root: Path) -> Path:
-    d = fuse2fs.build_dir(root)
+    d = sourcebuild.build_dir(FUSE2FS, root)
     (d / "bin").mkdir(parents=True)
     daemon = d / "bin" / "fuse2fs"
     daemon.write_bytes(b"\x7fELF fuse2fs")
-    b = fuse2fs.Build(
-        key=fuse2fs.cache_key(),
+    b = sourcebuild.Built(
+        key=sourcebuild.cache_key(FUSE2FS),
         version="1.47.4-1",
         dsc="e2fsprogs_1.47.4-1.dsc",
         dsc_sha256="aa" * 32,
         tarball="e2fsprogs_1.47.4.orig.tar.gz",
         tarball_sha256="bb" * 32,
-        libfuse="3.18.3-1 (fuse3_3.18.3.orig.tar.gz sha256 bcd19582c5e3)",
         daemons={"fuse2fs": str(daemon)},
-        daemon_sha256={"fuse2fs": libfuse.file_sha256(daemon)},
+        daemon_sha256={"fuse2fs": aptsource.file_sha256(daemon)},
         log=str(d / "build.log"),
+        extra={"libfuse": "3.18.3-1 (fuse3_3.18.3.orig.tar.gz sha256 bcd19582c5e3)"},
     )
-    (d / "build.json").write_text(json.dumps(b.__dict__))
+    (d / "build.json").write_text(json.dumps(b.record()))
     return daemon
 
 
 def test_fuse2fs_is_rebuilt_when_the_libfuse_it_links_changes() -> None:
-    assert fuse2fs.cache_key("fuse3-unstable-aaaa") != fuse2fs.cache_key("fuse3-unstable-bbbb")
-    assert fuse2fs.cache_key() == fuse2fs.cache_key(libfuse.cache_key())
+    other = replace(FUSE2FS, on=(replace(LIBFUSE, options=("-Dother",)),))
+    assert sourcebuild.cache_key(other) != sourcebuild.cache_key(FUSE2FS)
+    parts = ["e2fsprogs", "unstable", *FUSE2FS.options, sourcebuild.cache_key(LIBFUSE)]
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
+    assert sourcebuild.cache_key(FUSE2FS) == f"e2fsprogs-unstable-{digest}"  # as before
 
 
 def test_a_cached_fuse2fs_is_reused_and_a_changed_one_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    daemon = _fake_fuse2fs(tmp_path)
-
-    def no_build(*_a: object) -> None:
-        raise AssertionError("a verified cached build must not be rebuilt")
-
-    monkeypatch.setattr(fuse2fs, "_fetch_and_build", no_build)
-    assert fuse2fs.ensure(tmp_path).daemons["fuse2fs"] == str(daemon)
+    monkeypatch.setattr(sourcebuild, "cache_root", lambda b: tmp_path / b.name)
+    daemon = _fake_fuse2fs(tmp_path / "fuse2fs")
+    monkeypatch.setattr(sourcebuild, "fetch_and_build", _never)
+    assert sourcebuild.ensure(FUSE2FS).daemons["fuse2fs"] == str(daemon)
+    sha = aptsource.file_sha256(daemon)[:12]
+    assert sourcebuild.version(FUSE2FS, "fuse2fs") == (
+        "fuse2fs 1.47.4-1 with libfuse 3.18.3-1 (fuse3_3.18.3.orig.tar.gz sha256 bcd19582c5e3) "
+        f"(built here, fuse2fs sha256 {sha})"
+    )
     daemon.write_bytes(b"\x7fELF patched")
-    with pytest.raises(fuse2fs.BuildFailed, match=r"delete .* to build fuse2fs again"):
-        fuse2fs.ensure(tmp_path)
+    with pytest.raises(sourcebuild.BuildFailed, match=r"delete .* to build fuse2fs again"):
+        sourcebuild.ensure(FUSE2FS)
 
 
 def test_a_failed_fuse2fs_build_names_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fuse2fs, "missing_build_tools", lambda: ["uuid-dev", "make"])
-    with pytest.raises(fuse2fs.BuildFailed, match="apt-get install make uuid-dev"):
-        fuse2fs.ensure(tmp_path)
-    failed = fuse2fs.last_failure(tmp_path)
+    monkeypatch.setattr(sourcebuild, "missing_build_tools", lambda _b: ["make", "uuid-dev"])
+    with pytest.raises(sourcebuild.BuildFailed, match="apt-get install make uuid-dev"):
+        sourcebuild.ensure(FUSE2FS, tmp_path)
+    failed = sourcebuild.last_failure(FUSE2FS, tmp_path)
     assert failed and "uuid-dev" in failed["reason"]
 
 
@@ -304,6 +322,6 @@ def test_a_source_older_than_needed_is_refused(
     monkeypatch.setattr(aptsource, "run_logged", fake_run)
     log = tmp_path / "log"
     with pytest.raises(aptsource.BuildFailed, match=r"e2fsprogs 1.47.0-2; 1.47.1 or later"):
-        aptsource.fetch_source(tmp_path, "e2fsprogs", "bookworm", log, fuse2fs.MIN_VERSION)
+        aptsource.fetch_source(tmp_path, "e2fsprogs", "bookworm", log, FUSE2FS.min_version)
     sources = (tmp_path / "apt" / "sources.list").read_text()
     assert sources.startswith("deb-src [signed-by=") and " bookworm main" in sources

@@ -150,20 +150,20 @@ def hold_uring(restore: dict[str, str], save) -> str | None:
 
 def subject_problem(spec) -> str:  # spec: lab.subject.SubjectSpec (no import cycle)
     """Why a subject cannot run with its transport here ("" when it can). A daemon from
-    fsbench's libfuse build is built now if it is not yet (fuse/libfuse.py)."""
+    fsbench's libfuse build is built now if it is not yet (fuse/sourcebuild.py)."""
     driver, name = spec.driver, spec.transport
     if driver.kind != "fuse" or not name:
         return ""
-    if driver.built:
-        from fsbench.fuse import libfuse
-        from fsbench.lab.drivers import builder
+    if driver.built is not None:
+        from fsbench.fuse import sourcebuild
+        from fsbench.fuse.libfuse import LIBFUSE
 
         try:
-            builder(driver).ensure()
-            build = libfuse.ensure()  # the library every built daemon links
-        except libfuse.BuildFailed as e:
+            sourcebuild.ensure(driver.built)
+            build = sourcebuild.ensure(LIBFUSE)  # the library every built daemon links
+        except sourcebuild.BuildFailed as e:
             return str(e)
-        if name == "uring" and not build.uring:
+        if name == "uring" and not build.extra.get("uring"):
             return f"libfuse {build.version} was built without liburing (see {build.log})"
     if name == DEFAULT:
         return ""
@@ -209,15 +209,16 @@ def check_daemon(
 def doctor_rows(fs: ProcFS | None = None) -> list[dict]:
     """Each transport as `fsbench doctor` lists it: available to the FUSE floor here, or why
     not (the kernel's side first, then fsbench's libfuse build); no network is asked."""
-    from fsbench.fuse import libfuse
+    from fsbench.fuse import sourcebuild
+    from fsbench.fuse.libfuse import LIBFUSE
 
     build, build_why = None, ""
     try:
-        build = libfuse.load()
-    except libfuse.BuildFailed as e:
+        build = sourcebuild.load(LIBFUSE)
+    except sourcebuild.BuildFailed as e:
         build_why = str(e)
     if build is None and not build_why:
-        failed = libfuse.last_failure()
+        failed = sourcebuild.last_failure(LIBFUSE)
         build_why = (
             f"libfuse 3.18 build failed: {failed['reason']} (log {failed['log']})"
             if failed
@@ -228,7 +229,7 @@ def doctor_rows(fs: ProcFS | None = None) -> list[dict]:
     for t in TRANSPORTS.values():
         status = kernel_status(t.name, fs)
         why = status.reason or build_why
-        if not why and t.name == "uring" and build is not None and not build.uring:
+        if not why and t.name == "uring" and build is not None and not build.extra.get("uring"):
             why = f"libfuse {build.version} was built without liburing (see {build.log})"
         rows.append(
             {

@@ -13,6 +13,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from fsbench.fuse import sourcebuild
+from fsbench.fuse.fuse2fs import FUSE2FS
+from fsbench.fuse.libfuse import LIBFUSE
+from fsbench.fuse.sourcebuild import SourceBuild
 from fsbench.lab.formats import FORMATS
 from fsbench.probes.procfs import ProcFS
 from fsbench.schema import Quirk
@@ -43,9 +47,8 @@ class Driver:
     # A daemon that serves a directory, not a device: the image is mounted with this kernel
     # driver first (beside the mount point) and the daemon exports that mount.
     lower: str = ""
-    # The daemon is fsbench's own build, not on PATH: "libfuse" (fuse/libfuse.py) or "fuse2fs"
-    # (fuse/fuse2fs.py).
-    built: str = ""
+    # The daemon is fsbench's own build from source (fuse/sourcebuild.py), not on PATH.
+    built: SourceBuild | None = None
     # Options every mount carries so identical copies of one image mount side by side, each
     # subject's own added after them (xfs refuses a second file system with the same UUID:
     # nouuid, which the effective options then show). The image bytes stay identical.
@@ -81,26 +84,13 @@ class Driver:
         return [*argv, "-o", options] if options else argv
 
     def binary_path(self, path: str = SBIN_PATH) -> str | None:
-        if self.built:
-            maker = builder(self)
+        if self.built is not None:
             try:
-                build = maker.load()
-            except maker.BuildFailed:
+                build = sourcebuild.load(self.built)
+            except sourcebuild.BuildFailed:
                 return None
             return build.daemons.get(self.binary) if build else None
         return shutil.which(self.binary, path=path) if self.binary else None
-
-
-def builder(driver: Driver):
-    """The module that builds a `built` driver's daemon: load(), ensure(), last_failure(),
-    missing_build_tools(), WHAT and BuildFailed alike."""
-    if driver.built == "fuse2fs":
-        from fsbench.fuse import fuse2fs
-
-        return fuse2fs
-    from fsbench.fuse import libfuse
-
-    return libfuse
 
 
 def built_daemons(drivers) -> list[str]:
@@ -222,7 +212,7 @@ DRIVERS: dict[str, Driver] = {
             binary="fuse2fs",
             package="e2fsprogs 1.47.4 (Debian unstable source, built by fsbench)",
             transports=(("dev-fuse", ()), ("uring", ("-o", "io_uring"))),
-            built="fuse2fs",
+            built=FUSE2FS,
             in_default=False,
         ),
         Driver(
@@ -251,7 +241,7 @@ DRIVERS: dict[str, Driver] = {
                 ("passthrough", ()),
             ),
             lower="ext4",
-            built="libfuse",
+            built=LIBFUSE,
             in_default=False,
             notes=(
                 "does almost nothing per request: what it costs is FUSE's transport; without "
@@ -283,8 +273,8 @@ def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH
             f"/proc/filesystems and no {driver.module} module under /lib/modules; "
             f"use a kernel built with it",
         )
-    if driver.built:
-        why = _build_problem(driver)
+    if driver.built is not None:
+        why = sourcebuild.problem(driver.built)
         if why:
             return Availability(False, f"{driver.binary}: {why}")
     elif driver.binary_path(path) is None:
@@ -294,30 +284,6 @@ def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH
     if not {"fuse", "fuseblk"} & fs.filesystems():
         return Availability(False, "the kernel has no FUSE support; modprobe fuse")
     return Availability(True)
-
-
-def _build_problem(driver: Driver) -> str:
-    """Why fsbench's build of the daemon cannot serve now ("" when it is built and verified);
-    no network is asked: a subject naming the driver builds it (Lab.check)."""
-    maker = builder(driver)
-    try:
-        if maker.load() is not None:
-            return ""
-    except maker.BuildFailed as e:
-        return str(e)
-    failed = maker.last_failure()
-    if failed:
-        return f"the {maker.WHAT} build failed: {failed['reason']} (log {failed['log']})"
-    missing = maker.missing_build_tools()
-    if missing:
-        return (
-            f"not built: {maker.WHAT} is built on first use and needs {', '.join(missing)}: "
-            f"apt-get install {' '.join(missing)}"
-        )
-    return (
-        f"not built yet: naming it in `fsbench compare` fetches {maker.WHAT}'s source with apt "
-        "and builds it (about a minute, once)"
-    )
 
 
 def serving_proof(driver: Driver, fstype: str, fs: ProcFS | None = None) -> str:
@@ -356,18 +322,8 @@ def driver_version(driver: Driver) -> str | None:
         except OSError:
             suffix = ""
         return f"Linux {platform.release()}{suffix}"
-    if driver.built:
-        maker = builder(driver)
-        try:
-            b = maker.load(verify=False)
-        except maker.BuildFailed:
-            return None
-        if b is None:
-            return None
-        digest = b.daemon_sha256.get(driver.binary, "")[:12]
-        linked = f" with libfuse {b.libfuse}" if driver.built == "fuse2fs" else ""
-        name = "libfuse" if driver.built == "libfuse" else driver.binary
-        return f"{name} {b.version}{linked} (built here, {driver.binary} sha256 {digest})"
+    if driver.built is not None:
+        return sourcebuild.version(driver.built, driver.binary)
     path = driver.binary_path()
     if path is None:
         return None
