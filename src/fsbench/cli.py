@@ -274,7 +274,7 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
     render what it measured."""
     from fsbench.pipeline import execute
     from fsbench.plan import plan_from_options
-    from fsbench.report.table import render
+    from fsbench.report.sections import render
 
     plan = plan_from_options(o, sys.argv, options.DEFAULT_TIME_BUDGET_S, **plan_fields)
     out_dir, as_json = plan.out_dir, o["as_json"]
@@ -329,7 +329,7 @@ def show(
 
     """
     from fsbench.commands.report import out_dir_of, with_driver_quirks
-    from fsbench.report.table import render
+    from fsbench.report.sections import render
     from fsbench.store import Store, default_db_path
 
     if not list_runs and not run_ref:

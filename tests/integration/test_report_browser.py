@@ -16,8 +16,8 @@ from types import ModuleType
 
 import pytest
 
-from fsbench.report.html import write_report
 from fsbench.report.plots import plan
+from fsbench.report.sections import write_report
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"
 CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "chrome")

@@ -6,14 +6,23 @@ measures them in a VM."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from fsbench.report.answer import answers, first_factor, missing, why_lines
+from fsbench.report.answer import (
+    answer_factor,
+    answer_text,
+    answers,
+    first_factor,
+    missing,
+    why_lines,
+)
 from fsbench.report.explain import explain_run
-from fsbench.report.table import ratio_text, render
+from fsbench.report.sections import render
+from fsbench.report.table import ratio_text
 from fsbench.schema import Run
 
 STORED = Path(__file__).parent / "fixtures" / "default_compare.json"
@@ -71,8 +80,12 @@ def test_the_answer_leads_with_the_fastest_of_each_workload(run: Run) -> None:
         # Why, beside the answer: each ranked subject's first reason, before any table.
         assert a.whys
         for e in a.whys:
-            f = first_factor(e)
-            assert f is not None and _flat(f"{e.subject}: {f.brief}") in head, e.subject
+            # The answer's reason leads with a time (never a bare count), against the
+            # baseline the head line names.
+            f = answer_factor(e)
+            assert f is not None and _flat(f"{e.subject}: {answer_text(e, f)}") in head, e.subject
+            assert re.match(r"(CPU )?[\d.]+ (µs|ms|s)/GiB", answer_text(e, f)), answer_text(e, f)
+        assert f"reasons against {a.baseline.subject}:" in head  # type: ignore[union-attr]
         assert a.winner is not None
         # Ranked as the ratios say (ratios of geometric means): best first, none above 1.
         ratios = [ratio_text(a.winner, r).plain for r in a.others]

@@ -298,7 +298,7 @@ def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_report_plots_scaling_and_lists_clients() -> None:
     from fsbench.report.diff import environment_differences
-    from fsbench.report.html import render_html
+    from fsbench.report.sections import render_html
     from fsbench.schema import ClientInfo, Subject
 
     run = Run(run_id="r", started="t")

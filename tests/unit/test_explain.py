@@ -31,8 +31,7 @@ from fsbench.report.explain import (
     run_json,
     trace_of,
 )
-from fsbench.report.html import render_html
-from fsbench.report.table import render
+from fsbench.report.sections import render, render_html
 from fsbench.schema import Quirk, Result, Run
 
 
@@ -347,12 +346,13 @@ def test_diff_prints_the_changed_figures_under_its_table(capsys: pytest.CaptureF
     a = ntfs_vs_ext4()
     b = ntfs_vs_ext4(requests=8192, size=131072, latency_total_us=2e6, seconds=2.5)
     _print_diff(diff_runs(a, b))
-    out = " ".join(capsys.readouterr().out.split())
-    # Under the workload's table: the subject, then each moved figure (broken between them).
-    assert "ntfs-3g: FUSE WRITE requests per GiB 262,144 → 8,192 " in out
+    raw = capsys.readouterr().out
+    out = " ".join(raw.split())
+    # Under the workload's own table (titled with it), each subject's moved figures.
+    assert out.index("seq-write/fsync") < out.index("ntfs-3g: FUSE WRITE requests per GiB")
+    assert "ntfs-3g: FUSE WRITE requests per GiB 262,144 → 8,192; " in out
     assert "FUSE WRITE request size 4 KiB → 128 KiB" in out
-    assert out.index("seq-write/fsync") < out.index("ntfs-3g: FUSE WRITE requests")
-    assert "ext4:" not in out.split("└")[-1]  # same figures: nothing said of ext4
+    assert not any(ln.startswith("  ext4: ") for ln in raw.splitlines())
 
 
 def test_fuse_against_fuse_says_only_what_differs() -> None:

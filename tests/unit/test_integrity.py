@@ -13,10 +13,9 @@ from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import KmsgRecord, kernel_lines, notable, set_files, verify, write_set
 from fsbench.probes.semantics import FEATURES, capabilities, probe
 from fsbench.report.diff import diff_runs
-from fsbench.report.html import render_html
 from fsbench.report.naming import baseline_result
+from fsbench.report.sections import render, render_html
 from fsbench.report.summary import findings
-from fsbench.report.table import render
 from fsbench.schema import (
     INTEGRITY_FAILED_FLAG,
     SCHEMA_VERSION,

@@ -23,8 +23,8 @@ from fsbench.probes.sample import ProbeDelta
 from fsbench.report.diff import diff_runs
 from fsbench.report.diff import ratio_text as diff_ratio_text
 from fsbench.report.explain import explain_result, profile
-from fsbench.report.html import render_html
-from fsbench.report.table import render as render_table
+from fsbench.report.sections import render as render_table
+from fsbench.report.sections import render_html
 from fsbench.runner import Runner, RunTarget, aggregate
 from fsbench.sampler import build_sample
 from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject

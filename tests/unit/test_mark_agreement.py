@@ -10,8 +10,7 @@ import numpy as np
 from rich.console import Console
 
 from fsbench.report.diff import diff_runs, ratio_text
-from fsbench.report.html import render_html
-from fsbench.report.table import render
+from fsbench.report.sections import render, render_html
 from fsbench.schema import Result, Run, Subject
 
 CELL = re.compile(r"([\d.]+)× ([\d.]+)–([\d.]+) ([▲▼≈?])")

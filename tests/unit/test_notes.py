@@ -13,12 +13,11 @@ from pathlib import Path
 from rich.console import Console
 
 from fsbench.commands.report import with_driver_quirks
-from fsbench.report.html import render_html
 from fsbench.report.integrity import checked_subjects
 from fsbench.report.naming import confidence_text
 from fsbench.report.notes import code_of, counted_lines, sentence, table_notes
+from fsbench.report.sections import render, render_html
 from fsbench.report.summary import groups
-from fsbench.report.table import render
 from fsbench.schema import Integrity, Run, Schedule
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"

@@ -95,8 +95,7 @@ def test_the_runner_reports_what_each_phase_cost(
 def test_the_phases_show_with_verbose_and_in_the_html() -> None:
     from rich.console import Console
 
-    from fsbench.report.html import render_html
-    from fsbench.report.table import render
+    from fsbench.report.sections import render, render_html
     from fsbench.schema import Schedule
 
     r = Run(run_id="t", started="2025-01-01T00:00:00")

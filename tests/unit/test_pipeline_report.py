@@ -15,7 +15,7 @@ from fsbench.workloads.fake import FakeWorkload
 def test_report_failure_is_in_results_json_and_the_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fsbench.report.html as html
+    import fsbench.report.sections as html
 
     def broken(_run, _out):  # type: ignore[no-untyped-def]
         raise RuntimeError("template exploded")
@@ -44,7 +44,7 @@ def test_report_failure_is_in_results_json_and_the_store(
 
     from rich.console import Console
 
-    from fsbench.report.table import render
+    from fsbench.report.sections import render
 
     console = Console(record=True, width=100)
     render(run, console, out_dir=str(out))

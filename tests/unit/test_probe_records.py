@@ -18,7 +18,7 @@ from fsbench.probedefs.numbers import fmt_count, number
 from fsbench.probedefs.record import Figure, Maps, Probe, SubjectKeys, rows
 from fsbench.probes import trace as T
 from fsbench.report.explain import explain_run
-from fsbench.report.table import render
+from fsbench.report.sections import render
 from fsbench.schema import Quirk
 
 

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from fsbench import stats
 from fsbench.report import plots
-from fsbench.report.html import render_html, write_report
 from fsbench.report.matrix_table import render_matrix
+from fsbench.report.sections import render_html, write_report
 from fsbench.report.summary import findings, fmt_ratio
 from fsbench.schema import CPU, Environment, Result, Run, Subject
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from explain_fixtures import result, run
 from rich.console import Console
 
-from fsbench.report.table import render
+from fsbench.report.sections import render
 
 SUBJECTS = ("ext4", "xfs", "ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse", "btrfs", "ext2")
 

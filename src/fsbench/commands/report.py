@@ -128,7 +128,7 @@ def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Pa
     path = _check_writable(path, "--html")
     # matplotlib (imported with the renderer) writes caches under $HOME: only once the input
     # is known to be good, so a refused command leaves nothing behind.
-    from fsbench.report.html import render_html
+    from fsbench.report.sections import render_html
 
     page = render_html(run, compare_with=other_runs or None)
     tmp = path.with_name(path.name + ".tmp")
@@ -222,8 +222,11 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
         con.print(t)
         for r in rows:
             if r.probe_changes:
-                items = [Text(c) for c in r.probe_changes]
-                for line in pack(items, con.width, f"  {r.subject}: ", indent="    ", sep="; "):
+                n = len(r.probe_changes)
+                items = [
+                    Text(c + (";" if i < n - 1 else "")) for i, c in enumerate(r.probe_changes)
+                ]
+                for line in pack(items, con.width, f"  {r.subject}: ", indent="    ", sep=" "):
                     con.print(line, overflow="fold")
     for line in d.subject_changes:
         style = "bold red" if ": integrity " in line else "yellow"

@@ -1,44 +1,30 @@
 """The self-contained HTML report: one file, inline CSS and SVG plots, no script, no network.
 
-`render_html(run)` returns the page; `write_report(run, out_dir)` writes `report.html` there.
+What the page's sections show, as records for their templates (report/sections.py walks them:
+`render_html(run)` returns the page, `write_report(run, out_dir)` writes `report.html`).
 Reads finished `Run` records only.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from fsbench import __version__
 from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
-from fsbench.report.aging import aging_lines, effect_lines
-from fsbench.report.diskmark import grid_view as diskmark_grid
 from fsbench.report.explain import (
     Explanation,
-    explain_run,
     fmt_pct,
     fmt_time,
     fmt_us,
     wakeup_costs,
     workload_key,
 )
-from fsbench.report.html_views import (
-    answer_view,
-    integrity_line,
-    missing_view,
-    semantics_view,
-    summary_table,
-)
-from fsbench.report.integrity import failure_lines, integrity_rows
-from fsbench.report.latency_plots import latency_plots
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
@@ -48,29 +34,20 @@ from fsbench.report.naming import (
     placement_text,
     ranked,
     ratio_cell,
-    result_title,
 )
 from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.plots import Plot, baseline, colours, plan
-from fsbench.report.scaling import client_rows, scaling_plots
+from fsbench.report.plots import Plot, colours
 from fsbench.report.summary import (
-    Finding,
     Group,
     compare,
-    findings,
     fmt_value,
-    groups,
     measured_subjects,
     size_text,
     usable,
 )
 from fsbench.report.table import noise_line, schedule_line
-from fsbench.report.vm_notes import vm_notes
 from fsbench.schema import Environment, Result, Run
 from fsbench.units import fmt_ratio
-from fsbench.verdict import family_of
-
-REPORT_NAME = "report.html"
 
 _CACHE_TEXT = {
     "cold-verified": "cold ✓",
@@ -269,7 +246,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
     }
 
 
-def _workload_views(
+def workload_views(
     run: Run,
     gs: list[Group],
     plots: dict[str, Plot],
@@ -318,7 +295,7 @@ def _workload_views(
     return views
 
 
-def _matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixView | None:
+def matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixView | None:
     op_groups = [g for g in gs if g.matrix]
     if not op_groups:
         return None
@@ -373,7 +350,7 @@ def _matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixV
     return MatrixView(matrix_plots, tables, skipped_lines)
 
 
-def _env_rows(run: Run) -> list[tuple[str, str]]:
+def env_rows(run: Run) -> list[tuple[str, str]]:
     env = run.environment
     rows = [
         ("kernel", env.kernel),
@@ -421,7 +398,7 @@ def wakeup_text(env: Environment) -> str:
     )
 
 
-def _subject_rows(run: Run) -> list[dict[str, str]]:
+def subject_rows(run: Run) -> list[dict[str, str]]:
     out = []
     for s in run.subjects:
         out.append(
@@ -441,7 +418,7 @@ def _subject_rows(run: Run) -> list[dict[str, str]]:
     return out
 
 
-def _comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
+def comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
     out = []
     for other in others:
         d = diffmod.diff_runs(run, other)
@@ -478,7 +455,7 @@ def _comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
     return out
 
 
-def _jinja() -> jinja2.Environment:
+def jinja() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("fsbench.report", "templates"),
         autoescape=jinja2.select_autoescape(["html"]),
@@ -488,66 +465,3 @@ def _jinja() -> jinja2.Environment:
     )
     env.filters["svg"] = lambda p: Markup(p.svg) if p else ""
     return env
-
-
-def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
-    """The report of a run as one self-contained HTML page (optionally against other runs)."""
-    gs = groups(run)
-    plots = plan(run)
-    found: list[Finding] = findings(run)
-    subjects = measured_subjects(run)
-    col = colours(subjects)
-    # Subjects not measured are one line (missing_view); a failed one stays a banner.
-    problems = [
-        {"id": s.id, "status": s.status, "error": s.error or ""}
-        for s in run.subjects
-        if s.status == "failed"
-    ]
-    scaling = scaling_plots(run)
-    lat_plots = latency_plots(run)  # issue 34: a latency CDF per random workload
-    explained = {id(run.results[e.index]): e for e in explain_run(run)}
-    template = _jinja().get_template("report.html")
-    return template.render(
-        run=run,
-        title=f"fsbench {run.run_id}",
-        command=shlex.join(run.command[1:]) if run.command else "",
-        findings=[f for f in found if f.problems],
-        subjects=[{"id": s, "colour": col[s]} for s in subjects],
-        baseline=baseline(run),
-        problems=problems,
-        matrix=_matrix_view(run, gs, plots.matrix),
-        workloads=_workload_views(run, gs, plots.workloads, plots.traces, explained),
-        answer=answer_view(run, explained),
-        verdict_legend=family_of(run).legend(),
-        integrity_line=integrity_line(run),
-        missing=missing_view(run),
-        summary=summary_table(run, subjects),
-        placement=plots.placement,
-        scaling=scaling,
-        diskmark=diskmark_grid(run),
-        latency_plots=lat_plots,
-        client_rows=client_rows(run),
-        costs=plots.costs,
-        env_rows=_env_rows(run),
-        vm_notes=vm_notes(run),
-        aging_lines=effect_lines(run) + aging_lines(run),
-        subject_rows=_subject_rows(run),
-        comparisons=_comparisons(run, compare_with or []),
-        integrity_failures=failure_lines(run),
-        integrity=integrity_rows(run),
-        semantics=semantics_view(run),
-        n_plots=len(plots.all()) + len(scaling) + len(lat_plots),
-        version=__version__,
-        result_title=result_title,
-    )
-
-
-def write_report(run: Run, out_dir: str | os.PathLike[str]) -> Path:
-    """Write `report.html` into out_dir (atomically: a reader never sees half a page)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / REPORT_NAME
-    tmp = out / (REPORT_NAME + ".tmp")
-    tmp.write_text(render_html(run), encoding="utf-8")
-    os.replace(tmp, path)
-    return path

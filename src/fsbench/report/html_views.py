@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from fsbench.report.answer import answers, first_factor, missing
+from fsbench.report.answer import answer_factor, answer_text, answers, missing
 from fsbench.report.explain import Explanation
 from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
 from fsbench.report.naming import styled_ratio
@@ -46,9 +46,10 @@ def answer_view(run: Run, explained: dict[int, Explanation]) -> list[dict[str, A
             continue
         whys = []
         for e in a.whys:
-            f = first_factor(e)
+            f = answer_factor(e)
             assert f is not None
-            whys.append({"subject": e.subject, "why": f.brief, "against": e.baseline or ""})
+            why = answer_text(e, f)
+            whys.append({"subject": e.subject, "why": why, "against": e.baseline or ""})
         out.append(
             {
                 "title": a.title,

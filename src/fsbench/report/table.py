@@ -8,20 +8,14 @@ from __future__ import annotations
 import statistics as _st
 from collections.abc import Iterable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.phases import phases_line
 from fsbench.report.answer import answers, first_why, missing_pieces, pack, why_lines
-from fsbench.report.diskmark import grid_table as diskmark_grid
 from fsbench.report.explain import explain_run
-from fsbench.report.integrity import integrity_lines, semantics_table
 from fsbench.report.latency import columns as latency_columns
-from fsbench.report.matrix_table import has_matrix, matrix_tables
 from fsbench.report.naming import (
     baseline_result,
     ci_text,
@@ -221,10 +215,18 @@ def answer_lines(run: Run, explained: dict[int, Any] | None = None, width: int =
             head.append(" › ")
         out += pack(items, width, head, indent="    ", sep=" › ")
         # Why, beside the answer: each ranked subject's first reason (the tables say more).
-        out += [Text(line) for e in a.whys for line in first_why(e, width)]
+        out += [Text(line) for e in a.whys for line in first_why(e, width, answer=True)]
     if out:
-        out.insert(0, Text("fastest first, each ratio to the fastest:", style="dim"))
+        out.insert(0, Text(answer_head(run), style="dim"))
     return out
+
+
+def answer_head(run: Run) -> str:
+    """The answer's legend, beside it: what the ratios are to, what the marks say, and which
+    subject the reasons are measured against (the tables' baseline, not the fastest)."""
+    base = next((a.baseline.subject for a in answers(run) if a.baseline is not None), None)
+    against = f"; reasons against {base}" if base else ""
+    return f"fastest first; ratios to it (▲▼ decided, ≈ same, ? open){against}:"
 
 
 def schedule_line(run: Run) -> str:
@@ -267,63 +269,10 @@ def noise_line(floor: dict | None) -> str | None:
     return text + ": a spread no subject can beat here"
 
 
-def render(
-    run: Run, console: Console | None = None, out_dir: str | None = None, verbose: bool = False
-) -> None:
-    console = console or Console()
-    env = run.environment
-    head = Text.assemble(
-        ("fsbench ", "bold"),
-        (run.run_id, "cyan"),
-        f"  {env.kernel} · {env.cpus} CPUs · {env.backing}",
-        ("  (incomplete)" if run.status == "incomplete" else "", "yellow"),
+def legend(run: Run) -> str:
+    """What the marks and columns mean, one line beside the answer."""
+    return (
+        "vs: ratio with its interval · "
+        + family_of(run).legend()
+        + " · CPU s/GiB app+driver+kthreads · cold ✓ device read"
     )
-    parts: list = [head]
-    # A volume that came back damaged is the first thing a reader must see.
-    parts += [ln for ln in integrity_lines(run) if ln.plain.startswith("✗")]
-    from fsbench.report.vm_notes import vm_notes
-
-    # Then the answer (after what makes it unrepresentative, an emulated VM), then the details.
-    parts += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(run)]
-    explained = {id(run.results[e.index]): e for e in explain_run(run)}
-    parts += answer_lines(run, explained, console.width)
-    if env.backing_note:
-        parts.append(Text(env.backing_note, style="dim"))
-    noise = noise_line(env.noise_floor)
-    if noise:
-        parts.append(Text(f"machine noise floor: {noise}", style="dim"))
-    if run.schedule is not None:
-        parts.append(Text(schedule_line(run), style="dim"))
-        if verbose and run.schedule.phases:
-            parts.append(Text(phases_line(run.schedule.phases, run.schedule.spent_s), style="dim"))
-    for note in env.notes:
-        parts.append(Text(f"note: {note}", style="yellow"))
-    parts += workload_tables(run, console.width, verbose, explained)
-    parts += diskmark_grid(run)
-    from fsbench.report.aging import aging_lines, effect_lines
-
-    parts += [Text(line, style="cyan") for line in effect_lines(run)]
-    parts += [Text(line, style="dim") for line in aging_lines(run)]
-    if has_matrix(run):
-        parts += matrix_tables(run)
-    parts += list(subject_lines(run, console.width))
-    sem = semantics_table(run, console.width)
-    if sem is not None:
-        parts.append(sem)
-    parts += [ln for ln in integrity_lines(run, verbose) if not ln.plain.startswith("✗")]
-    parts.append(
-        Text(
-            "vs: ratio to the baseline with its interval · "
-            + family_of(run).legend()
-            + " · CPU s/GiB app+driver+kthreads · cold ✓ device read",
-            style="dim",
-        )
-    )
-    if out_dir:
-        report = Path(out_dir) / "report.html"
-        also = f" · report: {report}" if report.exists() else ""
-        parts.append(Text(f"results: {out_dir}/results.json{also}", style="dim"))
-    report_error = run.environment.report_error
-    if report_error:
-        parts.append(Text(report_error, style="bold red"))
-    console.print(Group(*parts))
