@@ -285,6 +285,9 @@ class Subject(_Model):
     # Who served the mount, from the kernel's lists (mount type, module loaded): proof that
     # `ntfs` was the kernel's driver and not ntfs-3g's mount.ntfs.
     served_by: str | None = None
+    # The pristine image's sha256 when one image was made for every guest of a run over
+    # several kernels (identical bytes: vm/images.py); None: the lab formatted its own.
+    image_sha256: str | None = None
     driver_version: str | None = None
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
@@ -318,6 +321,8 @@ class VM(_Model):
     memory_bytes: int = 0
     boot_seconds: float | None = None
     subjects: list[str] = Field(default_factory=list)
+    # Subjects fsbench added as the anchor between kernels (the same FUSE daemon on each).
+    anchors: list[str] = Field(default_factory=list)
     status: Literal["ok", "failed"] = "ok"
     error: str | None = None
 

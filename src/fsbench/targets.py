@@ -45,6 +45,7 @@ def _subject_record(ls: LabSubject) -> Subject:
         transport=ls.spec.transport or None,
         driver_version=driver_version(d),
         mkfs_command=ls.mkfs_command,
+        image_sha256=ls.image_sha256,
         quirks=list(d.quirks),
         aging=Aging.model_validate(ls.aging) if ls.aging else None,
     )

@@ -8,6 +8,7 @@ Lifecycle of a subject (tested for order): format -> copy -> attach -> mount -> 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -37,6 +38,26 @@ from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 _CHUNK = 8 * 1024 * 1024
 
 
+# A guest's directory of images the host made once for every guest (vm/images.py): each
+# fresh format's image and PRISTINE_MANIFEST (format -> {image, mkfs, sha256}).
+PRISTINE_DIR_ENV = "FSBENCH_PRISTINE_DIR"
+PRISTINE_MANIFEST = "pristine.json"
+
+
+def shared_pristine(fs: str) -> dict[str, Any] | None:
+    """The shared image of format `fs` ({path, mkfs, sha256}), when this lab was given one."""
+    d = os.environ.get(PRISTINE_DIR_ENV)
+    if not d:
+        return None
+    try:
+        entry = json.loads((Path(d) / PRISTINE_MANIFEST).read_text()).get(fs)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(entry, dict) or not (Path(d) / str(entry.get("image"))).is_file():
+        return None
+    return {**entry, "path": str(Path(d) / entry["image"])}
+
+
 @dataclass
 class LabSubject:
     spec: SubjectSpec
@@ -50,6 +71,9 @@ class LabSubject:
     # The files aging left ({profile, mirror, dirs, files}): on an aged subject its own; on a
     # fresh one the same format's aged tree in this run, which its workloads write fresh.
     aged_tree: dict[str, Any] | None = None
+    # The sha256 of the pristine image its copy was made from, when that image was made once
+    # for several guests (identical bytes across kernels: vm/images.py).
+    image_sha256: str | None = None
     error: str | None = None
     events: list[str] = field(default_factory=list)  # lifecycle order, for tests and debugging
 
@@ -269,13 +293,18 @@ class Lab:
         trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
         for fs, age in dict.fromkeys((s.driver.fs, s.age) for s in specs):
             pristine = image_dir / f"pristine.{fs}.{age}.img"
-            aging = tree = None
+            aging = tree = shared = None
             if age != NONE:
                 mkfs, aging = aged_image(self, fs, age, pristine)
                 tree = aging.pop("tree", None)  # thousands of paths: not the subject's record
                 if tree is not None:
                     tree = {**tree, "profile": age}
                     trees.setdefault(fs, tree)
+            elif (shared := shared_pristine(fs)) is not None:
+                # A guest of a run over several kernels: the host's one image for them all.
+                sparse = "--sparse=never" if self.backing.kind == "ram" else "--sparse=always"
+                run(["cp", sparse, shared["path"], str(pristine)], timeout=600)
+                mkfs = list(shared["mkfs"])
             else:
                 self._allocate(pristine)
                 dev = loops.attach(pristine)
@@ -289,6 +318,7 @@ class Lab:
                     continue
                 s.aging = aging
                 s.aged_tree = tree
+                s.image_sha256 = shared["sha256"] if shared else None
                 s.image = image_dir / f"{Path(s.mountpoint).name}.img"
                 # RAM: a full copy touches every page now; files: reflink/sparse, cheap.
                 sparse = (

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field, replace
 from fsbench.errors import LabError, UsageError
 from fsbench.lab import ntfsck
 from fsbench.lab.drivers import availability
+from fsbench.lab.state import release
 from fsbench.lab.subject import SubjectSpec, parse_subject
 from fsbench.schema import VM, Run, Subject
 from fsbench.store import Store
+from fsbench.vm import images
 from fsbench.vm.guest import GuestGroup, GuestOutcome, VMSettings, merge, run_guest
 from fsbench.vm.kernels import HOST, Kernel, check_name, resolve, split_subject
 
@@ -70,6 +72,24 @@ def _lacking(kernel: Kernel, subject: str, tag: bool) -> Subject | None:
     )
 
 
+def add_anchors(groups: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Across guest kernels, a FUSE subject named on one is measured on every other too: the
+    same daemon binary on each kernel is the anchor that tells a driver's difference from the
+    kernel's (`ntfs@debian-sid ntfs3@debian-6.12 ntfs-3g@debian-sid` also measures
+    ntfs-3g@debian-6.12). Adds them to `groups`; returns kernel -> the subjects added."""
+    guests = [k for k in groups if k != HOST]
+    if len(guests) < 2:
+        return {}
+    fuse = [s for k in guests for s in groups[k] if parse_subject(s).driver.kind == "fuse"]
+    added: dict[str, list[str]] = {}
+    for s in dict.fromkeys(fuse):
+        for k in guests:
+            if s not in groups[k]:
+                groups[k].append(s)
+                added.setdefault(k, []).append(s)
+    return added
+
+
 def plan(texts: list[str], default_kernel: str | None) -> VMPlan | None:
     """None when everything runs on the host kernel (the ordinary path)."""
     groups = group_subjects(texts, default_kernel)
@@ -80,11 +100,12 @@ def plan(texts: list[str], default_kernel: str | None) -> VMPlan | None:
     if tag:
         host = [replace(s, id=f"{s.id}@{HOST}") for s in host]
     out = VMPlan(host=host)
+    anchors = add_anchors(groups)
     # The guest reads the host's cache and has no network: fetch NTFS's checker here, first.
     ntfsck.fetch_for({parse_subject(s).driver.fs for g in groups.values() for s in g})
     for name, subjects in groups.items():
         kernel = resolve(name)  # fetched on first use, verified on reuse
-        g = GuestGroup(kernel=kernel, subjects=[], tag=tag)
+        g = GuestGroup(kernel=kernel, subjects=[], tag=tag, anchors=anchors.get(name, []))
         for s in subjects:
             bad = _lacking(kernel, s, tag)
             if bad is None:
@@ -103,24 +124,47 @@ def stage(
 
     def run_all(run: Run, store: Store, on_step: Callable[[str], None]) -> None:
         problems = []
-        for g in vmplan.groups:
-            if g.failed and not g.subjects:  # nothing to boot for
-                outcome = GuestOutcome(
-                    vm=VM(
-                        kernel=g.kernel.name,
-                        release=g.kernel.release,
-                        status="failed",
-                        error="no subject this kernel can mount",
-                    )
-                )
-            else:
-                formats = len({parse_subject(s).driver.fs for s in g.subjects}) or 1
-                outcome = run_guest(run.run_id, g, settings, on_step, formats)
-            for s in merge(run, outcome, g):
-                store.save_subject(run.run_id, s)
-            if outcome.error and not g.subjects and not g.failed:
-                problems.append(outcome.error)
+        formats = sorted({parse_subject(s).driver.fs for g in vmplan.groups for s in g.subjects})
+        rec = images.record(run.run_id) if formats else None
+        try:
+            if rec is not None:
+                on_step(f"formatting one image per format for every guest: {', '.join(formats)}")
+                d = images.images_dir(run.run_id)
+                images.make(d, formats, settings.size)
+                settings.pristine_dir = str(d)
+            _each_guest(vmplan, settings, run, store, on_step, problems)
+        finally:
+            if rec is not None:
+                release(rec)
+                settings.pristine_dir = None
         if problems:
             raise LabError(problems[0])
 
     return run_all
+
+
+def _each_guest(
+    vmplan: VMPlan,
+    settings: VMSettings,
+    run: Run,
+    store: Store,
+    on_step: Callable[[str], None],
+    problems: list[str],
+) -> None:
+    for g in vmplan.groups:
+        if g.failed and not g.subjects:  # nothing to boot for
+            outcome = GuestOutcome(
+                vm=VM(
+                    kernel=g.kernel.name,
+                    release=g.kernel.release,
+                    status="failed",
+                    error="no subject this kernel can mount",
+                )
+            )
+        else:
+            formats = len({parse_subject(s).driver.fs for s in g.subjects}) or 1
+            outcome = run_guest(run.run_id, g, settings, on_step, formats)
+        for s in merge(run, outcome, g):
+            store.save_subject(run.run_id, s)
+        if outcome.error and not g.subjects and not g.failed:
+            problems.append(outcome.error)

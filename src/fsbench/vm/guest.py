@@ -25,6 +25,7 @@ from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem
 from fsbench.lab.drivers import DRIVERS
+from fsbench.lab.lab import PRISTINE_DIR_ENV
 from fsbench.lab.state import StateRecord, release
 from fsbench.probes import processes
 from fsbench.probes.procfs import ProcFS
@@ -47,6 +48,8 @@ class GuestGroup:
     subjects: list[str]  # as the guest's command line takes them: driver[:options]
     tag: bool  # ids carry @kernel (a run over more than one kernel)
     failed: list[Subject] = field(default_factory=list)  # refused before booting
+    # FUSE subjects fsbench added to this guest as the anchor between kernels (vm.add_anchors).
+    anchors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +60,8 @@ class VMSettings:
     cpus: int | None = None  # --vm-cpus
     timeout: float = 4 * 3600.0  # the whole guest run, boot included
     numjobs: int = 1
+    # The images the host made once for every guest (vm/images.py), given read-only.
+    pristine_dir: str | None = None
 
 
 def virtualization() -> tuple[str, str | None]:
@@ -159,7 +164,12 @@ def warm_bytecode(prefix: Path) -> bool:
 
 
 def guest_script(
-    share: Path, subjects: list[str], args: list[str], modules: list[str], pycache: Path | None
+    share: Path,
+    subjects: list[str],
+    args: list[str],
+    modules: list[str],
+    pycache: Path | None,
+    pristine_dir: str | None = None,
 ) -> str:
     """The guest's command: load what the lab needs, run fsbench, leave the exit code."""
     s = shlex.quote(str(share))
@@ -178,6 +188,7 @@ def guest_script(
             # and store stay in its own RAM and die with it.
             "export FSBENCH_STATE_DIR=/run/fsbench-guest FSBENCH_IN_VM=1",
             "export MPLCONFIGDIR=/tmp/fsbench-mpl",
+            *([f"export {PRISTINE_DIR_ENV}={shlex.quote(pristine_dir)}"] if pristine_dir else []),
             *(
                 [
                     f"export PYTHONPYCACHEPREFIX={shlex.quote(str(pycache))}",
@@ -201,6 +212,7 @@ def vng_argv(
     cpus: int,
     kvm: bool,
     pycache: Path | None = None,
+    pristine_dir: str | None = None,
 ) -> list[str]:
     argv = [vng_path(), "--run", kernel.image]
     if not kvm:
@@ -209,6 +221,8 @@ def vng_argv(
     argv += ["--rwdir", str(share)]
     if pycache is not None:
         argv += ["--rwdir", str(pycache)]
+    if pristine_dir is not None:
+        argv += ["--rodir", pristine_dir]
     argv += ["--exec", f"sh {script}"]
     return argv
 
@@ -274,9 +288,18 @@ def run_guest(
         script = work / "guest.sh"
         args = guest_trace_args(settings.args, kvm)
         script.write_text(
-            guest_script(share, group.subjects, args, kernel_modules(group.kernel), pycache)
+            guest_script(
+                share,
+                group.subjects,
+                args,
+                kernel_modules(group.kernel),
+                pycache,
+                settings.pristine_dir,
+            )
         )
-        argv = vng_argv(group.kernel, script, share, memory, cpus, kvm, pycache)
+        argv = vng_argv(
+            group.kernel, script, share, memory, cpus, kvm, pycache, settings.pristine_dir
+        )
         argv[0] = vng
         # vng starts virtme-run by name: the environment's bin first, or a venv Python run
         # without activation fails with "virtme-run: not found" (qemu exited 127).
@@ -446,6 +469,7 @@ def merge(run: Run, outcome: GuestOutcome, group: GuestGroup) -> list[Subject]:
             )
     added += group.failed
     outcome.vm.subjects = [s.id for s in added]
+    outcome.vm.anchors = [a + suffix for a in group.anchors]
     run.subjects.extend(added)
     run.environment.vms.append(outcome.vm)
     return added
