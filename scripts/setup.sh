@@ -72,10 +72,12 @@ fi
 UV_PYTHON_DOWNLOADS=never uv sync --frozen -q --compile-bytecode
 uv run --frozen -q python -m compileall -q src
 
-# --test: fetch the guest kernel of the VM test now (into the user's cache, with a private apt
-# configuration), so the test suite does not pay the ~100 MB download inside its time.
+# --test: fetch the guest kernels of the VM tests now (into the user's cache, with a private apt
+# configuration), so the test suite does not pay the ~100 MB downloads inside its time.
 if [ "${1:-}" = "--test" ]; then
-  uv run --frozen -q python -c 'from fsbench.vm.kernels import resolve; resolve("debian-6.12")'
+  uv run --frozen -q python -c 'from fsbench.vm.kernels import resolve; resolve("debian-6.12"); resolve("debian-sid")'
+  # NTFS's checker, ntfsck (unstable's ntfsprogs-plus with its libc6): ~2 MB, fetched once.
+  uv run --frozen -q python -m fsbench.lab.ntfsck || echo "setup.sh: ntfsck is unavailable (ntfsfix -n checks NTFS)"
   # The FUSE floor's libfuse 3.18: fetched (private apt configuration) and built once into the
   # user's cache, so the tests do not pay the ~1 min build; reused after its sha256 is checked.
   # A failure is reported (doctor and the floor's tests say why) but does not stop the set-up.
