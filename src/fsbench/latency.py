@@ -1,4 +1,4 @@
-"""Latency and IOPS as results of their own (issue 34): fio's completion-latency percentiles
+"""Latency and IOPS as results of their own: fio's completion-latency percentiles
 and IOPS of every sample, their medians on the result, and a result's latency as a *metric
 view* judged by fsbench.verdict exactly as its throughput is.
 

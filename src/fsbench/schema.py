@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Result.variant, Result.work_per_sample, Environment.cpu_caches, .notes, .interrupted_by,
 #     .report_error (version 1 files carried them as extras and still load the same).
 # 2 - environment.noise_floor: the same raw fio job repeated (MiB/s of each run, CV).
-# 2 - VM runs (issue 10): Environment.vms (guest kernel, kvm/emulated, VM CPUs and memory,
+# 2 - VM runs: Environment.vms (guest kernel, kvm/emulated, VM CPUs and memory,
 #     boot time), Subject.kernel (the guest kernel a subject ran on), result flag "emulated".
 # 2 - environment.wakeup_us (same-CPU and cross-CPU wake-up cost); results' params.placement
 #     (free|same|split) when --placement asks for more than free, and samples' extra.pinned.
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # 3 - Result.trace is one untimed traced run's (the last warm-up; no timed sample is traced, so
 #     Sample.trace stays None), with that run's `work` and its rate `value`; version 2 files
 #     (trace summed over the samples, no `value`) still load and are explained the same.
-# 3 - adaptive repeats (issue 11): Result.stopped (why a result got no more samples) and
+# 3 - adaptive repeats: Result.stopped (why a result got no more samples) and
 #     Run.schedule (repeat mode, minimum and maximum samples, time budget and time used).
 # 3 - Iozone matrix cells run in the native executor: params.engine "native" (was "fio") and
 #     params.order; samples' extra gains opens, fsyncs and lat_max_us (free-form keys).
@@ -39,10 +39,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #     warmed_by ("write": seq-read/warm), so every variant's params differ from every other's.
 #     Later, additive: subject_ctx_switches (app + daemon) on samples and results, and
 #     subject_ctx_switches_per_gib; ctx_switches stays the whole machine's.
-#     Later, additive (issue 22): Result.verdict_family (the looks and comparisons the run's
+#     Later, additive: Result.verdict_family (the looks and comparisons the run's
 #     error rate is spread over: fsbench.verdict), schedule.verdict and schedule.orders (the
 #     seeded subject order of every round).
-#     Later, additive (issue 27): Run.definitions, the user's own workloads, enough to run
+#     Later, additive: Run.definitions, the user's own workloads, enough to run
 #     them again from results.json alone: a fio job file (its text, included files, the ${ENV}
 #     values it used, each section's options as written, effective and as fio reported them,
 #     its phase) or a command (command, prepare, setup, cleanup, the --input tree's digest,
@@ -53,10 +53,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #     Later, additive: noise_floor gains mib_s_end and cv_end (re-measured after the last
 #     sample); a move beyond both medians' intervals is one of environment.notes.
 #     Later, additive: Subject.quirks (the driver's declared quirks the explanation reads).
-#     Later, additive (issue 25): Subject.aging (profile, seed, reference driver, cache key,
+#     Later, additive: Subject.aging (profile, seed, reference driver, cache key,
 #     image and layout digests, utilization, extents per file, free-space fragmentation,
 #     cost) for subjects `driver (aged:PROFILE)`.
-#     Later, additive (issue 34): Result.latency (fio results: median IOPS and p50/p99/p99.9
+#     Later, additive: Result.latency (fio results: median IOPS and p50/p99/p99.9
 #     completion latency in µs over the samples); fio params gain ioengine values libaio and
 #     io_uring with iodepth (named only off psync at depth 1), randrepeat and runtime_s; fio
 #     samples' extra gains lat_pct_us (fio's whole percentile list).

@@ -1,4 +1,4 @@
-"""Aged images (issue 25): a deterministic aging workload run once per format through one
+"""Aged images: a deterministic aging workload run once per format through one
 reference driver, so every driver of the format is measured on the same aged bytes.
 
 The workload follows Geriatrix (Kadekodi et al., USENIX ATC '18): fill the volume to a stated

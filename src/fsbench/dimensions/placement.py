@@ -1,5 +1,5 @@
 """Where the application and the FUSE daemon run: CPU placement as a controlled, recorded
-parameter (issue 9).
+parameter.
 
 Every FUSE request wakes the daemon and then the application again. When the two run on
 different CPUs each of those wake-ups crosses CPUs, which on some machines (virtual ones above

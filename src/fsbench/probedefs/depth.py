@@ -1,4 +1,4 @@
-"""The explanation at depth (issue 34): how many I/Os were really in flight against the queue
+"""The explanation at depth: how many I/Os were really in flight against the queue
 depth the workload asked for. A FUSE subject's depth is its daemon's: FUSE READ/WRITE requests
 in flight together in the traced run (their summed latency over the run's time, as the fuse
 probe's "≈ 1.5 in flight"); a kernel subject's is its device's: requests in flight while the

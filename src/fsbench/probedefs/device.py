@@ -50,6 +50,6 @@ PROBE = CounterProbe(
     "/sys/block/DEV/stat (or /sys/class/block/DEV/stat) of spec.block_device",
     collect=_collect,
     delta=_delta,
-    # The depth reached (issue 34) is the device's (or, through FUSE, the daemon's) figure.
+    # The depth reached is the device's (or, through FUSE, the daemon's) figure.
     factors=(amplification_factors, depth.factors),
 )

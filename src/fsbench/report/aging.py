@@ -1,4 +1,4 @@
-"""Fresh against aged (issue 25): what aging did to each image, the ratio aged/fresh per driver
+"""Fresh against aged: what aging did to each image, the ratio aged/fresh per driver
 and workload with its interval, and whether the ranking between drivers changes with age.
 
 An aged subject is `BASE (aged:PROFILE)` with `Subject.aging`; its fresh counterpart is the

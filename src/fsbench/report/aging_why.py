@@ -1,4 +1,4 @@
-"""What changed with age (issue 25): a driver's aged result against its fresh one, figure by
+"""What changed with age: a driver's aged result against its fresh one, figure by
 figure, from the explanation's profiles of the two (`explain.profile`): device requests (how
 many per GiB, how large), FUSE requests, CPU per GiB, context switches, readahead, and the
 extents per file of the files read where the workload measured them (workloads/agedtree.py).

@@ -1,4 +1,4 @@
-"""Latency and IOPS in the reports (issue 34): the terminal table's columns for latency-bound
+"""Latency and IOPS in the reports: the terminal table's columns for latency-bound
 workloads (random, records ≤ 8 KiB) and the verdict on a p99, made by the same procedure as a
 throughput's (fsbench.latency.view: the result with its per-sample p99 as samples, lower
 better, judged through summary.compare at the family the run recorded)."""

@@ -1,4 +1,4 @@
-"""A completion-latency CDF per random fio workload (issue 34): for each subject, fio's
+"""A completion-latency CDF per random fio workload: for each subject, fio's
 percentile list (1 ... 99.99 %) of each pass, the median over the passes at each point, on a
 log latency axis; the p99's verdict against the baseline in the legend."""
 

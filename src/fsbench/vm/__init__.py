@@ -1,4 +1,4 @@
-"""Runs the lab inside throw-away VMs booted with other kernels (issue 10).
+"""Runs the lab inside throw-away VMs booted with other kernels.
 
 `plan` splits the subjects by kernel (`ntfs3@debian-6.12`, `ext4@host`, or all on `--kernel`),
 resolves (and on first use fetches) each guest kernel and returns the host's subjects and the

@@ -1,4 +1,4 @@
-"""Workloads that meet the aged layout (issue 25, docs/aging.md): they read the files an aging
+"""Workloads that meet the aged layout (docs/aging.md): they read the files an aging
 left on the image, not files of their own written into its free space.
 
 - `tree-hash/aged`: XXH128 of the aged tree's files on native threads, from a cold start;

@@ -66,7 +66,7 @@ class FioJob:
     # Why this job cannot run (checked by prepare): a form fio cannot take.
     unsupported: str | None = None
     tools: tuple[str, ...] = ("fio",)  # their versions go into the environment
-    # Queue depth and engine (issue 34): psync at depth 1 unless a variant or `:qdN` asks.
+    # Queue depth and engine: psync at depth 1 unless a variant or `:qdN` asks.
     iodepth: int = 1
     ioengine: str = "psync"
     randrepeat: bool = True  # the same random offsets for every subject and sample
