@@ -69,6 +69,7 @@ def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject]
                     kind=d.kind,
                     status="unavailable",
                     error=av.reason,
+                    unavailable=av.lacks,
                     available_in=_kernel_with(d.name) if d.kind == "kernel" else None,
                 )
             )

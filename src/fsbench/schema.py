@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
@@ -60,6 +60,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #     completion latency in µs over the samples); fio params gain ioengine values libaio and
 #     io_uring with iodepth (named only off psync at depth 1), randrepeat and runtime_s; fio
 #     samples' extra gains lat_pct_us (fio's whole percentile list).
+#     Later, additive: Subject.unavailable (what the machine lacks for an unavailable
+#     subject: kernel, binary, build, fuse); older records' kernel lacks are read from `error`.
 SCHEMA_VERSION = 3
 
 CacheState = Literal[
@@ -71,6 +73,9 @@ CacheState = Literal[
     "n/a",
 ]
 SubjectStatus = Literal["ok", "failed", "unavailable"]
+# What a machine lacks for a driver: its file system in the kernel, the FUSE binary, fsbench's
+# build of it, FUSE itself.
+Unavailable = Literal["kernel", "binary", "build", "fuse"]
 StopReason = Literal["repeat", "settled", "budget", "max-repeat", "planned"]
 ResultStatus = Literal["ok", "failed", "unsupported"]
 
@@ -292,6 +297,9 @@ class Subject(_Model):
     mkfs_command: list[str] | None = None
     status: SubjectStatus = "ok"
     error: str | None = None
+    # Unavailable: what this machine lacks (drivers.Availability.lacks), for the renderers to
+    # group on; `error` says it in words.
+    unavailable: Unavailable | None = None
     kernel: str | None = None  # the guest kernel's name (src/fsbench/vm); None: the host's
     # Unavailable here: a kernel fsbench knows (vm/kernels.py) that has the driver, so a report
     # can print the `--kernel NAME` command that measures it.
@@ -301,7 +309,22 @@ class Subject(_Model):
     integrity: Integrity | None = None
     semantics: dict[str, Feature] | None = None
     quirks: list[Quirk] = Field(default_factory=list)  # the driver's, as it declares them
+
     aging: Aging | None = None  # an aged image's record; None: a fresh image
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lacks_of_older_records(cls, data: Any) -> Any:
+        """Records written before `unavailable` existed said a kernel's lack only in words."""
+        if (
+            isinstance(data, dict)
+            and data.get("status") == "unavailable"
+            and data.get("unavailable") is None
+            and data.get("kind") == "kernel"
+            and str(data.get("error") or "").startswith("this kernel")
+        ):
+            return {**data, "unavailable": "kernel"}
+        return data
 
 
 Virtualization = Literal["kvm", "emulated"]

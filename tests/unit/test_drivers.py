@@ -49,16 +49,37 @@ def test_kernel_drivers_built_in_or_as_a_module(machine) -> None:
     btrfs = availability(DRIVERS["btrfs"], fs, path)
     assert not btrfs.available
     assert "no btrfs file system" in btrfs.reason and "/lib/modules" in btrfs.reason
+    assert btrfs.lacks == "kernel"  # what the report groups on, not the words
+
+
+def test_a_kernel_lack_is_a_field_of_the_record() -> None:
+    """The report tells a driver this kernel lacks by `Subject.unavailable`; records written
+    before the field get it from their words once, when read."""
+    from fsbench.report.answer import missing
+    from fsbench.schema import Run, Subject
+
+    base = {"fs": "x", "kind": "kernel", "status": "unavailable"}
+    new = Subject(id="a", driver="a", error="reworded", unavailable="kernel", **base)
+    old = Subject.model_validate({"id": "b", "driver": "b", "error": "this kernel has no b", **base})
+    fuse = Subject.model_validate(
+        {**base, "id": "c", "driver": "c", "kind": "fuse", "unavailable": "fuse",
+         "error": "this kernel has no FUSE support"}
+    )  # fmt: skip
+    m = missing(Run(run_id="r", started="t", subjects=[new, old, fuse]))
+    assert m.kernel_lacks == ["a", "b"] and [s for s, _ in m.other] == ["c"]
 
 
 def test_fuse_drivers_need_their_binary_and_dev_fuse(machine, tmp_path: Path) -> None:
     fs, path = machine
     assert availability(DRIVERS["ntfs-3g"], fs, path).available
     missing = availability(DRIVERS["fuse2fs"], fs, path)
-    assert missing == missing.__class__(False, "fuse2fs not found; apt-get install fuse2fs")
+    assert missing == missing.__class__(
+        False, "fuse2fs not found; apt-get install fuse2fs", "binary"
+    )
     (tmp_path / "dev" / "fuse").unlink()
     gone = availability(DRIVERS["ntfs-3g"], fs, path)
     assert (gone.available, gone.reason) == (False, "/dev/fuse is missing; modprobe fuse")
+    assert gone.lacks == "fuse"
 
 
 def test_fuse_driver_without_fuse_in_the_kernel(tmp_path: Path) -> None:

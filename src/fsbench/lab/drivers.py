@@ -19,7 +19,7 @@ from fsbench.fuse.libfuse import LIBFUSE
 from fsbench.fuse.sourcebuild import SourceBuild
 from fsbench.lab.formats import FORMATS
 from fsbench.probes.procfs import ProcFS
-from fsbench.schema import Quirk
+from fsbench.schema import Quirk, Unavailable
 
 SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -256,6 +256,7 @@ DRIVERS: dict[str, Driver] = {
 class Availability:
     available: bool
     reason: str = ""  # why not, and what to do
+    lacks: Unavailable | None = None  # what this machine lacks (schema.Unavailable)
 
 
 def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH) -> Availability:
@@ -272,17 +273,19 @@ def availability(driver: Driver, fs: ProcFS | None = None, path: str = SBIN_PATH
             f"this kernel ({platform.release()}) has no {driver.fstype} file system: not in "
             f"/proc/filesystems and no {driver.module} module under /lib/modules; "
             f"use a kernel built with it",
+            "kernel",
         )
     if driver.built is not None:
         why = sourcebuild.problem(driver.built)
         if why:
-            return Availability(False, f"{driver.binary}: {why}")
+            return Availability(False, f"{driver.binary}: {why}", "build")
     elif driver.binary_path(path) is None:
-        return Availability(False, f"{driver.binary} not found; apt-get install {driver.package}")
+        why = f"{driver.binary} not found; apt-get install {driver.package}"
+        return Availability(False, why, "binary")
     if not fs.exists("/dev/fuse"):
-        return Availability(False, "/dev/fuse is missing; modprobe fuse")
+        return Availability(False, "/dev/fuse is missing; modprobe fuse", "fuse")
     if not {"fuse", "fuseblk"} & fs.filesystems():
-        return Availability(False, "the kernel has no FUSE support; modprobe fuse")
+        return Availability(False, "the kernel has no FUSE support; modprobe fuse", "fuse")
     return Availability(True)
 
 

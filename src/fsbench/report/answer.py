@@ -203,7 +203,7 @@ class Missing:
 
 
 def _kernel_lacks(s: Subject) -> bool:
-    return s.kind == "kernel" and (s.error or "").startswith("this kernel")
+    return s.unavailable == "kernel"
 
 
 def missing(run: Run) -> Missing:

@@ -77,9 +77,9 @@ FULL_FILE_SIZES: tuple[int, ...] = (
 )
 FULL_RECORD_SIZES: tuple[int, ...] = tuple(8 * KiB * 4**i for i in range(8))  # 8 KiB … 128 MiB
 
-# Iozone's own quick range (`iozone -a -n 64k -g 16m`, the reference bench/matrix_vs_iozone.py measures
-# against) in ×4 steps. A 64 MiB row took 60 % of the I/O of the default two-driver run
-# (ntfs-3g writing 64 MiB files at 3 samples each), for a knee the 16 MiB row shows already.
+# Iozone's own quick range (`iozone -a -n 64k -g 16m`, what bench/matrix_vs_iozone.py
+# measures against) in ×4 steps. A 64 MiB row took 60 % of the I/O of the default two-driver
+# run (ntfs-3g writing 64 MiB files at 3 samples each), for a knee the 16 MiB row shows already.
 QUICK_FILE_SIZES: tuple[int, ...] = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB)
 QUICK_RECORD_SIZES: tuple[int, ...] = (8 * KiB, 128 * KiB, 2 * MiB)
 
