@@ -60,7 +60,7 @@ def test_a_kernel_lack_is_a_field_of_the_record() -> None:
 
     base = {"fs": "x", "kind": "kernel", "status": "unavailable"}
     new = Subject(id="a", driver="a", error="reworded", unavailable="kernel", **base)
-    old = Subject.model_validate({"id": "b", "driver": "b", "error": "this kernel has no b", **base})
+    old = Subject.model_validate({"id": "b", "driver": "b", "error": "this kernel: no b", **base})
     fuse = Subject.model_validate(
         {**base, "id": "c", "driver": "c", "kind": "fuse", "unavailable": "fuse",
          "error": "this kernel has no FUSE support"}
