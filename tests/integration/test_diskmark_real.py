@@ -1,0 +1,57 @@
+"""A reduced diskmark suite for real on ext4 (issue 34): three of KDiskMark's tests on a
+128 MiB RAM image, two passes each. Every result records its depth and engine, IOPS and
+p50/p99/p99.9; the QD32 read reaches a device depth above 1 (the kernel's block layer queues
+what libaio submits); the terminal shows IOPS, p99 and the grid, the HTML the grid and a
+latency CDF per random test. (`bench/diskmark_vs_fio.py` sets all eight against plain fio.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import fsbench_released, need_drivers
+
+from fsbench.probedefs.depth import device_depth
+from fsbench.schema import Result
+
+TESTS = ("rnd4k-q32t1-read", "rnd4k-q1t1-write", "seq1m-q8t1-read")
+DEPTH = {"rnd4k-q32t1-read": 32, "rnd4k-q1t1-write": 1, "seq1m-q8t1-read": 8}
+
+
+@pytest.mark.root
+def test_reduced_diskmark_on_ext4(tmp_path: Path, state_dir: Path) -> None:
+    need_drivers("ext4")
+    out = tmp_path / "out"
+    ran = fsbench_released(
+        state_dir, out,
+        "compare", "ext4", "--size", "128M", "--repeat", "2", "--warmup", "0",
+        "--workloads", ",".join(f"diskmark/{t}" for t in TESTS),
+        "--db", str(tmp_path / "results.db"),
+    )  # fmt: skip
+    results = {r["params"]["variant"]: r for r in ran.doc["results"]}
+    assert set(results) == set(TESTS)
+    for variant, r in results.items():
+        assert r["status"] == "ok", (variant, r["error"])
+        p = r["params"]
+        assert (p["iodepth"], p["ioengine"], p["direct"]) == (DEPTH[variant], "libaio", True)
+        assert r["cache"] == "direct", (variant, r["flags"])  # ext4 honours O_DIRECT
+        lat = r["latency"]
+        assert lat["iops"] > 0 and 0 < lat["p50_us"] <= lat["p99_us"] <= lat["p99.9_us"]
+        assert len(r["samples"]) == 2
+        for s in r["sample_details"]:
+            assert "iterations" not in s["extra"]  # one sample is one pass
+            assert len(s["extra"]["lat_pct_us"]) == 17
+    # At QD32 the device sees many requests at once; at QD1 about one.
+    q32 = device_depth(Result.model_validate(results["rnd4k-q32t1-read"]))
+    q1 = device_depth(Result.model_validate(results["rnd4k-q1t1-write"]))
+    assert q32 is not None and q1 is not None and q32 > 2 * q1, (q32, q1)
+
+    term = ran.stdout
+    assert "IOPS" in term and "p99 µs" in term
+    assert "diskmark (KDiskMark's tests)" in term and "RND4K Q32T1 read" in term
+    html = (out / "report.html").read_text()
+    assert 'id="latency"' in html and "SEQ1M Q8T1 read" in html
+    assert 'id="latency-cdf-diskmark-rnd4k-q32t1-read"' in html
+    assert 'id="latency-cdf-diskmark-rnd4k-q1t1-write"' in html
+    assert 'id="latency-cdf-diskmark-seq1m-q8t1-read"' not in html  # sequential: no CDF
