@@ -42,14 +42,12 @@ def fmt_ratio(r: float | None) -> str:
     return f"{r:.2g}×"
 
 
-# The points a ratio interval's mark is decided at (fsbench.verdict: 1 and the ±2 % band).
-_THRESHOLDS = (1.0, 0.98, 1.02)
-
-
-def fmt_bound(x: float, upper: bool) -> str:
+def fmt_bound(x: float, upper: bool, band: float = 0.02) -> str:
     """An interval bound rounded outward (down for the lower, up for the upper), with as many
-    digits as it takes not to cross 1 or the ±2 % band: the printed interval then contains the
-    computed one and says the same as its mark (1.004 prints 1.004, never 1.00 beside ▲)."""
+    digits as it takes not to cross 1 or the equivalence band (±2 % unless --equivalence): the
+    printed interval then contains the computed one and says the same as its mark (1.004 prints
+    1.004, never 1.00 beside ▲)."""
+    thresholds = (1.0, 1.0 - band, 1.0 + band)
     if not math.isfinite(x):
         return "∞" if x > 0 else "–"
     for digits in range(2, 8):
@@ -59,7 +57,7 @@ def fmt_bound(x: float, upper: bool) -> str:
         elif 0 < abs(x) < 0.1:
             scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(x))))
         y = (math.ceil(x * scale - 1e-9) if upper else math.floor(x * scale + 1e-9)) / scale
-        if not any((x < t) != (y < t) or (x > t) != (y > t) for t in _THRESHOLDS):
+        if not any((x < t) != (y < t) or (x > t) != (y > t) for t in thresholds):
             break
     text = f"{y:.{max(0, round(math.log10(scale)))}f}"
     return text

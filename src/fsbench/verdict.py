@@ -264,6 +264,7 @@ class Verdict:
     mark: Mark
     n: tuple[int, int] = (0, 0)
     df: float | None = None
+    band: float = SETTLE_BAND  # the equivalence band the mark was read at
 
     @property
     def decided(self) -> bool:
@@ -283,7 +284,7 @@ class Verdict:
         if self.interval is None:
             return ""
         lo, hi = self.interval
-        return f"×{fmt_bound(lo, False)}–{fmt_bound(hi, True)}"
+        return f"×{fmt_bound(lo, False, self.band)}–{fmt_bound(hi, True, self.band)}"
 
     def words(self) -> str:
         """What the mark says, in words: 'not separated: within ×0.80–1.25' for an open
@@ -366,7 +367,9 @@ def verdict(
         # Two samples at a high confidence can give a bound beyond floating point: infinity.
         interval = (_exp(diff - half), _exp(diff + half))
     mark = mark_of(interval, fam.band)
-    return Verdict(ratio=ratio, interval=interval, confidence=conf, mark=mark, n=n, df=df)
+    return Verdict(
+        ratio=ratio, interval=interval, confidence=conf, mark=mark, n=n, df=df, band=fam.band
+    )
 
 
 def prior_of(res: Any) -> Prior:

@@ -94,6 +94,10 @@ def test_the_equivalence_band_decides_the_same_mark() -> None:
     assert wide.interval is not None and wide.interval[1] < 1.05
     assert wide.mark in ("same", "above")
     assert mark_of((0.97, 1.04), band=0.05) == "same" and mark_of((0.97, 1.04)) == "open"
+    # The printed bound never crosses the band the mark was read at.
+    from fsbench.units import fmt_bound
+
+    assert fmt_bound(1.0499, True, 0.05) == "1.0499" and fmt_bound(1.0499, True) == "1.05"
 
 
 def test_degenerate_samples() -> None:

@@ -104,7 +104,8 @@ def interval_text(v: Verdict) -> str:
     """'1.08–1.24': the interval's bounds rounded outward (units.fmt_bound), '' without one."""
     if v.interval is None:
         return ""
-    return f"{fmt_bound(v.interval[0], False)}–{fmt_bound(v.interval[1], True)}"
+    lo, hi = v.interval
+    return f"{fmt_bound(lo, False, v.band)}–{fmt_bound(hi, True, v.band)}"
 
 
 def ratio_cell(v: Verdict, higher_is_better: bool, interval: bool = True) -> str:
