@@ -118,3 +118,35 @@ def test_a_look_compares_with_the_baseline_and_the_fastest_and_plans_the_open() 
     assert set(plan) == {"ext4", "xfs"} and all(3 <= n <= 10 for n in plan.values())
     # Lower is better (a latency): the fastest is the lowest.
     assert look(samples, ["ext4", "xfs", "slow"], False, fam).best == "slow"
+
+
+def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
+    """After a VM stage merged guests' results, a table spans kernels: the pipeline stamps
+    every result again with its table's size and its kind's prior (pipeline.restamp)."""
+    from fsbench.pipeline import restamp
+    from fsbench.schema import Result, Run, Schedule, Subject
+
+    def res(sid: str, wid: str, xs: list[float], fam: dict | None = None) -> Result:
+        return Result(subject=sid, workload=wid, workload_id=wid, metric="m", unit="MiB/s",
+                      samples=xs, verdict_family=fam)  # fmt: skip
+
+    guest = {"looks": 2, "alpha": 0.05, "tails": 2, "subjects": 2, "band": 0.02}
+    results = [
+        res("ntfs3@a", "w", [100.0, 101.0, 99.0], guest),
+        res("ntfs-3g@a", "w", [50.0, 52.0, 49.0], guest),
+        res("ntfs@b", "w", [120.0, 118.0, 122.0], guest),
+        res("ntfs-3g@b", "w", [51.0, 50.0, 48.0], guest),
+        res("ntfs@b", "v", [10.0, 11.0, 10.5], guest),
+    ]
+    subjects = [
+        Subject(id=r.subject, driver=r.subject.split("@")[0], kind=k, fs="ntfs")
+        for r, k in zip(results[:4], ("kernel", "fuse", "kernel", "fuse"), strict=True)
+    ]
+    run = Run(run_id="r", started="2026-11-26T10:00:00", subjects=subjects, results=results,
+              schedule=Schedule(adaptive=True))  # fmt: skip
+    restamp(run, 0.05)
+    fams = [r.verdict_family or {} for r in run.results]
+    assert [f["subjects"] for f in fams] == [4, 4, 4, 4, 1]
+    assert all(f["looks"] == 2 and f["band"] == 0.05 for f in fams)
+    assert fams[0]["tails"] == 12 and fams[4]["tails"] == 2
+    assert run.schedule is not None and run.schedule.verdict["subjects"] == 4
