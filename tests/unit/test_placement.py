@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from fsbench.runner import Runner, RunTarget
 from fsbench.schema import Environment, Run, Subject, WakeupCost
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed
 from fsbench.workloads.fake import FakeWorkload
+from polling import wait_until
 
 MiB = 1024 * 1024
 CPUS = sorted(os.sched_getaffinity(0))
@@ -200,9 +200,7 @@ time.sleep(60)
 def daemon() -> Iterator[subprocess.Popen]:
     """A stand-in FUSE daemon: a process with four threads."""
     proc = subprocess.Popen([sys.executable, "-c", STAND_IN, "3", "0"])
-    deadline = time.monotonic() + 10
-    while len(ProcFS().tids(proc.pid)) < 4 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_until(lambda: len(ProcFS().tids(proc.pid)) >= 4, 10, interval=0.01)
     yield proc
     proc.kill()
     proc.wait()
@@ -269,14 +267,16 @@ def test_daemon_threads_born_while_pinned_get_the_daemon_mask_back(tmp_path: Pat
     """libfuse starts worker threads on demand; they inherit the pin and must lose it too."""
     proc = subprocess.Popen([sys.executable, "-c", STAND_IN, "15", "0.02"])
     try:
-        time.sleep(0.05)
+        assert wait_until(lambda: len(ProcFS().tids(proc.pid)) >= 2, 10, interval=0.01)
         target = Target("s", str(tmp_path), "fuse", MiB, daemon_pid=proc.pid)
         pinned = pin("same", target)
         assert pinned is not None
-        time.sleep(0.4)  # the stand-in starts more threads meanwhile, from pinned threads
-        born = set(ProcFS().tids(proc.pid)) - set(pinned.saved)
-        assert born, "no thread was started while pinned"
-        assert all(os.sched_getaffinity(t) == {CPUS[0]} for t in born)
+
+        def born() -> set[int]:  # the stand-in starts more threads, from pinned threads
+            return set(ProcFS().tids(proc.pid)) - set(pinned.saved)
+
+        assert wait_until(born, 10, interval=0.01), "no thread was started while pinned"
+        assert all(os.sched_getaffinity(t) == {CPUS[0]} for t in born())
         pinned.restore()
         assert all(m == set(CPUS) for m in _thread_masks(proc.pid).values())
     finally:
