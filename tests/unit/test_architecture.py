@@ -28,7 +28,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("pipeline", ("fsbench.pipeline", "fsbench.plan", "fsbench.targets")),
     (
         "runner",
-        ("fsbench.runner", "fsbench.sampler", "fsbench.registry", "fsbench.env", "fsbench.vm"),
+        (
+            "fsbench.runner",
+            "fsbench.sampler",
+            "fsbench.samplemerge",
+            "fsbench.registry",
+            "fsbench.env",
+            "fsbench.vm",
+        ),
     ),
     (
         "parts",
@@ -182,7 +189,7 @@ def test_no_import_cycle() -> None:
 def test_the_runner_and_registry_know_workloads_only_by_their_contract() -> None:
     """Capabilities are data (workloads/base.py HOOKS): the runner imports no workload but the
     contract, and the registry asks no workload for its class."""
-    for core in ("fsbench.runner", "fsbench.sampler"):
+    for core in ("fsbench.runner", "fsbench.sampler", "fsbench.samplemerge"):
         assert {t for t in GRAPH[core] if t.startswith("fsbench.workloads")} <= {
             "fsbench.workloads",
             "fsbench.workloads.base",
@@ -201,11 +208,16 @@ def test_the_rules_see_a_wrong_import() -> None:
 
 
 # -- size ------------------------------------------------------------------------------------
-MAX_MODULE_LINES = 600
+MAX_MODULE_LINES = 550
 MAX_FUNCTION_LINES = 80
 # Modules still over the limit, each to be split; the list may only shrink: a module
 # that fits is taken off it, and no other may join.
 OVERSIZED: set[str] = set()
+
+
+def test_the_sampler_only_measures() -> None:
+    """What makes a sample of its iterations is samplemerge.py: the sampler stays a page."""
+    assert len(MODULES["fsbench.sampler"].read_text().splitlines()) <= 400
 
 
 def test_modules_fit_a_reader() -> None:

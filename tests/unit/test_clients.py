@@ -25,7 +25,7 @@ from fsbench.errors import UsageError
 from fsbench.options import option
 from fsbench.registry import resolve_workloads
 from fsbench.runner import aggregate
-from fsbench.sampler import merge_extras
+from fsbench.samplemerge import merge_extras
 from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fio import FIO_JOBS

@@ -22,7 +22,7 @@ from fsbench.probedefs.numbers import fmt_pct
 from fsbench.probes import ProbeDelta, ProcFS, Snapshot, diff, kthread_patterns_for, take_snapshot
 from fsbench.report.explain import explain_run, factor_sources
 from fsbench.runner import aggregate
-from fsbench.sampler import Iteration, build_sample, merge_iterations
+from fsbench.samplemerge import Iteration, build_sample, merge_iterations
 from fsbench.schema import Result
 from fsbench.workloads.base import Measurement
 from fsbench.workloads.fake import FakeWorkload

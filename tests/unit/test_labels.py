@@ -26,7 +26,7 @@ from fsbench.report.explain import explain_result, profile
 from fsbench.report.sections import render as render_table
 from fsbench.report.sections import render_html
 from fsbench.runner import Runner, RunTarget, aggregate
-from fsbench.sampler import build_sample
+from fsbench.samplemerge import build_sample
 from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.units import GiB, MiB, fmt_ratio
 from fsbench.workloads.base import Measurement, Target, hook

@@ -11,8 +11,9 @@ import pytest
 
 from fsbench.probes.sample import ProbeDelta
 from fsbench.runner import Runner, RunTarget, aggregate
-from fsbench.sampler import Iteration, build_sample, merge_iterations, sized
-from fsbench.sampler import verify_cache as verify
+from fsbench.samplemerge import Iteration, build_sample, merge_iterations
+from fsbench.samplemerge import verify_cache as verify
+from fsbench.sampler import sized
 from fsbench.schema import Device, Result, Run, Sample, Subject
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fake import FakeWorkload

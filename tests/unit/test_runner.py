@@ -457,7 +457,7 @@ def test_sync_before_every_sample_without_cold_preparation(
 def test_iteration_extras_merge_honestly() -> None:
     """Amounts add up, rates are over the whole sample, percentiles say they are a median over
     iterations, and a figure that is only the last iteration's says so."""
-    from fsbench.sampler import merge_extras
+    from fsbench.samplemerge import merge_extras
     from fsbench.workloads.base import Measurement
 
     a = Measurement(
@@ -490,7 +490,7 @@ def test_a_merged_sample_keeps_each_iterations_value() -> None:
     """The sample's rate is total work over total time; each iteration's own rate stays beside
     it, so a stall in one iteration is told from a sample slow throughout."""
     from fsbench.probes.sample import ProbeDelta
-    from fsbench.sampler import Iteration, merge_iterations
+    from fsbench.samplemerge import Iteration, merge_iterations
     from fsbench.workloads.base import Measurement
 
     runs = [

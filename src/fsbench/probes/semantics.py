@@ -331,7 +331,7 @@ def probe(
 
 
 def o_direct_measured(results: list[Any], subject: str) -> Feature | None:
-    """What the run's own O_DIRECT samples proved (sampler.verify_cache), if it had any."""
+    """What the run's own O_DIRECT samples proved (samplemerge.verify_cache), if it had any."""
     for res in results:
         if res.subject != subject or res.status != "ok":
             continue
