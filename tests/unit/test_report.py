@@ -278,7 +278,7 @@ def test_summary_sentence_from_known_medians(run: Run, page: str) -> None:
 
 def test_summary_says_when_a_difference_is_not_decided(run: Run) -> None:
     text = " ".join(next(f for f in findings(run) if f.title == "seq-read/cold").sentences)
-    assert "[95 % interval 0.97–1.03]" in text and "; open: not decided" in text
+    assert "[95 % interval 0.97–1.03]" in text and "; not separated" in text
 
 
 def test_summary_of_a_matrix_op_spans_its_cells(run: Run) -> None:

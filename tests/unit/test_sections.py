@@ -87,8 +87,8 @@ def test_a_new_view_is_one_record(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_answers_reasons_lead_with_a_time_and_bound_their_shares() -> None:
     out = _terminal(_run())
-    head = next(ln for ln in out.splitlines() if ln.startswith("fastest first"))
-    assert head.endswith("reasons against ext4:")  # the ratios are to the fastest, xfs
+    head = next(ln for ln in out.splitlines() if ln.startswith("ratios to the fastest"))
+    assert head.endswith("reasons vs ext4:")  # the ratios are to the fastest, xfs
     answer = out[: out.index("seq-write/fsync  (")]
     reasons = [ln for ln in answer.splitlines() if re.match(r"  [\w-]+: ", ln)]
     assert reasons
@@ -96,14 +96,14 @@ def test_the_answers_reasons_lead_with_a_time_and_bound_their_shares() -> None:
         first = ln.split(": ", 1)[1]
         assert re.match(r"(CPU )?[\d.,]+ (µs|ms|s)/GiB", first), ln
     assert "13 s/GiB (60 % of the gap): 262,144 FUSE WRITE/GiB × 4 KiB" in answer
-    assert gap_share(2.06) == "more than the gap (factors overlap)"
+    assert gap_share(2.06) == "more than the gap: factors overlap"
     assert gap_share(-0.2) == "against the gap" and gap_share(0.6) == "60 % of the gap"
 
 
 def test_the_legend_sits_beside_the_answer_and_under_the_tables() -> None:
     out = _terminal(_run()).splitlines()
-    head = next(i for i, ln in enumerate(out) if ln.startswith("fastest first"))
-    assert "▲▼ decided, ≈ same, ? open" in out[head]
+    head = next(i for i, ln in enumerate(out) if ln.startswith("ratios to the fastest"))
+    assert "▲▼ decided, ≈ same, ? not separated" in out[head]
     legend = next(i for i, ln in enumerate(out) if ln.startswith("vs: ratio"))
     semantics = next(i for i, ln in enumerate(out) if ln.startswith("semantics"))
     assert legend < semantics  # the tables' legend comes with the tables

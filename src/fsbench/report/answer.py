@@ -18,8 +18,9 @@ from rich.text import Text
 from fsbench.probedefs.numbers import fmt_pct, fmt_time
 from fsbench.report.explain import Explanation, Factor, brief_lines, explain_run
 from fsbench.report.naming import baseline_result, ranked
-from fsbench.report.summary import gmean, groups, measured_subjects, usable
+from fsbench.report.summary import compare, gmean, groups, measured_subjects, usable
 from fsbench.schema import Result, Run, Subject
+from fsbench.units import fmt_ratio
 
 
 @dataclass
@@ -34,10 +35,48 @@ class WorkloadAnswer:
     unranked: list[Result]  # failed, without samples, or integrity failed
     baseline: Result | None  # the tables' baseline (the first subject that finished)
     whys: list[Explanation] = field(default_factory=list)  # ranking order, with a first factor
+    # The winner and every other the data cannot tell from it (leaders()): one alone is the
+    # fastest; several are not separated, and no output crowns any of them.
+    leaders: list[Result] = field(default_factory=list)
 
     @property
     def ranking(self) -> list[Result]:
         return ([self.winner] if self.winner else []) + self.others
+
+    @property
+    def separated(self) -> bool:
+        """A fastest can be named: no other subject is within reach of the winner."""
+        return self.winner is not None and len(self.leaders) <= 1
+
+
+def rank(results: list[Result]) -> list[Result]:
+    """The usable, ranked results best first (by the samples' geometric mean, as the verdict's
+    ratio is taken)."""
+    good = [r for r in results if usable(r) and ranked(r)]
+    hib = good[0].higher_is_better if good else True
+    return sorted(good, key=_key, reverse=hib)
+
+
+def leaders(ranked_results: list[Result]) -> list[Result]:
+    """Of results ranked best first, the first and every other whose verdict against it
+    (fsbench.verdict) is not decided worse: open (not separated), within the band (the same),
+    or not comparable (too few samples). More than one: the answer names no fastest."""
+    if not ranked_results:
+        return []
+    top = ranked_results[0]
+    out = [top]
+    for r in ranked_results[1:]:
+        if compare(top, r).better(r.higher_is_better) is not False:
+            out.append(r)
+    return out
+
+
+def leader_text(top: Result, r: Result) -> str:
+    """'0.98× (not separated: within ×0.80–1.25)': the ratio to the top leader and
+    fsbench.verdict's words for the comparison."""
+    v = compare(top, r)
+    ratio = fmt_ratio(v.ratio) + " " if v.ratio is not None else ""
+    return f"{ratio}({v.words()})"
 
 
 def first_factor(e: Explanation) -> Factor | None:
@@ -64,7 +103,7 @@ def gap_share(accounts: float) -> str:
     """A factor's share of the gap, bounded: factors overlap (a wake-up is also CPU time), so
     one can stand for more than the whole gap, or run against it."""
     if accounts > 1:
-        return "more than the gap (factors overlap)"
+        return "more than the gap: factors overlap"
     if accounts < 0:
         return "against the gap"
     return f"{fmt_pct(accounts)} of the gap"
@@ -108,8 +147,7 @@ def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[W
         results = sorted(
             g.results(), key=lambda r: order.index(r.subject) if r.subject in order else 99
         )
-        good = [r for r in results if usable(r) and ranked(r)]
-        good.sort(key=_key, reverse=g.higher_is_better)
+        good = rank(results)
         base = baseline_result(results, order)
         whys = []
         for r in good:
@@ -126,6 +164,7 @@ def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[W
                 unranked=[r for r in results if r not in good],
                 baseline=base,
                 whys=whys,
+                leaders=leaders(good),
             )
         )
     return out

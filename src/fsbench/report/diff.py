@@ -264,7 +264,7 @@ def test_text(r: ResultDiff) -> str:
         "better": "better",
         "worse": "worse",
         "same": "no difference (within ±2 %)",
-        "open": "open: not decided",
+        "open": "not separated",
     }.get(r.verdict, r.verdict)
     return f"{words} ({confidence_text(r.confidence)} % interval)"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.errors import UsageError
-from fsbench.report.answer import answers
+from fsbench.report.answer import answers, leader_text
 from fsbench.report.naming import (
     SYMBOLS,
     baseline_result,
@@ -197,8 +197,14 @@ def _answer_lines(run: Run) -> list[str]:
     for a in answers(run):
         if a.winner is None:
             continue
-        items = [f"**{a.winner.subject}** {fmt_value(a.winner.median)} {a.unit}"]
+        if a.separated:
+            items = [f"**{a.winner.subject}** {fmt_value(a.winner.median)} {a.unit}"]
+        else:  # no fastest to crown: the leaders in the verdict's words
+            items = [f"not separated — {a.winner.subject} {fmt_value(a.winner.median)} {a.unit}"]
         for r in a.others:
+            if not a.separated and r in a.leaders:
+                items.append(f"{r.subject} {leader_text(a.winner, r)}")
+                continue
             v = compare(a.winner, r)
             mark = SYMBOLS[outcome(v, r.higher_is_better)]
             span = f" {interval_text(v)}" if v.interval else ""

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
+from fsbench.report.answer import leaders, rank
 from fsbench.report.explain import (
     Explanation,
     fmt_pct,
@@ -186,11 +187,12 @@ def _row(
 
 
 def _best(results: list[Result]) -> Result | None:
-    ok = [r for r in results if usable(r) and ranked(r)]
-    if len(ok) < 2:
+    """The fastest to star: none when fewer than two ranked, or when the leaders are not
+    separated (answer.leaders, the answer line's rule)."""
+    ok = rank(results)
+    if len(ok) < 2 or len(leaders(ok)) > 1:
         return None
-    hib = ok[0].higher_is_better
-    return (max if hib else min)(ok, key=lambda r: r.median or 0.0)
+    return ok[0]
 
 
 def _description(res: Result) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from fsbench.report.answer import answer_factor, answer_text, answers, missing
+from fsbench.report.answer import answer_factor, answer_text, answers, leader_text, missing
 from fsbench.report.explain import Explanation
 from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
 from fsbench.report.naming import styled_ratio
@@ -55,7 +55,13 @@ def answer_view(run: Run, explained: dict[int, Explanation]) -> list[dict[str, A
                 "title": a.title,
                 "winner": a.winner.subject,
                 "value": f"{fmt_value(a.winner.median)} {a.unit}",
-                "others": [{"subject": r.subject, **ratio_view(a.winner, r)} for r in a.others],
+                "separated": a.separated,
+                "others": [
+                    {"subject": r.subject, "text": leader_text(a.winner, r), "cls": "ns"}
+                    if not a.separated and r in a.leaders
+                    else {"subject": r.subject, **ratio_view(a.winner, r)}
+                    for r in a.others
+                ],
                 "unranked": [
                     {"subject": r.subject, "why": "not ranked" if r.status == "ok" else r.status}
                     for r in a.unranked
@@ -115,6 +121,8 @@ def summary_table(run: Run, order: list[str]) -> dict[str, Any]:
     cell the rate (★ the fastest), the ratio to the fastest with its mark, and the CPU per GiB;
     an Iozone operation gives the geometric mean over the cells every subject ran."""
     found: list[Finding] = [f for f in findings(run) if f.best is not None]
+    # A workload whose leaders are not separated has no fastest to star (answer.leaders).
+    open_titles = {a.title for a in answers(run, {}) if a.winner is not None and not a.separated}
     cols = []
     for f in found:
         results = _results_of(run, f)
@@ -123,7 +131,9 @@ def summary_table(run: Run, order: list[str]) -> dict[str, Any]:
         standing = {st.subject: st for st in f.standings}
         for s in order:
             r = results.get(s)
-            if s == f.best:
+            if s == f.best and f.title in open_titles:
+                cells[s] = {"value": fmt_value(f.best_value), "ratio": "not separated", "cls": "ns"}
+            elif s == f.best:
                 cells[s] = {"value": fmt_value(f.best_value), "ratio": "fastest", "cls": "best"}
             elif s in standing and standing[s].ratio is not None:
                 st = standing[s]

@@ -279,5 +279,5 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         _svg(fig, pid),
         f"Each cell: median rate of {other} divided by {base}'s. Green: {other} faster; red: "
         "slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ in the tables), ≈ "
-        "is within ±2 %, ? is open (not decided).",
+        "is within ±2 %, ? is open (not separated).",
     )

@@ -35,7 +35,7 @@ OUTCOME_WORDS = {
     "better": "better",
     "worse": "worse",
     "same": "no difference (within ±2 %)",
-    "open": "open: not decided",
+    "open": "not separated",
     "none": "too few samples to judge",
 }
 STYLES = {"better": "green", "worse": "red", "same": "yellow", "open": "dim", "none": "dim"}

@@ -13,7 +13,14 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.report.answer import answers, first_why, missing_pieces, pack, why_lines
+from fsbench.report.answer import (
+    answers,
+    first_why,
+    leader_text,
+    missing_pieces,
+    pack,
+    why_lines,
+)
 from fsbench.report.explain import explain_run
 from fsbench.report.latency import columns as latency_columns
 from fsbench.report.naming import (
@@ -202,16 +209,28 @@ def answer_lines(run: Run, explained: dict[int, Any] | None = None, width: int =
     for a in answers(run, explained):
         if a.winner is None:
             continue
-        head = Text.assemble((f"{a.title}: ", "bold"), (a.winner.subject, "bold green"))
-        head.append(
-            f" {fmt_value(a.winner.median)} {a.unit}"
-            + ("" if a.others or a.unranked else " (alone)")
-        )
-        items = [Text(f"{r.subject} ").append_text(ratio_text(a.winner, r)) for r in a.others]
+        if a.separated:
+            head = Text.assemble((f"{a.title}: ", "bold"), (a.winner.subject, "bold green"))
+            head.append(
+                f" {fmt_value(a.winner.median)} {a.unit}"
+                + ("" if a.others or a.unranked else " (alone)")
+            )
+            items = [Text(f"{r.subject} ").append_text(ratio_text(a.winner, r)) for r in a.others]
+        else:
+            # No fastest to crown: the leaders in the verdict's words, then the others.
+            head = Text.assemble((f"{a.title}: ", "bold"), ("not separated", "bold yellow"))
+            head.append(" — ")
+            top = Text(f"{a.winner.subject} {fmt_value(a.winner.median)} {a.unit}", style="yellow")
+            items = [top] + [
+                Text(f"{r.subject} {leader_text(a.winner, r)}", style="yellow")
+                if r in a.leaders
+                else Text(f"{r.subject} ").append_text(ratio_text(a.winner, r))
+                for r in a.others
+            ]
         for r in a.unranked:
             why = "not ranked" if r.status == "ok" else r.status
             items.append(Text(f"{r.subject} ", style="dim").append(why, style="red"))
-        if items:
+        if items and a.separated:
             head.append(" › ")
         out += pack(items, width, head, indent="    ", sep=" › ")
         # Why, beside the answer: each ranked subject's first reason (the tables say more).
@@ -225,8 +244,8 @@ def answer_head(run: Run) -> str:
     """The answer's legend, beside it: what the ratios are to, what the marks say, and which
     subject the reasons are measured against (the tables' baseline, not the fastest)."""
     base = next((a.baseline.subject for a in answers(run) if a.baseline is not None), None)
-    against = f"; reasons against {base}" if base else ""
-    return f"fastest first; ratios to it (▲▼ decided, ≈ same, ? open){against}:"
+    against = f"; reasons vs {base}" if base else ""
+    return f"ratios to the fastest: ▲▼ decided, ≈ same, ? not separated{against}:"
 
 
 def schedule_line(run: Run) -> str:
