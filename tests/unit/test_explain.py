@@ -235,7 +235,7 @@ def test_placement_remark_is_the_ratio_with_its_verdict() -> None:
     assert (
         flat is not None
         and "not decidedly different" in flat.sentence
-        and "open: not decided" in flat.sentence
+        and "not separated" in flat.sentence
     )
     # Each placement is compared with the baseline at the same placement.
     assert explained(_placements([140.0, 145.0, 150.0]), placement="same").baseline == "ext4"
