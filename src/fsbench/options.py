@@ -135,16 +135,10 @@ def external(module: str, name: str) -> Parser:
 
 
 def trace_probes(flag: str, text: str) -> tuple[str, ...]:
+    from fsbench.choices import parse_choices
     from fsbench.probes.trace import PROBE_NAMES
 
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    bad = [n for n in names if n not in PROBE_NAMES]
-    if not names or bad:
-        raise UsageError(
-            f"{flag} {text!r}: give some of {', '.join(PROBE_NAMES)}"
-            + (f" ({', '.join(bad)} is not one)" if bad else "")
-        )
-    return names
+    return tuple(parse_choices(flag, text, PROBE_NAMES, "probe", "fuse,sched"))
 
 
 trace_probes.metavar = "PROBE,..."  # type: ignore[attr-defined]

@@ -66,6 +66,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.phases",
             "fsbench.probedefs",
             "fsbench.manifest",
+            "fsbench.choices",
             "fsbench._",  # the native extensions (fsbench._xxhtree, ...)
         ),
     ),

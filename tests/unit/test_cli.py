@@ -205,8 +205,10 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ),
     (["compare", "ext4", "--placement", "free,"], "give a comma list"),
     (["run", "--target", ".", "--placement", "pinned"], "--placement 'pinned': not one of"),
-    (["compare", "ext4", "--trace-probes", "fuse,dtrace"], "(dtrace is not one)"),
-    (["compare", "ext4", "--trace-probes", ","], "--trace-probes ',': give some of fuse,"),
+    (["compare", "ext4", "--trace-probes", "fuse,dtrace"], "'dtrace': not one of fuse|"),
+    (["compare", "ext4", "--trace-probes", ","], "--trace-probes ',': give a comma list of fuse|"),
+    (["compare", "ext4", "--trace-probes", "fuse,fuse"], "name each probe once"),
+    (["compare", "ext4", "--age", "light,light"], "name each profile once"),
     # The user's own workloads, refused before anything is formatted (test_user_workloads.py)
     (["compare", "ext4", "--workloads", f"fio:{FIO}/rejected.fio"], "failed parsing rw=bogus"),
     (

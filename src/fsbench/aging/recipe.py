@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.errors import UsageError
+from fsbench.choices import parse_choices
 from fsbench.lab.drivers import DRIVERS, Driver, availability
 
 KiB = 1024
@@ -99,16 +99,7 @@ SYNC_EVERY = 64  # operations between two fsyncs of the tree's root (a journal c
 
 def parse_ages(text: str) -> list[str]:
     """`--age none,light` -> the profile names in the order given (UsageError otherwise)."""
-    names = [x.strip().lower() for x in text.split(",")]
-    choices = "|".join(PROFILES)
-    if not any(names) or not all(names):
-        raise UsageError(f"--age {text!r}: give a comma list of {choices}, e.g. none,light")
-    for n in names:
-        if n not in PROFILES:
-            raise UsageError(f"--age {n!r}: not one of {choices}")
-    if len(set(names)) != len(names):
-        raise UsageError(f"--age {text!r}: name each profile once")
-    return names
+    return parse_choices("--age", text, PROFILES, "profile", "none,light")
 
 
 def reference_driver(fs: str) -> Driver | None:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsbench.choices import parse_choices
 from fsbench.errors import UsageError
 from fsbench.probes.procfs import ProcFS
 from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed, hook
@@ -67,15 +68,7 @@ def parse_placements(text: str | None, cpus: Sequence[int] | None = None) -> lis
     """`--placement free,same,split` -> the names in the order given; bad input is a UsageError."""
     if text is None:
         return [DEFAULT]
-    names = [x.strip().lower() for x in text.split(",")]
-    choices = "|".join(PLACEMENTS)
-    if not any(names) or not all(names):
-        raise UsageError(f"--placement {text!r}: give a comma list of {choices}, e.g. free,same")
-    for n in names:
-        if n not in PLACEMENTS:
-            raise UsageError(f"--placement {n!r}: not one of {choices}")
-    if len(set(names)) != len(names):
-        raise UsageError(f"--placement {text!r}: name each placement once")
+    names = parse_choices("--placement", text, PLACEMENTS, "placement", "free,same")
     have = len(cpus) if cpus is not None else len(allowed_cpus())
     for n in names:
         need = PLACEMENTS[n].min_cpus
