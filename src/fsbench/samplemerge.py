@@ -102,38 +102,18 @@ def merge_iterations(runs: list[Iteration], wl: Workload) -> Iteration:
     return Iteration(m, d, growth, runs[-1].cache, runs[-1].cache_flags)
 
 
-# How each per-iteration figure of Measurement.extra becomes the sample's: amounts add up,
-# rates are recomputed over the whole sample, distributions are summarized across iterations
-# (the median of the per-iteration percentiles: exact percentiles would need the histograms).
-EXTRA_MERGE: dict[str, str] = {
-    "walk_s": "sum",
-    "hash_s": "sum",
-    "files": "sum",
-    "failed": "sum",
-    "wire_bytes": "sum",
-    "iops": "rate:ops",
-    "requests_per_s": "rate:ops",
-    "files_per_s": "rate:ops",
-    "cpu_share_of_wall": "rate:cpu",
-    "lat_max_us": "max",
-    "lat_mean_us": "mean",
-    "lat_us": "median",
-    "latency_us": "median",
-}
-
-
 def merge_extras(
-    ms: list[Measurement], seconds: float, own: dict[str, Callable[[list[Any]], Any]] | None = None
+    ms: list[Measurement], seconds: float, rules: dict[str, str | Callable] | None = None
 ) -> dict[str, Any]:
-    """The extras of a sample's iterations merged by EXTRA_MERGE, or by the workload's `own`
-    rule for extras it declares (hook merge_extra); anything else is the last iteration's and
-    named in `last_iteration_only`, so no figure claims more than it is."""
-    own = own or {}
+    """The extras of a sample's iterations merged by the workload's rules (hook merge_extra: a
+    name of base.MERGE_RULES or a function of the iterations' values); anything else is the
+    last iteration's and named in `last_iteration_only`, so no figure claims more than it is."""
+    rules = rules or {}
     out: dict[str, Any] = dict(ms[-1].extra)
     merged: dict[str, str] = {}
     last_only: list[str] = []
     for key in ms[-1].extra:
-        how = "own" if key in own else EXTRA_MERGE.get(key)
+        how = rules.get(key)
         vals = [m.extra.get(key) for m in ms]
         if how is None or any(v is None for v in vals):
             if any(m.extra.get(key) != ms[-1].extra.get(key) for m in ms):
@@ -150,8 +130,8 @@ def merge_extras(
         elif how == "rate:cpu":
             cpu = sum(m.app_user_s + m.app_sys_s for m in ms)
             out[key] = round(cpu / seconds, 4) if seconds > 0 else None
-        elif how == "own":
-            out[key] = own[key](vals)
+        elif callable(how):
+            out[key] = how(vals)
         elif how == "median":
             if all(isinstance(v, dict) for v in vals):
                 out[key] = {

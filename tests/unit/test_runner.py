@@ -458,7 +458,7 @@ def test_iteration_extras_merge_honestly() -> None:
     """Amounts add up, rates are over the whole sample, percentiles say they are a median over
     iterations, and a figure that is only the last iteration's says so."""
     from fsbench.samplemerge import merge_extras
-    from fsbench.workloads.base import Measurement
+    from fsbench.workloads.base import IO_EXTRAS, Measurement
 
     a = Measurement(
         value=1.0, seconds=1.0, ops=100, app_user_s=0.2, app_sys_s=0.3,
@@ -475,7 +475,7 @@ def test_iteration_extras_merge_honestly() -> None:
         extra={"iops": 50.0, "lat_us": {"p50": 30.0, "p99": 60.0}, "walk_s": 0.5,
                "lat_max_us": 80.0, "fio_version": "fio-3.33", "threads": 8},
     )  # fmt: skip
-    got = merge_extras([a, b, c], seconds=8.0)
+    got = merge_extras([a, b, c], seconds=8.0, rules={**IO_EXTRAS, "walk_s": "sum"})
     assert got["iops"] == pytest.approx(800 / 8.0)
     assert got["walk_s"] == pytest.approx(1.0)
     assert got["lat_max_us"] == 95.0
@@ -698,3 +698,17 @@ def test_a_ratio_is_settled_exactly_when_its_verdict_is_decided() -> None:
     assert not ratio_settled(wild, low)
     assert ratio_settled(res([100.0, 100.5, 99.5]), res([100.2, 99.9, 100.1]))
     assert ratio_settled(res([100.0, 101.0, 99.0]), res([50.0, 51.0, 49.0]))
+
+
+def test_every_workload_merges_its_extras_by_a_known_rule() -> None:
+    """A workload names how its extras merge (hook merge_extra); a rule the sample merge does
+    not know would leave the last iteration's value under a merged name."""
+    from fsbench.registry import MATRIX_WORKLOADS, WORKLOADS
+    from fsbench.workloads.base import MERGE_RULES, hook
+
+    declared = 0
+    for wl in [*WORKLOADS.values(), *MATRIX_WORKLOADS.values()]:
+        for key, rule in hook(wl, "merge_extra").items():
+            assert callable(rule) or rule in MERGE_RULES, (wl.id, key, rule)
+            declared += 1
+    assert declared > 0

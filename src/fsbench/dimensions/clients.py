@@ -39,6 +39,7 @@ from fsbench.errors import UsageError
 from fsbench.probes import processes
 from fsbench.schema import ClientInfo, Sample
 from fsbench.workloads.base import (
+    IO_EXTRAS,
     ChildResult,
     Measurement,
     Target,
@@ -319,7 +320,7 @@ class ClientsJob:
 
     @property
     def merge_extra(self) -> dict[str, Any]:
-        return {"clients": merge_clients}
+        return {**IO_EXTRAS, "clients": merge_clients}
 
     @staticmethod
     def summarize_samples(samples: list[Sample]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import resource
 import shutil
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import xxhash
 
@@ -186,6 +186,8 @@ def tree_of(target: Target) -> AgedTree:
 class AgedRead:
     """tree-hash/aged and seq-read/aged: read and XXH128 the selected files, cold."""
 
+    merge_extra: ClassVar[dict[str, Any]] = {"files": "sum"}
+
     name: str
     description: str
     threads: int | None  # None: one per CPU
@@ -283,6 +285,8 @@ class AgedRead:
 @dataclass(frozen=True)
 class AgedListing:
     """metadata/aged: `ls -l` of the selected directories, cold."""
+
+    merge_extra: ClassVar[dict[str, Any]] = {"files": "sum"}
 
     name: str = "metadata"
     variant: str = "aged"

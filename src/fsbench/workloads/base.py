@@ -77,6 +77,15 @@ class Measurement:
     flags: list[str] = field(default_factory=list)
 
 
+# How a sample's iterations merge a figure of Measurement.extra, by name in a workload's
+# merge_extra: amounts add up, rates are recomputed over the whole sample (its ops, or its
+# CPU, over its seconds), distributions are summarized across iterations (the median of the
+# per-iteration percentiles: exact percentiles would need the histograms).
+MERGE_RULES = ("sum", "max", "mean", "median", "rate:ops", "rate:cpu")
+# The I/O figures fio gives and the native loops shaped like it (iozone cells, read loops).
+IO_EXTRAS = {"iops": "rate:ops", "lat_us": "median", "lat_mean_us": "mean", "lat_max_us": "max"}
+
+
 class Workload(Protocol):
     """What every workload must have. The optional hooks below (HOOKS) have defaults; the
     runner and the pipeline read them only through `hook()`, never by name, so this file is
@@ -162,7 +171,8 @@ HOOKS: dict[str, Hook] = {
     "merge_extra": Hook(
         {},
         "extras of its own measurements and how a sample's iterations merge them: "
-        "{key: function(values of each iteration) -> merged}",
+        "{key: a rule of MERGE_RULES, or function(values of each iteration) -> merged}; "
+        "an extra it does not name is the last iteration's, and the sample says so",
     ),
     "summarize_samples": Hook(
         None,

@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from fsbench.errors import UsageError
 from fsbench.manifest import hash_paths, walk_tree
@@ -293,6 +293,7 @@ class CommandSpec:
 
 @dataclass(eq=False)
 class UserCommand:
+    merge_extra: ClassVar[dict[str, Any]] = {"cpu_share_of_wall": "rate:cpu"}
     spec: CommandSpec
     name: str = "command"
     metric: str = "time"

@@ -20,7 +20,7 @@ import os
 import resource
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed, free_bytes, per_second
 from fsbench.workloads.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
@@ -160,6 +160,8 @@ def _failed(what: str, e: OSError) -> WorkloadFailed:
 @dataclass(eq=False)
 class _Copy:
     """What copy-large and copy-small share: variant, tmpfs area, the pinned method."""
+
+    merge_extra: ClassVar[dict[str, Any]] = {"files_per_s": "rate:ops"}
 
     variant: str  # in | out
     source_root: str = SOURCE_ROOT

@@ -12,10 +12,11 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from fsbench.errors import UsageError
 from fsbench.workloads.base import (
+    IO_EXTRAS,
     ChildResult,
     Measurement,
     Target,
@@ -39,6 +40,8 @@ FIO_RUNTIME_CAP_S = 60
 @dataclass(frozen=True)
 class FioJob:
     """One fio job as data: everything that decides what fio does is a field here."""
+
+    merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
 
     # The task name of the application in the kernel trace (sched wake-ups are by comm).
     app_comms = ("fio",)

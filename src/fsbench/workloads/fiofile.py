@@ -23,10 +23,10 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from fsbench.errors import UsageError
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed, measured_child
+from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, WorkloadFailed, measured_child
 from fsbench.workloads.fio import _json_part, fio_binary, fio_error, fio_measurement
 
 PREFIX = "fio:"
@@ -310,6 +310,8 @@ class Definition:
 @dataclass(eq=False)
 class FioPhase:
     """The sections of one phase of a user's job file, run as one fio process."""
+
+    merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
 
     name: str  # fio:STEM
     sections: list[Section]

@@ -42,10 +42,17 @@ import os
 import resource
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from fsbench.units import size_tag, size_text
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, job_id
+from fsbench.workloads.base import (
+    IO_EXTRAS,
+    Measurement,
+    Target,
+    Unsupported,
+    WorkloadFailed,
+    job_id,
+)
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
 
 KiB = 1024
@@ -152,6 +159,8 @@ CELL_TIMEOUT_S = 3 * FIO_RUNTIME_CAP_S
 @dataclass(frozen=True)
 class IozoneJob:
     """One matrix cell: `op` on files of `file_size` in records of `record_size`."""
+
+    merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
 
     name: str
     variant: str

@@ -23,7 +23,7 @@ import math
 import os
 import resource
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, per_second
 
@@ -137,6 +137,11 @@ def _inventory(root: str, dirs: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class MetadataOp:
     """One metadata operation over N files in one layout: one result per subject."""
+
+    # How a sample's iterations merge its extras (base.MERGE_RULES).
+    merge_extra: ClassVar[dict[str, Any]] = {
+        "files": "sum", "failed": "sum", "lat_us": "median", "lat_max_us": "max",
+    }  # fmt: skip
 
     operation: str  # create | stat | chmod | rename | readdir | unlink
     layout: str  # flat | tree

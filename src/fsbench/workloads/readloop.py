@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import resource
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed
+from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, WorkloadFailed
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -32,6 +32,8 @@ class ReadLoop:
     the cache state, the id, the clients' form. fio's own psync reader measures the same on a
     quiet machine (docs/figures.md); the native loop has no fio parent process, helper thread
     or job process contending for the CPUs a RAM-backed cold read is bound by."""
+
+    merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
 
     fio: Any  # a fio.FioJob (fio.py imports this module: typed loosely, no cycle)
     # The reader is fsbench's own thread, not a process named fio (the trace's wake-ups).

@@ -25,7 +25,7 @@ import resource
 import shutil
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import xxhash
 
@@ -187,6 +187,12 @@ def write_tree(root: str, files: list[TreeFile]) -> None:
 @dataclass(frozen=True)
 class TreeHash:
     """Walk and XXH128 a generated tree; `cache` says what the runner prepares (and verifies)."""
+
+    # How a sample's iterations merge its extras (base.MERGE_RULES).
+    merge_extra: ClassVar[dict[str, Any]] = {
+        "files": "sum", "walk_s": "sum", "hash_s": "sum",
+        "files_per_s": "rate:ops", "cpu_share_of_wall": "rate:cpu",
+    }  # fmt: skip
 
     variant: str = "cold"
     cache: str = "cold"

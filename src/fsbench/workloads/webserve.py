@@ -22,7 +22,7 @@ import http.client
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from fsbench.services.nginx import (
     KEEPALIVE_REQUESTS,
@@ -66,6 +66,10 @@ _label = size_text  # one size formatter for everything (fsbench.units)
 # -- the workload ----------------------------------------------------------------------------
 @dataclass(eq=False)
 class WebServe:
+    # How a sample's iterations merge its extras (base.MERGE_RULES).
+    merge_extra: ClassVar[dict[str, Any]] = {
+        "wire_bytes": "sum", "requests_per_s": "rate:ops", "latency_us": "median",
+    }  # fmt: skip
     size_name: str  # 4k, 64k, 1m, 16m, 64m
     file_bytes: int
     cache: str  # warm | cold
