@@ -35,6 +35,7 @@ from fsbench.lab import mounts, ntfsck
 from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
+from fsbench.lab.system import tool
 from fsbench.probes.semantics import o_direct_measured
 from fsbench.schema import INTEGRITY_FAILED_FLAG, Integrity, Run, Subject
 from fsbench.schema import Checker as CheckerRecord
@@ -49,7 +50,6 @@ DAMAGE_HOOK_ENV = "FSBENCH_TEST_DAMAGE_HOOK"
 SET_SIZES = (1, 511, 4095, 4096, 4097, 65537, 1 * MiB + 3)
 # Warning-level kernel lines that speak of damage (others, like a deprecated option, do not).
 _DAMAGE_WORDS = re.compile(r"corrupt|error|checksum|invalid|bad |inconsistent|lost", re.I)
-_ENV = {**os.environ, "PATH": SBIN_PATH + ":" + os.environ.get("PATH", ""), "LC_ALL": "C"}
 
 
 # -- the kernel log --------------------------------------------------------------------------
@@ -197,9 +197,7 @@ def verify(mountpoint: str, expected: dict[str, str]) -> tuple[int, int, list[st
 # -- the checker -----------------------------------------------------------------------------
 def checker_version(c: Checker) -> str | None:
     try:
-        p = subprocess.run(
-            list(c.version_argv), capture_output=True, text=True, timeout=10, env=_ENV
-        )
+        p = tool(list(c.version_argv), 10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     for line in (p.stdout + "\n" + p.stderr).splitlines():
@@ -223,14 +221,7 @@ def run_checker(c: Checker, device: str, timeout: float = 600) -> CheckerRecord:
     rec = CheckerRecord(command=argv, version=checker_version(c), covers=c.covers)
     t0 = time.monotonic()
     try:
-        p = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=_ENV,
-            stdin=subprocess.DEVNULL,
-        )
+        p = tool(argv, timeout)
     except FileNotFoundError:
         rec.says = f"{argv[0]} not found; apt-get install {c.package}"
         return rec

@@ -11,17 +11,18 @@ from fsbench.lab.drivers import SBIN_PATH
 _ENV = {**os.environ, "PATH": SBIN_PATH + ":" + os.environ.get("PATH", ""), "LC_ALL": "C"}
 
 
+def tool(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """A tool run as the lab runs them: the sbin PATH, C locale, no stdin, output captured,
+    bounded (FileNotFoundError and TimeoutExpired are the caller's to word)."""
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env=_ENV, stdin=subprocess.DEVNULL
+    )
+
+
 def run(argv: list[str], timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """Run a tool; on failure raise LabError with its last line of stderr (one-line reason)."""
     try:
-        proc = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=_ENV,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = tool(argv, timeout)
     except FileNotFoundError as e:
         raise LabError(f"{argv[0]} not found") from e
     except subprocess.TimeoutExpired as e:

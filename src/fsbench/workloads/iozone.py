@@ -54,6 +54,7 @@ from fsbench.workloads.base import (
     job_id,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
+from fsbench.workloads.readloop import cell_measurement
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -346,30 +347,9 @@ class IozoneJob:
             create=spec.fresh,
         )
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        seconds = r["ns"] / 1e9
-        if seconds <= 0 or r["bytes"] <= 0:
-            raise WorkloadFailed(f"{self.id}: no I/O timed ({r['bytes']} B in {r['ns']} ns)")
-        return Measurement(
-            value=r["bytes"] / MiB / seconds,
-            seconds=seconds,
-            bytes=r["bytes"],
-            ops=r["ops"],
-            app_user_s=ru1.ru_utime - ru0.ru_utime,
-            app_sys_s=ru1.ru_stime - ru0.ru_stime,
-            app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
-            extra={
-                "iops": r["ops"] / seconds,
-                "lat_us": {
-                    "p50": r["p50_ns"] / 1e3,
-                    "p99": r["p99_ns"] / 1e3,
-                    "p99.9": r["p999_ns"] / 1e3,
-                },
-                "lat_mean_us": r["mean_ns"] / 1e3,
-                "lat_max_us": r["max_ns"] / 1e3,
-                "opens": r["opens"],
-                "fsyncs": r["fsyncs"],
-            },
-        )
+        m = cell_measurement(r, ru0, ru1, self.id)
+        m.extra |= {"opens": r["opens"], "fsyncs": r["fsyncs"]}
+        return m
 
     # -- fio's client/server mode ----------------------------------------------------------
     def fio_job(self) -> FioJob:

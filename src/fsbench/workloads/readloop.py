@@ -92,27 +92,7 @@ class ReadLoop:
         if r["errno"]:
             where = os.path.basename(r["path"]) if r["path"] else job.id
             raise WorkloadFailed(f"{r['func']} {where}: {os.strerror(r['errno'])}")
-        seconds = r["ns"] / 1e9
-        if seconds <= 0 or r["bytes"] <= 0:
-            raise WorkloadFailed(f"{job.id}: no read timed ({r['bytes']} B in {r['ns']} ns)")
-        return Measurement(
-            value=r["bytes"] / MiB / seconds,
-            seconds=seconds,
-            bytes=r["bytes"],
-            ops=r["ops"],
-            app_user_s=ru1.ru_utime - ru0.ru_utime,
-            app_sys_s=ru1.ru_stime - ru0.ru_stime,
-            app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
-            extra={
-                "iops": r["ops"] / seconds,
-                "lat_us": {
-                    "p50": r["p50_ns"] / 1e3,
-                    "p99": r["p99_ns"] / 1e3,
-                    "p99.9": r["p999_ns"] / 1e3,
-                },
-                "lat_mean_us": r["mean_ns"] / 1e3,
-            },
-        )
+        return cell_measurement(r, ru0, ru1, job.id)
 
 
 def parse_bs(bs: str) -> int:
@@ -120,3 +100,29 @@ def parse_bs(bs: str) -> int:
     units = {"k": KiB, "m": MiB, "g": 1024 * MiB}
     text = bs.strip().lower()
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def cell_measurement(r: dict[str, Any], ru0: Any, ru1: Any, what: str) -> Measurement:
+    """A `Measurement` from one run of the native `_iocell` (its figures `r`) and this
+    process's rusage before and after it; no I/O timed is a failure, never a zero rate."""
+    seconds = r["ns"] / 1e9
+    if seconds <= 0 or r["bytes"] <= 0:
+        raise WorkloadFailed(f"{what}: no I/O timed ({r['bytes']} B in {r['ns']} ns)")
+    return Measurement(
+        value=r["bytes"] / MiB / seconds,
+        seconds=seconds,
+        bytes=r["bytes"],
+        ops=r["ops"],
+        app_user_s=ru1.ru_utime - ru0.ru_utime,
+        app_sys_s=ru1.ru_stime - ru0.ru_stime,
+        app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
+        extra={
+            "iops": r["ops"] / seconds,
+            "lat_us": {
+                k: r[f"{n}_ns"] / 1e3
+                for k, n in (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999"))
+            },
+            "lat_mean_us": r["mean_ns"] / 1e3,
+            "lat_max_us": r["max_ns"] / 1e3,
+        },
+    )
