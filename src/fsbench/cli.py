@@ -169,6 +169,8 @@ def list_(what: str, as_json: bool) -> None:
                 "kind": d.kind,
                 "description": d.description,
                 "available": availability(d).available,
+                # Documented mount options, each usable as a subject (`ntfs:windows_names`).
+                "options": list(d.known_options),
                 "capabilities": {
                     "posix_permissions": d.posix_permissions,
                     "symlinks": d.symlinks,

@@ -3,12 +3,14 @@ and the binaries are a tree the test builds, so every verdict below is a fact of
 
 from __future__ import annotations
 
+import json
 import platform
 from pathlib import Path
 
 import pytest
 
 from fsbench.lab.drivers import DRIVERS, availability, serving_proof
+from fsbench.lab.subject import parse_subject
 from fsbench.probes.procfs import ProcFS
 
 
@@ -119,3 +121,15 @@ def test_the_serving_proof_reads_the_mount_type_and_the_module_list(tmp_path: Pa
 def test_ntfs_declares_its_mount_options() -> None:
     opts = DRIVERS["ntfs"].known_options
     assert {"windows_names", "disable_sparse", "acl", "discard", "iocharset="} <= set(opts)
+    from click.testing import CliRunner
+
+    from fsbench.cli import cli
+
+    out = CliRunner().invoke(cli, ["list", "drivers", "--json"])
+    assert out.exit_code == 0, out.output
+    listed = {r["name"]: r["options"] for r in json.loads(out.output)}
+    assert listed["ntfs"] == list(opts) and listed["ext4"] == []
+    # Each is a valid subject as written (`ntfs:windows_names`, `ntfs:iocharset=utf8`).
+    for opt in opts:
+        spec = parse_subject("ntfs:" + (opt + "utf8" if opt.endswith("=") else opt))
+        assert spec.driver.name == "ntfs" and spec.options
