@@ -34,3 +34,43 @@ def test_every_docs_page_is_linked_and_every_link_exists() -> None:
     for page in (ROOT / "docs").glob("*.md"):
         for link in re.findall(r"\]\(([\w.-]+\.md)\)", page.read_text()):
             assert (ROOT / "docs" / link).is_file(), (page.name, link)
+
+
+def test_the_example_is_rendered_from_the_stored_run() -> None:
+    """README's example output is what scripts/readme_example.py renders from the stored real
+    run (tests/unit/fixtures/compare_ext4_ntfs3g.json): run the script when this fails."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_example", ROOT / "scripts" / "readme_example.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.with_example(README) == README, "run `uv run python scripts/readme_example.py`"
+    made = mod.blocks()
+    assert made["answer"].startswith("ratios to the fastest") and "ntfs-3g" in made["answer"]
+    # The prose quotes the example's figures.
+    for figure in ("±100%", "2.3+4.0+0.1", "262,144 FUSE WRITE/GiB", "33 µs", "59 % of the gap"):
+        assert figure in made["answer"] + made["table"], figure
+    for quoted in ("±100 %", "4.0 s/GiB in its daemon", "at 33 µs each: 8.5 s per GiB"):
+        assert quoted in README, quoted
+
+
+def test_a_two_driver_comparison_fits_one_screen() -> None:
+    """`compare ext4 ntfs-3g --size 512M` as it printed (the stored run, with its results path):
+    at most 45 lines at 100 columns, none wider."""
+    from rich.console import Console
+
+    from fsbench.report.sections import render
+    from fsbench.schema import Run
+
+    run = Run.model_validate_json(
+        (ROOT / "tests/unit/fixtures/compare_ext4_ntfs3g.json").read_text()
+    )
+    con = Console(width=100, record=True, color_system=None)
+    render(run, con, out_dir="/tmp/rep-run2")
+    lines = con.export_text().splitlines()
+    assert len(lines) <= 45, len(lines)
+    assert all(len(ln.rstrip()) <= 100 for ln in lines)
+    assert lines[-1].startswith("results: /tmp/rep-run2/results.json")

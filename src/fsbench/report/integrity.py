@@ -124,6 +124,27 @@ def short_mark(f: Feature | None) -> str:
     return mark(f)
 
 
+def semantics_line(run: Run) -> Text | None:
+    """The semantics in one line for the first screen: per subject the features another subject
+    has and it lacks ('ntfs-3g lacks O_DIRECT honoured, fallocate, …'); the table is behind
+    --verbose and on the page."""
+    subjects = _with_semantics(run)
+    if not subjects:
+        return None
+    marks = {s.id: {k: short_mark((s.semantics or {}).get(k)) for k in FEATURES} for s in subjects}
+    lacks = []
+    for s in subjects:
+        gone = [
+            FEATURES[k]
+            for k in FEATURES
+            if marks[s.id][k] == "✗" and any(marks[o.id][k] == "✓" for o in subjects)
+        ]
+        if gone:
+            lacks.append(f"{s.id} lacks {', '.join(gone)}")
+    said = "; ".join(lacks) if lacks else "every subject supports the same features"
+    return Text(f"semantics: {said} (--verbose: the table)", style="dim")
+
+
 def semantics_table(run: Run, width: int = 80) -> Group | None:
     """Subjects as rows, the features they differ in as columns (short heads, a legend line);
     the features every subject shares are one line. Readable at 80 columns."""

@@ -43,8 +43,8 @@ KINDS: tuple[Kind, ...] = (
         "CI wider than {target} for {k} of {n} subjects",
         _RAISE,
     ),
-    Kind("cv-high", re.compile(r"CV is "), "counted", "CV > 10 %: {k}", _RAISE),
-    Kind("outliers", re.compile(r"\d+ outliers? among "), "counted", "outliers: {k}", _RAISE),
+    Kind("cv-high", re.compile(r"CV is "), "counted", "CV > 10 % for {k}", _RAISE),
+    Kind("outliers", re.compile(r"\d+ outliers? among "), "counted", "outliers in {k}", _RAISE),
     Kind("one-sample", re.compile(r"only 1 sample")),
     Kind("no-samples", re.compile(r"no samples")),
     Kind("short-sample", re.compile(r"samples last only ")),
@@ -96,6 +96,7 @@ class TableNotes:
     per_subject: dict[str, list[str]] = field(default_factory=dict)
     hidden: int = 0
     n: int = 0  # subjects that finished
+    advice: str = ""  # what narrows a wide interval, when one is
 
 
 def _notes(res: Result) -> list[str]:
@@ -127,20 +128,20 @@ def table_notes(results: Sequence[Result], schedule: Schedule | None, detail: bo
     target = f"{stats.DEFAULT_TARGET_REL_HALFWIDTH * 100:g} %"
     for k in KINDS:
         if k.code in counts:
-            line = k.count.format(k=counts[k.code], n=n, target=target)
-            out.counted.append(line + (f" — {advice(schedule)}" if k.code == "ci-wide" else ""))
+            out.counted.append(k.count.format(k=counts[k.code], n=n, target=target))
+    out.advice = advice(schedule) if "ci-wide" in counts else ""
     return out
 
 
 def counted_lines(t: TableNotes, hint: str = "") -> list[str]:
-    """The counted kinds in at most two lines: the wide interval with its advice, then 'also:
-    …' for the rest; `hint` says where the per-subject notes are ('(--verbose)')."""
+    """The counted kinds in one line, with the advice when an interval is wide: 'CI wider than
+    5 % for 2 of 2 subjects, CV > 10 % for 2 — a longer --time-budget narrows it'; `hint` says
+    where the per-subject notes are ('(--verbose)')."""
     if not t.counted:
         return []
-    head = t.counted[0] if t.counted[0].startswith("CI wider") else ""
-    rest = t.counted[1:] if head else t.counted
-    lines = [head] if head else []
-    if rest:
-        also = "also: " if head else ""
-        lines.append(f"{also}{', '.join(rest)} of {t.n} subjects" + (f" {hint}" if hint else ""))
-    return lines
+    line = ", ".join(t.counted)
+    if not t.counted[0].startswith("CI wider"):
+        line += f" of {t.n} subjects"
+    if t.advice:
+        line += f" — {t.advice}"
+    return [line + (f" {hint}" if hint else "")]

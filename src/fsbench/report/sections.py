@@ -40,6 +40,7 @@ from fsbench.report.integrity import (
     failure_lines,
     integrity_lines,
     integrity_rows,
+    semantics_line,
     semantics_table,
 )
 from fsbench.report.matrix_table import has_matrix, matrix_tables
@@ -243,7 +244,8 @@ def _costs_html(v: View) -> dict[str, Any] | None:
 
 def _integrity_terminal(v: View) -> list[RenderableType]:
     out: list[RenderableType] = []
-    sem = semantics_table(v.run, v.width)
+    # The table with --verbose; otherwise what differs, in a line.
+    sem = semantics_table(v.run, v.width) if v.verbose else semantics_line(v.run)
     if sem is not None:
         out.append(sem)
     out += [ln for ln in integrity_lines(v.run, v.verbose) if not ln.plain.startswith("✗")]

@@ -86,13 +86,17 @@ _CACHE_SHORT = {
 _STOP_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
 
 
-def _note_lines(results: list[Result], schedule: Schedule | None, verbose: bool) -> list[Text]:
+def _note_lines(
+    results: list[Result], schedule: Schedule | None, verbose: bool, width: int = 100
+) -> list[Text]:
     """What notes.table_notes decides the table says: failures subject by subject, the kinds
     many subjects share as a count, each subject's own notes when verbose."""
     t = table_notes(results, schedule, detail=verbose)
     lines = [Text(f"  ✗ {s}: {why}", style="red") for s, why in t.failures]
-    for line in counted_lines(t, "" if verbose else "(--verbose)"):
-        lines.append(Text("  " + line, style="yellow"))
+    for line in counted_lines(t):
+        # Where each subject's own words are, when it fits the line (the HTML shows them).
+        hint = "" if verbose or len(line) + 15 > width else " (--verbose)"
+        lines.append(Text("  " + line + hint, style="yellow"))
     for subject, notes in t.per_subject.items():
         lines.append(Text(f"  · {subject}: " + "; ".join(notes), style="dim"))
     if t.hidden:
@@ -151,7 +155,7 @@ def workload_tables(
                 f"{len(r.samples)}{_STOP_MARK.get(r.stopped or '', '')}",
             )
         out.append(t)
-        out += _note_lines(results, run.schedule, verbose)
+        out += _note_lines(results, run.schedule, verbose, width)
         for r in results:
             e = explained.get(id(r))
             if e is not None and e.is_baseline:
@@ -289,9 +293,12 @@ def noise_line(floor: dict | None) -> str | None:
 
 
 def legend(run: Run) -> str:
-    """What the marks and columns mean, one line beside the answer."""
+    """What the tables' columns mean, one line under them (the marks are explained beside the
+    answer): the interval's confidence and the error rate it holds (fsbench.verdict)."""
+    fam = family_of(run)
+    scope = "a table" if getattr(fam, "tails", 0) else "the run"
     return (
-        "vs: ratio with its interval · "
-        + family_of(run).legend()
-        + " · CPU s/GiB app+driver+kthreads · cold ✓ device read"
+        f"vs: ratio to the baseline, its interval at {fam.confidence_text()} % (any false ▲/▼ "
+        f"in {scope} ≤ {fam.alpha * 100:.0f} %) · CPU s/GiB app+driver+kthreads · "
+        "cold ✓ device read"
     )
