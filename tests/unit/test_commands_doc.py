@@ -88,7 +88,7 @@ def test_show_verbose_and_paths(tmp_path: Path) -> None:
     plain = runner.invoke(cli, ["show", str(out_dir), *db], terminal_width=100)
     assert plain.exit_code == 0, plain.output
     assert f"results: {out_dir}/results.json" in plain.output.replace("\n", "")
-    assert "(--verbose)" in plain.output  # it tells where the per-subject notes are ...
+    assert "--verbose" in plain.output  # it tells where the per-subject notes are ...
     verbose = runner.invoke(cli, ["show", str(out_dir), "--verbose", *db], terminal_width=100)
     assert verbose.exit_code == 0, verbose.output  # ... and that flag works
     assert "· ext4: CV is" in verbose.output and "· ext4: CV is" not in plain.output
