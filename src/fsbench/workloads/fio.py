@@ -315,7 +315,7 @@ def fio_binary() -> str:
     return path
 
 
-def _json_part(stdout: str) -> dict:
+def fio_json(stdout: str) -> dict:
     # fio may print warnings before the document; the JSON starts at the first '{'.
     start = stdout.find("{")
     if start < 0:
@@ -326,7 +326,7 @@ def _json_part(stdout: str) -> dict:
 def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
     """bytes, seconds, IOPS and latency percentiles of the (grouped) job, from fio's JSON."""
     try:
-        doc = _json_part(stdout)
+        doc = fio_json(stdout)
         job = doc["jobs"][0]
         part = job[direction]
     except (ValueError, KeyError, IndexError) as e:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from fsbench.errors import UsageError
 from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, WorkloadFailed, measured_child
-from fsbench.workloads.fio import _json_part, fio_binary, fio_error, fio_measurement
+from fsbench.workloads.fio import fio_binary, fio_error, fio_json, fio_measurement
 
 PREFIX = "fio:"
 # Options that name where fio's data goes: each must stay inside the mount.
@@ -395,7 +395,7 @@ class FioPhase:
         if res.returncode != 0:
             raise WorkloadFailed(fio_error(res.stdout, res.stderr))
         try:
-            doc = _json_part(res.stdout)
+            doc = fio_json(res.stdout)
         except ValueError as e:
             raise WorkloadFailed(f"could not read fio's JSON output ({e})") from e
         self._remember_options(doc)
