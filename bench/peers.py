@@ -2,9 +2,10 @@
 
     sudo uv run python bench/peers.py [--size 2G] [--drivers ext4,ntfs-3g] [--rounds 6]
 
-One `fsbench compare DRIVERS --workloads seq-write/fsync,seq-read/cold,rand-read/4k-direct,
-tree-hash/cold`, and on fresh RAM images of the same size, formatted and mounted by fsbench's
-own lab, the peers over files of the sizes that run used (read from its results.json):
+One `fsbench compare DRIVERS --workloads W --size SIZE` per workload (all defaults otherwise:
+its own adaptive sampling), and on RAM images of the same size, formatted and mounted by
+fsbench's own lab, the peers over files of the sizes that run used (checked against its
+results.json):
 
     seq-write/fsync      dd if=/dev/zero of=F bs=1M count=N conv=fsync   (dd's own rate)
     seq-read/cold        dd if=F of=/dev/null bs=1M, after sync, drop_caches and (FUSE) a remount
@@ -12,8 +13,10 @@ own lab, the peers over files of the sizes that run used (read from its results.
     tree-hash/cold       xxhsum -H2 over the tree tree-hash reads, cold, in as many processes
                          as tree-hash has threads (xargs -P); one process printed beside it
 
-Half the peer rounds run before the compare and half after, so a machine that changes speed
-during the run moves both sides alike; each peer's figure is the median of its rounds. Prints
+A round of every peer runs before the first compare and after each one, so each workload's
+fsbench figure has peer rounds just before and just after it: on a shared machine whose speed
+changes by the minute, those two rounds (each read peer 3 times in a round) are its peer's
+figure, their median. Prints
 fsbench/peer per workload and driver, the first driver's ratio to each other driver (and back)
 by fsbench and by the peers, the notes, and last `worst agreement R (workload, driver)`: the
 row furthest from 1. The target is every row within 0.85-1.18. Needs root; run it under the
@@ -44,10 +47,8 @@ from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
 from fsbench.manifest import default_threads, walk_tree
-from fsbench.sampler import sized
 from fsbench.targets import FILE_FRACTION
-from fsbench.workloads.base import Target
-from fsbench.workloads.fio import parse_fio_json
+from fsbench.workloads.fio import RANDOM_IO_BYTES, parse_fio_json
 from fsbench.workloads.treehash import TREE_DIR, plan_tree, write_tree
 
 MiB = 1024 * 1024
@@ -60,15 +61,17 @@ PEER = {
 }
 LOW, HIGH = 0.85, 1.18
 THREADS = default_threads()  # tree-hash's threads (one per CPU), so its peer's processes
-Rates = dict[tuple[str, str], list[float]]  # (workload, driver) -> a peer's rates, MiB/s
+# (workload, driver) -> a peer's (round, MiB/s) measurements
+Rates = dict[tuple[str, str], list[tuple[int, float]]]
+ONE_XXHSUM = "tree-hash/cold xxhsum 1 process"
 
 
-def run_fsbench(drivers: list[str], size: str, tmp: Path) -> dict[str, Any]:
-    out = tmp / "fsbench"
+def run_fsbench(drivers: list[str], workload: str, size: str, tmp: Path) -> dict[str, Any]:
+    out = tmp / workload.replace("/", "-")
     proc = subprocess.run(
         [
             sys.executable, "-m", "fsbench", "compare", *drivers,
-            "--workloads", ",".join(WORKLOADS), "--size", size,
+            "--workloads", workload, "--size", size,
             "--out", str(out), "--db", str(tmp / "results.db"),
         ],
         capture_output=True, text=True, stdin=subprocess.DEVNULL,
@@ -121,79 +124,60 @@ class Peers:
         self.tree_bytes = sum(f.size for f in layout)
         self.rand_unsupported: str | None = None
 
-    def round(self, rates: Rates, driver: str) -> None:
+    def round(self, k: int, rates: Rates, reads: int = 3) -> None:
+        """Round k of every peer: the write once, each read `reads` times (they are short)."""
+        d = self.s.spec.id
         if os.path.exists(self.file):
             os.unlink(self.file)
         os.sync()
         count = self.seq_size // MiB
-        rates[("seq-write/fsync", driver)].append(
-            dd(["if=/dev/zero", f"of={self.file}", "bs=1M", f"count={count}", "conv=fsync"])
+        rates[("seq-write/fsync", d)].append(
+            (k, dd(["if=/dev/zero", f"of={self.file}", "bs=1M", f"count={count}", "conv=fsync"]))
         )
+        for _ in range(reads):
+            self.lab.make_cold(self.s)
+            r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
+            rates[("seq-read/cold", d)].append((k, r))
+            try:
+                r = fio_randread(self.file, self.seq_size, min(RANDOM_IO_BYTES, self.seq_size))
+                rates[("rand-read/4k-direct", d)].append((k, r))
+            except RuntimeError as e:
+                self.rand_unsupported = str(e)
+            self.lab.make_cold(self.s)
+            r = timed(lambda: run_xxhsum_parallel(self.files, self.threads), self.tree_bytes)
+            rates[("tree-hash/cold", d)].append((k, r))
         self.lab.make_cold(self.s)
-        rates[("seq-read/cold", driver)].append(dd([f"if={self.file}", "of=/dev/null", "bs=1M"]))
-        try:
-            r = fio_randread(self.file, self.seq_size, min(64 * MiB, self.seq_size))
-            rates[("rand-read/4k-direct", driver)].append(r)
-        except RuntimeError as e:
-            self.rand_unsupported = str(e)
-        self.lab.make_cold(self.s)
-        threads = self.threads
-        rates[("tree-hash/cold", driver)].append(
-            timed(lambda: run_xxhsum_parallel(self.files, threads), self.tree_bytes)
-        )
-        self.lab.make_cold(self.s)
-        rates[("tree-hash/cold xxhsum 1 process", driver)].append(
-            timed(lambda: run_xxhsum(self.files), self.tree_bytes)
-        )
+        r = timed(lambda: run_xxhsum(self.files), self.tree_bytes)
+        rates[(ONE_XXHSUM, d)].append((k, r))
 
 
 def by_result(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["workload_id"] or r["workload"], r["subject"]): r for r in doc["results"]}
 
 
-def planned_sizes(size: int) -> tuple[int, int]:
-    """The seq file and tree budget the compare gives these workloads, as its planner does:
-    the file budget (FILE_FRACTION of the image) split between the workloads whose files stay
-    (the fio jobs' one file, the tree), whole MiB. Checked against its results.json after."""
-    budget = max(MiB, int(size * FILE_FRACTION) // MiB * MiB)
-    share = sized(Target("x", "", "kernel", budget), 0.5).size
-    return share, share
+def planned_sizes(size: int) -> int:
+    """The seq file and the tree budget a one-workload compare gives, as its planner does:
+    FILE_FRACTION of the image, whole MiB (checked against its results.json after)."""
+    return max(MiB, int(size * FILE_FRACTION) // MiB * MiB)
 
 
-def run_peers(
-    drivers: list[str], size: int, run_id: str, rounds: int, rates: Rates, notes: list[str]
-) -> dict[str, dict[str, Any]]:
-    """`rounds` rounds of every peer per driver; what each driver's tree was."""
-    seq, budget = planned_sizes(size)
-    trees = {}
-    for i, driver in enumerate(drivers):
-        with Lab(f"{run_id}-{i}", Backing("ram"), size) as lab:
-            spec = parse_subject(driver)
-            lab.check([spec])
-            (s,) = lab.prepare([spec])
-            lab.mount(s)
-            peers = Peers(lab, s, seq, budget, THREADS)
-            for _ in range(rounds):
-                peers.round(rates, driver)
-            if peers.rand_unsupported:
-                notes.append(f"{driver}: the fio 4k direct peer fails: {peers.rand_unsupported}")
-            trees[driver] = {"seq": seq, "files": len(peers.files), "tree_bytes": peers.tree_bytes}
-            lab.unmount(s)
-    return trees
-
-
-def check_same_work(results: dict, trees: dict[str, dict[str, Any]]) -> None:
-    """The peers moved what fsbench moved: the same file size and the same tree."""
-    for d, t in trees.items():
-        seq = results[("seq-read/cold", d)]["params"]["file_size"]
-        th = results[("tree-hash/cold", d)]["params"]
-        if (seq, th["files"], th["tree_bytes"], th["threads"]) != (
-            t["seq"],
-            t["files"],
-            t["tree_bytes"],
-            THREADS,
-        ):
-            sys.exit(f"peers: {d}'s work differs from fsbench's ({seq}, {th}) vs {t}")
+def check_same_work(w: str, results: dict, peers: dict[str, Peers]) -> None:
+    """The peers moved what fsbench moved: the same file size, the same tree."""
+    for d, p in peers.items():
+        r = results.get((w, d))
+        if r is None or not r["params"]:
+            continue
+        got = r["params"]
+        if w == "tree-hash/cold":
+            same = (got["files"], got["tree_bytes"], got["threads"]) == (
+                len(p.files),
+                p.tree_bytes,
+                p.threads,
+            )
+        else:
+            same = got["file_size"] == p.seq_size
+        if not same:
+            sys.exit(f"peers: {w} on {d} is not the peers' work: fsbench params {got}")
 
 
 def agreement(r: float) -> float:
@@ -205,7 +189,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="2G", help="image size (default 2G, as the issue's)")
     ap.add_argument("--drivers", default="ext4,ntfs-3g")
-    ap.add_argument("--rounds", type=int, default=6, help="peer rounds per driver (half before)")
+    ap.add_argument("--keep", help="keep each compare's results.json and report here")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("peers: needs root (formats and mounts images)")
@@ -214,25 +198,44 @@ def main() -> None:
             sys.exit(f"peers: {tool} not found; run scripts/setup.sh")
     drivers = [d for d in args.drivers.split(",") if d]
     size = parse_size(args.size)
-    rates: Rates = {(w, d): [] for w in [*WORKLOADS, "tree-hash/cold xxhsum 1 process"]
-                    for d in drivers}  # fmt: skip
+    rates: Rates = {(w, d): [] for w in [*WORKLOADS, ONE_XXHSUM] for d in drivers}
     notes: list[str] = []
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    run_notes: list[str] = []
     load0 = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="bench-peers-") as t:
-        tmp = Path(t)
-        before = args.rounds // 2
-        run_id = f"bench-peers-{os.getpid()}"
-        trees = run_peers(drivers, size, f"{run_id}-a", before, rates, notes)
-        doc = run_fsbench(drivers, args.size, tmp)
-        results = by_result(doc)
-        check_same_work(results, trees)
-        run_peers(drivers, size, f"{run_id}-b", args.rounds - before, rates, notes)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-peers-") as t,
+        Lab(f"bench-peers-{os.getpid()}", Backing("ram"), size) as lab,
+    ):
+        tmp = Path(args.keep) if args.keep else Path(t)
+        specs = [parse_subject(d) for d in drivers]
+        lab.check(specs)
+        peers: dict[str, Peers] = {}
+        for s in lab.prepare(specs):
+            lab.mount(s)
+            peers[s.spec.id] = Peers(lab, s, planned_sizes(size), default_threads())
+        for p in peers.values():
+            p.round(0, rates)
+        for k, w in enumerate(WORKLOADS, start=1):
+            doc = run_fsbench(drivers, w, args.size, tmp)
+            results.update(by_result(doc))
+            run_notes += [n for n in doc.get("notes", []) if n not in run_notes]
+            check_same_work(w, results, peers)
+            for p in peers.values():
+                p.round(k, rates)
+        for d, p in peers.items():
+            if p.rand_unsupported:
+                notes.append(f"{d}: the fio 4k direct peer fails: {p.rand_unsupported}")
     load1 = os.getloadavg()[0]
-    report(doc, results, drivers, rates, notes, args, (load0, load1))
+    report(results, drivers, rates, [*notes, *run_notes], args, (load0, load1))
+
+
+def adjacent(rates: list[tuple[int, float]], k: int) -> list[float]:
+    """The peer's figures from the rounds just before and just after compare k."""
+    return [v for r, v in rates if r in (k - 1, k)]
 
 
 def report(
-    doc: dict[str, Any],
     results: dict,
     drivers: list[str],
     rates: Rates,
@@ -241,24 +244,24 @@ def report(
     loads: tuple[float, float],
 ) -> None:
     print(
-        f"fsbench compare {' '.join(drivers)} --size {args.size} beside its peers, "
-        f"{args.rounds} peer rounds per driver (half before, half after); load average "
+        f"fsbench compare {' '.join(drivers)} --size {args.size} --workloads W, one compare "
+        f"per workload, a round of peers before and after each; load average "
         f"{loads[0]:.1f} -> {loads[1]:.1f} on {os.cpu_count()} CPUs"
     )
     print(
-        f"{'workload':<20} {'driver':<8} {'fsbench':>9} {'n':>3} {'peer':<24} {'peer':>9} "
-        f"{'spread':>11} {'fsbench/peer':>12}"
+        f"{'workload':<20} {'driver':<8} {'fsbench':>8} {'n':>3}  {'peer':<23} {'peer':>8} "
+        f"{'spread':>13} {'fsbench/peer':>12}"
     )
     ratios: dict[tuple[str, str], float] = {}
     fsb: dict[tuple[str, str], float] = {}
     peer: dict[tuple[str, str], float] = {}
-    for w in WORKLOADS:
+    for k, w in enumerate(WORKLOADS, start=1):
         for d in drivers:
             r = results.get((w, d))
-            got = rates[(w, d)]
-            ok = r is not None and r["status"] == "ok" and r["median"]
-            f_text = f"{r['median']:9,.0f}" if ok else f"{'—':>9}"
-            p_text = f"{statistics.median(got):9,.0f}" if got else f"{'—':>9}"
+            got = adjacent(rates[(w, d)], k)
+            ok = r is not None and r["status"] == "ok" and bool(r["median"])
+            f_text = f"{r['median']:8,.0f}" if ok else f"{'—':>8}"
+            p_text = f"{statistics.median(got):8,.0f}" if got else f"{'—':>8}"
             spread = f"{min(got):,.0f}–{max(got):,.0f}" if got else ""
             if ok and got:
                 fsb[(w, d)], peer[(w, d)] = r["median"], statistics.median(got)
@@ -266,32 +269,32 @@ def report(
                 mark = "" if LOW <= ratios[(w, d)] <= HIGH else "  outside 0.85–1.18"
                 q = f"{ratios[(w, d)]:12.2f}{mark}"
             else:
-                why = (r or {}).get("error") or "no peer figure" if r else "no fsbench result"
+                why = "no fsbench result" if r is None else (r.get("error") or "no peer figure")
                 q = f"{'n/a':>12}  ({why})"
             n = len(r["samples"]) if r else 0
-            print(f"{w:<20} {d:<8} {f_text} {n:>3} {PEER[w]:<24} {p_text} {spread:>11} {q}")
-    one = rates.get(("tree-hash/cold xxhsum 1 process", drivers[0]))
-    if one:
-        print(
-            "tree-hash/cold: xxhsum in one process (seed 000's way) "
-            + ", ".join(
-                f"{d} {statistics.median(rates[('tree-hash/cold xxhsum 1 process', d)]):,.0f}"
-                for d in drivers
-            )
-            + " MiB/s"
+            print(f"{w:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
+    k_tree = WORKLOADS.index("tree-hash/cold") + 1
+    print(
+        "  tree-hash/cold: xxhsum in one process (seed 000's way): "
+        + ", ".join(
+            f"{d} {statistics.median(adjacent(rates[(ONE_XXHSUM, d)], k_tree)):,.0f}"
+            for d in drivers
+            if adjacent(rates[(ONE_XXHSUM, d)], k_tree)
         )
+        + " MiB/s"
+    )
     if len(drivers) > 1:
         a = drivers[0]
-        print("\nratio between drivers, by fsbench and by the peers (agreement = fsbench/peers)")
+        print("ratio between drivers by fsbench and by the peers (agreement: fsbench/peers)")
         for b in drivers[1:]:
             for w in WORKLOADS:
                 if (w, a) in ratios and (w, b) in ratios:
                     fr, pr = fsb[(w, a)] / fsb[(w, b)], peer[(w, a)] / peer[(w, b)]
                     print(
-                        f"  {w:<20} {a}/{b} fsbench {fr:6.2f} peers {pr:6.2f} ({fr / pr:4.2f})"
-                        f"   {b}/{a} fsbench {1 / fr:6.2f} peers {1 / pr:6.2f} ({pr / fr:4.2f})"
+                        f"  {w:<20} {a}/{b} {fr:6.2f} vs {pr:6.2f} ({fr / pr:4.2f})"
+                        f"   {b}/{a} {1 / fr:6.2f} vs {1 / pr:6.2f} ({pr / fr:4.2f})"
                     )
-    for note in [*notes, *doc.get("notes", []), *memory_notes()]:
+    for note in [*notes, *memory_notes()]:
         print(f"note: {note}")
     if not ratios:
         print("worst agreement n/a (no row had both figures)")
