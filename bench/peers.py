@@ -213,7 +213,8 @@ def main() -> None:
         peers: dict[str, Peers] = {}
         for s in lab.prepare(specs):
             lab.mount(s)
-            peers[s.spec.id] = Peers(lab, s, planned_sizes(size), default_threads())
+            n = planned_sizes(size)
+            peers[s.spec.id] = Peers(lab, s, n, n, default_threads())
         for p in peers.values():
             p.round(0, rates)
         for k, w in enumerate(WORKLOADS, start=1):
