@@ -10,8 +10,9 @@ results.json):
     seq-write/fsync      dd if=/dev/zero of=F bs=1M count=N conv=fsync   (dd's own rate)
     seq-read/cold        dd if=F of=/dev/null bs=1M, after sync, drop_caches and (FUSE) a remount
     rand-read/4k-direct  fio --rw=randread --bs=4k --direct=1 --io_size=64M  (fio's own rate)
-    tree-hash/cold       xxhsum -H2 over the tree tree-hash reads, cold, in as many processes
-                         as tree-hash has threads (xargs -P); one process printed beside it
+    tree-hash/cold       the tree's walk and xxhsum -H2 over the files tree-hash reads, cold,
+                         in as many processes as tree-hash has threads (xargs -P); one
+                         process (seed 000's way) printed beside it
 
 A round of every peer runs before the first compare and after each one, so each workload's
 fsbench figure has peer rounds just before and just after it: on a shared machine whose speed
@@ -66,8 +67,13 @@ Rates = dict[tuple[str, str], list[tuple[int, float]]]
 ONE_XXHSUM = "tree-hash/cold xxhsum 1 process"
 
 
+def base(spec: str) -> str:
+    """The workload of `NAME/VARIANT:params` (what the peers and the results key on)."""
+    return spec.split(":")[0]
+
+
 def run_fsbench(drivers: list[str], workload: str, size: str, tmp: Path) -> dict[str, Any]:
-    out = tmp / workload.replace("/", "-")
+    out = tmp / workload.replace("/", "-").replace(":", "-")
     proc = subprocess.run(
         [
             sys.executable, "-m", "fsbench", "compare", *drivers,
@@ -117,23 +123,24 @@ class Peers:
     def __init__(self, lab: Lab, s: LabSubject, seq_size: int, budget: int, threads: int) -> None:
         self.lab, self.s, self.seq_size, self.threads = lab, s, seq_size, threads
         self.file = os.path.join(s.workdir, "peer.seq")
-        root = os.path.join(s.workdir, TREE_DIR)
+        self.root = os.path.join(s.workdir, TREE_DIR)
         layout = plan_tree(budget, 1.0)  # the tree tree-hash lays out for this budget
-        write_tree(root, layout)
-        self.files = walk_tree(root)[0]
+        write_tree(self.root, layout)
+        os.sync()  # its writeback done before anything is timed
+        self.files = walk_tree(self.root)[0]
         self.tree_bytes = sum(f.size for f in layout)
         self.rand_unsupported: str | None = None
 
-    def round(self, k: int, rates: Rates, reads: int = 3) -> None:
-        """Round k of every peer: the write once, each read `reads` times (they are short)."""
+    def round(self, k: int, rates: Rates, writes: int = 2, reads: int = 3) -> None:
+        """Round k of every peer: the write `writes` times, each read `reads` times."""
         d = self.s.spec.id
-        if os.path.exists(self.file):
-            os.unlink(self.file)
-        os.sync()
         count = self.seq_size // MiB
-        rates[("seq-write/fsync", d)].append(
-            (k, dd(["if=/dev/zero", f"of={self.file}", "bs=1M", f"count={count}", "conv=fsync"]))
-        )
+        for _ in range(writes):
+            if os.path.exists(self.file):
+                os.unlink(self.file)
+            os.sync()  # a new file, as fsbench's seq-write/fsync writes one
+            args = ["if=/dev/zero", f"of={self.file}", "bs=1M", f"count={count}", "conv=fsync"]
+            rates[("seq-write/fsync", d)].append((k, dd(args)))
         for _ in range(reads):
             self.lab.make_cold(self.s)
             r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
@@ -144,10 +151,14 @@ class Peers:
             except RuntimeError as e:
                 self.rand_unsupported = str(e)
             self.lab.make_cold(self.s)
-            r = timed(lambda: run_xxhsum_parallel(self.files, self.threads), self.tree_bytes)
+            # The walk is timed too, as tree-hash times its own and `find | xxhsum` pays it.
+            r = timed(
+                lambda: run_xxhsum_parallel(walk_tree(self.root)[0], self.threads),
+                self.tree_bytes,
+            )
             rates[("tree-hash/cold", d)].append((k, r))
         self.lab.make_cold(self.s)
-        r = timed(lambda: run_xxhsum(self.files), self.tree_bytes)
+        r = timed(lambda: run_xxhsum(walk_tree(self.root)[0]), self.tree_bytes)
         rates[(ONE_XXHSUM, d)].append((k, r))
 
 
@@ -190,7 +201,16 @@ def main() -> None:
     ap.add_argument("--size", default="2G", help="image size (default 2G, as the issue's)")
     ap.add_argument("--drivers", default="ext4,ntfs-3g")
     ap.add_argument("--keep", help="keep each compare's results.json and report here")
+    ap.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help="some of the four, each may carry parameters (seq-read/cold:psync: fio's reader)",
+    )
     args = ap.parse_args()
+    chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    for w in chosen:
+        if base(w) not in WORKLOADS:
+            sys.exit(f"peers: {w}: not one of {', '.join(WORKLOADS)}")
     if os.geteuid() != 0:
         sys.exit("peers: needs root (formats and mounts images)")
     for tool in ("dd", "fio", "xxhsum"):
@@ -217,18 +237,20 @@ def main() -> None:
             peers[s.spec.id] = Peers(lab, s, n, n, default_threads())
         for p in peers.values():
             p.round(0, rates)
-        for k, w in enumerate(WORKLOADS, start=1):
+        for k, w in enumerate(chosen, start=1):
             doc = run_fsbench(drivers, w, args.size, tmp)
-            results.update(by_result(doc))
+            got = by_result(doc)
+            check_same_work(base(w), got, peers)
+            # Keyed by what was asked: seq-read/cold and seq-read/cold:psync are both there.
+            results.update({(w, d): r for (_, d), r in got.items()})
             run_notes += [n for n in doc.get("notes", []) if n not in run_notes]
-            check_same_work(w, results, peers)
             for p in peers.values():
                 p.round(k, rates)
         for d, p in peers.items():
             if p.rand_unsupported:
                 notes.append(f"{d}: the fio 4k direct peer fails: {p.rand_unsupported}")
     load1 = os.getloadavg()[0]
-    report(results, drivers, rates, [*notes, *run_notes], args, (load0, load1))
+    report(results, chosen, drivers, rates, [*notes, *run_notes], args, (load0, load1))
 
 
 def adjacent(rates: list[tuple[int, float]], k: int) -> list[float]:
@@ -238,6 +260,7 @@ def adjacent(rates: list[tuple[int, float]], k: int) -> list[float]:
 
 def report(
     results: dict,
+    chosen: list[str],
     drivers: list[str],
     rates: Rates,
     notes: list[str],
@@ -256,39 +279,38 @@ def report(
     ratios: dict[tuple[str, str], float] = {}
     fsb: dict[tuple[str, str], float] = {}
     peer: dict[tuple[str, str], float] = {}
-    for k, w in enumerate(WORKLOADS, start=1):
+    for k, spec in enumerate(chosen, start=1):
+        w = base(spec)
         for d in drivers:
-            r = results.get((w, d))
+            r = results.get((spec, d))
             got = adjacent(rates[(w, d)], k)
             ok = r is not None and r["status"] == "ok" and bool(r["median"])
             f_text = f"{r['median']:8,.0f}" if ok else f"{'—':>8}"
             p_text = f"{statistics.median(got):8,.0f}" if got else f"{'—':>8}"
             spread = f"{min(got):,.0f}–{max(got):,.0f}" if got else ""
             if ok and got:
-                fsb[(w, d)], peer[(w, d)] = r["median"], statistics.median(got)
-                ratios[(w, d)] = fsb[(w, d)] / peer[(w, d)]
-                mark = "" if LOW <= ratios[(w, d)] <= HIGH else "  outside 0.85–1.18"
-                q = f"{ratios[(w, d)]:12.2f}{mark}"
+                fsb[(spec, d)], peer[(spec, d)] = r["median"], statistics.median(got)
+                ratios[(spec, d)] = fsb[(spec, d)] / peer[(spec, d)]
+                mark = "" if LOW <= ratios[(spec, d)] <= HIGH else "  outside 0.85–1.18"
+                q = f"{ratios[(spec, d)]:12.2f}{mark}"
             else:
                 why = "no fsbench result" if r is None else (r.get("error") or "no peer figure")
                 q = f"{'n/a':>12}  ({why})"
             n = len(r["samples"]) if r else 0
-            print(f"{w:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
-    k_tree = WORKLOADS.index("tree-hash/cold") + 1
-    print(
-        "  tree-hash/cold: xxhsum in one process (seed 000's way): "
-        + ", ".join(
-            f"{d} {statistics.median(adjacent(rates[(ONE_XXHSUM, d)], k_tree)):,.0f}"
-            for d in drivers
-            if adjacent(rates[(ONE_XXHSUM, d)], k_tree)
+            print(f"{spec:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
+    if "tree-hash/cold" in map(base, chosen):
+        k_tree = [base(w) for w in chosen].index("tree-hash/cold") + 1
+        one = {d: adjacent(rates[(ONE_XXHSUM, d)], k_tree) for d in drivers}
+        print(
+            "  tree-hash/cold: xxhsum in one process (seed 000's way): "
+            + ", ".join(f"{d} {statistics.median(v):,.0f}" for d, v in one.items() if v)
+            + " MiB/s"
         )
-        + " MiB/s"
-    )
     if len(drivers) > 1:
         a = drivers[0]
         print("ratio between drivers by fsbench and by the peers (agreement: fsbench/peers)")
         for b in drivers[1:]:
-            for w in WORKLOADS:
+            for w in chosen:
                 if (w, a) in ratios and (w, b) in ratios:
                     fr, pr = fsb[(w, a)] / fsb[(w, b)], peer[(w, a)] / peer[(w, b)]
                     print(
