@@ -253,6 +253,21 @@ def main() -> None:
     report(results, chosen, drivers, rates, [*notes, *run_notes], args, (load0, load1))
 
 
+def outside_note(spec: str, d: str, ours: list[float], theirs: list[float]) -> str:
+    """Why a row is outside the target, from what was measured: whether fsbench's samples and
+    the peer's runs overlap (the machine's speed decided the row) or not (a difference of
+    method, or of moment, that this run cannot tell apart)."""
+    lo, hi = min(ours), max(ours)
+    plo, phi = min(theirs), max(theirs)
+    head = (
+        f"{spec} on {d}: fsbench's samples {lo:,.0f}–{hi:,.0f} ({hi / lo:.1f}× apart), "
+        f"the peer's runs {plo:,.0f}–{phi:,.0f} ({phi / plo:.1f}×)"
+    )
+    if lo <= phi and plo <= hi:
+        return head + ": they overlap; the machine's speed, not the method, decided the row"
+    return head + ": they do not overlap"
+
+
 def adjacent(rates: list[tuple[int, float]], k: int) -> list[float]:
     """The peer's figures from the rounds just before and just after compare k."""
     return [v for r, v in rates if r in (k - 1, k)]
@@ -298,6 +313,8 @@ def report(
                 q = f"{'n/a':>12}  ({why})"
             n = len(r["samples"]) if r else 0
             print(f"{spec:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
+            if (spec, d) in ratios and not LOW <= ratios[(spec, d)] <= HIGH:
+                notes.append(outside_note(spec, d, r["samples"], got))
     if "tree-hash/cold" in map(base, chosen):
         k_tree = [base(w) for w in chosen].index("tree-hash/cold") + 1
         one = {d: adjacent(rates[(ONE_XXHSUM, d)], k_tree) for d in drivers}
