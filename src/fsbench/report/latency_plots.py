@@ -53,6 +53,8 @@ def latency_plots(run: Run) -> list[Plot]:
             said = ""
             if v is not None and v.ratio is not None:
                 said = f" — p99 {fmt_ratio(v.ratio)} {SYMBOLS[outcome(v, False)]}"
+            if r.cache == "direct-not-honored":
+                said += " (buffered: O_DIRECT not honoured)"  # its fast reads are cache hits
             ax.plot(
                 [p[0] for p in pts],
                 [p[1] for p in pts],
