@@ -2,7 +2,8 @@
 how often does it find one that is physical?
 
     uv run python bench/aa.py [--runs 3] [--fuse-runs 2] [--btrfs-runs 2] [--known 10]
-                              [--lock PATH] [--extra ARGS]
+                              [--lock PATH] [--extra ARGS] [--keep DIR]
+    uv run python bench/aa.py --read DIR     # tally the runs a --keep stored
 
 Each A/A run is a default comparison of subjects that are one driver with default-equivalent
 options (every true ratio is 1): `ext4 ext4:relatime ext4:async ext4:barrier ext4:suid`,
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from scipy.stats import beta
@@ -116,6 +118,29 @@ def _without_workloads(extra: list[str]) -> list[str]:
     return out
 
 
+def measured(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, Run]]:
+    """("known" | "aa", run) for each comparison as it finishes."""
+    extra = args.extra.split()
+    for i in range(args.known):
+        # Its own workload, whatever --extra names (the other tables are not the question).
+        argv = [*_without_workloads(extra), "--workloads", "seq-write/fsync"]
+        run = compare_run(KNOWN, argv, tmp, f"known-{i}", args.lock)
+        if run is not None:
+            yield "known", run
+    sets = [KERNEL_SET] * args.runs + [FUSE_SET] * args.fuse_runs + [BTRFS_SET] * args.btrfs_runs
+    for i, subjects in enumerate(sets):
+        run = compare_run(subjects, extra, tmp, f"aa-{i}", args.lock)
+        if run is not None:
+            yield "aa", run
+
+
+def stored(root: Path) -> Iterator[tuple[str, Run]]:
+    """The runs kept under `root` (every results.json or *.json a --keep wrote)."""
+    for f in sorted(root.rglob("*.json")):
+        run = Run.model_validate(json.loads(f.read_text()))
+        yield ("known" if {s.id for s in run.subjects} == set(KNOWN) else "aa"), run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="A/A runs of the ext4 set")
@@ -124,37 +149,33 @@ def main() -> None:
     ap.add_argument("--known", type=int, default=10, help="known-difference runs")
     ap.add_argument("--lock", default="/tmp/fsbench-heavy.lock", help="'' for none")
     ap.add_argument("--extra", default="", help="more compare options, e.g. '--size 512M'")
+    ap.add_argument("--keep", type=Path, help="copy each run's results.json into this directory")
+    ap.add_argument("--read", type=Path, help="tally the runs kept in this directory instead")
     args = ap.parse_args()
-    extra = args.extra.split()
     all_tables: list[tuple[str, list[tuple[str, str]]]] = []
     pos: dict[int, list[float]] = defaultdict(list)
+    found = known_runs = 0
     with tempfile.TemporaryDirectory(prefix="fsbench-aa-") as d:
-        tmp = Path(d)
-        found = known_runs = 0
-        for i in range(args.known):
-            # Its own workload, whatever --extra names (the other tables are not the question).
-            argv = [*_without_workloads(extra), "--workloads", "seq-write/fsync"]
-            run = compare_run(KNOWN, argv, tmp, f"known-{i}", args.lock)
-            if run is None:
-                continue
-            known_runs += 1
-            got = dict(c for t, cs in tables(run) if t.startswith("seq-write/fsync") for c in cs)
-            mark = got.get(f"{KNOWN[1]} vs {KNOWN[0]}")
-            found += mark == "worse"
-            print(f"known #{i + 1}: {KNOWN[1]} {mark}", flush=True)
-        sets = (
-            [KERNEL_SET] * args.runs + [FUSE_SET] * args.fuse_runs + [BTRFS_SET] * args.btrfs_runs
-        )
-        for i, subjects in enumerate(sets):
-            run = compare_run(subjects, extra, tmp, f"aa-{i}", args.lock)
-            if run is None:
+        source = stored(args.read) if args.read else measured(args, Path(d))
+        for kind, run in source:
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                (args.keep / f"{run.run_id}.json").write_text(run.model_dump_json())
+            if kind == "known":
+                known_runs += 1
+                got = dict(
+                    c for t, cs in tables(run) if t.startswith("seq-write/fsync") for c in cs
+                )
+                mark = got.get(f"{KNOWN[1]} vs {KNOWN[0]}")
+                found += mark == "worse"
+                print(f"known {run.run_id}: {KNOWN[1]} {mark}", flush=True)
                 continue
             positions(run, pos)
             for title, cs in tables(run):
                 all_tables.append((title, cs))
                 false = [c for c in cs if c[1] in ("better", "worse")]
                 opened = sum(1 for c in cs if c[1] == "open")
-                print(f"A/A {subjects[0]} #{i + 1} {title}: {len(cs)} comparisons, "
+                print(f"A/A {run.subjects[0].id} {run.run_id} {title}: {len(cs)} comparisons, "
                       f"{len(false)} false {false or ''}, {opened} open", flush=True)  # fmt: skip
     n = len(all_tables)
     k = sum(1 for _t, cs in all_tables if any(o in ("better", "worse") for _c, o in cs))
