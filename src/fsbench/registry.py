@@ -77,7 +77,10 @@ SUITES: dict[str, dict] = {
         "description": "KDiskMark's eight tests: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K "
         "Q1T1, read and write (libaio O_DIRECT, <= 5 s a pass; diskmark:io_uring for io_uring)",
         "workloads": ["diskmark"],
-        "takes": "not measured",
+        "takes": (
+            "ext4 and ntfs-3g at --size 512M --repeat 2: 77 s from start to results "
+            "(measured 2026-11-26, 2-CPU VM, Linux 6.18, RAM images)"
+        ),
     },
 }
 
