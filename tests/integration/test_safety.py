@@ -186,55 +186,57 @@ def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def ntfs_daemon_while_fio_runs(dirs: RunDirs) -> list[int]:
-    """The ntfs-3g daemon's PIDs, once fio works on its mount: a fault injected then hits a
-    workload, not the gap between two (a remount for a cold read would replace the daemon)."""
-    daemon: list[int] = []
-
-    def comm(pid: int) -> str:
-        try:
-            return Path(f"/proc/{pid}/comm").read_text()
-        except OSError:  # gone meanwhile
-            return ""
-
-    def fio_on_ntfs() -> bool:
-        here = processes_naming(dirs.mount_dir)
-        daemon[:] = [p for p in here if "ntfs-3g" in comm(p)]
-        return bool(daemon) and any(
-            "fio" in comm(p) and any("ntfs-3g" in a for a in cmdline(p)) for p in here
-        )
-
-    assert wait_until(fio_on_ntfs, 120, interval=0.01), "fio never ran on ntfs-3g"
-    return daemon
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text()
+    except OSError:  # gone meanwhile
+        return ""
 
 
-# A FUSE daemon killed, or stopped (SIGSTOP: unresponsive, every request hangs), while fio works
-# on its mount: the run notices within a bounded wait, fails that subject with the reason, forces
-# the mount away, and measures the other subject in full.
-DAEMON_FAULTS = {
-    "killed": ("-9", "seq-write/fsync,seq-read/cold", "daemon"),
-    "stopped": ("-STOP", "seq-write/fsync", "stopped (unresponsive)"),
+# A FUSE daemon killed, and another stopped (SIGSTOP: unresponsive, every request hangs), each
+# while fio works on its mount: the run notices within a bounded wait, fails those subjects with
+# the reason, forces their mounts away, and measures the kernel subject in full. One run for
+# both faults: each driver's daemon is told apart by its task name.
+DAEMON_FAULTS = {  # driver: (its daemon's task name, the signal, what the subject's error says)
+    "ntfs-3g": ("ntfs-3g", "-9", "daemon"),
+    "exfat-fuse": ("exfat", "-STOP", "stopped (unresponsive)"),
 }
 
 
-@pytest.mark.parametrize("fault", list(DAEMON_FAULTS))
-def test_a_faulty_fuse_daemon_fails_that_subject_only(
-    state_dir: Path, tmp_path: Path, fault: str
-) -> None:
-    need_drivers("ext4", "ntfs-3g")
-    signal_arg, workloads, reason = DAEMON_FAULTS[fault]
+def fault_daemons_while_fio_runs(dirs: RunDirs) -> None:
+    """Each faulted driver's daemon gets its signal once fio works on that driver's mount: a
+    fault then hits a workload, not the gap between two (a remount for a cold read would
+    replace the daemon)."""
+    pending = dict(DAEMON_FAULTS)
+
+    def inject() -> bool:
+        here = processes_naming(dirs.mount_dir)
+        for driver, (comm, sig, _) in list(pending.items()):
+            daemons = [p for p in here if comm in _comm(p)]
+            fio = any("fio" in _comm(p) and any(driver in a for a in cmdline(p)) for p in here)
+            if daemons and fio:
+                for p in daemons:
+                    subprocess.run(["kill", sig, str(p)])
+                del pending[driver]
+        return not pending
+
+    assert wait_until(inject, 180, interval=0.01), f"fio never ran on {sorted(pending)}"
+
+
+def test_faulty_fuse_daemons_fail_their_subjects_only(state_dir: Path, tmp_path: Path) -> None:
+    need_drivers("ext4", *DAEMON_FAULTS)
     with fsbench_run(
         state_dir, tmp_path / "out",
-        "compare", "ntfs-3g", "ext4", "--size", "128M", "--repeat", "2", "--warmup", "0",
-        "--min-sample-time", "0.2", "--workloads", workloads, "--db", str(tmp_path / "db"),
-        returncode=1, timeout=240,
+        "compare", *DAEMON_FAULTS, "ext4", "--size", "128M", "--repeat", "2", "--warmup", "0",
+        "--min-sample-time", "0.2", "--workloads", "seq-write/fsync,seq-read/cold",
+        "--db", str(tmp_path / "db"), returncode=1, timeout=240,
     ) as ran:  # fmt: skip
         rec = read_record(state_dir)
-        for p in ntfs_daemon_while_fio_runs(RunDirs.of(rec["run_id"], state_dir)):
-            subprocess.run(["kill", signal_arg, str(p)])
+        fault_daemons_while_fio_runs(RunDirs.of(rec["run_id"], state_dir))
     subjects = {s["id"]: s for s in ran.doc["subjects"]}
-    assert subjects["ntfs-3g"]["status"] == "failed"
-    assert reason in subjects["ntfs-3g"]["error"]
+    for driver, (_, _, reason) in DAEMON_FAULTS.items():
+        assert subjects[driver]["status"] == "failed", subjects[driver]
+        assert reason in subjects[driver]["error"], subjects[driver]["error"]
     assert subjects["ext4"]["status"] == "ok"
     ext4 = [r for r in ran.doc["results"] if r["subject"] == "ext4"]
     assert ext4 and all(len(r["samples"]) == 2 for r in ext4)
