@@ -50,6 +50,15 @@ def fmt_bound(x: float, upper: bool, band: float = 0.02) -> str:
     thresholds = (1.0, 1.0 - band, 1.0 + band)
     if not math.isfinite(x):
         return "∞" if x > 0 else "–"
+    if x >= 1e6 or 0 < x < 1e-4:
+        # Far from every threshold: two significant digits and a power of ten, rounded outward
+        # (a bound of 1e30 at two samples is no figure to print digit by digit).
+        e = math.floor(math.log10(x))
+        m = x / 10.0**e
+        m = (math.ceil(m * 10 - 1e-9) if upper else math.floor(m * 10 + 1e-9)) / 10
+        if m >= 10:
+            m, e = m / 10, e + 1
+        return f"{m:g}e{e}"
     for digits in range(2, 8):
         scale = 10.0**digits
         if abs(x) >= 10:

@@ -13,7 +13,7 @@ from fsbench.report.diff import diff_runs, ratio_text
 from fsbench.report.sections import render, render_html
 from fsbench.schema import Result, Run, Subject
 
-CELL = re.compile(r"([\d.]+)× ([\d.]+)–([\d.]+) ([▲▼≈?])")
+CELL = re.compile(r"([\d.]+)× ([\d.e-]+)–([\d.e-]+) ([▲▼≈?])")
 
 
 def _expected(lo: float, hi: float, higher_is_better: bool) -> str:
@@ -88,7 +88,7 @@ def test_terminal_tables_marks_agree_with_their_intervals() -> None:
 def test_html_marks_agree_with_their_intervals() -> None:
     run, _ = _runs(12, seed=2, mixed=False)  # all higher-is-better: the page's marks read alike
     page = htmllib.unescape(render_html(run))
-    cells = re.findall(r"[\d.]+× [\d.]+–[\d.∞]+ [▲▼≈?]", page)
+    cells = re.findall(r"[\d.]+× [\d.e-]+–[\d.e∞-]+ [▲▼≈?]", page)
     # Each comparison in its workload's table at least (the summary may repeat it).
     assert len(cells) >= 12
     assert len(_check(cells, [True] * len(cells))) >= 2

@@ -171,3 +171,13 @@ def test_results_and_schedule_record_the_family(
                        max_repeat=10).execute()  # fmt: skip
     # An adaptive run with room for more rounds: one look after the minimum, one at the end.
     assert adaptive.schedule is not None and adaptive.schedule.verdict["looks"] == 2
+
+
+def test_a_bound_far_from_one_prints_with_a_power_of_ten() -> None:
+    """Two samples at a table's confidence can give bounds like 1e30: printed as 1.2e30
+    (rounded outward), not as thirty-one digits."""
+    from fsbench.units import fmt_bound
+
+    assert fmt_bound(1.16e30, True) == "1.2e30" and float(fmt_bound(1.16e30, True)) >= 1.16e30
+    assert fmt_bound(2.3e-7, False) == "2.3e-7" and float(fmt_bound(2.31e-7, False)) <= 2.31e-7
+    assert fmt_bound(4122.3, True) == "4123"
