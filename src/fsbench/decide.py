@@ -36,9 +36,11 @@ from fsbench.verdict import (
 TARGET_HALF_LOG = math.log(1.2)
 
 
-def gmean(xs: Sequence[float]) -> float:
+def gmean(xs: Iterable[float]) -> float | None:
+    """The geometric mean of the positive, finite values (None: none): the verdict's ratio is
+    a ratio of geometric means, so rankings use it too."""
     vals = [x for x in xs if x > 0 and math.isfinite(x)]
-    return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else 0.0
+    return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else None
 
 
 @dataclass
@@ -84,7 +86,7 @@ def look(
     if not present:
         return TableLook(None, None)
     base = present[0]
-    best = (max if higher_is_better else min)(present, key=lambda s: gmean(samples[s]))
+    best = (max if higher_is_better else min)(present, key=lambda s: gmean(samples[s]) or 0.0)
     out = TableLook(base, best)
     for ref in dict.fromkeys((base, best)):
         for s in present:

@@ -123,7 +123,7 @@ class Runner:
             self._round(todo, rep)
             rep += 1
         spent = time.monotonic() - self._t0
-        largest = decide.stamp(list(self.results.values()), self._kinds(), self.looks, self.band)
+        largest = self.finish()
         self.run.schedule = Schedule(
             adaptive=self.adaptive,
             repeat=self.repeat,
@@ -135,7 +135,6 @@ class Runner:
             order_seed=self.order_seed,
             orders=self._orders,
         )
-        self.finish()
         return self.run
 
     def family_for(self, subjects: int) -> Family:
@@ -158,9 +157,9 @@ class Runner:
     def _priors(self) -> dict[str, Prior]:
         """Each subject's variance prior: fitted over the run's cells of its driver kind."""
         kind = self._kinds()
-        cells = [(kind.get(r.subject, "?"), r.samples) for r in self.results.values()]
-        ok = [c for c, r in zip(cells, self.results.values(), strict=True) if r.status == "ok"]
-        by_kind = decide.priors_by_kind(ok)
+        by_kind = decide.priors_by_kind(
+            (kind.get(r.subject, "?"), r.samples) for r in self.results.values() if r.status == "ok"
+        )
         return {sid: by_kind.get(k, NO_PRIOR) for sid, k in kind.items()}
 
     def _interim(self) -> None:
@@ -177,9 +176,10 @@ class Runner:
         self.looks = 2 if room else 1
         priors = self._priors()
         order = [rt.subject.id for rt in self.targets]
+        tables = self._tables()
         for wl in self.workloads:
             wid = workload_id(wl)
-            per = self._tables()[wid]
+            per = tables[wid]
             samples = {sid: r.samples for sid, r in per.items()}
             fam = self.family_for(len(per))
             tl = decide.look(samples, order, wl.higher_is_better, fam, priors)
@@ -375,11 +375,12 @@ class Runner:
         group = space_group(wl)
         return 1.0 if group is None or not groups else 1.0 / len(groups)
 
-    def finish(self) -> None:
-        """Aggregate every result from its samples (also used after an interrupt)."""
+    def finish(self) -> Family:
+        """Aggregate every result from its samples, each stamped with its table's verdict
+        family (also used after an interrupt); returns the largest table's family."""
         self.close_workloads()
         by_id = {workload_id(w): w for w in self.workloads}
-        decide.stamp(list(self.results.values()), self._kinds(), self.looks, self.band)
+        largest = decide.stamp(list(self.results.values()), self._kinds(), self.looks, self.band)
         for res in self.results.values():
             wl = by_id.get(res.workload_id or res.workload)
             aggregate(
@@ -388,6 +389,7 @@ class Runner:
             if self.sink:
                 self.sink.save_result(self.run.run_id, res)
         self.run.results = list(self.results.values())
+        return largest
 
     def _result(self, rt: RunTarget, wl: Workload) -> Result:
         key = (rt.subject.id, workload_id(wl))

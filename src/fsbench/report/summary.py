@@ -8,10 +8,10 @@ Only reads finished `Run` records; every number comes from the results and the v
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fsbench.decide import gmean
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     confidence_text,
@@ -127,13 +127,6 @@ def report_order(run: Run) -> list[Result]:
 
 
 # -- comparisons ----------------------------------------------------------------------------------
-def gmean(xs: Iterable[float]) -> float | None:
-    vals = [x for x in xs if x > 0 and math.isfinite(x)]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(x) for x in vals) / len(vals))
-
-
 def compare(base: Result, other: Result) -> Verdict:
     """The verdict (fsbench.verdict) of ``other`` against ``base`` at the family and variance
     priors the run recorded on them (memoized: a report asks several times)."""
