@@ -18,6 +18,7 @@ import psutil
 from fsbench import __version__
 from fsbench.lab.drivers import DRIVERS, SBIN_PATH, availability, built_daemons, driver_version
 from fsbench.lab.formats import FORMATS
+from fsbench.lab.loops import READ_AHEAD_KB
 from fsbench.probes import wakeup
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 from fsbench.schema import Environment, WakeupCost
@@ -96,6 +97,8 @@ def read_sysctls() -> dict[str, str]:
             out[name.replace("/", ".")] = ProcFS().read(f"proc/sys/{name}").strip()
         except OSError:
             continue
+    # Not a sysctl, but set the same way for the whole run: every loop device reads ahead this.
+    out["loop.read_ahead_kb"] = str(READ_AHEAD_KB)
     return out
 
 

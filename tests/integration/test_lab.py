@@ -19,6 +19,7 @@ from conftest import (
     wait_until,
 )
 
+from fsbench.lab import loops
 from fsbench.lab.backing import Backing
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
@@ -81,6 +82,8 @@ def test_lifecycle_options_daemon_and_identical_images(
             # Each subject's own copy, attached through its own loop device.
             assert loop_backing(s.device) == str(s.image)
             assert mount_at(s.mountpoint) is None
+            # Every device reads ahead the same, whatever an earlier user left on it.
+            assert loops.read_ahead_kb(s.device) == loops.READ_AHEAD_KB
         assert a.device != b.device and a.image != b.image
         # The copies of one format are byte-identical before anything mounts them.
         assert sha256(a.image) == sha256(b.image)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fsbench.errors import LabError
 from fsbench.lab import loops
 from fsbench.probes.procfs import ProcFS
 
@@ -33,3 +34,35 @@ def test_a_loop_still_attached_says_why(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "sys/block/loop7/loop/backing_file").write_text("/dev/shm/x.img (deleted)\n")
     why = loops.detach("/dev/loop7", ProcFS(str(tmp_path)))
     assert why is not None and "No such device or address" in why
+
+
+def test_attach_sets_the_same_read_ahead_on_every_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loop device keeps its queue settings after detach: one left at 2,560 KiB by an earlier
+    # user must read ahead like the others.
+    queue = tmp_path / "block/loop0/queue"
+    queue.mkdir(parents=True)
+    (queue / "read_ahead_kb").write_text("2560\n")
+
+    def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, "/dev/loop0\n", "")
+
+    monkeypatch.setattr(loops, "run", run)
+    assert loops.attach(Path("/dev/shm/x.img"), sysfs=str(tmp_path)) == "/dev/loop0"
+    assert loops.read_ahead_kb("/dev/loop0", str(tmp_path)) == loops.READ_AHEAD_KB == 128
+
+
+def test_a_device_whose_read_ahead_cannot_be_set_is_detached_and_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess[str]:
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "/dev/loop5\n", "")
+
+    monkeypatch.setattr(loops, "run", run)
+    with pytest.raises(LabError, match="read_ahead_kb"):
+        loops.attach(Path("/dev/shm/x.img"), sysfs=str(tmp_path))  # no such queue dir
+    assert calls[-1] == ["losetup", "-d", "/dev/loop5"]

@@ -6,15 +6,40 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fsbench.errors import LabError
 from fsbench.lab.system import run
 from fsbench.probes.procfs import ProcFS
 
+# Every loop device a run attaches reads ahead the same: the kernel's default for a new block
+# device (VM_READAHEAD_PAGES). A loop device keeps its queue settings after detach, so one an
+# earlier user left at 2,560 KiB read cold files in 2 MiB windows while the others used
+# 128 KiB ones: the A/A runs found the first subject's cold read systematically apart.
+READ_AHEAD_KB = 128
 
-def attach(image: Path, read_only: bool = False) -> str:
+
+def attach(image: Path, read_only: bool = False, sysfs: str = "/sys") -> str:
     argv = ["losetup", "--find", "--show"]
     if read_only:
         argv.append("--read-only")
-    return run([*argv, str(image)]).stdout.strip()
+    device = run([*argv, str(image)]).stdout.strip()
+    set_read_ahead(device, READ_AHEAD_KB, sysfs)
+    return device
+
+
+def set_read_ahead(device: str, kib: int, sysfs: str = "/sys") -> None:
+    knob = Path(sysfs, "block", Path(device).name, "queue", "read_ahead_kb")
+    try:
+        knob.write_text(f"{kib}\n")
+    except OSError as e:
+        detach(device)  # a device that reads ahead differently would bias its subject
+        raise LabError(f"cannot set {knob} to {kib}: {e.strerror or e}") from e
+
+
+def read_ahead_kb(device: str, sysfs: str = "/sys") -> int | None:
+    try:
+        return int(Path(sysfs, "block", Path(device).name, "queue", "read_ahead_kb").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def detach(device: str, procfs: ProcFS | None = None) -> str | None:
