@@ -293,7 +293,6 @@ def test_hook_defaults_apply_to_a_workload_without_them() -> None:
 
 def test_results_carry_workload_id_and_variant(tmp_path: Path) -> None:
     wl = FakeWorkload()
-    wl.id = "fake/v1"  # type: ignore[attr-defined]
-    wl.variant = "v1"  # type: ignore[attr-defined]
+    wl.variant = "v1"  # type: ignore[attr-defined]  # the id follows (base.Declared)
     res = _run(tmp_path, [wl], repeat=1).results[0]
     assert (res.workload, res.workload_id, res.variant) == ("fake", "fake/v1", "v1")

@@ -37,7 +37,9 @@ import xxhash
 
 from fsbench.manifest import default_threads
 from fsbench.workloads.base import (
+    OPS,
     AgedTree,
+    Declared,
     Measurement,
     Target,
     Unsupported,
@@ -183,9 +185,10 @@ def tree_of(target: Target) -> AgedTree:
 
 
 @dataclass(frozen=True)
-class AgedRead:
+class AgedRead(Declared):
     """tree-hash/aged and seq-read/aged: read and XXH128 the selected files, cold."""
 
+    cache = "cold"
     merge_extra: ClassVar[dict[str, Any]] = {"files": "sum"}
 
     name: str
@@ -194,16 +197,8 @@ class AgedRead:
     bufsize: int
     min_size: int = 0  # only the selected files at least this large
     variant: str = "aged"
-    cache: str = "cold"
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
     space_group: str = SPACE_GROUP
     by_name: bool = False
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     def n_threads(self) -> int:
         return self.threads or default_threads()
@@ -283,9 +278,11 @@ class AgedRead:
 
 
 @dataclass(frozen=True)
-class AgedListing:
+class AgedListing(Declared):
     """metadata/aged: `ls -l` of the selected directories, cold."""
 
+    cache = "cold"
+    metric, unit, higher_is_better = OPS
     merge_extra: ClassVar[dict[str, Any]] = {"files": "sum"}
 
     name: str = "metadata"
@@ -295,16 +292,8 @@ class AgedListing:
         "each; in C), after sync, drop_caches and (FUSE) a remount; fresh subjects list a "
         "fresh copy"
     )
-    cache: str = "cold"
-    metric: str = "ops"
-    unit: str = "ops/s"
-    higher_is_better: bool = True
     space_group: str = SPACE_GROUP
     by_name: bool = False
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     def params(self, target: Target) -> dict[str, Any]:
         p: dict[str, Any] = {"engine": "native", "operation": "list+lstat", "cache": self.cache}

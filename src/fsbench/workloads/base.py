@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from fsbench.errors import FsbenchError
 
@@ -89,7 +89,8 @@ IO_EXTRAS = {"iops": "rate:ops", "lat_us": "median", "lat_mean_us": "mean", "lat
 class Workload(Protocol):
     """What every workload must have. The optional hooks below (HOOKS) have defaults; the
     runner and the pipeline read them only through `hook()`, never by name, so this file is
-    the whole contract a new workload is written against."""
+    the whole contract a new workload is written against. A class inherits the usual values
+    of the declarations below from `Declared`."""
 
     name: str
     description: str
@@ -103,6 +104,38 @@ class Workload(Protocol):
     def prepare(self, target: Target) -> None: ...
 
     def run(self, target: Target) -> Measurement: ...
+
+
+class Measures(NamedTuple):
+    """What a workload's result is and which way is better; a class names one by unpacking
+    it (`metric, unit, higher_is_better = TIME`), so the three never disagree."""
+
+    metric: str
+    unit: str
+    higher_is_better: bool
+
+
+THROUGHPUT = Measures("throughput", "MiB/s", True)
+OPS = Measures("ops", "ops/s", True)
+TIME = Measures("time", "s", False)
+
+
+class Declared:
+    """The contract's declarations at the values most workloads have: a workload class
+    inherits them and states only what differs (a class attribute, or a dataclass field
+    where its instances differ, as fio jobs' `cache` does). A dataclass field it declares
+    without a default takes the default from here: `= field()` keeps it required. The id
+    is `job_id`'s, or the name of a workload without variants."""
+
+    metric, unit, higher_is_better = THROUGHPUT
+    cache = "none"  # nothing to prepare before a sample
+    numjobs = 1
+
+    @property
+    def id(self) -> str:
+        name: str = self.name  # type: ignore[attr-defined]
+        variant = getattr(self, "variant", None)
+        return name if variant is None else job_id(name, variant, self.numjobs)
 
 
 @dataclass(frozen=True)

@@ -292,14 +292,12 @@ class CommandSpec:
 
 
 @dataclass(eq=False)
-class UserCommand:
+class UserCommand(base.Declared):
+    # cache: Declared's "none", as the command leaves it; --prepare may do more.
+    metric, unit, higher_is_better = base.TIME
     merge_extra: ClassVar[dict[str, Any]] = {"cpu_share_of_wall": "rate:cpu"}
     spec: CommandSpec
     name: str = "command"
-    metric: str = "time"
-    unit: str = "s"
-    higher_is_better: bool = False
-    cache: str = "none"  # as the command leaves it; --prepare may do more
     space_group: str | None = None  # the input tree and what the command writes: theirs
     tools: tuple[str, ...] = ()
     read_only_ok: bool = False
@@ -309,10 +307,6 @@ class UserCommand:
     @property
     def variant(self) -> str:
         return slug(self.spec.command)
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     @property
     def description(self) -> str:

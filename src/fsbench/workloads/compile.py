@@ -26,7 +26,15 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.workloads.base import ChildResult, Measurement, Target, WorkloadFailed, measured_child
+from fsbench.workloads.base import (
+    TIME,
+    ChildResult,
+    Declared,
+    Measurement,
+    Target,
+    WorkloadFailed,
+    measured_child,
+)
 
 MASK = (1 << 64) - 1
 SEED = 4  # seed 004
@@ -312,29 +320,24 @@ def _tool(name: str, package: str) -> str:
 
 
 @dataclass(eq=False)
-class Compile:
+class Compile(Declared):
+    metric, unit, higher_is_better = TIME
+    # Sources were just written or read in prepare: the page cache holds them.
+    cache = "warm"
+
     variant: str  # configure | make | install
     modules: int | None = None  # fixed size (tests); None: MODULES × --scale
     per_module: int = SOURCES_PER_MODULE
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     name: str = "compile"
     tools: tuple[str, ...] = ("cc", "make")  # their versions go into the environment
-    metric: str = "time"
-    unit: str = "s"
-    higher_is_better: bool = False
     # Few, small files: no share of the file budget needed (see runner.space_share).
     space_group: str | None = None
-    # Sources were just written or read in prepare: the page cache holds them.
-    cache: str = "warm"
     _projects: dict[int, Project] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.variant not in PHASES:
             raise ValueError(f"variant must be one of {PHASES}, not {self.variant!r}")
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     @property
     def description(self) -> str:

@@ -22,7 +22,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed, free_bytes, per_second
+from fsbench.workloads.base import (
+    Declared,
+    Measurement,
+    Target,
+    WorkloadFailed,
+    free_bytes,
+    per_second,
+)
 from fsbench.workloads.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
 
 MiB = 1024 * 1024
@@ -158,16 +165,13 @@ def _failed(what: str, e: OSError) -> WorkloadFailed:
 
 # -- the workloads ---------------------------------------------------------------------------
 @dataclass(eq=False)
-class _Copy:
+class _Copy(Declared):
     """What copy-large and copy-small share: variant, tmpfs area, the pinned method."""
 
     merge_extra: ClassVar[dict[str, Any]] = {"files_per_s": "rate:ops"}
 
     variant: str  # in | out
     source_root: str = SOURCE_ROOT
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
     name: str = ""
     # The method of the first measured sample: every later subject starts there.
     pinned_method: str | None = field(default=None, repr=False)
@@ -177,10 +181,6 @@ class _Copy:
     def __post_init__(self) -> None:
         if self.variant not in ("in", "out"):
             raise ValueError(f"variant must be 'in' or 'out', not {self.variant!r}")
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     @property
     def cache(self) -> str:

@@ -11,17 +11,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import Declared, Measurement, Target, Unsupported, WorkloadFailed
 
 
 @dataclass
-class FakeWorkload:
+class FakeWorkload(Declared):
     name: str = "fake"
     description: str = "fake workload for tests: values from FSBENCH_FAKE_VALUES"
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    cache: str = "none"
-    higher_is_better: bool = True
+    cache: str = "none"  # a field: tests give each state
     # Few, small files: no share of the file budget needed (see runner.space_share).
     space_group: str | None = None
     min_sample_s: float = 0.0  # one run per sample: tests count calls exactly

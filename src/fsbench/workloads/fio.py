@@ -18,11 +18,11 @@ from fsbench.errors import UsageError
 from fsbench.workloads.base import (
     IO_EXTRAS,
     ChildResult,
+    Declared,
     Measurement,
     Target,
     Unsupported,
     WorkloadFailed,
-    job_id,
     measured_child,
 )
 from fsbench.workloads.readloop import ReadLoop
@@ -38,7 +38,7 @@ FIO_RUNTIME_CAP_S = 60
 
 
 @dataclass(frozen=True)
-class FioJob:
+class FioJob(Declared):
     """One fio job as data: everything that decides what fio does is a field here."""
 
     merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
@@ -75,13 +75,6 @@ class FioJob:
     randrepeat: bool = True  # the same random offsets for every subject and sample
     runtime_s: int | None = None  # a timed pass stops here (KDiskMark's runtime=5)
     min_sample_s: float | None = None  # hook: None is the runner's --min-sample-time
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
-
-    @property
-    def id(self) -> str:
-        return job_id(self.name, self.variant, self.numjobs)
 
     def with_numjobs(self, numjobs: int) -> FioJob:
         """The workload contract's hook: this job with `numjobs` parallel jobs."""

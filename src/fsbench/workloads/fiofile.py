@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from fsbench.errors import UsageError
-from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, WorkloadFailed, measured_child
+from fsbench.workloads.base import (
+    IO_EXTRAS,
+    Declared,
+    Measurement,
+    Target,
+    WorkloadFailed,
+    measured_child,
+)
 from fsbench.workloads.fio import fio_binary, fio_error, fio_json, fio_measurement
 
 PREFIX = "fio:"
@@ -308,7 +315,7 @@ class Definition:
 
 
 @dataclass(eq=False)
-class FioPhase:
+class FioPhase(Declared):
     """The sections of one phase of a user's job file, run as one fio process."""
 
     merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
@@ -316,9 +323,6 @@ class FioPhase:
     name: str  # fio:STEM
     sections: list[Section]
     definition_of: Definition
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
     tools: tuple[str, ...] = ("fio",)
     app_comms: tuple[str, ...] = ("fio",)
     space_group: str | None = None  # the file's own sizes decide, not fsbench's budget
@@ -328,10 +332,6 @@ class FioPhase:
     @property
     def variant(self) -> str:
         return "+".join(s.name for s in self.sections)
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     @property
     def description(self) -> str:

@@ -47,11 +47,11 @@ from typing import Any, ClassVar
 from fsbench.units import size_tag, size_text
 from fsbench.workloads.base import (
     IO_EXTRAS,
+    Declared,
     Measurement,
     Target,
     Unsupported,
     WorkloadFailed,
-    job_id,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
 from fsbench.workloads.readloop import cell_measurement
@@ -158,7 +158,7 @@ CELL_TIMEOUT_S = 3 * FIO_RUNTIME_CAP_S
 
 
 @dataclass(frozen=True)
-class IozoneJob:
+class IozoneJob(Declared):
     """One matrix cell: `op` on files of `file_size` in records of `record_size`."""
 
     merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
@@ -176,15 +176,8 @@ class IozoneJob:
     min_sample_s: float = 0.0
     # Cells follow one another over the same files and pages: the matrix warms itself.
     warmup: int = 0
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
     # The matrix lays out and deletes its own files: never on a --read-only volume.
     read_only_ok: bool = False
-
-    @property
-    def id(self) -> str:
-        return job_id(self.name, self.variant, self.numjobs)
 
     def with_numjobs(self, numjobs: int) -> IozoneJob:
         """The workload contract's hook: this cell on `numjobs` threads."""

@@ -25,7 +25,15 @@ import resource
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, per_second
+from fsbench.workloads.base import (
+    OPS,
+    Declared,
+    Measurement,
+    Target,
+    Unsupported,
+    WorkloadFailed,
+    per_second,
+)
 
 DEFAULT_FILES = 10_000
 MIN_FILES = 100
@@ -135,8 +143,10 @@ def _inventory(root: str, dirs: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class MetadataOp:
+class MetadataOp(Declared):
     """One metadata operation over N files in one layout: one result per subject."""
+
+    metric, unit, higher_is_better = OPS
 
     # How a sample's iterations merge its extras (base.MERGE_RULES).
     merge_extra: ClassVar[dict[str, Any]] = {
@@ -148,9 +158,6 @@ class MetadataOp:
     description: str
     cache: str = "warm"  # warm: dentries and inodes cached by the set-up; cold: dropped first
     name: str = "metadata"
-    metric: str = "ops"
-    unit: str = "ops/s"
-    higher_is_better: bool = True
     # Few, small files: no share of the file budget needed (see runner.space_share).
     space_group: str | None = None
 
@@ -158,10 +165,6 @@ class MetadataOp:
     def variant(self) -> str:
         base = f"{self.operation}-{self.layout}"
         return f"{base}-cold" if self.cache == "cold" else base
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     def files(self, target: Target) -> int:
         return file_count(target)

@@ -31,7 +31,14 @@ import xxhash
 
 from fsbench.errors import UsageError
 from fsbench.manifest import default_threads, walk_tree, write_manifest
-from fsbench.workloads.base import Measurement, Target, Unsupported, WorkloadFailed, per_second
+from fsbench.workloads.base import (
+    Declared,
+    Measurement,
+    Target,
+    Unsupported,
+    WorkloadFailed,
+    per_second,
+)
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -185,7 +192,7 @@ def write_tree(root: str, files: list[TreeFile]) -> None:
 
 
 @dataclass(frozen=True)
-class TreeHash:
+class TreeHash(Declared):
     """Walk and XXH128 a generated tree; `cache` says what the runner prepares (and verifies)."""
 
     # How a sample's iterations merge its extras (base.MERGE_RULES).
@@ -203,13 +210,6 @@ class TreeHash:
     threads: int | None = None  # None: one per CPU
     manifest: str | None = None  # also write an `xxhsum -H2` manifest of the tree here
     name: str = "tree-hash"
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     @property
     def read_only_ok(self) -> bool:

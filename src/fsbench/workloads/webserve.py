@@ -34,6 +34,7 @@ from fsbench.services.nginx import (
 from fsbench.services.wrk import find_wrk, parse_wrk, run_wrk, wrk_script
 from fsbench.units import size_text
 from fsbench.workloads.base import (
+    Declared,
     Measurement,
     Target,
     Unsupported,
@@ -65,14 +66,14 @@ _label = size_text  # one size formatter for everything (fsbench.units)
 
 # -- the workload ----------------------------------------------------------------------------
 @dataclass(eq=False)
-class WebServe:
+class WebServe(Declared):
     # How a sample's iterations merge its extras (base.MERGE_RULES).
     merge_extra: ClassVar[dict[str, Any]] = {
         "wire_bytes": "sum", "requests_per_s": "rate:ops", "latency_us": "median",
     }  # fmt: skip
     size_name: str  # 4k, 64k, 1m, 16m, 64m
     file_bytes: int
-    cache: str  # warm | cold
+    cache: str = field()  # warm | cold; field(): required, not Declared's default
     duration_s: int = WARM_SECONDS
     cold_files: int | None = None  # fixed count (tests); None: from the budget
     share: float = WEB_SHARE
@@ -80,9 +81,6 @@ class WebServe:
     tmp_root: str | None = None
     name: str = "web-serve"
     tools: tuple[str, ...] = ("nginx", "wrk")  # their versions go into the environment
-    metric: str = "throughput"
-    unit: str = "MiB/s"
-    higher_is_better: bool = True
     _version: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
@@ -92,10 +90,6 @@ class WebServe:
     @property
     def variant(self) -> str:
         return f"{self.size_name}-{self.cache}"
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}/{self.variant}"
 
     @property
     def description(self) -> str:
