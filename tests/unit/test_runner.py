@@ -497,7 +497,7 @@ def test_a_merged_sample_keeps_each_iterations_value() -> None:
         Iteration(Measurement(value=v, seconds=s, bytes=int(v * s)), ProbeDelta())
         for v, s in ((2000.0, 0.2), (500.0, 0.4), (2000.0, 0.2))
     ]
-    m = merge_iterations(runs, FakeWorkload(unit="MiB/s")).m
+    m = merge_iterations(runs, FakeWorkload()).m  # a MiB/s workload (base.Declared)
     assert m.value == pytest.approx((400 + 200 + 400) / 0.8)
     assert m.extra["iterations"] == 3
     assert m.extra["iteration_values"] == [2000.0, 500.0, 2000.0]
