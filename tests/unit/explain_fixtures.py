@@ -1,4 +1,4 @@
-"""Synthetic runs with kernel-probe data in the agreed shape (issue 9), for the explanation,
+"""Synthetic runs with kernel-probe data in the schema's shape (Result.trace), for the explanation,
 its renderers and diff. Numbers are parameters so a test can change one and watch the words."""
 
 from __future__ import annotations
@@ -118,8 +118,7 @@ def result(
         write_amplification=1.01,
     )
     if trace is not None:
-        # Written the way the schema will hold it once the trace field exists (an extra now).
-        setattr(r, "trace", copy.deepcopy(trace))  # noqa: B010
+        r.trace = copy.deepcopy(trace)
     return r
 
 

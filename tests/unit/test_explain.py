@@ -1,5 +1,5 @@
-"""The explanation follows the numbers: synthetic runs with kernel-probe data (the agreed shape
-of issue 9) where changing a figure changes the sentence; a probe that was not measured gives
+"""The explanation follows the numbers: synthetic runs with kernel-probe data (Result.trace's
+shape) where changing a figure changes the sentence; a probe that was not measured gives
 no claim; conditional remarks (big_writes, wake-ups, placement) appear only under their
 conditions; the terminal lines fit; the HTML has the plots; diff names the changed figures."""
 
@@ -29,10 +29,9 @@ from fsbench.report.explain import (
     brief_lines,
     explain_run,
     run_json,
-    trace_of,
 )
 from fsbench.report.sections import render, render_html
-from fsbench.schema import Quirk, Result, Run
+from fsbench.schema import Quirk, Run
 
 
 def explained(r: Run, subject: str = "ntfs-3g", placement: str = "free") -> Explanation:
@@ -70,7 +69,7 @@ def test_changing_the_numbers_changes_the_sentence() -> None:
 
 def test_ranking_follows_the_share_of_the_difference() -> None:
     r = ntfs_vs_ext4(latency_total_us=0.5e6)
-    trace = trace_of(r.results[1])
+    trace = r.results[1].trace
     assert trace is not None
     trace["writeback"]["pause_ms"] = 6000.0  # 6 s of 10 s per GiB throttled
     e = explained(r)
@@ -243,20 +242,6 @@ def test_placement_remark_is_the_ratio_with_its_verdict() -> None:
 
 def test_no_placement_remark_when_one_placement_was_measured() -> None:
     assert not any(f.name.startswith("placement") for f in explained(ntfs_vs_ext4()).factors)
-
-
-def test_trace_is_read_from_a_declared_field_too() -> None:
-    """Once the schema declares `trace`, the same accessor reads it."""
-
-    class TracedResult(Result):
-        trace: dict[str, Any] | None = None
-
-    r = ntfs_vs_ext4()
-    r.results = [
-        TracedResult(**{**res.model_dump(exclude={"trace"}), "trace": trace_of(res)})
-        for res in r.results
-    ]
-    assert "262,144 FUSE WRITE requests per GiB" in explained(r).sentence()
 
 
 # -- renderers ------------------------------------------------------------------------------------
@@ -441,7 +426,7 @@ def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
 def test_the_traced_runs_speed_against_the_timed_median_is_said_with_the_figures() -> None:
     r = ntfs_vs_ext4()
     ntfs = r.results[1]
-    trace = trace_of(ntfs)
+    trace = ntfs.trace
     assert trace is not None
     trace["value"] = 80.0  # the traced run; the samples' median is 100 MiB/s
     e = explained(r)

@@ -45,7 +45,7 @@ from fsbench.probedefs.numbers import (
 )
 from fsbench.probedefs.sched import wakeup_costs
 from fsbench.report.floor import floor_factors
-from fsbench.report.keys import PLACEMENT_WORDS, placement_of, trace_of, workload_key
+from fsbench.report.keys import PLACEMENT_WORDS, placement_of, workload_key
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
@@ -69,7 +69,6 @@ __all__ = [
     "fmt_time",
     "fmt_us",
     "placement_of",
-    "trace_of",
     "wakeup_costs",
     "workload_key",
 ]
@@ -115,7 +114,7 @@ def _probe_part(trace: dict[str, Any], name: str, unavailable: list[str]) -> dic
 
 def profile(res: Result, run: Run) -> Profile:
     subject = next((s for s in run.subjects if s.id == res.subject), None)
-    trace = trace_of(res)
+    trace = res.trace or None
     per, amount, seconds = _work(res, trace)
     p = Profile(
         res,
