@@ -1,4 +1,4 @@
-"""Aged images on real loop devices and mounts (issue 25), at a small scale (128 MiB, light).
+"""Aged images on real loop devices and mounts, at a small scale (128 MiB, light).
 
 One test walks the whole life of a cache entry: aged once through ext4 (every subject's image
 byte-identical to it), reused by a lab session (its digest checked; the workloads that read the

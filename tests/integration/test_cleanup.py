@@ -303,9 +303,9 @@ def test_cleanup_spares_lookalike_mounts_loops_and_daemons(tmp_path: Path, dirs:
 
 
 def _leak_frozen(image_dir: Path, name: str, tmp_path: Path) -> str:
-    """What a run before issue 14 left after an interrupt in the freeze window: an ext4 image
-    frozen, unmounted lazily and deleted with its directory; the superblock lives on with no
-    mount and pins the loop device and the image."""
+    """What a run without deferred signals left after an interrupt in the freeze window: an
+    ext4 image frozen, unmounted lazily and deleted with its directory; the superblock lives on
+    with no mount and pins the loop device and the image."""
     image_dir.mkdir()
     image = image_dir / name
     with open(image, "wb") as f:

@@ -1,4 +1,4 @@
-"""Several fio clients against one shared directory, through fio's client/server mode (issue 13).
+"""Several fio clients against one shared directory, through fio's client/server mode.
 
 Every address lives inside network namespaces the fixture creates, both ends: each client in
 a namespace of its own (fsbench-t-TAG-N) running `fio --server`, and fsbench itself in a hub

@@ -1,4 +1,4 @@
-"""A reduced diskmark suite for real on ext4 (issue 34): three of KDiskMark's tests on a
+"""A reduced diskmark suite for real on ext4: three of KDiskMark's tests on a
 128 MiB RAM image, two passes each. Every result records its depth and engine, IOPS and
 p50/p99/p99.9; the QD32 read reaches a device depth above 1 (the kernel's block layer queues
 what libaio submits); the terminal shows IOPS, p99 and the grid, the HTML the grid and a

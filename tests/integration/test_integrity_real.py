@@ -1,6 +1,6 @@
 """Integrity beside speed, on real images: a damaged superblock and a flipped byte are found
 and named, clean ext4 and ntfs-3g volumes pass with their checker's version and command, and
-the semantics table is filled from probes on each mount (issue 15)."""
+the semantics table is filled from probes on each mount."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Measurement that explains (issue 3), on real mounts: the FUSE daemon's CPU is seen, cold
+"""Measurement that explains, on real mounts: the FUSE daemon's CPU is seen, cold
 reads are proven by the device, and O_DIRECT that a driver does not honour is flagged."""
 
 from __future__ import annotations

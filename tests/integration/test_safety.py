@@ -1,4 +1,4 @@
-"""Safe on real disks and robust under faults (issue 6), on real loop devices and mounts."""
+"""Safe on real disks and robust under faults, on real loop devices and mounts."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def test_fio_form_for_clients_mode(tmp_path: Path) -> None:
     assert f"--nrfiles={n}" in w and "--filesize=1048576" in w and f"--size={n * MiB}" in w
     assert "--openfiles=1" in w and "--name=iozone-1m" in w
     assert "--fsync_on_close=1" in argv("rewrite") and "--fsync_on_close=1" not in argv("read")
-    # Composed, not inherited (issue 12): a cell is no FioJob and re-lists none of its options.
+    # Composed, not inherited: a cell is no FioJob and re-lists none of its options.
     from fsbench.workloads.fio import FioJob
 
     assert not issubclass(iozone.IozoneJob, FioJob)

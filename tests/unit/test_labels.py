@@ -230,8 +230,8 @@ def test_one_ratio_formatter_prints_a_ratio_one_way() -> None:
     assert diff_ratio_text(changed).startswith("1.16×")
 
 
-# Sites still formatting ratios their own way: the plots' ratio axis ticks (issue 22's other
-# half, the lead's). Remove each as it moves to fmt_ratio.
+# Sites still formatting ratios their own way (none today): remove each as it moves to
+# fmt_ratio.
 PENDING_RATIO_SITES: set[tuple[str, str]] = set()
 
 

@@ -1,4 +1,4 @@
-"""Queue depth, engine and latency (issue 34): workload parameters from the command line, the
+"""Queue depth, engine and latency: workload parameters from the command line, the
 diskmark suite's jobs, latency read from real fio 3.33 JSON, and latency judged (lower is
 better) by the same verdict as throughput."""
 

@@ -1,4 +1,4 @@
-"""The freeze window of a cold read: SIGINT/SIGTERM wait until the thaw (issue 14)."""
+"""The freeze window of a cold read: SIGINT/SIGTERM wait until the thaw."""
 
 from __future__ import annotations
 
