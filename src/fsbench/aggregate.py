@@ -10,7 +10,8 @@ import statistics as _st
 from collections.abc import Callable
 from typing import Any
 
-from fsbench import latency, stats
+from fsbench import latency, notecodes, stats
+from fsbench.notecodes import Note
 from fsbench.schema import CPU, Device, Result, Sample
 
 GiB = 1024**3
@@ -85,8 +86,8 @@ def _costs(res: Result, det: list[Sample], is_write: bool) -> float:
     return moved
 
 
-def _too_short(det: list[Sample], seconds: float, moved: float, ops: int) -> str | None:
-    """The warning for samples too short to trust, or None. A workload that asks for less
+def _too_short(det: list[Sample], seconds: float, moved: float, ops: int) -> Note | None:
+    """The note for samples too short to trust, or None. A workload that asks for less
     than the run's minimum (matrix cells) says why in its short-sample flag; any other sample
     under TOO_SHORT_S is too short to trust."""
     by_design = all(any(OWN_MINIMUM in f for f in x.flags) for x in det)
@@ -100,10 +101,7 @@ def _too_short(det: list[Sample], seconds: float, moved: float, ops: int) -> str
         if not moved and ops
         else "--size or --scale"
     )
-    return (
-        f"samples last only {seconds:.2f} s (under the ~{TOO_SHORT_S:g} s a sample needs): "
-        f"too short to trust; raise {grow}"
-    )
+    return Note(code="too-short", params={"seconds": seconds, "need_s": TOO_SHORT_S, "grow": grow})
 
 
 def aggregate(
@@ -119,7 +117,8 @@ def aggregate(
         return
     s = stats.summarize(res.samples)
     res.median, res.ci95, res.cv = s.median, s.ci95, s.cv
-    res.outliers, res.warnings = list(s.outliers), list(s.warnings)
+    res.outliers = list(s.outliers)
+    warned = list(s.notes)
     det = res.sample_details
     moved = _costs(res, det, is_write)
     res.latency = latency.summary(det)
@@ -127,9 +126,10 @@ def aggregate(
         setattr(res, key, value)  # fields the workload fills itself (hook summarize_samples)
     caches = [x.cache for x in det]
     res.cache = max(set(caches), key=caches.count)  # type: ignore[assignment]
+    flagged = []
     if len(set(caches)) > 1:
-        res.flags.append(f"mixed cache states over samples: {sorted(set(caches))}")
-    res.flags = sorted(set(res.flags) | set(collapse_flags([x.flags for x in det])))
+        flagged.append(Note(code="mixed-cache", params={"states": sorted(set(caches))}))
+    flagged += notecodes.collapse([x.flags for x in det])
     # How much work one sample was (not a param: params are the result's identity).
     seconds = round(median_of([x.seconds for x in det]), 4)
     ops = int(median_of([x.ops for x in det]))
@@ -139,23 +139,10 @@ def aggregate(
         "seconds": seconds,
     }
     short = _too_short(det, seconds, moved, ops)
-    if short:
-        res.warnings.append(short)
-
-
-def collapse_flags(per_sample: list[list[str]]) -> list[str]:
-    """One line per kind of flag ("direct-not-honored (3/3 samples): ..."), not one per sample."""
-    first: dict[str, str] = {}
-    count: dict[str, int] = {}
-    for flags in per_sample:
-        for kind in {f.split(":", 1)[0] for f in flags}:
-            count[kind] = count.get(kind, 0) + 1
-        for f in flags:
-            first.setdefault(f.split(":", 1)[0], f)
-    n = len(per_sample)
-    out = []
-    for kind, f in first.items():
-        detail = f.split(":", 1)[1].strip() if ":" in f else ""
-        label = kind if count[kind] == n and n == 1 else f"{kind} ({count[kind]}/{n} samples)"
-        out.append(f"{label}: {detail}" if detail else label)
-    return out
+    warned += [short] if short else []
+    # The notes as data, and in words for readers of the JSON; notes added before (none in a
+    # run; a test's) are kept after these.
+    new = [*warned, *flagged]
+    res.notes = [*new, *(n for n in res.notes if n not in new)]
+    res.flags = sorted(set(res.flags) | {notecodes.words(n) for n in flagged})
+    res.warnings = [notecodes.words(n) for n in warned]

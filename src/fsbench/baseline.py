@@ -11,7 +11,7 @@ from fsbench.schema import INTEGRITY_FAILED_FLAG, Result
 def ranked(res: Result) -> bool:
     """False for a subject whose volume failed its integrity check: its figures are shown but
     it is never the baseline, the fastest or the best."""
-    return not any(f.startswith(INTEGRITY_FAILED_FLAG) for f in res.flags)
+    return not any(n.code == INTEGRITY_FAILED_FLAG for n in res.notes)
 
 
 def baseline_result(results: Iterable[Result], order: Sequence[str]) -> Result | None:

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fsbench.notecodes import Note, legacy, words
+
 # JSON format history:
 # 1 - fsbench 0.1: run, environment, subjects, results with per-sample probe records.
 # 2 - fields that were attached as extras are declared: CPU.per_kop_ms, Result.workload_id,
@@ -62,7 +64,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #     samples' extra gains lat_pct_us (fio's whole percentile list).
 #     Later, additive: Subject.unavailable (what the machine lacks for an unavailable
 #     subject: kernel, binary, build, fuse); older records' kernel lacks are read from `error`.
-SCHEMA_VERSION = 3
+# 4 - Result.notes: every flag and warning as data, a code and its parameters
+#     (fsbench.notecodes.Note), which every output words and groups the same way; `flags` and
+#     `warnings` keep the notes' words for readers of the JSON. Version 3 and older files
+#     (sentences only) load with notes read from their sentences (notecodes.legacy).
+SCHEMA_VERSION = 4
 
 CacheState = Literal[
     "cold-verified",
@@ -166,6 +172,9 @@ class Result(_Model):
     device: Device = Field(default_factory=Device)
     write_amplification: float | None = None
     read_amplification: float | None = None
+    # The notes as data (fsbench.notecodes): what every output words and groups. `flags` and
+    # `warnings` are their words (the flags' for code that tests a prefix, like baseline.py).
+    notes: list[Note] = Field(default_factory=list)
     flags: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     # How much work one sample was (median bytes, ops, seconds): not a param, since params are
@@ -186,6 +195,23 @@ class Result(_Model):
     # subjects, band} per table, with its variance prior {d0, s0sq}; older runs {looks,
     # comparisons, alpha} over the run; None: judged as one comparison at one look).
     verdict_family: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _notes_of_older_runs(cls, data: Any) -> Any:
+        # Schema 3 and older stored only sentences: each read into a note once, here.
+        if isinstance(data, dict) and "notes" not in data:
+            said = [*data.get("flags", []), *data.get("warnings", [])]
+            data = {**data, "notes": [legacy(t) for t in said]}
+        return data
+
+    def add_note(self, note: Note) -> None:
+        """A note found after aggregation (a damaged volume, an emulated VM), with its words
+        among the flags."""
+        if note not in self.notes:
+            self.notes.append(note)
+        if words(note) not in self.flags:
+            self.flags.append(words(note))
 
 
 # The features in the order every table shows them, with the label people know them by.

@@ -21,6 +21,8 @@ from typing import Literal
 
 import numpy as np
 
+from fsbench.notecodes import Note, words
+
 
 def _scipy_stats():
     # scipy costs ~2 s to import; only comparisons and intervals need it.
@@ -73,8 +75,12 @@ class Summary:
     ci95: tuple[float, float] | None
     ci_halfwidth_rel: float | None
     outliers: list[int]
-    warnings: list[str]
+    notes: list[Note]  # what to distrust, as data (fsbench.notecodes)
     ci_method: CIMethod = "none"
+
+    @property
+    def warnings(self) -> list[str]:
+        return [words(n) for n in self.notes]
 
 
 def _as_array(samples: Sequence[float]) -> np.ndarray:
@@ -84,10 +90,6 @@ def _as_array(samples: Sequence[float]) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError("samples must be finite numbers (found NaN or infinity)")
     return x
-
-
-def _pct(fraction: float) -> str:
-    return f"{fraction * 100:.1f} %"
 
 
 def _order_statistic_rank(n: int, confidence: float) -> int:
@@ -160,19 +162,10 @@ def _outliers(x: np.ndarray, med: float, mad: float) -> list[int]:
     return [int(i) for i in np.flatnonzero(np.abs(score) > OUTLIER_THRESHOLD)]
 
 
-def _outlier_warning(outliers: list[int], n: int) -> str:
-    shown = ", ".join(str(i) for i in outliers[:10]) + (", …" if len(outliers) > 10 else "")
-    if len(outliers) == 1:
-        what = f"1 outlier among {n} samples (index {shown})"
-    else:
-        what = f"{len(outliers)} outliers among {n} samples (indices {shown})"
-    return what + ": other activity may have disturbed them; re-run on a quiet machine"
-
-
 def _spread(
-    x: np.ndarray, mean: float, constant: bool, warnings: list[str]
+    x: np.ndarray, mean: float, constant: bool, notes: list[Note]
 ) -> tuple[float | None, float | None]:
-    """Sample standard deviation and CV (None for one sample), with their warnings."""
+    """Sample standard deviation and CV (None for one sample), with their notes."""
     stdev: float | None = None
     cv: float | None = None
     if x.size >= 2:
@@ -181,12 +174,9 @@ def _spread(
         stdev = 0.0 if constant else float(np.std(x, ddof=1))
         cv = stdev / abs(mean) if mean != 0.0 else None
     else:
-        warnings.append("only 1 sample: no confidence interval; use --repeat 3 or more")
+        notes.append(Note(code="one-sample"))
     if cv is not None and cv > CV_WARN_THRESHOLD:
-        warnings.append(
-            f"CV is {_pct(cv)} of the mean: the machine may be busy; "
-            "close other programs or raise --repeat"
-        )
+        notes.append(Note(code="cv-high", params={"cv": cv}))
     return stdev, cv
 
 
@@ -211,8 +201,9 @@ def summarize(
     ``mad`` is the raw (unscaled) median absolute deviation. ``outliers`` are indices whose
     modified z-score ``0.6745 * (x - median) / MAD`` exceeds 3.5 in absolute value
     (Iglewicz-Hoaglin); when MAD is 0 the score uses the mean absolute deviation instead,
-    ``(x - median) / (1.253314 * meanAD)``. ``warnings`` are sentences a person can act on;
-    the CI one fires when ``ci_halfwidth_rel`` exceeds ``target_rel_halfwidth``.
+    ``(x - median) / (1.253314 * meanAD)``. ``notes`` are what to distrust, as data
+    (``warnings``: in words); the CI one fires when ``ci_halfwidth_rel`` exceeds
+    ``target_rel_halfwidth``.
     """
     x = _as_array(samples)
     n = int(x.size)
@@ -227,7 +218,7 @@ def summarize(
             ci95=None,
             ci_halfwidth_rel=None,
             outliers=[],
-            warnings=["no samples: nothing was measured"],
+            notes=[Note(code="no-samples")],
         )
 
     x_sorted = np.sort(x)
@@ -235,21 +226,20 @@ def summarize(
     mean = float(np.mean(x))
     mad = float(np.median(np.abs(x - med)))
     constant = bool(x_sorted[0] == x_sorted[-1])
-    warnings: list[str] = []
+    notes: list[Note] = []
 
-    stdev, cv = _spread(x, mean, constant, warnings)
+    stdev, cv = _spread(x, mean, constant, notes)
 
     # Among fewer than 5 samples no sample can be told from the spread: not flagged.
     outliers = _outliers(x, med, mad) if n >= MIN_OUTLIER_N else []
     if outliers:
-        warnings.append(_outlier_warning(outliers, n))
+        notes.append(Note(code="outliers", params={"indices": outliers, "n": n}))
 
     ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
     rel = _relative_halfwidth(ci, med)
     if rel is not None and rel > target_rel_halfwidth:
-        warnings.append(
-            f"confidence interval is ±{_pct(rel)} of the median, wider than the "
-            f"{_pct(target_rel_halfwidth)} target; raise --repeat or quiet the machine"
+        notes.append(
+            Note(code="ci-wide", params={"halfwidth_rel": rel, "target_rel": target_rel_halfwidth})
         )
 
     return Summary(
@@ -262,7 +252,7 @@ def summarize(
         ci95=ci,
         ci_halfwidth_rel=rel,
         outliers=outliers,
-        warnings=warnings,
+        notes=notes,
         ci_method=ci_method,
     )
 

@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.aggregate",
             "fsbench.latency",
             "fsbench.stats",
+            "fsbench.notecodes",
             "fsbench.verdict",
             "fsbench.decide",
             "fsbench.units",

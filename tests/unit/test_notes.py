@@ -8,17 +8,22 @@ from __future__ import annotations
 import html
 import json
 import re
+import statistics
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
+from fsbench.aggregate import aggregate
+from fsbench.baseline import ranked
 from fsbench.commands.report import with_driver_quirks
+from fsbench.notecodes import Note, legacy, words
 from fsbench.report.integrity import checked_subjects
 from fsbench.report.naming import confidence_text
-from fsbench.report.notes import code_of, counted_lines, sentence, table_notes
+from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.sections import render, render_html
 from fsbench.report.summary import groups
-from fsbench.schema import Integrity, Run, Schedule
+from fsbench.schema import SCHEMA_VERSION, Integrity, Result, Run, Sample, Schedule
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 
@@ -37,17 +42,25 @@ def _page(run: Run) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", render_html(run)))
 
 
-def test_codes_of_stored_sentences_and_flags() -> None:
+def test_a_schema_3_run_loads_with_its_sentences_as_notes() -> None:
     run = _run()
-    codes = {code_of(t) for r in run.results for t in [*r.flags, *r.warnings]}
-    assert {"ci-wide", "cv-high", "outliers", "kthread-vanished", "daemon-threads"} <= codes
-    assert code_of("placement-partial: only one CPU allowed") == "placement-partial"
-    assert code_of("something a person wrote") == "note"
+    assert json.loads(FIXTURE.read_text())["schema_version"] == 3
+    codes = {n.code for r in run.results for n in r.notes}
+    assert {"ci-wide", "cv-high", "kthread-vanished", "daemon-threads-exited"} <= codes
+    assert all(len(r.notes) == len(r.flags) + len(r.warnings) for r in run.results)
+    flag = legacy("daemon-threads-exited (2/3 samples): 2")
+    assert flag == Note(code="daemon-threads-exited", params={"detail": "2"}, samples=(2, 3))
+    assert words(flag) == "daemon-threads-exited (2/3 samples): 2"
+    assert legacy("placement-partial: only one CPU allowed").code == "placement-partial"
+    assert legacy("emulated") == Note(code="emulated")
+    assert legacy("Something a person wrote").code == "note"
     # An older sentence's own advice is dropped; the kind's advice is said once instead.
-    old = (
+    old = legacy(
         "CV is 26.8 % of the mean: the machine may be busy; close other programs or raise --repeat"
     )
-    assert sentence(old) == "CV is 26.8 % of the mean: the machine may be busy"
+    assert (
+        old.code == "cv-high" and words(old) == "CV is 26.8 % of the mean: the machine may be busy"
+    )
 
 
 def test_terminal_and_page_say_the_same_counted_lines() -> None:
@@ -114,3 +127,42 @@ def test_integrity_summary_names_only_mounted_subjects() -> None:
 def test_fixture_is_a_real_run() -> None:
     doc = json.loads(FIXTURE.read_text())
     assert doc["environment"]["kernel"] and len(doc["results"]) == 16
+
+
+def test_a_new_result_stores_its_notes_as_codes_and_parameters() -> None:
+    details = [
+        Sample(value=v, seconds=2.0, bytes=2**30, cache=c, flags=f)
+        for v, c, f in (
+            (100.0, "cold-verified", []),
+            (140.0, "cold-verified", ["daemon-threads-exited:2"]),
+            (80.0, "warm", ["daemon-threads-exited:1"]),
+        )
+    ]
+    res = Result(subject="ntfs-3g", workload="seq-read", metric="throughput", unit="MiB/s")
+    res.samples, res.sample_details = [d.value for d in details], details
+    aggregate(res)
+    by_code = {n.code: n for n in res.notes}
+    assert set(by_code) == {"ci-wide", "cv-high", "mixed-cache", "daemon-threads-exited"}
+    cv = statistics.stdev(res.samples) / statistics.mean(res.samples)
+    assert by_code["cv-high"].params["cv"] == pytest.approx(cv)
+    assert by_code["ci-wide"].params["target_rel"] == 0.05
+    assert by_code["mixed-cache"].params == {"states": ["cold-verified", "warm"]}
+    assert by_code["daemon-threads-exited"].samples == (2, 3)
+    # The words kept in the JSON are the notes' own, and a reload reads the notes, not them.
+    assert set(res.flags) | set(res.warnings) == {words(n) for n in res.notes}
+    doc = Run(run_id="r", started="t", results=[res]).model_dump(mode="json")
+    assert doc["schema_version"] == SCHEMA_VERSION == 4
+    doc["results"][0]["warnings"] = ["words a renderer must not read"]
+    back = Run.model_validate(doc).results[0]
+    assert back.notes == res.notes
+    assert "raise --repeat" not in " ".join(words(n) for n in back.notes)
+
+
+def test_a_note_added_after_aggregation_is_data_and_words() -> None:
+    res = Result(subject="xfs", workload="seq-read", metric="throughput", unit="MiB/s")
+    note = Note(code="integrity-failed", params={"problem": "xfs_repair: bad magic"})
+    res.add_note(note)
+    res.add_note(note)
+    assert res.notes == [note]
+    assert res.flags == ["integrity-failed: xfs_repair: bad magic (not ranked)"]
+    assert not ranked(res)  # baseline.py reads the code

@@ -93,9 +93,9 @@ def test_cv_warning_text() -> None:
     s = summarize([88.0, 100.0, 112.0])
     assert s.cv == pytest.approx(0.12)
     cv_warnings = [w for w in s.warnings if w.startswith("CV")]
-    assert cv_warnings == [
-        "CV is 12.0 % of the mean: the machine may be busy; close other programs or raise --repeat"
-    ]
+    assert cv_warnings == ["CV is 12.0 % of the mean: the machine may be busy"]
+    # The note as data: its code and the CV itself; the report says the advice per table.
+    assert [n.params for n in s.notes if n.code == "cv-high"] == [{"cv": pytest.approx(0.12)}]
 
 
 def test_cv_at_threshold_does_not_warn() -> None:
@@ -213,10 +213,7 @@ def test_summary_ci_and_asymmetric_halfwidth() -> None:
     assert s.ci_method == "order-statistic"
     assert s.ci95 == (10.0, 20.0)
     assert s.ci_halfwidth_rel == pytest.approx(0.6)
-    assert (
-        "confidence interval is ±60.0 % of the median, wider than the 5.0 % target; "
-        "raise --repeat or quiet the machine"
-    ) in s.warnings
+    assert "confidence interval is ±60.0 % of the median, wider than the 5.0 % target" in s.warnings
 
 
 def test_ci_warning_respects_target() -> None:
@@ -228,9 +225,9 @@ def test_ci_warning_respects_target() -> None:
     assert s.warnings == []
     tight = summarize(samples, target_rel_halfwidth=0.02)
     assert tight.warnings == [
-        "confidence interval is ±2.5 % of the median, wider than the 2.0 % target; "
-        "raise --repeat or quiet the machine"
+        "confidence interval is ±2.5 % of the median, wider than the 2.0 % target"
     ]
+    assert tight.notes[0].code == "ci-wide" and tight.notes[0].params["target_rel"] == 0.02
 
 
 def test_halfwidth_none_when_median_zero_and_width_nonzero() -> None:
@@ -254,7 +251,7 @@ def _summary_with(n: int, rel: float | None) -> Summary:
         ci95=None,
         ci_halfwidth_rel=rel,
         outliers=[],
-        warnings=[],
+        notes=[],
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from explain_fixtures import result, run
 from rich.console import Console
 
+from fsbench.notecodes import Note
 from fsbench.report.sections import render
 
 SUBJECTS = ("ext4", "xfs", "ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse", "btrfs", "ext2")
@@ -18,18 +19,15 @@ def _eight() -> object:
         spread = 0.2 if 1 < i < 8 else 0.001
         base = 1000.0 / (i + 1)
         r = result(sid, [base * (1 - spread), base, base * (1 + spread)], None)
-        r.warnings = _ci_warning(spread)
+        r.notes = _ci_note(spread)
         results.append(r)
     return run(results, subjects=SUBJECTS)
 
 
-def _ci_warning(spread: float) -> list[str]:
+def _ci_note(spread: float) -> list[Note]:
     if spread < 0.05:
         return []
-    return [
-        f"confidence interval is ±{spread * 100:.0f} % of the median, wider than the 5 % "
-        "target; raise --repeat or quiet the machine"
-    ]
+    return [Note(code="ci-wide", params={"halfwidth_rel": spread, "target_rel": 0.05})]
 
 
 def _text(verbose: bool) -> str:

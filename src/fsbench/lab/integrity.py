@@ -36,6 +36,7 @@ from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.system import tool
+from fsbench.notecodes import Note
 from fsbench.probes.semantics import o_direct_measured
 from fsbench.schema import INTEGRITY_FAILED_FLAG, Integrity, Run, Subject
 from fsbench.schema import Checker as CheckerRecord
@@ -278,10 +279,10 @@ class Guard:
         for rec in run.subjects:
             if rec.integrity is None or rec.integrity.status != "failed":
                 continue
-            flag = f"{INTEGRITY_FAILED_FLAG}: {rec.integrity.problems[0]} (not ranked)"
+            note = Note(code=INTEGRITY_FAILED_FLAG, params={"problem": rec.integrity.problems[0]})
             for res in run.results:
-                if res.subject == rec.id and flag not in res.flags:
-                    res.flags.append(flag)
+                if res.subject == rec.id:
+                    res.add_note(note)
 
     def check_all(self, lab: Lab, on_step: Callable[[str], None] = lambda _m: None) -> None:
         if not self.enabled:

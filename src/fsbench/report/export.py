@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.errors import UsageError
+from fsbench.notecodes import words
 from fsbench.report.answer import answers, leader_text
 from fsbench.report.naming import (
     SYMBOLS,
@@ -21,7 +22,6 @@ from fsbench.report.naming import (
     ranked,
     result_title,
 )
-from fsbench.report.notes import code_of, sentence
 from fsbench.report.summary import compare, groups, measured_subjects, report_order, usable
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
@@ -64,7 +64,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "status",
     "error",
     "flags",
-    "note_codes",  # report/notes.py's code of each note (ci-wide, cv-high, outliers, ...)
+    "note_codes",  # fsbench.notecodes' code of each note (ci-wide, cv-high, outliers, ...)
     # The verdict against the table's baseline (fsbench.verdict), as every renderer marks it.
     "baseline",
     "ratio",
@@ -148,9 +148,9 @@ def csv_row(run_id: str, res: Result, base: Result | None = None) -> dict[str, A
         "cache": res.cache,
         "status": res.status,
         "error": res.error,
-        # Each note as the report words it (notes.sentence: no older run's own advice).
-        "flags": "; ".join(sentence(t) for t in [*res.flags, *res.warnings]),
-        "note_codes": ";".join(dict.fromkeys(code_of(t) for t in [*res.flags, *res.warnings])),
+        # Each note as every output words it (fsbench.notecodes), and its code.
+        "flags": "; ".join(words(n) for n in res.notes),
+        "note_codes": ";".join(dict.fromkeys(n.code for n in res.notes)),
         "samples": ";".join(f"{x:.6g}" for x in res.samples),
         **_verdict_cells(res, base),
     }

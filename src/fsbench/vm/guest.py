@@ -27,6 +27,7 @@ from fsbench.errors import EnvironmentProblem
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.lab import PRISTINE_DIR_ENV
 from fsbench.lab.state import StateRecord, release
+from fsbench.notecodes import Note
 from fsbench.probes import processes
 from fsbench.probes.procfs import ProcFS
 from fsbench.schema import VM, Run, Subject
@@ -445,8 +446,8 @@ def merge(run: Run, outcome: GuestOutcome, group: GuestGroup) -> list[Subject]:
             added.append(s)
         for r in outcome.run.results:
             r.subject += suffix
-            if emulated and "emulated" not in r.flags:
-                r.flags.append("emulated")
+            if emulated:
+                r.add_note(Note(code="emulated"))
             run.results.append(r)
     if outcome.error:
         have = {s.id for s in added}
