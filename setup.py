@@ -10,31 +10,35 @@ Everything else is declared in pyproject.toml.
 from setuptools import Extension, setup
 
 CFLAGS = ["-O2", "-Wall", "-Wextra", "-std=gnu11"]
+# What every module includes: the clock, percentiles, paths from Python, module boilerplate.
+COMMON = ["src/fsbench/native/common.h"]
 
 setup(
     ext_modules=[
         Extension(
             "fsbench._xxhtree",
             sources=["src/fsbench/native/xxhtree.c"],
+            depends=COMMON,
             libraries=["xxhash", "pthread"],
             extra_compile_args=CFLAGS,
         ),
         Extension(
             "fsbench._metaops",
             sources=["src/fsbench/native/metaops.c"],
-            depends=["src/fsbench/native/nearest_rank.h"],
+            depends=COMMON,
             extra_compile_args=CFLAGS,
         ),
         Extension(
             "fsbench._wakeup",
             sources=["src/fsbench/native/wakeup.c"],
+            depends=COMMON,
             libraries=["pthread"],
             extra_compile_args=CFLAGS,
         ),
         Extension(
             "fsbench._iocell",
             sources=["src/fsbench/native/iocell.c"],
-            depends=["src/fsbench/native/nearest_rank.h"],
+            depends=COMMON,
             libraries=["pthread"],
             extra_compile_args=CFLAGS,
         ),

@@ -32,15 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nearest_rank.h"
+#include "common.h"
 
 typedef enum { ORDER_SEQ, ORDER_RANDOM, ORDER_STRIDE } order_t;
-
-static inline uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* splitmix64: a fixed seed gives every subject and sample the same random order. */
 static inline uint64_t splitmix64(uint64_t *s) {
@@ -392,16 +386,15 @@ error:
 }
 
 static PyMethodDef methods[] = {
-    {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS,
-     "run(jobs, write, order, file_size, record_size, passes=1, fsync=False, create=False, "
-     "stride=8, seed=..., timeout_s=0, syscall='pread') -> dict: one matrix cell's I/O, timed in C"},
-    {"order", (PyCFunction)(void (*)(void))py_order, METH_VARARGS | METH_KEYWORDS,
-     "order(kind, records, stride=8, seed=...) -> list: the record order run uses"},
+    KW_METHOD("run", py_run,
+              "run(jobs, write, order, file_size, record_size, passes=1, fsync=False, "
+              "create=False, stride=8, seed=..., timeout_s=0, syscall='pread') -> dict: one "
+              "matrix cell's I/O, timed in C"),
+    KW_METHOD("order", py_order,
+              "order(kind, records, stride=8, seed=...) -> list: the record order run uses"),
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_iocell",
-                                    "One Iozone matrix cell's I/O, timed in C.", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+MODULE_DEF(module, "_iocell", "One Iozone matrix cell's I/O, timed in C.", methods);
 
 PyMODINIT_FUNC PyInit__iocell(void) { return PyModule_Create(&module); }

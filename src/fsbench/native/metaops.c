@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nearest_rank.h"
+#include "common.h"
 
 #define NAME_STRIDE 32  /* "f" + up to 20 digits + ".r" + NUL fits */
 #define DIR_NAME_LEN 24  /* "d" + up to 20 digits + NUL */
@@ -36,12 +36,6 @@ typedef enum { OP_CREATE, OP_STAT, OP_CHMOD, OP_RENAME, OP_UNRENAME, OP_READDIR,
 static const char *const OP_NAMES[] = {"create",   "stat",    "chmod", "rename",
                                        "unrename", "readdir", "unlink"};
 #define N_OPS (sizeof(OP_NAMES) / sizeof(OP_NAMES[0]))
-
-static inline uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void file_name(char *out, size_t i, int renamed) {
     snprintf(out, NAME_STRIDE, renamed ? "f%07zu.r" : "f%07zu", i);
@@ -407,7 +401,7 @@ static PyObject *metaops_dir_names(PyObject *self, PyObject *arg) {
  * run()'s generated layout. */
 typedef struct {
     const char *root;
-    char **dirs;
+    const char *const *dirs;
     size_t ndirs;
     uint64_t elapsed_ns;
     size_t listed, entries, failed;
@@ -473,24 +467,13 @@ static PyObject *metaops_list_dirs(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O", kwlist, PyUnicode_FSConverter, &root_obj,
                                      &dirs_in))
         return NULL;
-    PyObject *seq = PySequence_Fast(dirs_in, "dirs must be a sequence of paths");
-    if (seq == NULL) {
+    paths_t dirs;
+    if (paths_from(dirs_in, "dirs must be a sequence of paths", &dirs) != 0) {
         Py_DECREF(root_obj);
         return NULL;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **encoded = calloc((size_t)n + 1, sizeof(*encoded));
-    char **names = calloc((size_t)n + 1, sizeof(*names));
     PyObject *result = NULL;
-    if (encoded == NULL || names == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &encoded[i])) goto done;
-        names[i] = PyBytes_AS_STRING(encoded[i]);
-    }
-    listing_t l = {.root = PyBytes_AS_STRING(root_obj), .dirs = names, .ndirs = (size_t)n};
+    listing_t l = {.root = PyBytes_AS_STRING(root_obj), .dirs = dirs.paths, .ndirs = (size_t)dirs.n};
     Py_BEGIN_ALLOW_THREADS
     run_listing(&l);
     Py_END_ALLOW_THREADS
@@ -503,36 +486,21 @@ static PyObject *metaops_list_dirs(PyObject *self, PyObject *args, PyObject *kw)
                            "dirs", (Py_ssize_t)l.listed, "entries", (Py_ssize_t)l.entries,
                            "failed", (Py_ssize_t)l.failed, "errno", l.first_errno);
 done:
-    if (encoded)
-        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(encoded[i]);
-    free(encoded);
-    free(names);
-    Py_DECREF(seq);
+    paths_free(&dirs);
     Py_DECREF(root_obj);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"run", (PyCFunction)(void (*)(void))metaops_run, METH_VARARGS | METH_KEYWORDS, run_doc},
-    {"names", (PyCFunction)(void (*)(void))metaops_names, METH_VARARGS | METH_KEYWORDS,
-     names_doc},
+    KW_METHOD("run", metaops_run, run_doc),
+    KW_METHOD("names", metaops_names, names_doc),
     {"dir_names", metaops_dir_names, METH_O, dir_names_doc},
-    {"list_dirs", (PyCFunction)(void (*)(void))metaops_list_dirs, METH_VARARGS | METH_KEYWORDS,
-     list_dirs_doc},
+    KW_METHOD("list_dirs", metaops_list_dirs, list_dirs_doc),
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef mod = {
-    PyModuleDef_HEAD_INIT,
-    "_metaops",
-    "Metadata operations over many files, timed in C with the GIL released.",
-    -1,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
+MODULE_DEF(mod, "_metaops", "Metadata operations over many files, timed in C with the GIL released.",
+           methods);
 
 PyMODINIT_FUNC PyInit__metaops(void) {
     PyObject *m = PyModule_Create(&mod);

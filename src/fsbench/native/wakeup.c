@@ -23,14 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
+
 #define MAX_BATCHES 4096
 #define WARMUP_TRIPS 50  /* untimed: first wake-ups touch cold caches and idle CPUs */
-
-static inline uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int pin(int cpu) {
     cpu_set_t set;
@@ -198,21 +194,13 @@ static PyObject *wakeup_pingpong(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyMethodDef methods[] = {
-    {"pingpong", (PyCFunction)(void (*)(void))wakeup_pingpong, METH_VARARGS | METH_KEYWORDS,
-     pingpong_doc},
+    KW_METHOD("pingpong", wakeup_pingpong, pingpong_doc),
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef mod = {
-    PyModuleDef_HEAD_INIT,
-    "_wakeup",
-    "The cost of a wake-up on one CPU and across CPUs: a pipe ping-pong between pinned threads.",
-    -1,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
+MODULE_DEF(mod, "_wakeup",
+           "The cost of a wake-up on one CPU and across CPUs: a pipe ping-pong between pinned "
+           "threads.",
+           methods);
 
 PyMODINIT_FUNC PyInit__wakeup(void) { return PyModule_Create(&mod); }

@@ -31,6 +31,8 @@
 
 #include <xxhash.h>
 
+#include "common.h"
+
 /* libxxhash on x86-64 also exports runtime-dispatched variants (AVX2/AVX-512 when the CPU has
  * them); xxhsum 0.8.1 as packaged uses the baseline SSE2 code only. Same digests either way. */
 #if defined(__x86_64__) && defined(__has_include)
@@ -401,24 +403,18 @@ static PyObject *hash_files(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "bufsize must be between 4096 and 1 GiB");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(paths_in, "paths must be a sequence of paths");
-    if (seq == NULL)
+    paths_t paths;
+    if (paths_from(paths_in, "paths must be a sequence of paths", &paths) != 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **encoded = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof(PyObject *));
+    Py_ssize_t n = paths.n;
     item_t *items = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof(item_t));
     PyObject *result = NULL;
-    if (encoded == NULL || items == NULL) {
+    if (items == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        /* str -> bytes with the file system encoding (surrogateescape), as os.fsencode;
-         * also rejects embedded NUL bytes. */
-        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &encoded[i]))
-            goto done;
-        items[i].path = PyBytes_AS_STRING(encoded[i]);
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        items[i].path = paths.paths[i];
 
     long nthreads = threads > 0 ? threads : online_cpus();
     if (nthreads > MAX_THREADS)
@@ -473,33 +469,19 @@ static PyObject *hash_files(PyObject *self, PyObject *args, PyObject *kwds)
     }
 
 done:
-    if (encoded != NULL) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            Py_XDECREF(encoded[i]);
-        PyMem_Free(encoded);
-    }
     PyMem_Free(items);
-    Py_DECREF(seq);
+    paths_free(&paths);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"hash_files", (PyCFunction)(void (*)(void))hash_files, METH_VARARGS | METH_KEYWORDS,
-     hash_files_doc},
+    KW_METHOD("hash_files", hash_files, hash_files_doc),
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef mod = {
-    PyModuleDef_HEAD_INIT,
-    "_xxhtree",
-    "XXH128 of many files on native threads (the GIL released), for fsbench's tree-hash.",
-    -1,
-    methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
+MODULE_DEF(mod, "_xxhtree",
+           "XXH128 of many files on native threads (the GIL released), for fsbench's tree-hash.",
+           methods);
 
 PyMODINIT_FUNC PyInit__xxhtree(void)
 {
