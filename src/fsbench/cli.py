@@ -142,9 +142,12 @@ def _print_kernels(con: Console, vms: dict[str, Any]) -> None:
         t.add_row(k["name"], _yn(k["cached"]), k["release"] or k["source"], adds, drivers)
     con.print(t)
     if vms["why_emulated"]:
+        from fsbench.report.vm_notes import SMALL_FLAGS, emulation_caveat
+
         con.print(
-            f"[yellow]note:[/] VMs run under software emulation ({vms['why_emulated']}): a "
-            "functional check only, their figures are not representative"
+            f"[yellow]note:[/] {emulation_caveat(vms['why_emulated'])}; keep the check small: "
+            f"fsbench compare DRIVER ... --kernel NAME {SMALL_FLAGS}",
+            soft_wrap=False,
         )
 
 

@@ -204,6 +204,10 @@ def capture(tools: list[str] | None = None, wakeups: bool = True) -> Environment
     )
     env.cpu_caches = cpu_caches()
     env.notes = memory_notes() + wakeup_notes(w, why_not)
+    from fsbench.vm.guest import virtualization
+
+    # What a VM would meet here: the report's suggested `--kernel` command says so.
+    env.virtualization, env.why_emulated = virtualization()  # type: ignore[assignment]
     return env
 
 

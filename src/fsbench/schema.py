@@ -68,6 +68,8 @@ from fsbench.notecodes import Note, legacy, words
 #     (fsbench.notecodes.Note), which every output words and groups the same way; `flags` and
 #     `warnings` keep the notes' words for readers of the JSON. Version 3 and older files
 #     (sentences only) load with notes read from their sentences (notecodes.legacy).
+#     Later, additive: environment.virtualization and .why_emulated (how a VM would run on
+#     this host: what the command the report suggests for drivers this kernel lacks meets).
 SCHEMA_VERSION = 4
 
 CacheState = Literal[
@@ -441,6 +443,10 @@ class Environment(_Model):
     # Each kernel trace probe's status in this run: "ok", or why it was unavailable/off.
     trace_probes: dict[str, str] = Field(default_factory=dict)
     clients: list[ClientInfo] = Field(default_factory=list)
+    # How a VM would run here (kvm or emulated, and why): the suggested `--kernel` command's
+    # caveat. None: older runs.
+    virtualization: Virtualization | None = None
+    why_emulated: str | None = None
 
 
 class Schedule(_Model):

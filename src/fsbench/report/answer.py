@@ -19,6 +19,7 @@ from fsbench.probedefs.numbers import fmt_pct, fmt_time
 from fsbench.report.explain import Explanation, Factor, brief_lines, explain_run
 from fsbench.report.naming import baseline_result, ranked
 from fsbench.report.summary import compare, gmean, groups, measured_subjects, usable
+from fsbench.report.vm_notes import SMALL_FLAGS, caveat_pieces
 from fsbench.schema import Result, Run, Subject
 from fsbench.units import fmt_ratio
 
@@ -239,6 +240,8 @@ class Missing:
     other: list[tuple[str, str]]  # (subject, why) for the rest
     command: str | None  # "fsbench compare ntfs3 exfat vfat --kernel debian-6.12"
     covered: list[str]  # the subjects the command measures
+    caveat: list[str] | None = None  # VMs here are emulated: why the command is small
+    small: str = ""  # the flags that keep it small (vm_notes.SMALL_FLAGS), part of `command`
 
 
 def _kernel_lacks(s: Subject) -> bool:
@@ -257,23 +260,34 @@ def missing(run: Run) -> Missing:
         name = max(dict.fromkeys(kernels), key=kernels.count)
         covered = [s.id for s in lacks if s.available_in == name]
         command = f"fsbench compare {' '.join(covered)} --kernel {name}"
-    return Missing([s.id for s in lacks], other, command, covered)
+    caveat, small = None, ""
+    env = run.environment
+    if command and env.virtualization == "emulated":
+        small, caveat = SMALL_FLAGS, caveat_pieces(env.why_emulated)
+        command += f" {small}"
+    return Missing([s.id for s in lacks], other, command, covered, caveat, small)
 
 
-def missing_pieces(run: Run) -> list[list[str]]:
+def missing_pieces(run: Run, width: int = 100) -> list[list[str]]:
     """Per line, its pieces (a renderer may break a line between them, never inside): one line
     for the kernel drivers this kernel lacks, with the command when a known kernel provides
-    them, and one per other reason."""
+    them (where VMs are emulated, small, and why), and one per other reason."""
     m = missing(run)
     out = []
     if m.kernel_lacks:
         line = [f"not measured: {', '.join(m.kernel_lacks)} — not in this kernel;"]
         if m.command:
             some = "" if m.covered == m.kernel_lacks else f" ({', '.join(m.covered)})"
-            line += [f"in a VM{some}:", m.command]
+            line.append(f"in a VM{some}:")
+            if not m.small or len(m.command) + 2 <= width:
+                line.append(m.command)
+            else:  # the small flags on a line of their own, continued as a shell reads it
+                line += [f"{m.command.removesuffix(f' {m.small}')} \\", m.small]
         else:
             line[0] = line[0].rstrip(";")
         out.append(line)
+        if m.caveat:
+            out.append(list(m.caveat))
     by_why: dict[str, list[str]] = {}
     for sid, why in m.other:
         by_why.setdefault(why.replace(sid, "<fs>"), []).append(sid)
@@ -283,7 +297,3 @@ def missing_pieces(run: Run) -> list[list[str]]:
         else:
             out.append([f"not measured: {', '.join(ids)} —", why])
     return out
-
-
-def missing_lines(run: Run) -> list[str]:
-    return [" ".join(pieces) for pieces in missing_pieces(run)]

@@ -13,6 +13,7 @@ from typing import Any
 from fsbench.errors import UsageError
 from fsbench.notecodes import words
 from fsbench.report.answer import answers, leader_text
+from fsbench.report.html_views import missing_view
 from fsbench.report.naming import (
     SYMBOLS,
     baseline_result,
@@ -273,6 +274,11 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
     answer = _answer_lines(run)
     if answer:
         lines += ["Fastest first, each ratio to the fastest:", "", *answer, ""]
+    # Not measured here, in the page's words (with the VM command and its caveat).
+    for m in missing_view(run):
+        how = f"; {m['how']} `{m['command']}`" if m["command"] else ""
+        caveat = f" ({m['caveat']})" if m["caveat"] else ""
+        lines += [f"Not measured here: {_md(m['ids'])} — {_md(m['why'])}{how}{caveat}", ""]
     for g in groups(run):
         if g.matrix:
             continue  # the Iozone matrix is a grid of its own: CSV or the HTML report

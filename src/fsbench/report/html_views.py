@@ -104,6 +104,7 @@ def missing_view(run: Run) -> list[dict[str, str]]:
                 "why": "not in this kernel",
                 "how": f"in a VM{some}:" if m.command else "",
                 "command": m.command or "",
+                "caveat": " ".join(m.caveat) if m.caveat else "",
             }
         )
     by_why: dict[str, list[str]] = {}
@@ -111,7 +112,7 @@ def missing_view(run: Run) -> list[dict[str, str]]:
         by_why.setdefault(why.replace(sid, "<fs>"), []).append(sid)
     for why, ids in by_why.items():
         text = why.replace("<fs>", ids[0]) if len(ids) == 1 else why
-        out.append({"ids": ", ".join(ids), "why": text, "how": "", "command": ""})
+        out.append({"ids": ", ".join(ids), "why": text, "how": "", "command": "", "caveat": ""})
     return out
 
 

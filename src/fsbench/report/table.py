@@ -199,7 +199,7 @@ def subject_lines(run: Run, width: int = 100) -> Iterable[Text]:
     for s in run.subjects:
         if s.status == "failed":
             yield Text(f"✗ {s.id}: {s.error}", style="red")
-    for pieces in missing_pieces(run):
+    for pieces in missing_pieces(run, width):
         for line in pack([Text(p) for p in pieces], width, "· ", indent="  ", sep=" "):
             line.stylize("dim")
             yield line

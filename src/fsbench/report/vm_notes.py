@@ -5,6 +5,26 @@ from __future__ import annotations
 from fsbench.schema import Run
 from fsbench.units import fmt_value
 
+# The small check docs/vm-kernels.md recommends where VMs are emulated (about 2 minutes on a
+# 2-CPU machine): every output that suggests a `--kernel` command there appends these, and
+# tests/unit/test_vm_caveat.py holds the doc to them.
+SMALL_FLAGS = "--size 64M --repeat 1 --warmup 0 --scale 0.2 --min-sample-time 0.2 --no-trace"
+
+
+def caveat_pieces(why: str | None) -> list[str]:
+    """Why a VM here is slow and proves only that a driver works, in pieces a terminal line may
+    break between: the same words in `doctor`, the terminal, the HTML page and markdown."""
+    return [
+        f"VMs here run emulated ({why or 'no KVM'}):",
+        "CPU-bound work 10–15× slower,",
+        "a functional check only,",
+        "its figures not representative",
+    ]
+
+
+def emulation_caveat(why: str | None) -> str:
+    return " ".join(caveat_pieces(why))
+
 
 def vm_notes(run: Run) -> list[str]:
     """Plain warnings first (emulated VMs), then what each VM was, then what keeps a run over
