@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -67,15 +67,16 @@ class Summary:
     """
 
     n: int
-    median: float | None
-    mean: float | None
-    stdev: float | None
-    cv: float | None
-    mad: float | None
-    ci95: tuple[float, float] | None
-    ci_halfwidth_rel: float | None
-    outliers: list[int]
-    notes: list[Note]  # what to distrust, as data (fsbench.notecodes)
+    # None: not defined for these samples (none at all, or one for the spread).
+    median: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+    cv: float | None = None
+    mad: float | None = None
+    ci95: tuple[float, float] | None = None
+    ci_halfwidth_rel: float | None = None
+    outliers: list[int] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # what to distrust, as data (notecodes)
     ci_method: CIMethod = "none"
 
     @property
@@ -208,18 +209,7 @@ def summarize(
     x = _as_array(samples)
     n = int(x.size)
     if n == 0:
-        return Summary(
-            n=0,
-            median=None,
-            mean=None,
-            stdev=None,
-            cv=None,
-            mad=None,
-            ci95=None,
-            ci_halfwidth_rel=None,
-            outliers=[],
-            notes=[Note(code="no-samples")],
-        )
+        return Summary(n=0, notes=[Note(code="no-samples")])
 
     x_sorted = np.sort(x)
     med = float(np.median(x_sorted))
