@@ -162,7 +162,7 @@ def test_the_overlap_check_sees_a_legend_over_its_axes() -> None:
     nothing."""
     from matplotlib.figure import Figure
 
-    from fsbench.report.figure import _svg
+    from fsbench.report.figure import to_svg
 
     fig = Figure(figsize=(11, 3))
     ax = fig.subplots()
@@ -170,7 +170,7 @@ def test_the_overlap_check_sees_a_legend_over_its_axes() -> None:
         ax.plot([1, 2, 3], [i, i + 1, i + 2], label=f"series {i}")
     ax.legend(loc="center")
     ax.set_xticks(range(40), [f"label {i}" for i in range(40)])
-    svg = _svg(fig, "control")
+    svg = to_svg(fig, "control")
     assert any("legend over axes" in p for p in svg.problems)  # type: ignore[attr-defined]
     assert any("tick labels overlap" in p for p in svg.problems)  # type: ignore[attr-defined]
 

@@ -62,7 +62,7 @@ _RC = {
 }
 
 
-def _styled(fn: Callable[P, R]) -> Callable[P, R]:
+def styled(fn: Callable[P, R]) -> Callable[P, R]:
     """Run a plotting function inside fsbench's matplotlib style (axes take it when made)."""
 
     @functools.wraps(fn)
@@ -117,7 +117,7 @@ def colours(subjects: Sequence[str]) -> dict[str, str]:
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
 
 
-def _svg(fig: Figure, plot_id: str) -> str:
+def to_svg(fig: Figure, plot_id: str) -> str:
     """The figure as an <svg> element to inline: no XML prolog or DOCTYPE (it names a URL),
     no metadata, and ids prefixed so several figures can share one document."""
     buf = io.StringIO()
@@ -198,11 +198,11 @@ def _measure(fig: Figure, out: Svg) -> None:
     out.problems = tuple(problems)
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _panel_figure(ncols: int, nrows: int) -> Figure:
+def panel_figure(ncols: int, nrows: int) -> Figure:
     """A grid of small panels with fixed margins (inches) for the title, legend and labels:
     a report has a dozen of these, and the constrained layout engine doubles each one's cost."""
     width, height = max(PAGE_WIDTH_IN, 2.6 * ncols + 0.8), 2.3 * nrows + 0.7
@@ -218,24 +218,24 @@ def _panel_figure(ncols: int, nrows: int) -> Figure:
     return fig
 
 
-def _log2_axis(ax, values: Sequence[int], axis: str = "x") -> None:
+def log2_axis(ax, values: Sequence[int], axis: str = "x") -> None:
     """A log2 axis with ticks at the measured sizes, labelled 64K, 1M, 2G."""
     vals = sorted(set(values))
     if axis == "x":
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_locator(FixedLocator(vals))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([_short(v) for v in vals], rotation=0)
+        ax.set_xticklabels([short_size(v) for v in vals], rotation=0)
         if len(vals) == 1:
             ax.set_xlim(vals[0] / 2, vals[0] * 2)
     else:
         ax.set_yscale("log", base=2)
         ax.yaxis.set_major_locator(FixedLocator(vals))
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.set_yticklabels([_short(v) for v in vals])
+        ax.set_yticklabels([short_size(v) for v in vals])
 
 
-def _log_rate_axis(ax) -> None:
+def log_rate_axis(ax) -> None:
     """A log y axis of rates ticked at 1, 2, 5 × 10^k in plain numbers (1,000 not 10³): the
     default minor ticks and their mathtext labels are most of a small panel's drawing time."""
     ax.set_yscale("log")
@@ -244,11 +244,11 @@ def _log_rate_axis(ax) -> None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.{0 if v >= 1 else 2}f}"))
 
 
-def _short(n: int) -> str:
+def short_size(n: int) -> str:
     return size_text(n).replace(" ", "").replace("iB", "")
 
 
-def _err(res: Result) -> tuple[float, float]:
+def ci_err(res: Result) -> tuple[float, float]:
     """Error bar lengths below/above the median from the 95 % CI (0 when unknown)."""
     if res.ci95 is None or res.median is None:
         return 0.0, 0.0
@@ -256,24 +256,31 @@ def _err(res: Result) -> tuple[float, float]:
     return max(0.0, res.median - lo), max(0.0, hi - res.median)
 
 
-def _ylog_err(res: Result) -> tuple[float, float]:
+def ylog_err(res: Result) -> tuple[float, float]:
     # On a log axis a CI reaching below zero (a t interval at n = 3) cannot be drawn: clip it
     # to a tenth of the median, so the bar still says "very uncertain".
     assert res.median is not None
-    below, above = _err(res)
+    below, above = ci_err(res)
     return min(below, res.median * 0.9), above
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
-def _rows_figure(n: int) -> tuple[Figure, object]:
-    fig = _figure(PAGE_WIDTH_IN, 0.26 * n + 1.1)
+def rows_figure(n: int) -> tuple[Figure, object]:
+    fig = new_figure(PAGE_WIDTH_IN, 0.26 * n + 1.1)
     return fig, fig.subplots(1, 1)
 
 
-def _slug(text: str) -> str:
+def row_labels(ax, ys: Sequence[float], labels: Sequence[str]) -> None:
+    """A bar chart's rows named on the y axis, without the horizontal grid lines between them."""
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.grid(axis="y", visible=False)
+
+
+def headed(fig: Figure, pid: str, title: str, heading: str, caption: str = "") -> Plot:
+    """The finished figure: `heading` at its top left, as every figure has it, drawn to inline
+    SVG as plot `pid` under the page's `title` and `caption`."""
+    fig.suptitle(heading, x=0.01, ha="left", fontsize=10)
+    return Plot(pid, title, to_svg(fig, pid), caption)
+
+
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()

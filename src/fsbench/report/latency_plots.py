@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import statistics
 
-from fsbench.report.figure import PAGE_WIDTH_IN, Plot, _figure, _slug, _styled, _svg, colours
+from fsbench.report.figure import (
+    PAGE_WIDTH_IN,
+    Plot,
+    colours,
+    headed,
+    new_figure,
+    slug,
+    styled,
+)
 from fsbench.report.latency import judge
 from fsbench.report.naming import SYMBOLS, baseline_result, outcome, result_title
 from fsbench.report.summary import is_matrix, measured_subjects, usable
@@ -33,7 +41,7 @@ def _random(res: Result) -> bool:
     return str(res.params.get("rw", "")).startswith("rand") and not is_matrix(res)
 
 
-@_styled
+@styled
 def latency_plots(run: Run) -> list[Plot]:
     """One CDF plot per random fio workload whose samples carry fio's percentiles."""
     subjects = measured_subjects(run)
@@ -45,7 +53,7 @@ def latency_plots(run: Run) -> list[Plot]:
     plots = []
     for title, results in by_title.items():
         base = baseline_result(results, subjects)
-        fig = _figure(PAGE_WIDTH_IN, 3.2)
+        fig = new_figure(PAGE_WIDTH_IN, 3.2)
         ax = fig.subplots(1, 1)
         for r in results:
             pts = cdf_points(r)
@@ -68,15 +76,14 @@ def latency_plots(run: Run) -> list[Plot]:
         ax.set_ylim(0, 100)
         ax.axhline(99, ls=":", color="#7f7f7f", lw=0.8)
         fig.legend(loc="outside right upper")
-        fig.suptitle(f"{title}: completion latency", x=0.01, ha="left", fontsize=10)
-        pid = "latency-cdf-" + _slug(title)
         depth = results[0].params.get("iodepth", 1)
         engine = results[0].params.get("ioengine", "psync")
         plots.append(
-            Plot(
-                pid,
+            headed(
+                fig,
+                "latency-cdf-" + slug(title),
                 f"{title}: completion latency",
-                _svg(fig, pid),
+                f"{title}: completion latency",
                 f"fio's completion-latency percentiles at queue depth {depth} ({engine}), "
                 "the median of each point over the passes; further right is slower. The p99 "
                 f"ratio to {base.subject if base else 'the baseline'} and its mark (▼ longer) "

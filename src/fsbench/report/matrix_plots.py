@@ -8,20 +8,21 @@ import math
 from collections.abc import Sequence
 
 from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
 
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
-    _figure,
-    _log2_axis,
-    _log_rate_axis,
-    _panel_figure,
-    _short,
-    _slug,
-    _styled,
-    _svg,
-    _ylog_err,
     colours,
+    headed,
+    log2_axis,
+    log_rate_axis,
+    new_figure,
+    panel_figure,
+    short_size,
+    slug,
+    styled,
+    ylog_err,
 )
 from fsbench.report.naming import SYMBOLS, outcome
 from fsbench.report.summary import (
@@ -30,7 +31,7 @@ from fsbench.report.summary import (
     size_text,
     usable,
 )
-from fsbench.schema import Environment
+from fsbench.schema import Environment, Result
 from fsbench.units import fmt_ratio
 
 
@@ -85,53 +86,82 @@ def _mark_knees(ax, marks: list[tuple[int, str]], lo: int, hi: int) -> list[str]
 
 
 # -- the matrix -------------------------------------------------------------------------------
-@_styled
+def _rate_panels(
+    results: list[Result],
+    subjects: Sequence[str],
+    unit: str,
+    across: tuple[str, str],
+    along: tuple[str, str],
+    marker: str,
+    marks: Sequence[tuple[int, str]] = (),
+) -> tuple[Figure, set[str]]:
+    """Rate against one size parameter, a panel per value of the other, a line per subject
+    (log scales, CI bars): `across` is (the panel's parameter, its title's noun), `along`
+    (the x axis' parameter, its label). Returns the figure and the cache marks it shows."""
+    panels = sorted({int(r.params[across[0]]) for r in results})
+    xs = sorted({int(r.params[along[0]]) for r in results})
+    col = colours(subjects)
+    ncols = min(len(panels), 4)
+    nrows = math.ceil(len(panels) / ncols)
+    fig = panel_figure(ncols, nrows)
+    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
+    shown: set[str] = set()
+    for i, value in enumerate(panels):
+        ax = axes[i // ncols][i % ncols]
+        for s in subjects:
+            pts = sorted(
+                (int(r.params[along[0]]), r)
+                for r in results
+                if r.subject == s and int(r.params[across[0]]) == value
+            )
+            if not pts:
+                continue
+            errs = list(zip(*[ylog_err(r) for _, r in pts], strict=True))
+            ax.errorbar(
+                [x for x, _ in pts],
+                [r.median for _, r in pts],
+                yerr=errs,
+                marker=marker,
+                ms=3.5,
+                lw=1.4,
+                capsize=2,
+                color=col[s],
+                label=s,
+            )
+        log_rate_axis(ax)
+        log2_axis(ax, xs)
+        ax.set_xlim(xs[0] / 1.5, xs[-1] * 1.5)  # the same sizes line up in every panel
+        ax.set_title(f"{size_text(value)} {across[1]}")
+        if i % ncols == 0:
+            ax.set_ylabel(unit)
+        if i // ncols == nrows - 1:
+            ax.set_xlabel(along[1])
+        shown |= set(_mark_knees(ax, marks, xs[0], xs[-1]))
+    for j in range(len(panels), nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 4), borderaxespad=0.2)
+    return fig, shown
+
+
+@styled
 def matrix_op_plot(group: Group, subjects: Sequence[str], env: Environment) -> Plot | None:
     """Rate vs file size, one line per subject, one panel per record size (seed 003 figures)."""
     op = group.label
     results = [r for r in group.results() if usable(r)]
     if not results:
         return None
-    records = sorted({int(r.params["record_size"]) for r in results})
     files = sorted({int(r.params["file_size"]) for r in results})
-    col = colours(subjects)
-    n = len(records)
-    ncols = min(n, 4)
-    nrows = math.ceil(n / ncols)
-    fig = _panel_figure(ncols, nrows)
-    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
     marks = knees(env, group.op)
-    shown: set[str] = set()
-    for i, rs in enumerate(records):
-        ax = axes[i // ncols][i % ncols]
-        for s in subjects:
-            pts = sorted(
-                (int(r.params["file_size"]), r)
-                for r in results
-                if r.subject == s and int(r.params["record_size"]) == rs
-            )
-            if not pts:
-                continue
-            xs = [x for x, _ in pts]
-            ys = [r.median for _, r in pts]
-            errs = list(zip(*[_ylog_err(r) for _, r in pts], strict=True))
-            ax.errorbar(
-                xs, ys, yerr=errs, marker="o", ms=3.5, lw=1.4, capsize=2, color=col[s], label=s
-            )
-        _log_rate_axis(ax)
-        _log2_axis(ax, files)
-        ax.set_xlim(files[0] / 1.5, files[-1] * 1.5)  # the same sizes line up in every panel
-        ax.set_title(f"{size_text(rs)} records")
-        if i % ncols == 0:
-            ax.set_ylabel(group.unit)
-        if i // ncols == nrows - 1:
-            ax.set_xlabel("file size")
-        shown |= set(_mark_knees(ax, marks, files[0], files[-1]))
-    for j in range(n, nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 4), borderaxespad=0.2)
-    fig.suptitle(f"Iozone {op}: rate vs file size", x=0.01, ha="left", fontsize=10)
+    fig, shown = _rate_panels(
+        results,
+        subjects,
+        group.unit,
+        ("record_size", "records"),
+        ("file_size", "file size"),
+        "o",
+        marks,
+    )
     caption = (
         f"{group.unit} (median, 95 % CI) per file size; one panel per record size, one line "
         "per subject; log scales."
@@ -143,68 +173,30 @@ def matrix_op_plot(group: Group, subjects: Sequence[str], env: Environment) -> P
             f" No cache limit falls within {size_text(files[0])}–{size_text(files[-1])}: "
             f"every file fits in the page cache ({marks[0][1]})."
         )
-    return Plot(f"matrix-{op}", f"Iozone {op}", _svg(fig, f"matrix-{op}"), caption)
+    return headed(fig, f"matrix-{op}", f"Iozone {op}", f"Iozone {op}: rate vs file size", caption)
 
 
-@_styled
+@styled
 def stride_plot(group: Group, subjects: Sequence[str]) -> Plot | None:
     """Strided read vs record size, one panel per file size, one line per subject."""
     results = [r for r in group.results() if usable(r)]
     if not results:
         return None
-    files = sorted({int(r.params["file_size"]) for r in results})
-    records = sorted({int(r.params["record_size"]) for r in results})
-    col = colours(subjects)
-    ncols = min(len(files), 4)
-    nrows = math.ceil(len(files) / ncols)
-    fig = _panel_figure(ncols, nrows)
-    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
-    for i, fs in enumerate(files):
-        ax = axes[i // ncols][i % ncols]
-        for s in subjects:
-            pts = sorted(
-                (int(r.params["record_size"]), r)
-                for r in results
-                if r.subject == s and int(r.params["file_size"]) == fs
-            )
-            if not pts:
-                continue
-            errs = list(zip(*[_ylog_err(r) for _, r in pts], strict=True))
-            ax.errorbar(
-                [x for x, _ in pts],
-                [r.median for _, r in pts],
-                yerr=errs,
-                marker="s",
-                ms=3.5,
-                lw=1.4,
-                capsize=2,
-                color=col[s],
-                label=s,
-            )
-        _log_rate_axis(ax)
-        _log2_axis(ax, records)
-        ax.set_xlim(records[0] / 1.5, records[-1] * 1.5)
-        ax.set_title(f"{size_text(fs)} files")
-        ax.set_xlabel("record size")
-        if i % ncols == 0:
-            ax.set_ylabel(group.unit)
-    for j in range(len(files), nrows * ncols):
-        axes[j // ncols][j % ncols].set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 4), borderaxespad=0.2)
+    fig, _ = _rate_panels(
+        results, subjects, group.unit, ("file_size", "files"), ("record_size", "record size"), "s"
+    )
     jobs = group.label.removeprefix("stride-read")  # "" or "-j4"
-    fig.suptitle(f"Iozone strided read{jobs}: rate vs record size", x=0.01, ha="left", fontsize=10)
-    pid = f"matrix-stride-records{jobs}"
-    return Plot(
-        pid,
+    return headed(
+        fig,
+        f"matrix-stride-records{jobs}",
         f"Strided read{jobs} vs record size",
-        _svg(fig, pid),
+        f"Iozone strided read{jobs}: rate vs record size",
         "Cold strided reads (records 0, 8, 16, … then 1, 9, …) per record size; one panel per "
         "file size. Readahead helps large records and wastes work on small ones.",
     )
 
 
-@_styled
+@styled
 def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
     """other / base per cell of every op: green faster, red slower, '~' not significant."""
     panels = []
@@ -220,7 +212,7 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         return None
     ncols = min(len(panels), 4)
     nrows = math.ceil(len(panels) / ncols)
-    fig = _figure(max(PAGE_WIDTH_IN, 2.5 * ncols + 0.9), 2.4 * nrows + 0.4)
+    fig = new_figure(max(PAGE_WIDTH_IN, 2.5 * ncols + 0.9), 2.4 * nrows + 0.4)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     norm = TwoSlopeNorm(vmin=-4, vcenter=0, vmax=4)
     image = None
@@ -259,8 +251,8 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
             edgecolors="white",
             linewidth=0.5,
         )
-        ax.set_xticks(range(len(records)), [_short(x) for x in records], rotation=45)
-        ax.set_yticks(range(len(files)), [_short(x) for x in files])
+        ax.set_xticks(range(len(records)), [short_size(x) for x in records], rotation=45)
+        ax.set_yticks(range(len(files)), [short_size(x) for x in files])
         ax.grid(False)
         ax.set_title(g.label)
         if i % ncols == 0:
@@ -271,12 +263,11 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
     if image is not None:
         bar = fig.colorbar(image, ax=axes, shrink=0.8, label=f"log2({other} / {base})")
         bar.set_ticks([-4, -2, 0, 2, 4], labels=["1/16", "1/4", "1", "4", "16"])
-    fig.suptitle(f"{other} vs {base}, per cell (ratio of medians)", x=0.01, ha="left", fontsize=10)
-    pid = f"matrix-ratio-{_slug(other)}"
-    return Plot(
-        pid,
+    return headed(
+        fig,
+        f"matrix-ratio-{slug(other)}",
         f"{other} / {base} over the matrix",
-        _svg(fig, pid),
+        f"{other} vs {base}, per cell (ratio of medians)",
         f"Each cell: median rate of {other} divided by {base}'s. Green: {other} faster; red: "
         "slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ in the tables), ≈ "
         "is within ±2 %, ? is open (not separated).",

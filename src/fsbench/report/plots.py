@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import median
 
 from matplotlib.ticker import (
     FuncFormatter,
@@ -18,14 +19,15 @@ from fsbench.report.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
     Plot,
-    _err,
-    _figure,
-    _median,
-    _rows_figure,
-    _slug,
-    _styled,
-    _svg,
+    ci_err,
     colours,
+    headed,
+    new_figure,
+    row_labels,
+    rows_figure,
+    slug,
+    styled,
+    to_svg,
 )
 from fsbench.report.keys import placement_of, workload_key
 from fsbench.report.matrix_plots import knees, matrix_op_plot, ratio_heatmap, stride_plot
@@ -44,7 +46,7 @@ from fsbench.units import fmt_ratio
 
 
 # -- per workload -----------------------------------------------------------------------------
-@_styled
+@styled
 def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Plot | None:
     """Median with 95 % CI per subject; beside it, the ratio to the baseline with its
     interval (fsbench.verdict; hollow and marked ≈ or ? where not decided ▲/▼)."""
@@ -54,7 +56,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
         return None
     col = colours(subjects)
     with_ratio = base is not None and usable(per.get(base)) and len(rows) > 1
-    fig = _figure(PAGE_WIDTH_IN, max(2.4, 0.34 * len(rows) + 1.0))
+    fig = new_figure(PAGE_WIDTH_IN, max(2.4, 0.34 * len(rows) + 1.0))
     axes = fig.subplots(1, 2 if with_ratio else 1, squeeze=False, sharey=True)[0]
     ax = axes[0]
     ys = list(range(len(rows)))[::-1]
@@ -63,7 +65,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
         if not usable(r):
             ax.text(0, y, f"  {r.status}", va="center", color="#b00", fontsize=8)
             continue
-        below, above = _err(r)
+        below, above = ci_err(r)
         ax.barh(y, r.median, color=col[s], alpha=0.85, height=0.6)
         ax.errorbar(r.median, y, xerr=[[below], [above]], color="black", capsize=3, lw=1)
     ax.set_yticks(ys, rows)
@@ -109,8 +111,8 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
         rx.xaxis.set_minor_formatter(NullFormatter())
         rx.set_xlabel(f"ratio to {base} (its verdict's interval)")
         rx.grid(axis="y", visible=False)
-    pid = f"workload-{_slug(group.key)}"
-    return Plot(pid, group.title, _svg(fig, pid))
+    pid = f"workload-{slug(group.key)}"
+    return Plot(pid, group.title, to_svg(fig, pid))
 
 
 # -- costs ------------------------------------------------------------------------------------
@@ -139,11 +141,11 @@ def cost_rows(run: Run) -> list[CostRow]:
                 vals = [r.cpu.per_gib.get(key) for r in rs if r.cpu.per_gib]
                 vals = [v for v in vals if v is not None]
                 if vals:
-                    cpu[key] = _median(vals)
+                    cpu[key] = median(vals)
 
             def med(vals: list[float | None]) -> float | None:
                 got = [v for v in vals if v is not None]
-                return _median(got) if got else None
+                return median(got) if got else None
 
             label = g.title if not g.matrix else f"{g.title} (median of {len(rs)} cells)"
             ctx = [r.subject_ctx_switches_per_gib for r in rs]
@@ -164,26 +166,25 @@ def cost_rows(run: Run) -> list[CostRow]:
     return rows
 
 
-@_styled
+@styled
 def cpu_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
     rows = [r for r in rows if r.cpu]
     if not rows:
         return None
-    fig, ax = _rows_figure(len(rows))
+    fig, ax = rows_figure(len(rows))
     ys = list(range(len(rows)))[::-1]
     for key, name, colour in CPU_PARTS:
         lefts = [sum(r.cpu.get(k, 0.0) for k, _, _ in CPU_PARTS[: _part_index(key)]) for r in rows]
         widths = [r.cpu.get(key, 0.0) for r in rows]
         ax.barh(ys, widths, left=lefts, color=colour, label=name, height=0.7)
-    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=8)
+    row_labels(ax, ys, [f"{r.label} · {r.subject}" for r in rows])
     ax.set_xlabel("CPU seconds per GiB moved")
-    ax.grid(axis="y", visible=False)
     fig.legend(loc="outside upper right", ncols=3)
-    fig.suptitle("Where the CPU went, per GiB", x=0.01, ha="left", fontsize=10)
-    return Plot(
+    return headed(
+        fig,
         "cost-cpu",
         "CPU per GiB",
-        _svg(fig, "cost-cpu"),
+        "Where the CPU went, per GiB",
         "CPU seconds per GiB moved, stacked: the benchmark process (application: fio or "
         "fsbench's worker, user + system), the driver's daemon (FUSE, all threads) and the "
         "kernel threads: the device's own (loop, jbd2, …) and every kworker on the machine, "
@@ -196,7 +197,7 @@ def _part_index(key: str) -> int:
     return [k for k, _, _ in CPU_PARTS].index(key)
 
 
-@_styled
+@styled
 def ctx_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
     rows = [r for r in rows if r.ctx_per_gib is not None]
     # One scope per plot: the subjects' own (an older run has only the machine's).
@@ -205,11 +206,11 @@ def ctx_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
     if not rows:
         return None
     col = colours(subjects)
-    fig, ax = _rows_figure(len(rows))
+    fig, ax = rows_figure(len(rows))
     ys = list(range(len(rows)))[::-1]
     vals = [r.ctx_per_gib or 0.0 for r in rows]
     ax.barh(ys, vals, color=[col.get(r.subject, "#888") for r in rows], height=0.7)
-    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=8)
+    row_labels(ax, ys, [f"{r.label} · {r.subject}" for r in rows])
     if max(vals) > 0 and max(vals) / max(min(v for v in vals if v > 0), 1e-9) > 100:
         ax.set_xscale("log")
     ax.set_xlabel(
@@ -217,12 +218,11 @@ def ctx_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
         if machine
         else "context switches per GiB (app + daemon)"
     )
-    ax.grid(axis="y", visible=False)
-    fig.suptitle("Context switches per GiB", x=0.01, ha="left", fontsize=10)
-    return Plot(
+    return headed(
+        fig,
         "cost-ctx",
         "Context switches per GiB",
-        _svg(fig, "cost-ctx"),
+        "Context switches per GiB",
         (
             "Context switches of the whole machine during the sample (an older run: the "
             "subject's own were not recorded), per GiB moved"
@@ -234,12 +234,12 @@ def ctx_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
     )
 
 
-@_styled
+@styled
 def amplification_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | None:
     rows = [r for r in rows if r.read_amp is not None or r.write_amp is not None]
     if not rows:
         return None
-    fig, ax = _rows_figure(len(rows))
+    fig, ax = rows_figure(len(rows))
     ys = list(range(len(rows)))[::-1]
     reads = [r.read_amp or 0.0 for r in rows]
     writes = [r.write_amp or 0.0 for r in rows]
@@ -252,26 +252,25 @@ def amplification_plot(rows: list[CostRow], subjects: Sequence[str]) -> Plot | N
         label="device written / written",
     )
     ax.axvline(1.0, color="#555", lw=0.8, ls="--")
-    ax.set_yticks(ys, [f"{r.label} · {r.subject}" for r in rows], fontsize=8)
+    row_labels(ax, ys, [f"{r.label} · {r.subject}" for r in rows])
     ax.set_xlabel("bytes at the device per byte the workload moved")
-    ax.grid(axis="y", visible=False)
     for y, r, w in zip(ys, reads, writes, strict=True):
         for dy, v in ((0.18, r), (-0.18, w)):
             if v:
                 ax.text(v, y + dy, f" {v:.2f}", va="center", fontsize=6.5, color="#333")
     fig.legend(loc="outside upper right", ncols=2)
-    fig.suptitle("Read and write amplification", x=0.01, ha="left", fontsize=10)
-    return Plot(
+    return headed(
+        fig,
         "cost-amplification",
         "Read and write amplification",
-        _svg(fig, "cost-amplification"),
+        "Read and write amplification",
         "Bytes the block device read or wrote per byte the workload read or wrote: above 1 "
         "is readahead or metadata and journal traffic, near 0 a read served from a cache.",
     )
 
 
 # -- placement ------------------------------------------------------------------------------------
-@_styled
+@styled
 def placement_plot(run: Run) -> Plot | None:
     """Median rate with 95 % CI per placement, for every subject and workload measured under
     more than one placement."""
@@ -287,7 +286,7 @@ def placement_plot(run: Run) -> Plot | None:
         {p for _, v in rows for p in v}, key=lambda p: order.index(p) if p in order else 9
     )
     shade = dict(zip(places, ("#4c72b0", "#dd8452", "#55a868", "#8172b3"), strict=False))
-    fig = _figure(PAGE_WIDTH_IN, 0.3 * len(rows) * len(places) + 1.1)
+    fig = new_figure(PAGE_WIDTH_IN, 0.3 * len(rows) * len(places) + 1.1)
     ax = fig.subplots(1, 1)
     h = 0.8 / len(places)
     ys = list(range(len(rows)))[::-1]
@@ -296,23 +295,22 @@ def placement_plot(run: Run) -> Plot | None:
             r = per.get(place)
             if r is None:
                 continue
-            below, above = _err(r)
+            below, above = ci_err(r)
             yy = y + 0.4 - h * (i + 0.5)
             ax.barh(yy, r.median, height=h * 0.9, color=shade[place], label=place)
             ax.errorbar(r.median, yy, xerr=[[below], [above]], color="black", capsize=2, lw=0.8)
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles, strict=True))
     fig.legend(uniq.values(), uniq.keys(), loc="outside upper right", ncols=len(uniq))
-    ax.set_yticks(ys, [f"{key} · {subject}" for key, subject in (k for k, _ in rows)], fontsize=8)
+    row_labels(ax, ys, [f"{key} · {subject}" for key, subject in (k for k, _ in rows)])
     unit = rows[0][1][next(iter(rows[0][1]))].unit
     ax.set_xlabel(f"{unit} (median, 95 % CI)")
     ax.set_xlim(left=0)
-    ax.grid(axis="y", visible=False)
-    fig.suptitle("Where the processes ran: CPU placement", x=0.01, ha="left", fontsize=10)
-    return Plot(
+    return headed(
+        fig,
         "placement",
         "CPU placement",
-        _svg(fig, "placement"),
+        "Where the processes ran: CPU placement",
         "free: no pinning; same: the application and the driver's daemon on one CPU; split: on "
         "different CPUs. The explanation gives the ratios and whether they are significant.",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.report.figure import PAGE_WIDTH_IN, Plot, _figure, _styled, _svg
+from fsbench.report.figure import PAGE_WIDTH_IN, Plot, headed, new_figure, styled
 from fsbench.schema import Result, Run
 
 
@@ -27,7 +27,7 @@ def sweeps(run: Run) -> dict[tuple[str, str], dict[int, Result]]:
     return out
 
 
-@_styled
+@styled
 def scaling_plots(run: Run) -> list[Plot]:
     """One plot per workload measured at two or more client counts."""
     plots = []
@@ -36,7 +36,7 @@ def scaling_plots(run: Run) -> list[Plot]:
             continue
         ns = sorted(by_n)
         unit = by_n[ns[0]].unit
-        fig = _figure(PAGE_WIDTH_IN, 3.6)
+        fig = new_figure(PAGE_WIDTH_IN, 3.6)
         ax = fig.subplots(1, 1)
         totals = [by_n[n].median or 0.0 for n in ns]
         lo = [t - (by_n[n].ci95 or (t, t))[0] for n, t in zip(ns, totals, strict=True)]
@@ -58,13 +58,12 @@ def scaling_plots(run: Run) -> list[Plot]:
         ax.set_ylabel(f"{unit} (median)")
         ax.set_ylim(bottom=0)
         fig.legend(loc="outside right upper")
-        fig.suptitle(f"{title} on {subject}: scaling with clients", x=0.01, ha="left", fontsize=10)
-        pid = "clients-scaling-" + "".join(ch if ch.isalnum() else "-" for ch in title)
         plots.append(
-            Plot(
-                pid,
+            headed(
+                fig,
+                "clients-scaling-" + "".join(ch if ch.isalnum() else "-" for ch in title),
                 f"{title}: scaling with clients",
-                _svg(fig, pid),
+                f"{title} on {subject}: scaling with clients",
                 "Total: fio's 'All clients' figure (every client's bytes over the longest "
                 "runtime); per client: each client's own bytes over its runtime. Where the "
                 "total leaves the dotted line, the shared file system stops scaling.",

@@ -15,7 +15,15 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 from fsbench.report.explain import OpFigures, Profile, placement_of, profile, workload_key
-from fsbench.report.figure import PAGE_WIDTH_IN, Plot, _short, _slug, _styled, _svg, colours
+from fsbench.report.figure import (
+    PAGE_WIDTH_IN,
+    Plot,
+    colours,
+    headed,
+    short_size,
+    slug,
+    styled,
+)
 from fsbench.report.summary import is_matrix, measured_subjects, usable
 from fsbench.schema import Run
 
@@ -106,7 +114,7 @@ def _bucket_axis(ax, buckets: list[int], latency: bool) -> None:
     ticks = buckets[::step]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([_us_label(v) if latency else _short(v) for v in ticks])
+    ax.set_xticklabels([_us_label(v) if latency else short_size(v) for v in ticks])
     ax.set_xlim(buckets[0] / 1.6, buckets[-1] * 1.6)
 
 
@@ -160,7 +168,7 @@ def _draw_row(fig: Figure, row: Row, top: float, height: float, labels: list[str
     fig.text(0.1 / w, top + 0.45 / fig.get_size_inches()[1], row.title, fontsize=9.5, va="top")
 
 
-@_styled
+@styled
 def trace_plot(
     key: str, profiles: list[tuple[str, Profile]], subjects: Sequence[str]
 ) -> Plot | None:
@@ -186,13 +194,12 @@ def trace_plot(
         labels = [label for label in order if label in row.panels]
         _draw_row(fig, row, top - 0.5 / total, (hh - 1.05) / total, labels, col)
         top -= hh / total
-    fig.suptitle(f"What the kernel saw: {key}", x=0.01, ha="left", fontsize=10)
     per = profiles[0][1].per
-    pid = f"trace-{_slug(key)}"
-    return Plot(
-        pid,
+    return headed(
+        fig,
+        f"trace-{slug(key)}",
         f"Kernel probes: {key}",
-        _svg(fig, pid),
+        f"What the kernel saw: {key}",
         "From the kernel's tracepoints during each subject's traced run (its last warm-up run, "
         f"untimed: no timed sample is traced), per {per} moved. A row per distribution, a panel "
         "per subject, a line per FUSE opcode or block direction (the four with most requests); "
