@@ -10,13 +10,13 @@ from fsbench.probedefs.factor import (
     OpFigures,
     Profile,
     differs,
+    op_figures,
     ratio_weight,
     read_ops,
     share_text,
     time_factor,
 )
 from fsbench.probedefs.numbers import (
-    dominant,
     fmt_count,
     fmt_us,
     hist_add,
@@ -62,16 +62,7 @@ def read(part: dict[str, Any] | None, prof: Profile) -> dict[str, OpFigures] | N
 
 
 def figures(block: dict[str, OpFigures], per: str) -> list[Figure]:
-    out: list[Figure] = []
-    for d_, f in sorted(block.items()):
-        out.append((f"block.{d_}.count", f"device {d_} requests per {per}", f.count, "count"))
-        dm = dominant(f.size_hist)
-        size = f.mean_size or (dm[0] if dm else None)
-        if size:
-            out.append((f"block.{d_}.size", f"device {d_} request size", size, "bytes"))
-        if f.p50_us is not None:
-            out.append((f"block.{d_}.p50", f"device {d_} latency p50", f.p50_us, "us"))
-    return out
+    return op_figures(block, per, "block", "device", ("p50_us", "latency p50"))
 
 
 def _factor(inp: FactorInput, d: str, f: OpFigures, bf: OpFigures | None) -> Factor:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fsbench.probedefs.numbers import as_dict, fmt_pct, histogram, number
+from fsbench.probedefs.numbers import as_dict, dominant, fmt_pct, histogram, number
 from fsbench.schema import Environment, Quirk, Result, Run
 
 # Figures closer than this ratio to the baseline's (or to the other run's) are not a difference.
@@ -197,4 +197,24 @@ def read_ops(part: dict[str, Any], amount: float) -> dict[str, OpFigures]:
                 for k, v in histogram(as_dict(part.get("latency_hist_us")).get(op)).items()
             },
         )
+    return out
+
+
+def op_figures(
+    ops: dict[str, OpFigures], per: str, key: str, noun: str, latency: tuple[str, str]
+) -> list[Figure]:
+    """What `diff` compares of read_ops' figures: each opcode's or direction's requests per
+    unit, its request size and its latency (`latency`: the OpFigures field and its words,
+    e.g. ("p50_us", "latency p50")), keyed `KEY.OP.count|size|<words' last>`."""
+    field_, words = latency
+    out: list[Figure] = []
+    for op, f in sorted(ops.items()):
+        out.append((f"{key}.{op}.count", f"{noun} {op} requests per {per}", f.count, "count"))
+        d = dominant(f.size_hist)
+        size = f.mean_size or (d[0] if d else None)
+        if size:
+            out.append((f"{key}.{op}.size", f"{noun} {op} request size", size, "bytes"))
+        lat = getattr(f, field_)
+        if lat is not None:
+            out.append((f"{key}.{op}.{words.split()[-1]}", f"{noun} {op} {words}", lat, "us"))
     return out

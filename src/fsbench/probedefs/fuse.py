@@ -11,12 +11,12 @@ from fsbench.probedefs.factor import (
     OpFigures,
     Profile,
     differs,
+    op_figures,
     read_ops,
     share_text,
     time_factor,
 )
 from fsbench.probedefs.numbers import (
-    dominant,
     fmt_count,
     fmt_pct,
     fmt_time,
@@ -161,16 +161,7 @@ def fuse_ops(prof: Profile | None) -> dict[str, OpFigures] | None:
 
 
 def figures(ops: dict[str, OpFigures], per: str) -> list[Figure]:
-    out: list[Figure] = []
-    for op, f in sorted(ops.items()):
-        out.append((f"fuse.{op}.count", f"FUSE {op} requests per {per}", f.count, "count"))
-        d = dominant(f.size_hist)
-        size = f.mean_size or (d[0] if d else None)
-        if size:
-            out.append((f"fuse.{op}.size", f"FUSE {op} request size", size, "bytes"))
-        if f.mean_us is not None:
-            out.append((f"fuse.{op}.latency", f"FUSE {op} latency", f.mean_us, "us"))
-    return out
+    return op_figures(ops, per, "fuse", "FUSE", ("mean_us", "latency"))
 
 
 # -- the explanation ------------------------------------------------------------------------------
