@@ -49,7 +49,7 @@ from fsbench.workloads.base import (
     children_usage,
     hook,
 )
-from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary
+from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary, fio_measurement
 
 # A probe is one round trip per client; a host that does not answer in this long is down (a
 # TCP connect to a silent host would otherwise wait ~2 minutes for its SYN retries).
@@ -446,23 +446,19 @@ class ClientsJob:
                 f"cannot-drop-caches: remote clients (the job asks {self.job.cache}; "
                 "caches on the client hosts are as they are)"
             )
-        return Measurement(
-            value=total["mib_s"],
-            seconds=total["seconds"],
-            bytes=total["bytes"],
-            ops=total["ios"],
-            app_user_s=res.user_s,
-            app_sys_s=res.sys_s,
-            app_ctx=res.ctx,
-            extra={
-                "iops": total["iops"],
-                "lat_us": total["lat_us"],
-                "lat_mean_us": total["lat_mean_us"],
+        # The "All clients" figures as fio_measurement takes a job's (its rate: their bytes
+        # over the longest runtime); a run timed at 0 s fails as a job's does.
+        figures = ("bytes", "seconds", "ios", "iops", "lat_us", "lat_mean_us")
+        m = fio_measurement(
+            {
+                **{k: total[k] for k in figures},
                 "fio_version": out["fio_version"],
                 "clients": out["clients"],
             },
-            flags=flags,
+            res,
         )
+        m.flags = flags
+        return m
 
 
 def _size(path: str) -> int:

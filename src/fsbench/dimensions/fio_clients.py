@@ -14,6 +14,7 @@ from typing import Any
 from fsbench.aggregate import median_of
 from fsbench.schema import ClientFigures, Sample
 from fsbench.workloads.base import WorkloadFailed
+from fsbench.workloads.fio import part_figures
 
 MiB = 1024 * 1024
 DEFAULT_PORT = 8765  # fio's own default for --server
@@ -46,21 +47,13 @@ def _json_doc(stdout: str) -> dict[str, Any]:
 
 
 def _figures(entry: dict[str, Any], direction: str) -> dict[str, Any]:
-    part = entry[direction]
-    lat = part.get("clat_ns") or part.get("lat_ns") or {}
-    pct = lat.get("percentile") or {}
-    pick = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
-    seconds = float(part.get("runtime", 0)) / 1000.0
-    nbytes = int(part.get("io_bytes", 0))
+    fig = part_figures(entry[direction])
+    del fig["lat_pct_us"]  # a client's p50/p99/p99.9 are what its table shows
+    nbytes, seconds = fig["bytes"], fig["seconds"]
     usr, sys_ = float(entry.get("usr_cpu", 0.0)), float(entry.get("sys_cpu", 0.0))
     return {
-        "bytes": nbytes,
-        "ios": int(part.get("total_ios", 0)),
-        "seconds": seconds,
+        **fig,
         "mib_s": nbytes / MiB / seconds if seconds > 0 else 0.0,
-        "iops": float(part.get("iops", 0.0)),
-        "lat_us": {k: pct[v] / 1000.0 for k, v in pick.items() if v in pct},
-        "lat_mean_us": float(lat.get("mean", 0.0)) / 1000.0,
         # fio's own figures: percent of one CPU over the jobs' runtime, on the client host.
         "usr_cpu": usr,
         "sys_cpu": sys_,

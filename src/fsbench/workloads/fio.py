@@ -332,20 +332,25 @@ def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
         raise WorkloadFailed(
             f"fio reported {part['io_bytes']} B in 0 ms: too little work to time; raise --scale"
         )
-    # Completion latency (submission to completion): at depth 1 the same as the whole call's.
+    return {**part_figures(part), "fio_version": doc.get("fio version")}
+
+
+def part_figures(part: dict[str, Any]) -> dict[str, Any]:
+    """One direction ("read" or "write") of a job's, or a client's, entry in fio's JSON:
+    bytes, seconds, I/Os, IOPS and the completion latency (submission to completion: at depth
+    1 the same as the whole call's)."""
     lat = part.get("clat_ns") or part.get("lat_ns") or {}
     pct = lat.get("percentile") or {}
     pick = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
     return {
-        "bytes": int(part["io_bytes"]),
-        "seconds": float(part["runtime"]) / 1000.0,  # includes the final fsync when asked
+        "bytes": int(part.get("io_bytes", 0)),
+        "seconds": float(part.get("runtime", 0)) / 1000.0,  # includes the final fsync when asked
         "ios": int(part.get("total_ios", 0)),
         "iops": float(part.get("iops", 0.0)),
         "lat_us": {k: pct[v] / 1000.0 for k, v in pick.items() if v in pct},
         "lat_mean_us": float(lat.get("mean", 0.0)) / 1000.0,
         # fio's whole percentile list (1 ... 99.99): the points of the report's latency CDF.
         "lat_pct_us": {f"{float(k):g}": v / 1000.0 for k, v in pct.items()},
-        "fio_version": doc.get("fio version"),
     }
 
 
