@@ -28,6 +28,8 @@ from fsbench.report.explain import (
 )
 from fsbench.report.naming import (
     OUTCOME_WORDS,
+    STOP_MARKS,
+    STOP_WORDS,
     baseline_result,
     ci_text,
     confidence_text,
@@ -148,16 +150,6 @@ def _amp(res: Result) -> str:
     return ", ".join(bits)
 
 
-# Why a result got no more samples (Result.stopped): the n column's mark, its words on hover.
-_STOPPED_TEXT = {
-    "settled": "sampling stopped: its answer was settled",
-    "budget": "sampling stopped by the time budget with the answer still open",
-    "max-repeat": "sampling stopped at --max-repeat with the answer still open",
-    "planned": "sampling stopped at the samples its variance planned, the answer still open",
-}
-_STOPPED_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
-
-
 def _row(
     res: Result, base: Result | None, colour: str, best: bool, notes: list[str] | None = None
 ) -> Row:
@@ -179,8 +171,8 @@ def _row(
         amp=_amp(res),
         cache=_CACHE_TEXT.get(res.cache, res.cache),
         n=len(res.samples),
-        stopped=_STOPPED_MARK.get(res.stopped or "", ""),
-        stopped_text=_STOPPED_TEXT.get(res.stopped or "", ""),
+        stopped=STOP_MARKS.get(res.stopped or "", ""),
+        stopped_text=STOP_WORDS.get(res.stopped or "", ""),
         best=best,
         notes=notes or [],
     )

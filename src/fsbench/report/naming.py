@@ -16,6 +16,8 @@ from fsbench.verdict import Verdict
 
 __all__ = [
     "OUTCOME_WORDS",
+    "STOP_MARKS",
+    "STOP_WORDS",
     "SYMBOLS",
     "baseline_result",
     "ci_text",
@@ -39,6 +41,15 @@ OUTCOME_WORDS = {
     "none": "too few samples to judge",
 }
 STYLES = {"better": "green", "worse": "red", "same": "yellow", "open": "dim", "none": "dim"}
+# Why a result got no more samples (Result.stopped): the mark after its sample count, and its
+# words (the page's hover).
+STOP_MARKS = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
+STOP_WORDS = {
+    "settled": "sampling stopped: its answer was settled",
+    "budget": "sampling stopped by the time budget with the answer still open",
+    "max-repeat": "sampling stopped at --max-repeat with the answer still open",
+    "planned": "sampling stopped at the samples its variance planned, the answer still open",
+}
 
 
 def result_title(res: Result) -> str:

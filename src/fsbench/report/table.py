@@ -24,6 +24,7 @@ from fsbench.report.answer import (
 from fsbench.report.explain import explain_run
 from fsbench.report.latency import columns as latency_columns
 from fsbench.report.naming import (
+    STOP_MARKS,
     baseline_result,
     ci_text,
     placement_text,
@@ -81,9 +82,6 @@ _CACHE_SHORT = {
     "direct-not-honored": "direct ✗",
     "n/a": "",
 }
-
-# After the sample count: why a result got no more samples (Result.stopped).
-_STOP_MARK = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
 
 
 def _note_lines(
@@ -152,7 +150,7 @@ def workload_tables(
                 *(cell(r) for _, cell in lat_cols),
                 _cpu_text(r),
                 _CACHE_SHORT.get(r.cache, r.cache),
-                f"{len(r.samples)}{_STOP_MARK.get(r.stopped or '', '')}",
+                f"{len(r.samples)}{STOP_MARKS.get(r.stopped or '', '')}",
             )
         out.append(t)
         out += _note_lines(results, run.schedule, verbose, width)
