@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fsbench.workloads.copy import METHODS, CopyState, copy_tree, fill_file
+from fsbench.workloads.base import fill_file
+from fsbench.workloads.copy import METHODS, CopyState, copy_tree
 
 MiB = 1024 * 1024
 

@@ -326,6 +326,20 @@ def measured_child(argv: list[str], cwd: str | None = None, timeout: float = 360
     return res
 
 
+def fill_file(path: str, size: int, fsync: bool = False) -> None:
+    """Random bytes (no file system can compress or deduplicate them), written once in 1 MiB
+    writes; `fsync`: on the device before it returns."""
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, 1 << 20)
+            f.write(os.urandom(n))
+            left -= n
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
+
+
 def free_bytes(path: str) -> int:
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize

@@ -27,6 +27,7 @@ from fsbench.workloads.base import (
     Measurement,
     Target,
     WorkloadFailed,
+    fill_file,
     free_bytes,
     per_second,
 )
@@ -56,16 +57,6 @@ def need_tmpfs_room(directory: str, nbytes: int) -> None:
         raise WorkloadFailed(
             f"{directory} has {free // MiB} MiB free; the copy source needs {nbytes // MiB} MiB"
         )
-
-
-def fill_file(path: str, size: int) -> None:
-    """Random bytes (no file system can compress or deduplicate them), written once."""
-    with open(path, "wb") as f:
-        left = size
-        while left > 0:
-            n = min(left, MiB)
-            f.write(os.urandom(n))
-            left -= n
 
 
 # -- copying ---------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from fsbench.workloads.base import (
     Unsupported,
     WorkloadFailed,
     children_usage,
+    fill_file,
     free_bytes,
 )
 
@@ -241,14 +242,7 @@ def _write_file(path: str, size: int) -> None:
     # fsynced, so no writeback of it can fall into a later sample's window.
     tmp = path + ".part"
     try:
-        with open(tmp, "wb") as f:
-            left = size
-            while left > 0:
-                n = min(left, MiB)
-                f.write(os.urandom(n))
-                left -= n
-            f.flush()
-            os.fsync(f.fileno())
+        fill_file(tmp, size, fsync=True)
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):
