@@ -303,6 +303,11 @@ def job_section(argv: list[str], name: str, timed: bool = False) -> str:
 
 
 # -- the workload --------------------------------------------------------------------------------
+def _of_job(attr: str) -> Any:
+    """A read-only attribute that is the wrapped FioJob's."""
+    return property(lambda self: getattr(self.job, attr), doc=f"the job's {attr}")
+
+
 @dataclass(frozen=True, eq=False)
 class ClientsJob:
     """One FioJob run from the first `count` clients at once, `numjobs` jobs on each."""
@@ -326,33 +331,17 @@ class ClientsJob:
     def summarize_samples(samples: list[Sample]) -> dict[str, Any]:
         return {"clients": summarize_clients(samples)}
 
-    @property
-    def name(self) -> str:
-        return self.job.name
+    # What the clients run measures and touches is its job's.
+    name = _of_job("name")
+    metric = _of_job("metric")
+    unit = _of_job("unit")
+    higher_is_better = _of_job("higher_is_better")
+    is_write = _of_job("is_write")
+    fileset = _of_job("fileset")
 
     @property
     def description(self) -> str:
         return f"{self.job.description}; from {self.count} client host(s) at once"
-
-    @property
-    def metric(self) -> str:
-        return self.job.metric
-
-    @property
-    def unit(self) -> str:
-        return self.job.unit
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.job.higher_is_better
-
-    @property
-    def is_write(self) -> bool:
-        return self.job.is_write
-
-    @property
-    def fileset(self) -> str:
-        return self.job.fileset
 
     @property
     def id(self) -> str:
