@@ -96,15 +96,19 @@ def dd(args: list[str]) -> float:
     return int(m.group(1)) / MiB / float(m.group(2))
 
 
+def fio_randread_argv(path: str, file_size: int, io_bytes: int) -> list[str]:
+    """The fio command a user types for rand-read/4k-direct: fio's defaults otherwise."""
+    return [
+        "fio", "--output-format=json", "--name=peer", f"--filename={path}",
+        "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=psync",
+        f"--size={file_size}", f"--io_size={io_bytes}", "--randrepeat=1",
+    ]  # fmt: skip
+
+
 def fio_randread(path: str, file_size: int, io_bytes: int) -> float:
     proc = subprocess.run(
-        [
-            "fio", "--output-format=json", "--name=peer", f"--filename={path}",
-            "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=psync",
-            f"--size={file_size}", f"--io_size={io_bytes}", "--randrepeat=1",
-        ],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        fio_randread_argv(path, file_size, io_bytes), capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"fio: {(proc.stderr or proc.stdout).strip()[-200:]}")
     out = parse_fio_json(proc.stdout, "read")
@@ -145,6 +149,10 @@ class Peers:
             self.lab.make_cold(self.s)
             r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
             rates[("seq-read/cold", d)].append((k, r))
+            # Cold again, as fsbench starts every O_DIRECT sample: right after dd's read a FUSE
+            # daemon finds the file in the loop device's page cache (it reads the device
+            # buffered), and ntfs-3g's 4 KiB direct reads then read 0 bytes from the device.
+            self.lab.make_cold(self.s)
             try:
                 r = fio_randread(self.file, self.seq_size, min(RANDOM_IO_BYTES, self.seq_size))
                 rates[("rand-read/4k-direct", d)].append((k, r))
@@ -249,6 +257,9 @@ def main() -> None:
         for d, p in peers.items():
             if p.rand_unsupported:
                 notes.append(f"{d}: the fio 4k direct peer fails: {p.rand_unsupported}")
+        # Read while the peers' lab holds what it tuned (as each compare's does), not after
+        # it put it back: the peers ran in the state these notes describe.
+        notes += [f"peers: {t}" for t in lab.tuned] + memory_notes()
     load1 = os.getloadavg()[0]
     report(results, chosen, drivers, rates, [*notes, *run_notes], args, (load0, load1))
 
@@ -334,7 +345,7 @@ def report(
                         f"  {w:<20} {a}/{b} {fr:6.2f} vs {pr:6.2f} ({fr / pr:4.2f})"
                         f"   {b}/{a} {1 / fr:6.2f} vs {1 / pr:6.2f} ({pr / fr:4.2f})"
                     )
-    for note in [*notes, *memory_notes()]:
+    for note in notes:
         print(f"note: {note}")
     if not ratios:
         print("worst agreement n/a (no row had both figures)")

@@ -1,0 +1,89 @@
+"""bench/peers.py: each peer is what a user types, in the cache state fsbench measures in.
+
+The bench itself needs root and real mounts; these check what decides its numbers: the peer's
+fio command against fsbench's own job, and that every read peer starts cold.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from fsbench.workloads.base import Target
+from fsbench.workloads.fio import FIO_JOBS, RANDOM_IO_BYTES
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+MiB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def peers() -> Any:
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module("peers")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def flags(argv: list[str]) -> dict[str, str]:
+    return dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+
+
+def test_fio_peer_asks_what_fsbench_asks(peers: Any) -> None:
+    """Every option that decides the I/O is the same in the peer's command and fsbench's job
+    (fsbench adds only its own reporting and clock options, which the peer leaves default)."""
+    size = 819 * MiB
+    job = next(j for j in FIO_JOBS if getattr(j, "id", "") == "rand-read/4k-direct")
+    ours = flags(job.argv(Target("ext4", "/mnt/x", "kernel", size)))
+    theirs = flags(peers.fio_randread_argv("/mnt/x/peer.seq", size, RANDOM_IO_BYTES))
+    for key in ("rw", "bs", "direct", "ioengine", "size", "io_size", "randrepeat"):
+        assert theirs[key] == ours[key], key
+    assert "iodepth" not in theirs and "iodepth" not in ours
+
+
+class FakeLab:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def make_cold(self, _s: object) -> None:
+        self.log.append("cold")
+
+
+def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read right after another read of the same file is not cold: on ntfs-3g, fio's direct
+    reads after dd's read came from the loop device's page cache (0 bytes read from the
+    device, measured). So each read peer runs right after its own cache drop."""
+    log: list[str] = []
+
+    def dd(args: list[str]) -> float:
+        log.append("dd write" if "if=/dev/zero" in args else "dd read")
+        return 1.0
+
+    def fio(*_a: object) -> float:
+        log.append("fio")
+        return 1.0
+
+    def xxhsum(*_a: object) -> None:
+        log.append("xxhsum")
+
+    monkeypatch.setattr(peers, "dd", dd)
+    monkeypatch.setattr(peers, "fio_randread", fio)
+    monkeypatch.setattr(peers, "run_xxhsum", xxhsum)
+    monkeypatch.setattr(peers, "run_xxhsum_parallel", xxhsum)
+    monkeypatch.setattr(peers, "walk_tree", lambda _root: ([], []))
+    p = object.__new__(peers.Peers)
+    p.lab, p.s = FakeLab(log), SimpleNamespace(spec=SimpleNamespace(id="ntfs-3g"))
+    p.seq_size, p.threads, p.tree_bytes = 8 * MiB, 2, MiB
+    p.file, p.root, p.rand_unsupported = "/nonexistent/peer.seq", "/nonexistent/tree", None
+    monkeypatch.setattr(peers.os, "sync", lambda: None)
+    rates: dict = {(w, "ntfs-3g"): [] for w in [*peers.WORKLOADS, peers.ONE_XXHSUM]}
+    p.round(0, rates, writes=1, reads=2)
+    reads = [i for i, e in enumerate(log) if e in ("dd read", "fio", "xxhsum")]
+    assert len(reads) == 2 * 3 + 1
+    assert all(log[i - 1] == "cold" for i in reads), log
+    assert len(rates[("rand-read/4k-direct", "ntfs-3g")]) == 2
