@@ -128,14 +128,16 @@ def fmt_pct(x: float) -> str:
 
 
 def size_phrase(h: dict[int, float], mean: float | None) -> tuple[str, int | None]:
-    """('4 KiB each' | 'mostly 4 KiB (60 %)', the dominant bucket when it dominates)."""
+    """('4 KiB each' | 'mostly 4 KiB (60 % of them)', the dominant bucket when it dominates).
+    'of them': a share of the requests, never to be read as the share of time other factors
+    give in parentheses."""
     d = dominant(h)
     if d is not None and d[1] >= DOMINANT:
         size = mean if mean is not None and d[0] <= mean < 2 * d[0] else d[0]
         return f"{size_text(size)} each", d[0]
     if d is not None:
         avg = f", average {size_text(mean)}" if mean else ""
-        return f"mostly {size_text(d[0])} ({fmt_pct(d[1])}){avg}", None
+        return f"mostly {size_text(d[0])} ({fmt_pct(d[1])} of them){avg}", None
     if mean:
         return f"{size_text(mean)} on average", None
     return "", None
