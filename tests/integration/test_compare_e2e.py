@@ -3,6 +3,7 @@ a subject that fails to mount on its own, and a directory measured by an unprivi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from conftest import (
     mount_at,
     need_drivers,
 )
+from rich.console import Console
 
 from fsbench.env import NO_NOISE_FLOOR_NOTE
 from fsbench.errors import EXIT_FAILED
@@ -28,6 +30,7 @@ from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
 from fsbench.pipeline import Plan
 from fsbench.registry import resolve_workloads
+from fsbench.report.sections import render, render_html
 
 NOBODY = 65534
 
@@ -178,6 +181,14 @@ def test_subject_that_fails_to_mount_fails_alone(
         "ext4:noatime": "failed",
         "ext4": "ok",
     }
+    # No output vouches for the volume that never mounted: the terminal's integrity summary
+    # names ext4 alone, and the page (which leads with the broken image's failure) no ok line.
+    con = Console(width=100, record=True, color_system=None, file=io.StringIO())
+    render(run, con)
+    ok = [ln for ln in con.export_text().splitlines() if ln.startswith("integrity: ok")]
+    assert ok and ok[0].startswith("integrity: ok — ext4 (")
+    page = render_html(run)
+    assert not any("ext4:noatime" in ln for ln in page.splitlines() if "Integrity: ok" in ln)
 
 
 # -- run --target as an unprivileged user ----------------------------------------------------
