@@ -7,7 +7,9 @@ its own adaptive sampling), and on RAM images of the same size, formatted and mo
 fsbench's own lab, the peers over files of the sizes that run used (checked against its
 results.json):
 
-    seq-write/fsync      dd if=/dev/zero of=F bs=1M count=N conv=fsync   (dd's own rate)
+    seq-write/fsync      dd if=/dev/zero of=F bs=1M count=N conv=fsync   (dd's own rate), both
+                         sides at --placement same: dd (fsbench's writer) and a FUSE daemon on
+                         one CPU (left free, ntfs-3g's rate is one of two 3.4x apart by chance)
     seq-read/cold        dd if=F of=/dev/null bs=1M, after sync, drop_caches and (FUSE) a remount
     rand-read/4k-direct  fio --rw=randread --bs=4k --direct=1 --io_size=64M  (fio's own rate)
     tree-hash/cold       the tree's walk and xxhsum -H2 over the files tree-hash reads, cold,
@@ -27,6 +29,7 @@ shared-machine lock (flock /tmp/fsbench-heavy.lock).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -37,18 +40,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from treehash_vs_xxhsum import run_xxhsum, run_xxhsum_parallel
 
+from fsbench.dimensions.placement import pin
 from fsbench.env import memory_notes
 from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
 from fsbench.manifest import default_threads, walk_tree
 from fsbench.targets import FILE_FRACTION
+from fsbench.workloads.base import Target
 from fsbench.workloads.fio import RANDOM_IO_BYTES, parse_fio_json
 from fsbench.workloads.treehash import TREE_DIR, plan_tree, write_tree
 
@@ -61,6 +66,11 @@ PEER = {
     "tree-hash/cold": "xxhsum -H2 (cold)",
 }
 LOW, HIGH = 0.85, 1.18
+# Where the writer and a FUSE daemon run, on both sides (`--placement`, the peer pinned by the
+# same `pin`). ntfs-3g writes in 4 KiB FUSE requests, two wake-ups each: dd with the daemon on
+# one CPU wrote 233-242 MiB/s, on two 69-71, left free 65-124 (one CPU or two by chance), so
+# at `free` two runs of either side differ by up to 3.4x and no ratio of them means anything.
+PLACED = {"seq-write/fsync": "same"}
 THREADS = default_threads()  # tree-hash's threads (one per CPU), so its peer's processes
 # (workload, driver) -> a peer's (round, MiB/s) measurements
 Rates = dict[tuple[str, str], list[tuple[int, float]]]
@@ -72,16 +82,24 @@ def base(spec: str) -> str:
     return spec.split(":")[0]
 
 
+def compare_argv(drivers: list[str], workload: str, size: str, out: Path, db: Path) -> list[str]:
+    placed = PLACED.get(base(workload))
+    return [
+        sys.executable, "-m", "fsbench", "compare", *drivers,
+        "--workloads", workload, "--size", size,
+        *(["--placement", placed] if placed else []),
+        "--out", str(out), "--db", str(db),
+    ]  # fmt: skip
+
+
 def run_fsbench(drivers: list[str], workload: str, size: str, tmp: Path) -> dict[str, Any]:
     out = tmp / workload.replace("/", "-").replace(":", "-")
     proc = subprocess.run(
-        [
-            sys.executable, "-m", "fsbench", "compare", *drivers,
-            "--workloads", workload, "--size", size,
-            "--out", str(out), "--db", str(tmp / "results.db"),
-        ],
-        capture_output=True, text=True, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        compare_argv(drivers, workload, size, out, tmp / "results.db"),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode not in (0, 1):  # 1: a workload failed somewhere; the rest is reported
         sys.exit(f"fsbench compare failed: {proc.stderr.strip()[-500:]}")
     return json.loads((out / "results.json").read_text())
@@ -135,6 +153,21 @@ class Peers:
         self.tree_bytes = sum(f.size for f in layout)
         self.rand_unsupported: str | None = None
 
+    @contextlib.contextmanager
+    def placed(self, workload: str) -> Iterator[None]:
+        """This thread (so the peer it starts) and the daemon where fsbench's run of
+        `workload` puts its application and daemon (PLACED), by fsbench's own `pin`."""
+        s = self.s
+        target = Target(
+            s.spec.id, s.workdir, s.spec.driver.kind, self.seq_size, daemon_pid=s.daemon_pid
+        )
+        pinned = pin(PLACED.get(workload, "free"), target)
+        try:
+            yield
+        finally:
+            if pinned is not None:
+                pinned.restore()
+
     def round(self, k: int, rates: Rates, writes: int = 2, reads: int = 3) -> None:
         """Round k of every peer: the write `writes` times, each read `reads` times."""
         d = self.s.spec.id
@@ -144,7 +177,8 @@ class Peers:
                 os.unlink(self.file)
             os.sync()  # a new file, as fsbench's seq-write/fsync writes one
             args = ["if=/dev/zero", f"of={self.file}", "bs=1M", f"count={count}", "conv=fsync"]
-            rates[("seq-write/fsync", d)].append((k, dd(args)))
+            with self.placed("seq-write/fsync"):
+                rates[("seq-write/fsync", d)].append((k, dd(args)))
         for _ in range(reads):
             self.lab.make_cold(self.s)
             r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
@@ -171,7 +205,10 @@ class Peers:
 
 
 def by_result(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(r["workload_id"] or r["workload"], r["subject"]): r for r in doc["results"]}
+    """Results by (workload, subject); a placed workload's id (`W@same`) is keyed as W."""
+    return {
+        ((r["workload_id"] or r["workload"]).split("@")[0], r["subject"]): r for r in doc["results"]
+    }
 
 
 def planned_sizes(size: int) -> int:
@@ -323,7 +360,8 @@ def report(
                 why = "no fsbench result" if r is None else (r.get("error") or "no peer figure")
                 q = f"{'n/a':>12}  ({why})"
             n = len(r["samples"]) if r else 0
-            print(f"{spec:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
+            label = f"{spec}@{PLACED[w]}" if w in PLACED else spec
+            print(f"{label:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
             if (spec, d) in ratios and not LOW <= ratios[(spec, d)] <= HIGH:
                 notes.append(outside_note(spec, d, r["samples"], got))
     if "tree-hash/cold" in map(base, chosen):

@@ -77,13 +77,31 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(peers, "run_xxhsum_parallel", xxhsum)
     monkeypatch.setattr(peers, "walk_tree", lambda _root: ([], []))
     p = object.__new__(peers.Peers)
-    p.lab, p.s = FakeLab(log), SimpleNamespace(spec=SimpleNamespace(id="ntfs-3g"))
+    spec = SimpleNamespace(id="ntfs-3g", driver=SimpleNamespace(kind="fuse"))
+    p.lab = FakeLab(log)
+    p.s = SimpleNamespace(spec=spec, workdir="/nonexistent", daemon_pid=1)
     p.seq_size, p.threads, p.tree_bytes = 8 * MiB, 2, MiB
     p.file, p.root, p.rand_unsupported = "/nonexistent/peer.seq", "/nonexistent/tree", None
     monkeypatch.setattr(peers.os, "sync", lambda: None)
+    monkeypatch.setattr(peers, "pin", lambda placement, _t: log.append(f"pin {placement}"))
     rates: dict = {(w, "ntfs-3g"): [] for w in [*peers.WORKLOADS, peers.ONE_XXHSUM]}
     p.round(0, rates, writes=1, reads=2)
     reads = [i for i, e in enumerate(log) if e in ("dd read", "fio", "xxhsum")]
     assert len(reads) == 2 * 3 + 1
     assert all(log[i - 1] == "cold" for i in reads), log
     assert len(rates[("rand-read/4k-direct", "ntfs-3g")]) == 2
+    # The write peer runs where fsbench's seq-write runs (PLACED): pinned just before dd.
+    assert log[log.index("dd write") - 1] == f"pin {peers.PLACED['seq-write/fsync']}"
+
+
+def test_placed_workloads_compare_at_their_placement(peers: Any, tmp_path: Path) -> None:
+    """A workload the peers pin runs its compare at the same placement, and its result
+    (`W@same`) is found under W; the others run at fsbench's default (free)."""
+    assert peers.PLACED["seq-write/fsync"] == "same"
+    for w in peers.WORKLOADS:
+        argv = peers.compare_argv(["ext4", "ntfs-3g"], w, "2G", tmp_path, tmp_path / "db")
+        i = argv.index("--placement") if "--placement" in argv else None
+        assert (argv[i + 1] if i is not None else None) == peers.PLACED.get(w), w
+    doc = {"results": [{"workload_id": "seq-write/fsync@same", "workload": "seq-write",
+                        "subject": "ntfs-3g"}]}  # fmt: skip
+    assert set(peers.by_result(doc)) == {("seq-write/fsync", "ntfs-3g")}
