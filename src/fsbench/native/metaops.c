@@ -336,6 +336,49 @@ done:
     return result;
 }
 
+#define PATH_LEN (NAME_STRIDE + DIR_NAME_LEN)  /* "dNNNN/" + a file name */
+
+/* A Python list of n names (decoded as os.fsdecode does), the i-th written by name_at. */
+static PyObject *name_list(Py_ssize_t n, void (*name_at)(char *, size_t, const void *),
+                           const void *ctx) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) return NULL;
+    char buf[PATH_LEN];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        name_at(buf, (size_t)i, ctx);
+        PyObject *s = PyUnicode_DecodeFSDefault(buf);
+        if (s == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, s);
+    }
+    return list;
+}
+
+typedef struct {
+    size_t n, dirs;
+    int renamed;
+} layout_t;
+
+/* File i's path relative to root in run()'s layout. */
+static void layout_path(char *out, size_t i, const void *ctx) {
+    const layout_t *l = ctx;
+    char name[NAME_STRIDE], dname[DIR_NAME_LEN];
+    file_name(name, i, l->renamed);
+    if (l->dirs) {
+        dir_name(dname, dir_of(i, l->n, l->dirs));
+        snprintf(out, PATH_LEN, "%s/%s", dname, name);
+    } else {
+        snprintf(out, PATH_LEN, "%s", name);
+    }
+}
+
+static void layout_dir(char *out, size_t d, const void *ctx) {
+    (void)ctx;
+    dir_name(out, d);
+}
+
 PyDoc_STRVAR(names_doc,
              "names(n, dirs=0, renamed=False) -> list[str]\n\n"
              "The paths, relative to root, that run() uses for n files in this layout.");
@@ -350,25 +393,8 @@ static PyObject *metaops_names(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_ValueError, "need n >= 0 and 0 <= dirs <= n");
         return NULL;
     }
-    PyObject *list = PyList_New(n);
-    if (list == NULL) return NULL;
-    char name[NAME_STRIDE], dname[DIR_NAME_LEN], path[NAME_STRIDE + DIR_NAME_LEN];
-    for (Py_ssize_t i = 0; i < n; i++) {
-        file_name(name, (size_t)i, renamed);
-        if (dirs) {
-            dir_name(dname, dir_of((size_t)i, (size_t)n, (size_t)dirs));
-            snprintf(path, sizeof(path), "%s/%s", dname, name);
-        } else {
-            snprintf(path, sizeof(path), "%s", name);
-        }
-        PyObject *s = PyUnicode_DecodeFSDefault(path);
-        if (s == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, s);
-    }
-    return list;
+    layout_t layout = {(size_t)n, (size_t)dirs, renamed};
+    return name_list(n, layout_path, &layout);
 }
 
 PyDoc_STRVAR(dir_names_doc, "dir_names(dirs) -> list[str]\n\nThe tree layout's directories.");
@@ -381,19 +407,7 @@ static PyObject *metaops_dir_names(PyObject *self, PyObject *arg) {
         PyErr_Format(PyExc_ValueError, "dirs must be between 0 and %d", MAX_DIRS);
         return NULL;
     }
-    PyObject *list = PyList_New(dirs);
-    if (list == NULL) return NULL;
-    char dname[DIR_NAME_LEN];
-    for (Py_ssize_t d = 0; d < dirs; d++) {
-        dir_name(dname, (size_t)d);
-        PyObject *s = PyUnicode_DecodeFSDefault(dname);
-        if (s == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, d, s);
-    }
-    return list;
+    return name_list(dirs, layout_dir, NULL);
 }
 
 /* list_dirs: `ls -l` of given directories (an aged tree's), timed in C: open each directory,
