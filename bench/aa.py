@@ -128,7 +128,9 @@ def measured(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, Run]]:
         run = compare_run(KNOWN, argv, tmp, f"known-{i}", args.lock)
         if run is not None:
             yield "known", run
-    sets = [KERNEL_SET] * args.runs + [FUSE_SET] * args.fuse_runs + [BTRFS_SET] * args.btrfs_runs
+    # Round-robin over the sets: a batch cut short still has runs of each.
+    counts = [(KERNEL_SET, args.runs), (FUSE_SET, args.fuse_runs), (BTRFS_SET, args.btrfs_runs)]
+    sets = [s for k in range(max(n for _, n in counts)) for s, n in counts if k < n]
     for i, subjects in enumerate(sets):
         run = compare_run(subjects, extra, tmp, f"aa-{i}", args.lock)
         if run is not None:
