@@ -124,6 +124,19 @@ def test_integrity_summary_names_only_mounted_subjects() -> None:
     assert "ext2" in line and "ext4" not in line
 
 
+def test_a_damaged_image_that_never_mounted_is_no_ones_ok_and_said_so() -> None:
+    run = _run()
+    gone = run.subjects[6]  # xfs: its mount failed on an image the checker finds damaged
+    assert gone.id == "xfs"
+    gone.status, gone.error = "failed", "mount failed: bad superblock"
+    run.results = [r for r in run.results if r.subject != gone.id]
+    gone.integrity = Integrity(status="failed", problems=["xfs_repair: bad magic number"])
+    term = _terminal(run)
+    assert "xfs: integrity: failed — xfs_repair: bad magic number (it never mounted" in term
+    assert not any("xfs" in ln for ln in term.splitlines() if "integrity: ok" in ln)
+    assert not any("xfs" in ln for ln in _page(run).splitlines() if "Integrity: ok" in ln)
+
+
 def test_fixture_is_a_real_run() -> None:
     doc = json.loads(FIXTURE.read_text())
     assert doc["environment"]["kernel"] and len(doc["results"]) == 16

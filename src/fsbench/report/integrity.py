@@ -37,12 +37,16 @@ def checked_subjects(run: Run) -> list[Subject]:
 def failure_lines(run: Run) -> list[str]:
     """One line per damaged subject, for the very top of every report."""
     out = []
+    measured = {r.subject for r in run.results if r.samples}
     for s in failed_subjects(run):
         assert s.integrity is not None
-        out.append(
-            f"{s.id}: integrity: failed — {'; '.join(s.integrity.problems[:3])} "
-            "(its speed figures are shown but not ranked)"
+        # A volume that never mounted was damaged before any workload: none of its own.
+        why = (
+            "its speed figures are shown but not ranked"
+            if s.id in measured or s.integrity.digest_files
+            else "it never mounted: no workload wrote to it"
         )
+        out.append(f"{s.id}: integrity: failed — {'; '.join(s.integrity.problems[:3])} ({why})")
     return out
 
 
