@@ -25,8 +25,9 @@ MAX_ITERATIONS = 20
 # compile/install at 0.1 s spread ±111 %): timer resolution is not the limit, everything a
 # sample pays once (process start, open, the final fsync, a writeback flush) is.
 TOO_SHORT_S = 1.0
-# In a short-sample flag: the workload itself asks for less (one pass of its work per sample).
-OWN_MINIMUM = "the workload's own minimum"
+# A sample shorter than --min-sample-time is flagged with one of these codes: ended early, at
+# the iteration cap, or at the workload's own lower minimum (one pass of its work a sample).
+SHORT, SHORT_CAPPED, SHORT_OWN = "short-sample", "short-sample-capped", "short-sample-own"
 
 
 def median_of(xs: list[float]) -> float:
@@ -90,10 +91,11 @@ def _too_short(det: list[Sample], seconds: float, moved: float, ops: int) -> Not
     """The note for samples too short to trust, or None. A workload that asks for less
     than the run's minimum (matrix cells) says why in its short-sample flag; any other sample
     under TOO_SHORT_S is too short to trust."""
-    by_design = all(any(OWN_MINIMUM in f for f in x.flags) for x in det)
+    codes = [{notecodes.flag_note(f).code for f in x.flags} for x in det]
+    by_design = all(SHORT_OWN in c for c in codes)
     if seconds >= TOO_SHORT_S or by_design:
         return None
-    capped = any(f"{MAX_ITERATIONS} iterations" in f for x in det for f in x.flags)
+    capped = any(SHORT_CAPPED in c for c in codes)
     grow = (
         "--min-sample-time"
         if not capped

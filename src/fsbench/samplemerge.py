@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from fsbench.aggregate import MAX_ITERATIONS, OWN_MINIMUM, median_of
+from fsbench.aggregate import MAX_ITERATIONS, SHORT, SHORT_CAPPED, SHORT_OWN, median_of
 from fsbench.probes.sample import ProbeDelta
 from fsbench.schema import Device, Sample
 from fsbench.workloads.base import Measurement, Workload, hook
@@ -33,18 +33,22 @@ def short_sample_flags(seconds: float, iterations: int, wl: Workload, asked: flo
     """Why a sample lasted less than --min-sample-time (`asked`), if it did."""
     if seconds >= asked:
         return []
-    head = f"short-sample: {seconds:.2f} s, under --min-sample-time {asked:g} s"
+    # The code says why (aggregate reads it): the iteration cap, the workload's own minimum.
+    figures = f"{seconds:.2f} s, under --min-sample-time {asked:g} s"
     own = hook(wl, "min_sample_s")
     if seconds <= 0:
-        return [f"{head}: the workload reported no time"]
+        return [f"{SHORT}: {figures}: the workload reported no time"]
     if iterations >= MAX_ITERATIONS:
         return [
-            f"{head}: stopped at {MAX_ITERATIONS} iterations (the cap); more work per "
-            "iteration (--size or --scale) makes it longer"
+            f"{SHORT_CAPPED}: {figures}: stopped at {MAX_ITERATIONS} iterations (the cap); more "
+            "work per iteration (--size or --scale) makes it longer"
         ]
     if own is not None and float(own) < asked:
-        return [f"{head}: {OWN_MINIMUM} is {float(own):g} s (one pass of its work a sample)"]
-    return [f"{head}: ended early"]
+        return [
+            f"{SHORT_OWN}: {figures}: the workload's own minimum is {float(own):g} s (one pass "
+            "of its work a sample)"
+        ]
+    return [f"{SHORT}: {figures}: ended early"]
 
 
 def merge_iterations(runs: list[Iteration], wl: Workload) -> Iteration:

@@ -193,14 +193,17 @@ def test_a_sample_shorter_than_min_sample_time_says_why(
     # 1 MiB at 50 MiB/s: 0.02 s an iteration; the iteration cap ends the sample at 0.4 s.
     capped = FakeWorkload(min_sample_s=None)  # type: ignore[arg-type]
     res = _short_run(tmp_path, capped, MiB, min_sample_s=1.0, rewarm=False)
-    assert all(any(f.startswith("short-sample:") and "iterations" in f for f in s.flags)
+    assert all(any(f.startswith("short-sample-capped: ") and "iterations" in f for f in s.flags)
                for s in res.sample_details)  # fmt: skip
     assert any("short-sample" in f for f in res.flags)
     # Under the ~1 s a sample needs (the design's figure), not only under 0.2 s.
     assert any("too short" in w for w in res.warnings)
     # A workload with its own lower minimum (matrix cells: one pass) says that instead.
     own = _short_run(tmp_path, FakeWorkload(), 32 * MiB, min_sample_s=1.0)
-    assert all(any("own minimum" in f for f in s.flags) for s in own.sample_details)
+    assert all(
+        any(f.startswith("short-sample-own: ") and "own minimum" in f for f in s.flags)
+        for s in own.sample_details
+    )
     # Long enough: nothing to say.
     long = _short_run(tmp_path, FakeWorkload(), 100 * MiB, min_sample_s=1.0)
     assert not any("short-sample" in f for f in long.flags)
