@@ -25,30 +25,26 @@ Parser = Callable[[str, str], Any]  # (flag, text) -> value; raises UsageError
 
 # -- parser factories: each message is one line that starts with the flag and the input --------
 def integer(lo: int, hi: int) -> Parser:
-    def parse(flag: str, text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise UsageError(f"{flag} {text!r}: not a whole number") from None
-        if not lo <= n <= hi:
-            raise UsageError(f"{flag} {n}: must be between {lo} and {hi}")
-        return n
-
-    parse.metavar = "INTEGER"  # type: ignore[attr-defined]
-    return parse
+    return _between(int, lo, hi, "a whole number", "", "INTEGER")
 
 
 def number(lo: float, hi: float, unit: str) -> Parser:
-    def parse(flag: str, text: str) -> float:
+    return _between(float, lo, hi, f"a number of {unit}", f" {unit}", unit.upper())
+
+
+def _between(kind: type, lo: float, hi: float, noun: str, unit: str, metavar: str) -> Parser:
+    show = str if kind is int else "{:g}".format  # 2**31 - 1 is no 2.14748e+09
+
+    def parse(flag: str, text: str) -> Any:
         try:
-            v = float(text)
+            v = kind(text)
         except ValueError:
-            raise UsageError(f"{flag} {text!r}: not a number of {unit}") from None
+            raise UsageError(f"{flag} {text!r}: not {noun}") from None
         if not lo <= v <= hi:  # also refuses nan
-            raise UsageError(f"{flag} {text}: must be between {lo:g} and {hi:g} {unit}")
+            raise UsageError(f"{flag} {text}: must be between {show(lo)} and {show(hi)}{unit}")
         return v
 
-    parse.metavar = unit.upper()  # type: ignore[attr-defined]
+    parse.metavar = metavar  # type: ignore[attr-defined]
     return parse
 
 

@@ -160,6 +160,7 @@ class _Copy(Declared):
     """What copy-large and copy-small share: variant, tmpfs area, the pinned method."""
 
     merge_extra: ClassVar[dict[str, Any]] = {"files_per_s": "rate:ops"}
+    descriptions: ClassVar[dict[str, str]]  # by variant
 
     variant: str  # in | out
     source_root: str = SOURCE_ROOT
@@ -172,6 +173,10 @@ class _Copy(Declared):
     def __post_init__(self) -> None:
         if self.variant not in ("in", "out"):
             raise ValueError(f"variant must be 'in' or 'out', not {self.variant!r}")
+
+    @property
+    def description(self) -> str:
+        return self.descriptions[self.variant]
 
     @property
     def cache(self) -> str:
@@ -332,14 +337,11 @@ class CopyLarge(_Copy):
     share: float = LARGE_SHARE
     file_bytes: int | None = None  # fixed size (tests); None: a share of the target
 
-    @property
-    def description(self) -> str:
-        if self.variant == "in":
-            return (
-                "one large file copied from tmpfs into the target, fsync included "
-                "(seed 002: a 5 GB movie onto an NTFS disk)"
-            )
-        return "one large file copied from the target back out to tmpfs, cold"
+    descriptions: ClassVar[dict[str, str]] = {
+        "in": "one large file copied from tmpfs into the target, fsync included "
+        "(seed 002: a 5 GB movie onto an NTFS disk)",
+        "out": "one large file copied from the target back out to tmpfs, cold",
+    }
 
     def size(self, target: Target) -> int:
         if self.file_bytes is not None:
@@ -389,14 +391,11 @@ class CopySmall(_Copy):
     file_bytes: int = SMALL_FILE
     files: int | None = None  # fixed count (tests); None: a share of the target
 
-    @property
-    def description(self) -> str:
-        if self.variant == "in":
-            return (
-                "a tree of 1 MiB files copied from tmpfs into the target, each file fsynced "
-                "(seed 002: 5000 × 1 MB files)"
-            )
-        return "a tree of 1 MiB files copied from the target back out to tmpfs, cold"
+    descriptions: ClassVar[dict[str, str]] = {
+        "in": "a tree of 1 MiB files copied from tmpfs into the target, each file fsynced "
+        "(seed 002: 5000 × 1 MB files)",
+        "out": "a tree of 1 MiB files copied from the target back out to tmpfs, cold",
+    }
 
     def count(self, target: Target) -> int:
         if self.files is not None:
