@@ -17,7 +17,8 @@ from fsbench.commands.report import with_driver_quirks
 from fsbench.report.answer import answers
 from fsbench.report.export import to_csv, to_markdown, write_figures
 from fsbench.report.naming import result_title
-from fsbench.report.summary import compare, report_order
+from fsbench.report.notes import counted_lines, table_notes
+from fsbench.report.summary import compare, groups, report_order
 from fsbench.schema import Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
@@ -46,6 +47,10 @@ def test_markdown_has_the_answer_a_table_per_workload_and_the_environment() -> N
     env = next(ln for ln in lines if ln.startswith("Environment: "))
     assert "Linux 6.18.44" in env and "backing ram" in env and "fio-3.33" in env
     assert "raise --repeat" not in md
+    # Under each table the terminal's counted notes, in its words (notes.table_notes).
+    for g in groups(run):
+        for line in counted_lines(table_notes(g.results(), run.schedule, detail=False)):
+            assert f"{line}  " in lines
 
 
 def test_csv_has_verdict_columns_and_every_sample() -> None:

@@ -23,6 +23,7 @@ from fsbench.report.naming import (
     ranked,
     result_title,
 )
+from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.summary import compare, groups, measured_subjects, report_order, usable
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
@@ -286,6 +287,10 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
         if not results:
             continue
         lines += [f"### {g.title}", "", *_workload_table(run, results), ""]
+        # Under it, what the terminal says under its table (notes.table_notes: one decision).
+        told = table_notes(results, run.schedule, detail=False)
+        said = [*counted_lines(told), *(f"{sid}: {why}" for sid, why in told.failures)]
+        lines += [*(f"{_md(x)}  " for x in said), ""] if said else []
     lines += [
         # The terminal's legend, word for word.
         f"vs: ratio to the baseline with its interval · {family_of(run).legend()} · "
