@@ -11,7 +11,8 @@ results.json):
                          sides at --placement same: dd (fsbench's writer) and a FUSE daemon on
                          one CPU (left free, ntfs-3g's rate is one of two 3.4x apart by chance)
     seq-read/cold        dd if=F of=/dev/null bs=1M, after sync, drop_caches and (FUSE) a remount
-    rand-read/4k-direct  fio --rw=randread --bs=4k --direct=1 --io_size=64M  (fio's own rate)
+    rand-read/4k-direct  fio --rw=randread --bs=4k --direct=1 --io_size=64M  (fio's own rate),
+                         after its own cache drop and (FUSE) remount, as fsbench's samples
     tree-hash/cold       the tree's walk and xxhsum -H2 over the files tree-hash reads, cold,
                          in as many processes as tree-hash has threads (xargs -P); one
                          process (seed 000's way) printed beside it
@@ -280,10 +281,16 @@ def main() -> None:
             lab.mount(s)
             n = planned_sizes(size)
             peers[s.spec.id] = Peers(lab, s, n, n, default_threads())
+        # The 1-minute load average as each peer round and each compare starts: a row whose
+        # sides saw different machines says so in its note.
+        at_round = {0: os.getloadavg()[0]}
+        at_compare: dict[int, float] = {}
         for p in peers.values():
             p.round(0, rates)
         for k, w in enumerate(chosen, start=1):
+            at_compare[k] = os.getloadavg()[0]
             doc = run_fsbench(drivers, w, args.size, tmp)
+            at_round[k] = os.getloadavg()[0]
             got = by_result(doc)
             check_same_work(base(w), got, peers)
             # Keyed by what was asked: seq-read/cold and seq-read/cold:psync are both there.
@@ -298,7 +305,12 @@ def main() -> None:
         # it put it back: the peers ran in the state these notes describe.
         notes += [f"peers: {t}" for t in lab.tuned] + memory_notes()
     load1 = os.getloadavg()[0]
-    report(results, chosen, drivers, rates, [*notes, *run_notes], args, (load0, load1))
+    machine = {
+        k: f"load average {at_round[k - 1]:.1f} at the peers before, {at_compare[k]:.1f} -> "
+        f"{at_round[k]:.1f} across the compare"
+        for k in at_compare
+    }
+    report(results, chosen, drivers, rates, [*notes, *run_notes], args, (load0, load1), machine)
 
 
 def outside_note(spec: str, d: str, ours: list[float], theirs: list[float]) -> str:
@@ -329,6 +341,7 @@ def report(
     notes: list[str],
     args: argparse.Namespace,
     loads: tuple[float, float],
+    machine: dict[int, str],
 ) -> None:
     print(
         f"fsbench compare {' '.join(drivers)} --size {args.size} --workloads W, one compare "
@@ -363,7 +376,7 @@ def report(
             label = f"{spec}@{PLACED[w]}" if w in PLACED else spec
             print(f"{label:<20} {d:<8} {f_text} {n:>3}  {PEER[w]:<23} {p_text} {spread:>13} {q}")
             if (spec, d) in ratios and not LOW <= ratios[(spec, d)] <= HIGH:
-                notes.append(outside_note(spec, d, r["samples"], got))
+                notes.append(f"{outside_note(spec, d, r['samples'], got)} ({machine[k]})")
     if "tree-hash/cold" in map(base, chosen):
         k_tree = [base(w) for w in chosen].index("tree-hash/cold") + 1
         one = {d: adjacent(rates[(ONE_XXHSUM, d)], k_tree) for d in drivers}

@@ -105,3 +105,18 @@ def test_placed_workloads_compare_at_their_placement(peers: Any, tmp_path: Path)
     doc = {"results": [{"workload_id": "seq-write/fsync@same", "workload": "seq-write",
                         "subject": "ntfs-3g"}]}  # fmt: skip
     assert set(peers.by_result(doc)) == {("seq-write/fsync", "ntfs-3g")}
+
+
+def test_a_row_outside_says_what_each_side_saw(peers: Any, capsys: pytest.CaptureFixture) -> None:
+    """A row outside the target gets a note with both sides' spreads and the machine's load
+    around its compare, and the last line names it."""
+    rates = {(w, "ext4"): [(0, 100.0), (1, 120.0)] for w in [*peers.WORKLOADS, peers.ONE_XXHSUM]}
+    res = {("rand-read/4k-direct", "ext4"): {"status": "ok", "median": 50.0, "samples": [40, 60]}}
+    machine = {1: "load average 1.0 at the peers before, 2.0 -> 3.0 across the compare"}
+    args = SimpleNamespace(size="2G")
+    peers.report(res, ["rand-read/4k-direct"], ["ext4"], rates, [], args, (1.0, 2.0), machine)
+    out = capsys.readouterr().out.splitlines()
+    note = next(line for line in out if line.startswith("note: rand-read/4k-direct on ext4"))
+    assert "40–60" in note and "100–120" in note and "do not overlap" in note
+    assert machine[1] in note
+    assert out[-1] == "worst agreement 0.45 (rand-read/4k-direct, ext4)"
