@@ -76,6 +76,9 @@ THREADS = default_threads()  # tree-hash's threads (one per CPU), so its peer's 
 # (workload, driver) -> a peer's (round, MiB/s) measurements
 Rates = dict[tuple[str, str], list[tuple[int, float]]]
 ONE_XXHSUM = "tree-hash/cold xxhsum 1 process"
+# The tree-hash peer's own fixed cost: xargs and its xxhsum processes over /dev/null (seconds),
+# which every peer run pays and fsbench's in-process hasher does not.
+XXHSUM_START = "tree-hash/cold xxhsum start"
 
 
 def base(spec: str) -> str:
@@ -203,6 +206,10 @@ class Peers:
         self.lab.make_cold(self.s)
         r = timed(lambda: run_xxhsum(walk_tree(self.root)[0]), self.tree_bytes)
         rates[(ONE_XXHSUM, d)].append((k, r))
+        for _ in range(reads):
+            t0 = time.perf_counter()
+            run_xxhsum_parallel([os.devnull] * self.threads, self.threads)
+            rates[(XXHSUM_START, d)].append((k, time.perf_counter() - t0))
 
 
 def by_result(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -264,7 +271,7 @@ def main() -> None:
             sys.exit(f"peers: {tool} not found; run scripts/setup.sh")
     drivers = [d for d in args.drivers.split(",") if d]
     size = parse_size(args.size)
-    rates: Rates = {(w, d): [] for w in [*WORKLOADS, ONE_XXHSUM] for d in drivers}
+    rates: Rates = {(w, d): [] for w in [*WORKLOADS, ONE_XXHSUM, XXHSUM_START] for d in drivers}
     notes: list[str] = []
     results: dict[tuple[str, str], dict[str, Any]] = {}
     run_notes: list[str] = []
@@ -385,6 +392,17 @@ def report(
             + ", ".join(f"{d} {statistics.median(v):,.0f}" for d, v in one.items() if v)
             + " MiB/s"
         )
+        for d in drivers:
+            start, got = adjacent(rates[(XXHSUM_START, d)], k_tree), peer.get(("tree-hash/cold", d))
+            r = results.get(("tree-hash/cold", d))
+            if start and got and r and r["params"].get("tree_bytes"):
+                run_s = r["params"]["tree_bytes"] / MiB / got
+                notes.append(
+                    f"tree-hash/cold on {d}: the peer's processes start in "
+                    f"{statistics.median(start) * 1000:.0f} ms (xargs -P {THREADS} xxhsum over "
+                    f"{os.devnull}), {statistics.median(start) / run_s:.0%} of its "
+                    f"{run_s * 1000:.0f} ms run; fsbench hashes in its own process"
+                )
     if len(drivers) > 1:
         a = drivers[0]
         print("ratio between drivers by fsbench and by the peers (agreement: fsbench/peers)")

@@ -68,14 +68,14 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
         log.append("fio")
         return 1.0
 
-    def xxhsum(*_a: object) -> None:
-        log.append("xxhsum")
+    def xxhsum(files: list[str], *_a: object) -> None:
+        log.append("xxhsum start" if set(files) == {peers.os.devnull} else "xxhsum")
 
     monkeypatch.setattr(peers, "dd", dd)
     monkeypatch.setattr(peers, "fio_randread", fio)
     monkeypatch.setattr(peers, "run_xxhsum", xxhsum)
     monkeypatch.setattr(peers, "run_xxhsum_parallel", xxhsum)
-    monkeypatch.setattr(peers, "walk_tree", lambda _root: ([], []))
+    monkeypatch.setattr(peers, "walk_tree", lambda _root: (["/nonexistent/tree/f"], []))
     p = object.__new__(peers.Peers)
     spec = SimpleNamespace(id="ntfs-3g", driver=SimpleNamespace(kind="fuse"))
     p.lab = FakeLab(log)
@@ -84,12 +84,15 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     p.file, p.root, p.rand_unsupported = "/nonexistent/peer.seq", "/nonexistent/tree", None
     monkeypatch.setattr(peers.os, "sync", lambda: None)
     monkeypatch.setattr(peers, "pin", lambda placement, _t: log.append(f"pin {placement}"))
-    rates: dict = {(w, "ntfs-3g"): [] for w in [*peers.WORKLOADS, peers.ONE_XXHSUM]}
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START]
+    rates: dict = {(w, "ntfs-3g"): [] for w in keys}
     p.round(0, rates, writes=1, reads=2)
     reads = [i for i, e in enumerate(log) if e in ("dd read", "fio", "xxhsum")]
     assert len(reads) == 2 * 3 + 1
     assert all(log[i - 1] == "cold" for i in reads), log
     assert len(rates[("rand-read/4k-direct", "ntfs-3g")]) == 2
+    # The peer's own start cost is measured apart from its timed runs, never inside one.
+    assert log.count("xxhsum start") == 2 and len(rates[(peers.XXHSUM_START, "ntfs-3g")]) == 2
     # The write peer runs where fsbench's seq-write runs (PLACED): pinned just before dd.
     assert log[log.index("dd write") - 1] == f"pin {peers.PLACED['seq-write/fsync']}"
 
@@ -120,3 +123,20 @@ def test_a_row_outside_says_what_each_side_saw(peers: Any, capsys: pytest.Captur
     assert "40–60" in note and "100–120" in note and "do not overlap" in note
     assert machine[1] in note
     assert out[-1] == "worst agreement 0.45 (rand-read/4k-direct, ext4)"
+
+
+def test_tree_hash_note_weighs_the_peers_start(peers: Any, capsys: pytest.CaptureFixture) -> None:
+    """The tree-hash row's note says what share of the peer's run its process starts took."""
+    rates = {(w, "ext4"): [] for w in [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START]}
+    rates[("tree-hash/cold", "ext4")] = [(0, 1000.0), (1, 1000.0)]  # 1 MiB/ms: 500 ms runs
+    rates[(peers.XXHSUM_START, "ext4")] = [(0, 0.05), (1, 0.05)]
+    res = {
+        ("tree-hash/cold", "ext4"): {
+            "status": "ok", "median": 1000.0, "samples": [1000.0],
+            "params": {"tree_bytes": 500 * MiB},
+        }
+    }  # fmt: skip
+    args = SimpleNamespace(size="2G")
+    peers.report(res, ["tree-hash/cold"], ["ext4"], rates, [], args, (1.0, 1.0), {1: ""})
+    out = capsys.readouterr().out
+    assert "the peer's processes start in 50 ms" in out and "10% of its 500 ms run" in out
