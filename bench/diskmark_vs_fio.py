@@ -1,22 +1,29 @@
 """fsbench's diskmark suite against the same eight KDiskMark jobs as plain fio job files, on
 ext4, interleaved in one invocation (fsbench, fio, fio, fsbench, ...).
 
-    sudo uv run python bench/diskmark_vs_fio.py [--rounds 3] [--passes 3] [--size 2G]
+    sudo uv run python bench/diskmark_vs_fio.py [--rounds 5] [--passes 2] [--size 2G]
 
 - fsbench: `fsbench compare ext4 --suite diskmark --size SIZE --repeat PASSES --warmup 0`,
   PASSES passes per test per round (one sample is one pass: workloads/diskmark.py);
 - fio: a RAM image of the same size formatted and mounted by fsbench's own lab, exactly as the
-  compare does; on it one file of the size fsbench's results say it used, laid out once, and per
-  round each test PASSES times as a job file with KDiskMark 3.3's options (ioengine=libaio direct=1
-  randrepeat=0 end_fsync=1 runtime=5, bs/iodepth/numjobs of the test), the caches dropped
-  before each pass (the lab's make_cold, as KDiskMark drops them).
+  compare does; on it one file of the size fsbench's results say it used, laid out once as
+  KDiskMark lays its file out (`fio --create_only=1`), and per round each test PASSES times as
+  a job file with KDiskMark 3.3's options (helper.cpp: ioengine=libaio direct=1 randrepeat=0
+  refill_buffers end_fsync=1 runtime=5, bs/iodepth/numjobs of the test), the caches dropped
+  before each pass (the lab's make_cold; KDiskMark writes 1 to drop_caches, which O_DIRECT on
+  ext4 does not notice).
 
-Both sides' MB/s are fio's own (io_bytes over runtime), so the ratio is what fsbench adds or
-takes away: its scheduling, cache preparation, file layout and the image. A pass lasts 0.05-2 s
-here and single passes spread ±25 % on this shared 2-CPU VM, so each side's figure is the
-median of rounds × passes. Prints each test's medians and ratio fsbench/fio; the last line is
-`worst fsbench/fio ratio R over N tests`, R the ratio farthest from 1 (target 0.8-1.25).
-Needs root. Run it under the shared-machine lock.
+Both sides' MB/s are fio's own (io_bytes over fio's runtime, which includes the final fsync;
+KDiskMark reads fio's `bw`, the same quotient in KiB/s), so the ratio is what fsbench adds or
+takes away: its scheduling, cache preparation, file layout, probes around each pass, the image.
+
+The machine's speed drifts by tens of percent within minutes on this shared 2-CPU VM (the
+noise floor fsbench measures at a run's start and end moved +42 % in one), and a sequential
+pass lasts only 0.1-0.3 s. So each round pairs the two sides measured within about a minute of
+each other, the order alternating: a test's ratio is the median over rounds of (fsbench's
+median pass / fio's median pass in that round). The pooled medians are printed too.
+The last line is `worst fsbench/fio ratio R over N tests`, R the test ratio farthest from 1
+(target 0.8-1.25). Needs root. Run it under the shared-machine lock.
 """
 
 from __future__ import annotations
@@ -75,24 +82,27 @@ def fsbench_round(size: str, passes: int, tmp: Path, i: int) -> tuple[dict[str, 
     for r in doc["results"]:
         if r["status"] != "ok":
             sys.exit(f"fsbench: {r['workload_id']} {r['status']}: {r.get('error')}")
+        if r["params"].get("refill_buffers") is not True:
+            sys.exit(f"fsbench: {r['workload_id']} ran without KDiskMark's refill_buffers")
         got[r["params"]["variant"]] = [x * 1024 * 1024 / MB for x in r["samples"]]
         file_size = int(r["params"]["file_size"])
     return got, file_size
 
 
 def job_file(job: FioJob, path: str, size: int) -> str:
-    """KDiskMark's fio options for one test, as a plain job file."""
+    """KDiskMark's fio options for one test (helper.cpp's startBenchmarkTest), as a plain job
+    file; rwmixread and zero_buffers=0 are left out: fio's defaults, and no test mixes."""
     return "\n".join(
         [
             "[global]",
             "ioengine=libaio",
             "direct=1",
             "randrepeat=0",
+            "refill_buffers",
             "end_fsync=1",
             f"runtime={RUNTIME_S}",
             f"size={size}",
             f"filename={path}",
-            "group_reporting=1",
             "",
             f"[{job.variant}]",
             f"rw={job.rw}",
@@ -104,28 +114,44 @@ def job_file(job: FioJob, path: str, size: int) -> str:
     )
 
 
+def fio_run(argv: list[str], what: str) -> str:
+    proc = subprocess.run([fio_binary(), *argv], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"fio {what} failed: {proc.stderr[-500:]}")
+    return proc.stdout
+
+
+def lay_out(path: str, size: int) -> None:
+    """KDiskMark's prepareBenchmarkFile: fio writes the file (create_only), and no extent may
+    stay unwritten, or O_DIRECT reads of it would return zeros without touching the device."""
+    fio_run(["--create_only=1", f"--filename={path}", f"--size={size}", "--name=prepare"], "prepare")
+    frag = subprocess.run(["filefrag", "-v", path], capture_output=True, text=True).stdout
+    if os.path.getsize(path) < size or "unwritten" in frag:
+        sys.exit(f"prepare: {path} is not fully written ({os.path.getsize(path)} of {size} B)")
+
+
 def fio_pass(job: FioJob, path: str, size: int, tmp: Path) -> float:
     jf = tmp / f"{job.variant}.fio"
     jf.write_text(job_file(job, path, size))
-    proc = subprocess.run(
-        [fio_binary(), "--output-format=json", str(jf)], capture_output=True, text=True
+    out = parse_fio_json(
+        fio_run(["--output-format=json", str(jf)], job.variant),
+        "write" if job.is_write else "read",
     )
-    if proc.returncode != 0:
-        sys.exit(f"fio {job.variant} failed: {proc.stderr[-500:]}")
-    out = parse_fio_json(proc.stdout, "write" if job.is_write else "read")
     return out["bytes"] / MB / out["seconds"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--passes", type=int, default=3, help="passes per test per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--passes", type=int, default=2, help="passes per test per round per side")
     ap.add_argument("--size", default="2G", help="image size for both (default 2G)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("diskmark_vs_fio: needs root (formats and mounts images)")
-    ours: dict[str, list[float]] = {v: [] for v in JOBS}
-    raw: dict[str, list[float]] = {v: [] for v in JOBS}
+    # [round][test] -> that round's passes
+    ours: list[dict[str, list[float]]] = []
+    raw: list[dict[str, list[float]]] = []
+    loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="diskmark-vs-fio-") as t:
         tmp = Path(t)
         spec = parse_subject("ext4")
@@ -134,45 +160,53 @@ def main() -> None:
             (s,) = lab.prepare([spec])
             lab.mount(s)
             path = os.path.join(s.workdir, "diskmark.fio.0")
+            os.makedirs(s.workdir, exist_ok=True)
             size = 0
             for i in range(args.rounds):
                 # Alternate which side goes first, so neither always follows the other (fsbench
                 # first in round 1: its results give the file size fio's side uses).
                 sides = ("fsbench", "fio") if i % 2 == 0 else ("fio", "fsbench")
+                mine: dict[str, list[float]] = {}
+                theirs: dict[str, list[float]] = {v: [] for v in JOBS}
                 for side in sides:
+                    loads.append(os.getloadavg()[0])
                     if side == "fsbench":
-                        got, size = fsbench_round(args.size, args.passes, tmp, i)
-                        for v, xs in got.items():
-                            ours[v] += xs
-                    else:
-                        if not os.path.exists(path):
-                            # Laid out once, as KDiskMark's prepare does (a plain sequential
-                            # write, fsynced).
-                            with open(path, "wb") as f:
-                                block = os.urandom(1 << 20)
-                                for _ in range(size // len(block)):
-                                    f.write(block)
-                                os.fsync(f.fileno())
-                        for _ in range(args.passes):
-                            for v, job in JOBS.items():
-                                lab.make_cold(s)
-                                raw[v].append(fio_pass(job, path, size, tmp))
+                        mine, size = fsbench_round(args.size, args.passes, tmp, i)
+                        continue
+                    if not os.path.exists(path):
+                        lay_out(path, size)
+                    # Pass-major, as fsbench's rounds run its workloads.
+                    for _ in range(args.passes):
+                        for v, job in JOBS.items():
+                            lab.make_cold(s)
+                            theirs[v].append(fio_pass(job, path, size, tmp))
+                ours.append(mine)
+                raw.append(theirs)
                 print(
-                    f"round {i + 1}: "
-                    + "  ".join(f"{v} {ours[v][-1]:.0f}/{raw[v][-1]:.0f}" for v in JOBS),
+                    f"round {i + 1} (load {loads[-2]:.1f}/{loads[-1]:.1f}): "
+                    + "  ".join(
+                        f"{v} {statistics.median(mine[v]):.0f}/{statistics.median(theirs[v]):.0f}"
+                        for v in JOBS
+                    ),
                     flush=True,
                 )
             lab.unmount(s)
     print(
         f"\ndiskmark on ext4, {args.size} RAM image, file {size / 2**20:.0f} MiB, "
-        f"{args.rounds} rounds x {args.passes} passes (MB/s, medians)"
+        f"{args.rounds} rounds x {args.passes} passes a side, load average "
+        f"{min(loads):.1f}-{max(loads):.1f} (MB/s)"
     )
-    print(f"{'test':<18} {'fsbench':>9} {'fio':>9} {'ratio':>6}")
+    print(f"{'test':<18} {'fsbench':>9} {'fio':>9} {'pooled':>7} {'ratio':>6}  per round")
     ratios = {}
     for v in JOBS:
-        a, b = statistics.median(ours[v]), statistics.median(raw[v])
-        ratios[v] = a / b
-        print(f"{v:<18} {a:>9.1f} {b:>9.1f} {ratios[v]:>6.3f}")
+        a = statistics.median(x for r in ours for x in r[v])
+        b = statistics.median(x for r in raw for x in r[v])
+        per = [statistics.median(o[v]) / statistics.median(f[v]) for o, f in zip(ours, raw)]
+        ratios[v] = statistics.median(per)
+        print(
+            f"{v:<18} {a:>9.1f} {b:>9.1f} {a / b:>7.3f} {ratios[v]:>6.3f}  "
+            + " ".join(f"{x:.2f}" for x in per)
+        )
     worst = max(ratios.values(), key=lambda r: max(r, 1 / r))
     print(f"worst fsbench/fio ratio {worst:.3f} over {len(ratios)} tests")
 

@@ -61,7 +61,8 @@ from fsbench.notecodes import Note, legacy, words
 #     Later, additive: Result.latency (fio results: median IOPS and p50/p99/p99.9
 #     completion latency in µs over the samples); fio params gain ioengine values libaio and
 #     io_uring with iodepth (named only off psync at depth 1), randrepeat and runtime_s; fio
-#     samples' extra gains lat_pct_us (fio's whole percentile list).
+#     samples' extra gains lat_pct_us (fio's whole percentile list). Later: refill_buffers
+#     (the diskmark suite's, as KDiskMark passes it).
 #     Later, additive: Subject.unavailable (what the machine lacks for an unavailable
 #     subject: kernel, binary, build, fuse); older records' kernel lacks are read from `error`.
 # 4 - Result.notes: every flag and warning as data, a code and its parameters

@@ -82,7 +82,8 @@ def test_diskmark_is_kdiskmarks_eight_tests() -> None:
     assert got == want and len(jobs) == 8
     for j in jobs:
         argv = j.argv(Target("s", "/tmp/x", "kernel", 512 << 20))
-        for opt in ("--ioengine=libaio", "--direct=1", "--end_fsync=1", "--randrepeat=0"):
+        kdiskmark = ("--ioengine=libaio", "--direct=1", "--end_fsync=1", "--randrepeat=0")
+        for opt in (*kdiskmark, "--refill_buffers=1"):
             assert opt in argv, (j.id, opt)
         assert "--runtime=5" in argv
         assert j.cache == "direct" and j.min_sample_s == 0.0  # one pass = one sample
@@ -90,6 +91,8 @@ def test_diskmark_is_kdiskmarks_eight_tests() -> None:
         # The layout pass is plain and whole: no runtime cut, no depth.
         layout = j.argv(Target("s", "/tmp/x", "kernel", 512 << 20), rw="write", whole=True)
         assert "--ioengine=psync" in layout and "--runtime=5" not in layout
+        assert "--refill_buffers=1" not in layout  # untimed: no need to pay for fresh data
+        assert j.params(Target("s", "/tmp/x", "kernel", 512 << 20))["refill_buffers"] is True
 
 
 def test_diskmark_io_uring_is_a_parameter_of_the_suite() -> None:

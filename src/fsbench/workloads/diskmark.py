@@ -1,11 +1,13 @@
 """The eight KDiskMark 3.3 tests as fio jobs (`--suite diskmark`).
 
 KDiskMark (src/helper.cpp, appsettings.cpp) runs each test as one fio job: `ioengine=libaio
-direct=1 randrepeat=0 end_fsync=1 runtime=5 size=1024m` over one test file it lays out first,
-dropping the caches before each pass, and averages 5 passes. Here the file is the subject's
-share of `--size` (KDiskMark's 1 GiB at `--size 1G`), laid out once by prepare and shared by
-all eight (one fileset), and the caches are dropped before every pass (cache "direct": a cold
-start, a FUSE daemon remounted).
+direct=1 randrepeat=0 refill_buffers end_fsync=1 runtime=5 size=1024m` over one test file it
+lays out first, dropping the caches before each pass, and averages 5 passes. `refill_buffers`
+(new random data for every write) is kept although it costs fio CPU per byte written: that cost
+is part of the number KDiskMark shows (docs/reading.md: what it costs on a RAM image). Here the
+file is the subject's share of `--size` (KDiskMark's 1 GiB at `--size 2560M`), laid out once
+by prepare and shared by all eight (one fileset), and the caches are dropped before every pass
+(cache "direct": a cold start, a FUSE daemon remounted; KDiskMark writes 1 to drop_caches).
 
 **One fsbench sample is one pass**: one fio run of at most 5 s, never merged with another to
 reach --min-sample-time (min_sample_s 0). fsbench's table shows the median of the passes with
@@ -41,7 +43,8 @@ def _job(variant: str, rw: str, bs: str, depth: int, label: str, write: bool) ->
         NAME,
         f"{variant}-{'write' if write else 'read'}",
         f"KDiskMark {label} {'write' if write else 'read'}: {bs.upper()} records, queue depth "
-        f"{depth}, 1 job, libaio O_DIRECT, final fsync, at most {RUNTIME_S} s a pass",
+        f"{depth}, 1 job, libaio O_DIRECT{', fresh random data per write' if write else ''}, "
+        f"final fsync, at most {RUNTIME_S} s a pass",
         rw=rw,
         bs=bs,
         direct=True,
@@ -51,6 +54,7 @@ def _job(variant: str, rw: str, bs: str, depth: int, label: str, write: bool) ->
         iodepth=depth,
         ioengine="libaio",
         randrepeat=False,
+        refill_buffers=True,
         runtime_s=RUNTIME_S,
         min_sample_s=0.0,
     )

@@ -73,6 +73,9 @@ class FioJob(Declared):
     iodepth: int = 1
     ioengine: str = "psync"
     randrepeat: bool = True  # the same random offsets for every subject and sample
+    # Fresh random data in every write buffer (KDiskMark's --refill_buffers): costs fio CPU per
+    # byte, which a RAM-backed subject feels (docs/reading.md has the measured cost).
+    refill_buffers: bool = False
     runtime_s: int | None = None  # a timed pass stops here (KDiskMark's runtime=5)
     min_sample_s: float | None = None  # hook: None is the runner's --min-sample-time
 
@@ -99,6 +102,7 @@ class FioJob(Declared):
             *([f"--iodepth={depth}"] if depth != 1 else []),
             f"--runtime={runtime}",
             f"--randrepeat={int(self.randrepeat)}",
+            *(["--refill_buffers=1"] if timed and self.refill_buffers else []),
         ]
 
     @property
@@ -142,6 +146,7 @@ class FioJob(Declared):
             # Named only off the old default (psync, depth 1), so older runs still match (diff).
             **({"iodepth": self.iodepth} if self.async_io else {}),
             **({"randrepeat": False} if not self.randrepeat else {}),
+            **({"refill_buffers": True} if self.refill_buffers else {}),
             **({"runtime_s": self.runtime_s} if self.runtime_s else {}),
             **({"files": self.nrfiles} if self.nrfiles > 1 else {}),
             # What prepare did, where variants differ only there (a write to a new file
