@@ -124,7 +124,7 @@ def fio_run(argv: list[str], what: str) -> str:
 def lay_out(path: str, size: int) -> None:
     """KDiskMark's prepareBenchmarkFile: fio writes the file (create_only), and no extent may
     stay unwritten, or O_DIRECT reads of it would return zeros without touching the device."""
-    fio_run(["--create_only=1", f"--filename={path}", f"--size={size}", "--name=prepare"], "prepare")
+    fio_run(["--create_only=1", f"--filename={path}", f"--size={size}", "--name=prepare"], "layout")
     frag = subprocess.run(["filefrag", "-v", path], capture_output=True, text=True).stdout
     if os.path.getsize(path) < size or "unwritten" in frag:
         sys.exit(f"prepare: {path} is not fully written ({os.path.getsize(path)} of {size} B)")
@@ -201,7 +201,10 @@ def main() -> None:
     for v in JOBS:
         a = statistics.median(x for r in ours for x in r[v])
         b = statistics.median(x for r in raw for x in r[v])
-        per = [statistics.median(o[v]) / statistics.median(f[v]) for o, f in zip(ours, raw)]
+        per = [
+            statistics.median(o[v]) / statistics.median(f[v])
+            for o, f in zip(ours, raw, strict=True)
+        ]
         ratios[v] = statistics.median(per)
         print(
             f"{v:<18} {a:>9.1f} {b:>9.1f} {a / b:>7.3f} {ratios[v]:>6.3f}  "
