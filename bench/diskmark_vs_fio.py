@@ -47,10 +47,18 @@ MB = 1e6
 JOBS = {j.variant: j for j in DISKMARK_JOBS}
 
 
-def fsbench_round(size: str, passes: int, tmp: Path, i: int) -> tuple[dict[str, list[float]], int]:
-    """MB/s of each test's passes in one `fsbench compare ext4 --suite diskmark`, and the
-    file size its results record."""
+def fsbench_round(
+    size: str, passes: int, tmp: Path, i: int, tests: list[str]
+) -> tuple[dict[str, list[float]], int]:
+    """MB/s of each test's passes in one `fsbench compare ext4 --suite diskmark` (or its
+    `--workloads diskmark/TEST,...` when some tests are asked), and the file size its results
+    record."""
     out = tmp / f"fsbench-{i}"
+    which = (
+        ["--suite", "diskmark"]
+        if len(tests) == len(JOBS)
+        else ["--workloads", ",".join(f"diskmark/{v}" for v in tests)]
+    )
     proc = subprocess.run(
         [
             sys.executable,
@@ -58,8 +66,7 @@ def fsbench_round(size: str, passes: int, tmp: Path, i: int) -> tuple[dict[str, 
             "fsbench",
             "compare",
             "ext4",
-            "--suite",
-            "diskmark",
+            *which,
             "--size",
             size,
             "--repeat",
@@ -145,7 +152,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--passes", type=int, default=2, help="passes per test per round per side")
     ap.add_argument("--size", default="2G", help="image size for both (default 2G)")
+    ap.add_argument("--tests", help="a comma list of the tests to run (default: all eight)")
     args = ap.parse_args()
+    tests = args.tests.split(",") if args.tests else list(JOBS)
+    if unknown := [v for v in tests if v not in JOBS]:
+        sys.exit(f"diskmark_vs_fio: no test {', '.join(unknown)}; the tests: {', '.join(JOBS)}")
     if os.geteuid() != 0:
         sys.exit("diskmark_vs_fio: needs root (formats and mounts images)")
     # [round][test] -> that round's passes
@@ -167,26 +178,26 @@ def main() -> None:
                 # first in round 1: its results give the file size fio's side uses).
                 sides = ("fsbench", "fio") if i % 2 == 0 else ("fio", "fsbench")
                 mine: dict[str, list[float]] = {}
-                theirs: dict[str, list[float]] = {v: [] for v in JOBS}
+                theirs: dict[str, list[float]] = {v: [] for v in tests}
                 for side in sides:
                     loads.append(os.getloadavg()[0])
                     if side == "fsbench":
-                        mine, size = fsbench_round(args.size, args.passes, tmp, i)
+                        mine, size = fsbench_round(args.size, args.passes, tmp, i, tests)
                         continue
                     if not os.path.exists(path):
                         lay_out(path, size)
                     # Pass-major, as fsbench's rounds run its workloads.
                     for _ in range(args.passes):
-                        for v, job in JOBS.items():
+                        for v in tests:
                             lab.make_cold(s)
-                            theirs[v].append(fio_pass(job, path, size, tmp))
+                            theirs[v].append(fio_pass(JOBS[v], path, size, tmp))
                 ours.append(mine)
                 raw.append(theirs)
                 print(
                     f"round {i + 1} (load {loads[-2]:.1f}/{loads[-1]:.1f}): "
                     + "  ".join(
                         f"{v} {statistics.median(mine[v]):.0f}/{statistics.median(theirs[v]):.0f}"
-                        for v in JOBS
+                        for v in tests
                     ),
                     flush=True,
                 )
@@ -198,7 +209,7 @@ def main() -> None:
     )
     print(f"{'test':<18} {'fsbench':>9} {'fio':>9} {'pooled':>7} {'ratio':>6}  per round")
     ratios = {}
-    for v in JOBS:
+    for v in tests:
         a = statistics.median(x for r in ours for x in r[v])
         b = statistics.median(x for r in raw for x in r[v])
         per = [

@@ -35,6 +35,7 @@ def test_reduced_diskmark_on_ext4(tmp_path: Path, state_dir: Path) -> None:
         assert r["status"] == "ok", (variant, r["error"])
         p = r["params"]
         assert (p["iodepth"], p["ioengine"], p["direct"]) == (DEPTH[variant], "libaio", True)
+        assert p["refill_buffers"] is True  # KDiskMark's fresh data per write
         assert r["cache"] == "direct", (variant, r["flags"])  # ext4 honours O_DIRECT
         lat = r["latency"]
         assert lat["iops"] > 0 and 0 < lat["p50_us"] <= lat["p99_us"] <= lat["p99.9_us"]
