@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from fsbench import store as store_mod
 from fsbench.errors import UsageError
+from fsbench.notecodes import words
 from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.store import Store, default_db_path, result_key
 
@@ -135,6 +137,25 @@ def test_round_trip(tmp_path: Path) -> None:
     assert [s.seconds for s in loaded.results[1].sample_details] == [1.5, 2.5, 3.5]
     assert loaded.results[0].ci95 == (100.0, 102.0)
     assert loaded.results[0].sample_details[2].extra == {"lat_p99_us": 122.5, "iops": 2000}
+
+
+def test_a_schema_3_row_loads_with_its_sentences_as_notes(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.db") as db:
+        _write_whole_run(db, _run())
+    # As a schema 3 writer stored it: flags and warnings, no notes.
+    conn = sqlite3.connect(tmp_path / "r.db")
+    with conn:
+        for rid, text in conn.execute("SELECT id, json FROM results").fetchall():
+            doc = json.loads(text)
+            del doc["notes"]
+            doc["warnings"] = ["CV is 26.8 % of the mean: the machine may be busy; raise --repeat"]
+            conn.execute("UPDATE results SET json = ? WHERE id = ?", (json.dumps(doc), rid))
+    conn.close()
+    with Store(tmp_path / "r.db") as db:
+        loaded = db.load_run("20240501-120000-abcd")
+    notes = loaded.results[0].notes
+    assert [n.code for n in notes] == ["x", "cv-high"]
+    assert words(notes[1]) == "CV is 26.8 % of the mean: the machine may be busy"
 
 
 def test_round_trip_keeps_extra_fields(tmp_path: Path) -> None:
