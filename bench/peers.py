@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -79,6 +80,10 @@ ONE_XXHSUM = "tree-hash/cold xxhsum 1 process"
 # The tree-hash peer's own fixed cost: xargs and its xxhsum processes over /dev/null (seconds),
 # which every peer run pays and fsbench's in-process hasher does not.
 XXHSUM_START = "tree-hash/cold xxhsum start"
+# Its CPU per GiB hashed (the processes' user + system time): on a driver the hash keeps busy,
+# the rate follows it, so this against fsbench's app CPU says which hasher does more per byte.
+XXHSUM_CPU = "tree-hash/cold xxhsum CPU"
+GiB = 1024 * MiB
 
 
 def base(spec: str) -> str:
@@ -135,6 +140,16 @@ def fio_randread(path: str, file_size: int, io_bytes: int) -> float:
         raise RuntimeError(f"fio: {(proc.stderr or proc.stdout).strip()[-200:]}")
     out = parse_fio_json(proc.stdout, "read")
     return out["bytes"] / MiB / out["seconds"]
+
+
+def children_cpu() -> float:
+    """This process's CPU and its children's: the peer's walk (here) and its xxhsum processes,
+    as fsbench's application CPU holds its walk and its hashing threads."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def timed(fn: Callable[[], None], nbytes: int) -> float:
@@ -198,11 +213,13 @@ class Peers:
                 self.rand_unsupported = str(e)
             self.lab.make_cold(self.s)
             # The walk is timed too, as tree-hash times its own and `find | xxhsum` pays it.
+            cpu0 = children_cpu()
             r = timed(
                 lambda: run_xxhsum_parallel(walk_tree(self.root)[0], self.threads),
                 self.tree_bytes,
             )
             rates[("tree-hash/cold", d)].append((k, r))
+            rates[(XXHSUM_CPU, d)].append((k, (children_cpu() - cpu0) / (self.tree_bytes / GiB)))
         self.lab.make_cold(self.s)
         r = timed(lambda: run_xxhsum(walk_tree(self.root)[0]), self.tree_bytes)
         rates[(ONE_XXHSUM, d)].append((k, r))
@@ -271,7 +288,8 @@ def main() -> None:
             sys.exit(f"peers: {tool} not found; run scripts/setup.sh")
     drivers = [d for d in args.drivers.split(",") if d]
     size = parse_size(args.size)
-    rates: Rates = {(w, d): [] for w in [*WORKLOADS, ONE_XXHSUM, XXHSUM_START] for d in drivers}
+    extra = [ONE_XXHSUM, XXHSUM_START, XXHSUM_CPU]
+    rates: Rates = {(w, d): [] for w in [*WORKLOADS, *extra] for d in drivers}
     notes: list[str] = []
     results: dict[tuple[str, str], dict[str, Any]] = {}
     run_notes: list[str] = []
@@ -335,6 +353,25 @@ def outside_note(spec: str, d: str, ours: list[float], theirs: list[float]) -> s
     return head + ": they do not overlap"
 
 
+def tree_hash_notes(d: str, r: dict | None, rates: Rates, k: int) -> list[str]:
+    """What the tree-hash peer pays that fsbench's hasher does not, measured: its processes'
+    start, as a share of its run, and its CPU per GiB against fsbench's application CPU."""
+    start, cpu = adjacent(rates[(XXHSUM_START, d)], k), adjacent(rates[(XXHSUM_CPU, d)], k)
+    got = adjacent(rates[("tree-hash/cold", d)], k)
+    if not (start and cpu and got and r and r["params"].get("tree_bytes")):
+        return []
+    run_s = r["params"]["tree_bytes"] / MiB / statistics.median(got)
+    ours = (r.get("cpu") or {}).get("per_gib", {}).get("app")
+    theirs = statistics.median(cpu)
+    return [
+        f"tree-hash/cold on {d}: the peer's processes start in "
+        f"{statistics.median(start) * 1000:.0f} ms (xargs -P {THREADS} xxhsum over {os.devnull}), "
+        f"{statistics.median(start) / run_s:.0%} of its {run_s * 1000:.0f} ms run; they use "
+        f"{theirs:.2f} CPU s/GiB"
+        + (f", fsbench's hasher {ours:.2f} ({theirs / ours:.2f}× as much per byte)" if ours else "")
+    ]
+
+
 def adjacent(rates: list[tuple[int, float]], k: int) -> list[float]:
     """The peer's figures from the rounds just before and just after compare k."""
     return [v for r, v in rates if r in (k - 1, k)]
@@ -393,16 +430,7 @@ def report(
             + " MiB/s"
         )
         for d in drivers:
-            start, got = adjacent(rates[(XXHSUM_START, d)], k_tree), peer.get(("tree-hash/cold", d))
-            r = results.get(("tree-hash/cold", d))
-            if start and got and r and r["params"].get("tree_bytes"):
-                run_s = r["params"]["tree_bytes"] / MiB / got
-                notes.append(
-                    f"tree-hash/cold on {d}: the peer's processes start in "
-                    f"{statistics.median(start) * 1000:.0f} ms (xargs -P {THREADS} xxhsum over "
-                    f"{os.devnull}), {statistics.median(start) / run_s:.0%} of its "
-                    f"{run_s * 1000:.0f} ms run; fsbench hashes in its own process"
-                )
+            notes += tree_hash_notes(d, results.get(("tree-hash/cold", d)), rates, k_tree)
     if len(drivers) > 1:
         a = drivers[0]
         print("ratio between drivers by fsbench and by the peers (agreement: fsbench/peers)")

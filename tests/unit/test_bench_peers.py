@@ -84,7 +84,7 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     p.file, p.root, p.rand_unsupported = "/nonexistent/peer.seq", "/nonexistent/tree", None
     monkeypatch.setattr(peers.os, "sync", lambda: None)
     monkeypatch.setattr(peers, "pin", lambda placement, _t: log.append(f"pin {placement}"))
-    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START]
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
     rates: dict = {(w, "ntfs-3g"): [] for w in keys}
     p.round(0, rates, writes=1, reads=2)
     reads = [i for i, e in enumerate(log) if e in ("dd read", "fio", "xxhsum")]
@@ -93,6 +93,7 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     assert len(rates[("rand-read/4k-direct", "ntfs-3g")]) == 2
     # The peer's own start cost is measured apart from its timed runs, never inside one.
     assert log.count("xxhsum start") == 2 and len(rates[(peers.XXHSUM_START, "ntfs-3g")]) == 2
+    assert len(rates[(peers.XXHSUM_CPU, "ntfs-3g")]) == 2  # one per timed tree-hash run
     # The write peer runs where fsbench's seq-write runs (PLACED): pinned just before dd.
     assert log[log.index("dd write") - 1] == f"pin {peers.PLACED['seq-write/fsync']}"
 
@@ -126,17 +127,21 @@ def test_a_row_outside_says_what_each_side_saw(peers: Any, capsys: pytest.Captur
 
 
 def test_tree_hash_note_weighs_the_peers_start(peers: Any, capsys: pytest.CaptureFixture) -> None:
-    """The tree-hash row's note says what share of the peer's run its process starts took."""
-    rates = {(w, "ext4"): [] for w in [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START]}
+    """The tree-hash row's note says what share of the peer's run its process starts took, and
+    its CPU per GiB against fsbench's application CPU."""
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
+    rates = {(w, "ext4"): [] for w in keys}
     rates[("tree-hash/cold", "ext4")] = [(0, 1000.0), (1, 1000.0)]  # 1 MiB/ms: 500 ms runs
     rates[(peers.XXHSUM_START, "ext4")] = [(0, 0.05), (1, 0.05)]
+    rates[(peers.XXHSUM_CPU, "ext4")] = [(0, 1.5), (1, 1.5)]
     res = {
         ("tree-hash/cold", "ext4"): {
             "status": "ok", "median": 1000.0, "samples": [1000.0],
-            "params": {"tree_bytes": 500 * MiB},
+            "params": {"tree_bytes": 500 * MiB}, "cpu": {"per_gib": {"app": 1.0}},
         }
     }  # fmt: skip
     args = SimpleNamespace(size="2G")
     peers.report(res, ["tree-hash/cold"], ["ext4"], rates, [], args, (1.0, 1.0), {1: ""})
     out = capsys.readouterr().out
     assert "the peer's processes start in 50 ms" in out and "10% of its 500 ms run" in out
+    assert "they use 1.50 CPU s/GiB, fsbench's hasher 1.00 (1.50× as much per byte)" in out
