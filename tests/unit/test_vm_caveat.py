@@ -81,3 +81,14 @@ def test_doctor_says_the_same_words_and_the_doc_the_same_flags() -> None:
     doc = (ROOT / "docs" / "vm-kernels.md").read_text()
     assert SMALL_FLAGS in _flat(doc.replace("\\\n", " "))
     assert emulation_caveat("no /dev/kvm") in _flat(doc)
+
+
+def test_the_page_wraps_the_command_only_between_arguments() -> None:
+    # At 1280 px the command once wrapped inside "-size 64M" (code wraps anywhere).
+    page = render_html(_run("emulated"))
+    codes = re.findall(r'<code class="cmd">(.*?)</code>', page, re.S)
+    code = next(c for c in codes if "--kernel" in c)
+    args = re.findall(r"<span>([^<]*)</span>", code)
+    assert " ".join(html.unescape(a) for a in args) == f"{PLAIN} {SMALL_FLAGS}"
+    assert all(" " not in a for a in args)
+    assert re.search(r"code\.cmd span\s*\{\s*white-space:\s*nowrap", page)
