@@ -1,12 +1,35 @@
-"""A comma list of names from a fixed set: the one grammar of `--age`, `--placement` and
-`--trace-probes`. Names are taken in the order given, case-insensitively; an empty item, an
+"""Named records and choosing among them. `by_name` is the one form of a table of records
+(formats, drivers, transports, aging profiles, placements, kernels). `parse_choices` is the
+one grammar of a comma list of names from a fixed set (`--age`, `--placement`,
+`--trace-probes`): names are taken in the order given, case-insensitively; an empty item, an
 unknown name or a name given twice is refused with one line (a UsageError)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
 from fsbench.errors import UsageError
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+R = TypeVar("R", bound=Named)
+
+
+def by_name(*records: R) -> dict[str, R]:
+    """The records keyed by their names, in the order given (the order help and doctor list
+    them in). A name twice is a mistake in the table, refused at import, where a dict
+    comprehension would silently keep the last."""
+    table: dict[str, R] = {}
+    for r in records:
+        if r.name in table:
+            raise ValueError(f"two records are named {r.name!r}")
+        table[r.name] = r
+    return table
 
 
 def parse_choices(

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.choices import parse_choices
+from fsbench.choices import by_name, parse_choices
 from fsbench.lab.drivers import DRIVERS, Driver, availability
 
 KiB = 1024
@@ -46,25 +46,22 @@ class Profile:
 
 
 NONE = "none"
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(NONE, 0.0, 0.0, "today's fresh image: formatted, nothing written"),
-        Profile(
-            "light",
-            0.5,
-            1.0,
-            "filled to 50 % of the volume, then churned until one volume's worth was written",
-        ),
-        Profile(
-            "heavy",
-            0.75,
-            3.0,
-            "filled to 75 % of the volume (Geriatrix suggests ~80 %), then churned until three "
-            "volumes' worth was written",
-        ),
-    )
-}
+PROFILES: dict[str, Profile] = by_name(
+    Profile(NONE, 0.0, 0.0, "today's fresh image: formatted, nothing written"),
+    Profile(
+        "light",
+        0.5,
+        1.0,
+        "filled to 50 % of the volume, then churned until one volume's worth was written",
+    ),
+    Profile(
+        "heavy",
+        0.75,
+        3.0,
+        "filled to 75 % of the volume (Geriatrix suggests ~80 %), then churned until three "
+        "volumes' worth was written",
+    ),
+)
 
 # Churn operations and their weights while the utilization is within its band (outside it,
 # creates or deletes bring it back). Creates and deletes dominate as in Geriatrix; appends,

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.choices import parse_choices
+from fsbench.choices import by_name, parse_choices
 from fsbench.errors import UsageError
 from fsbench.probes.procfs import ProcFS
 from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed, hook
@@ -42,18 +42,15 @@ class Placement:
     pins: bool = True
 
 
-PLACEMENTS: dict[str, Placement] = {
-    p.name: p
-    for p in (
-        Placement(
-            "free",
-            "nothing pinned: the scheduler places the application and the daemon (what users meet)",
-            pins=False,
-        ),
-        Placement("same", "the application and the FUSE daemon (every thread) on one CPU"),
-        Placement("split", "the application on one CPU, the FUSE daemon on another", min_cpus=2),
-    )
-}
+PLACEMENTS: dict[str, Placement] = by_name(
+    Placement(
+        "free",
+        "nothing pinned: the scheduler places the application and the daemon (what users meet)",
+        pins=False,
+    ),
+    Placement("same", "the application and the FUSE daemon (every thread) on one CPU"),
+    Placement("split", "the application on one CPU, the FUSE daemon on another", min_cpus=2),
+)
 DEFAULT = "free"
 # A result's flag when only part of the placement could be made (kernel drivers: no daemon).
 PARTIAL_FLAG = "placement-partial"

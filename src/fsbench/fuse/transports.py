@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.choices import by_name
 from fsbench.probes.procfs import ProcFS
 
 DEFAULT = "dev-fuse"
@@ -39,33 +40,30 @@ class Transport:
     root: bool = False  # the daemon needs CAP_SYS_ADMIN
 
 
-TRANSPORTS: dict[str, Transport] = {
-    t.name: t
-    for t in [
-        Transport(
-            "dev-fuse",
-            "requests read from and replies written to /dev/fuse",
-            (2, 6),
-            "CONFIG_FUSE_FS",
-            "any",
-        ),
-        Transport(
-            "uring",
-            "FUSE over io_uring: per-CPU request queues shared with the daemon",
-            (6, 14),
-            "CONFIG_FUSE_IO_URING",
-            "3.18 with liburing",
-        ),
-        Transport(
-            "passthrough",
-            "reads and writes go to a backing file in the kernel, never to the daemon",
-            (6, 9),
-            "CONFIG_FUSE_PASSTHROUGH",
-            "3.17",
-            root=True,
-        ),
-    ]
-}
+TRANSPORTS: dict[str, Transport] = by_name(
+    Transport(
+        "dev-fuse",
+        "requests read from and replies written to /dev/fuse",
+        (2, 6),
+        "CONFIG_FUSE_FS",
+        "any",
+    ),
+    Transport(
+        "uring",
+        "FUSE over io_uring: per-CPU request queues shared with the daemon",
+        (6, 14),
+        "CONFIG_FUSE_IO_URING",
+        "3.18 with liburing",
+    ),
+    Transport(
+        "passthrough",
+        "reads and writes go to a backing file in the kernel, never to the daemon",
+        (6, 9),
+        "CONFIG_FUSE_PASSTHROUGH",
+        "3.17",
+        root=True,
+    ),
+)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from fsbench.choices import by_name
 from fsbench.fuse import sourcebuild
 from fsbench.fuse.fuse2fs import FUSE2FS
 from fsbench.fuse.libfuse import LIBFUSE
@@ -112,144 +113,139 @@ NTFS3G_BIG_WRITES = Quirk(
 )
 _FAT_NOTE = "FAT has no POSIX permissions or symlinks; chmod is reported unsupported"
 
-DRIVERS: dict[str, Driver] = {
-    d.name: d
-    for d in [
-        Driver("ext4", "ext4", "kernel", "Linux ext4", fstype="ext4", module="ext4"),
-        Driver(
-            "ext2", "ext2", "kernel", "Linux ext2 (via ext4 or ext2)", fstype="ext2", module="ext2"
+DRIVERS: dict[str, Driver] = by_name(
+    Driver("ext4", "ext4", "kernel", "Linux ext4", fstype="ext4", module="ext4"),
+    Driver("ext2", "ext2", "kernel", "Linux ext2 (via ext4 or ext2)", fstype="ext2", module="ext2"),
+    Driver(
+        "xfs", "xfs", "kernel", "Linux XFS", fstype="xfs", module="xfs", copies_options="nouuid"
+    ),
+    Driver("btrfs", "btrfs", "kernel", "Linux Btrfs", fstype="btrfs", module="btrfs"),
+    Driver(
+        "ntfs3",
+        "ntfs",
+        "kernel",
+        "Paragon NTFS3 kernel driver (Linux 5.15+)",
+        fstype="ntfs3",
+        module="ntfs3",
+    ),
+    Driver(
+        "ntfs",
+        "ntfs",
+        "kernel",
+        "the new read-write in-kernel ntfs driver (Linux 7.1+; Debian's 7.x has it instead "
+        "of ntfs3)",
+        fstype="ntfs",
+        module="ntfs",
+        known_options=(
+            *("uid=", "gid=", "umask=", "dmask=", "fmask=", "iocharset=", "errors="),
+            *("show_sys_files", "case_sensitive", "nocase", "disable_sparse"),
+            *("mft_zone_multiplier=", "preallocated_size=", "sys_immutable", "nohidden"),
+            *("hide_dot_files", "windows_names", "acl", "discard"),
         ),
-        Driver(
-            "xfs", "xfs", "kernel", "Linux XFS", fstype="xfs", module="xfs", copies_options="nouuid"
+        notes=(
+            "a dirty or hibernated volume mounts read-only; ntfsck -n (ntfsprogs-plus) is "
+            "its checker",
         ),
-        Driver("btrfs", "btrfs", "kernel", "Linux Btrfs", fstype="btrfs", module="btrfs"),
-        Driver(
-            "ntfs3",
-            "ntfs",
-            "kernel",
-            "Paragon NTFS3 kernel driver (Linux 5.15+)",
-            fstype="ntfs3",
-            module="ntfs3",
+    ),
+    Driver(
+        "exfat",
+        "exfat",
+        "kernel",
+        "Linux exFAT kernel driver",
+        fstype="exfat",
+        module="exfat",
+        posix_permissions=False,
+        symlinks=False,
+        notes=(_FAT_NOTE,),
+    ),
+    Driver(
+        "vfat",
+        "vfat",
+        "kernel",
+        "Linux FAT32 (vfat) kernel driver",
+        fstype="vfat",
+        module="vfat",
+        posix_permissions=False,
+        symlinks=False,
+        max_file_size=4 * GiB - 1,
+        notes=(_FAT_NOTE,),
+    ),
+    Driver(
+        "ntfs-3g",
+        "ntfs",
+        "fuse",
+        "NTFS-3G FUSE driver (high-level FUSE API)",
+        binary="ntfs-3g",
+        version_args=("--version",),
+        package="ntfs-3g",
+        notes=("single-threaded daemon; ignores big_writes on volumes < 4 GiB",),
+        quirks=(NTFS3G_BIG_WRITES,),
+    ),
+    Driver(
+        "lowntfs-3g",
+        "ntfs",
+        "fuse",
+        "NTFS-3G FUSE driver (low-level FUSE API)",
+        binary="lowntfs-3g",
+        version_args=("--version",),
+        package="ntfs-3g",
+        quirks=(NTFS3G_BIG_WRITES,),
+    ),
+    Driver(
+        "fuse2fs",
+        "ext4",
+        "fuse",
+        "e2fsprogs' FUSE ext2/3/4 driver",
+        binary="fuse2fs",
+        version_args=("-V",),
+        package="fuse2fs",
+    ),
+    Driver(
+        "fuse2fs-3.18",
+        "ext4",
+        "fuse",
+        "e2fsprogs 1.47.4's fuse2fs built here against libfuse 3.18: a real file system "
+        "over FUSE's newer transports; dev-fuse (default), uring",
+        binary="fuse2fs",
+        package="e2fsprogs 1.47.4 (Debian unstable source, built by fsbench)",
+        transports=(("dev-fuse", ()), ("uring", ("-o", "io_uring"))),
+        built=FUSE2FS,
+        in_default=False,
+    ),
+    Driver(
+        "exfat-fuse",
+        "exfat",
+        "fuse",
+        "exFAT FUSE driver",
+        binary="mount.exfat-fuse",
+        version_args=("-V",),
+        package="exfat-fuse",
+        posix_permissions=False,
+        symlinks=False,
+        notes=(_FAT_NOTE,),
+    ),
+    Driver(
+        "passthrough_hp",
+        "ext4",
+        "fuse",
+        "the FUSE floor: libfuse 3.18's passthrough_hp example serving a directory on ext4 "
+        "(built here); transports dev-fuse (default), uring, passthrough",
+        binary="passthrough_hp",
+        package="fuse3 3.18 (Debian unstable source, built by fsbench)",
+        transports=(
+            ("dev-fuse", ("--nopassthrough",)),
+            ("uring", ("--nopassthrough", "-o", "io_uring")),
+            ("passthrough", ()),
         ),
-        Driver(
-            "ntfs",
-            "ntfs",
-            "kernel",
-            "the new read-write in-kernel ntfs driver (Linux 7.1+; Debian's 7.x has it instead "
-            "of ntfs3)",
-            fstype="ntfs",
-            module="ntfs",
-            known_options=(
-                *("uid=", "gid=", "umask=", "dmask=", "fmask=", "iocharset=", "errors="),
-                *("show_sys_files", "case_sensitive", "nocase", "disable_sparse"),
-                *("mft_zone_multiplier=", "preallocated_size=", "sys_immutable", "nohidden"),
-                *("hide_dot_files", "windows_names", "acl", "discard"),
-            ),
-            notes=(
-                "a dirty or hibernated volume mounts read-only; ntfsck -n (ntfsprogs-plus) is "
-                "its checker",
-            ),
+        lower="ext4",
+        built=LIBFUSE,
+        in_default=False,
+        notes=(
+            "does almost nothing per request: what it costs is FUSE's transport; without "
+            "passthrough it runs with the writeback cache (libfuse's example as shipped)",
         ),
-        Driver(
-            "exfat",
-            "exfat",
-            "kernel",
-            "Linux exFAT kernel driver",
-            fstype="exfat",
-            module="exfat",
-            posix_permissions=False,
-            symlinks=False,
-            notes=(_FAT_NOTE,),
-        ),
-        Driver(
-            "vfat",
-            "vfat",
-            "kernel",
-            "Linux FAT32 (vfat) kernel driver",
-            fstype="vfat",
-            module="vfat",
-            posix_permissions=False,
-            symlinks=False,
-            max_file_size=4 * GiB - 1,
-            notes=(_FAT_NOTE,),
-        ),
-        Driver(
-            "ntfs-3g",
-            "ntfs",
-            "fuse",
-            "NTFS-3G FUSE driver (high-level FUSE API)",
-            binary="ntfs-3g",
-            version_args=("--version",),
-            package="ntfs-3g",
-            notes=("single-threaded daemon; ignores big_writes on volumes < 4 GiB",),
-            quirks=(NTFS3G_BIG_WRITES,),
-        ),
-        Driver(
-            "lowntfs-3g",
-            "ntfs",
-            "fuse",
-            "NTFS-3G FUSE driver (low-level FUSE API)",
-            binary="lowntfs-3g",
-            version_args=("--version",),
-            package="ntfs-3g",
-            quirks=(NTFS3G_BIG_WRITES,),
-        ),
-        Driver(
-            "fuse2fs",
-            "ext4",
-            "fuse",
-            "e2fsprogs' FUSE ext2/3/4 driver",
-            binary="fuse2fs",
-            version_args=("-V",),
-            package="fuse2fs",
-        ),
-        Driver(
-            "fuse2fs-3.18",
-            "ext4",
-            "fuse",
-            "e2fsprogs 1.47.4's fuse2fs built here against libfuse 3.18: a real file system "
-            "over FUSE's newer transports; dev-fuse (default), uring",
-            binary="fuse2fs",
-            package="e2fsprogs 1.47.4 (Debian unstable source, built by fsbench)",
-            transports=(("dev-fuse", ()), ("uring", ("-o", "io_uring"))),
-            built=FUSE2FS,
-            in_default=False,
-        ),
-        Driver(
-            "exfat-fuse",
-            "exfat",
-            "fuse",
-            "exFAT FUSE driver",
-            binary="mount.exfat-fuse",
-            version_args=("-V",),
-            package="exfat-fuse",
-            posix_permissions=False,
-            symlinks=False,
-            notes=(_FAT_NOTE,),
-        ),
-        Driver(
-            "passthrough_hp",
-            "ext4",
-            "fuse",
-            "the FUSE floor: libfuse 3.18's passthrough_hp example serving a directory on ext4 "
-            "(built here); transports dev-fuse (default), uring, passthrough",
-            binary="passthrough_hp",
-            package="fuse3 3.18 (Debian unstable source, built by fsbench)",
-            transports=(
-                ("dev-fuse", ("--nopassthrough",)),
-                ("uring", ("--nopassthrough", "-o", "io_uring")),
-                ("passthrough", ()),
-            ),
-            lower="ext4",
-            built=LIBFUSE,
-            in_default=False,
-            notes=(
-                "does almost nothing per request: what it costs is FUSE's transport; without "
-                "passthrough it runs with the writeback cache (libfuse's example as shipped)",
-            ),
-        ),
-    ]
-}
+    ),
+)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fsbench.choices import by_name
+
 
 @dataclass(frozen=True)
 class Checker:
@@ -54,90 +56,87 @@ def _fmt(name: str, argv: str, package: str, min_mib: int, checker: Checker | No
     return Format(name, parts, parts[0], package, min_mib * MiB, checker)
 
 
-FORMATS: dict[str, Format] = {
-    f.name: f
-    for f in [
-        # Inode tables and journal written now, once in the pristine image: lazily, ext4lazyinit
-        # writes ~32 MB in the background for ~2 s after every mount, inside the first samples.
-        _fmt(
-            "ext4",
-            "mkfs.ext4 -q -F -L fsbench -E lazy_itable_init=0,lazy_journal_init=0",
-            "e2fsprogs",
-            8,
-            _E2FSCK,
-        ),
-        _fmt("ext2", "mkfs.ext2 -q -F -L fsbench", "e2fsprogs", 8, _E2FSCK),
-        _fmt(
-            "xfs",
-            "mkfs.xfs -q -f -L fsbench",
+FORMATS: dict[str, Format] = by_name(
+    # Inode tables and journal written now, once in the pristine image: lazily, ext4lazyinit
+    # writes ~32 MB in the background for ~2 s after every mount, inside the first samples.
+    _fmt(
+        "ext4",
+        "mkfs.ext4 -q -F -L fsbench -E lazy_itable_init=0,lazy_journal_init=0",
+        "e2fsprogs",
+        8,
+        _E2FSCK,
+    ),
+    _fmt("ext2", "mkfs.ext2 -q -F -L fsbench", "e2fsprogs", 8, _E2FSCK),
+    _fmt(
+        "xfs",
+        "mkfs.xfs -q -f -L fsbench",
+        "xfsprogs",
+        300,
+        Checker(
+            ("xfs_repair", "-n"),
+            ("xfs_repair", "-V"),
             "xfsprogs",
-            300,
-            Checker(
-                ("xfs_repair", "-n"),
-                ("xfs_repair", "-V"),
-                "xfsprogs",
-                "all metadata, no-modify mode: AG headers, free-space and inode btrees, inodes, "
-                "directories, link counts; not file contents",
-                ("Phase ", "        - ", "No modify flag set"),
-            ),
+            "all metadata, no-modify mode: AG headers, free-space and inode btrees, inodes, "
+            "directories, link counts; not file contents",
+            ("Phase ", "        - ", "No modify flag set"),
         ),
-        _fmt(
-            "btrfs",
-            "mkfs.btrfs -q -f -L fsbench",
+    ),
+    _fmt(
+        "btrfs",
+        "mkfs.btrfs -q -f -L fsbench",
+        "btrfs-progs",
+        128,
+        Checker(
+            ("btrfs", "check", "--readonly"),
+            ("btrfs", "--version"),
             "btrfs-progs",
-            128,
-            Checker(
-                ("btrfs", "check", "--readonly"),
-                ("btrfs", "--version"),
-                "btrfs-progs",
-                "superblock, root, extent, chunk, fs and checksum trees, free-space cache; "
-                "data checksums are not verified",
-                ("Opening filesystem", "Checking filesystem", "UUID:", "[", "found ", "total "),
-            ),
+            "superblock, root, extent, chunk, fs and checksum trees, free-space cache; "
+            "data checksums are not verified",
+            ("Opening filesystem", "Checking filesystem", "UUID:", "[", "found ", "total "),
         ),
-        _fmt(
-            "ntfs",
-            "mkntfs -Q -F -q -L fsbench",
+    ),
+    _fmt(
+        "ntfs",
+        "mkntfs -Q -F -q -L fsbench",
+        "ntfs-3g",
+        8,
+        Checker(
+            ("ntfsfix", "-n"),
+            ("ntfsfix", "--version"),
             "ntfs-3g",
-            8,
-            Checker(
-                ("ntfsfix", "-n"),
-                ("ntfsfix", "--version"),
-                "ntfs-3g",
-                "little: ntfsfix -n only checks that the volume mounts in libntfs-3g (boot "
-                "sector, $MFT loads), that $MFT and $MFTMirr agree, the backup boot sector and "
-                "the dirty flag; no directory, index, bitmap or cross-link check (no chkdsk or "
-                "ntfsck here) — fsbench's digest check is the rest of the evidence",
-                ("Mounting volume... OK", "Processing of", "Checking the alternate", "NTFS "),
-            ),
+            "little: ntfsfix -n only checks that the volume mounts in libntfs-3g (boot "
+            "sector, $MFT loads), that $MFT and $MFTMirr agree, the backup boot sector and "
+            "the dirty flag; no directory, index, bitmap or cross-link check (no chkdsk or "
+            "ntfsck here) — fsbench's digest check is the rest of the evidence",
+            ("Mounting volume... OK", "Processing of", "Checking the alternate", "NTFS "),
         ),
-        _fmt(
-            "exfat",
-            "mkfs.exfat -L fsbench",
+    ),
+    _fmt(
+        "exfat",
+        "mkfs.exfat -L fsbench",
+        "exfatprogs",
+        8,
+        Checker(
+            ("fsck.exfat", "-n"),
+            ("fsck.exfat", "-V"),
             "exfatprogs",
-            8,
-            Checker(
-                ("fsck.exfat", "-n"),
-                ("fsck.exfat", "-V"),
-                "exfatprogs",
-                "boot region and its checksum, FAT chains, allocation bitmap, upcase table, "
-                "directory entries and their checksums; not file contents",
-                ("exfatprogs version", "/dev/"),
-            ),
+            "boot region and its checksum, FAT chains, allocation bitmap, upcase table, "
+            "directory entries and their checksums; not file contents",
+            ("exfatprogs version", "/dev/"),
         ),
-        _fmt(
-            "vfat",
-            "mkfs.vfat -F 32 -n FSBENCH",
+    ),
+    _fmt(
+        "vfat",
+        "mkfs.vfat -F 32 -n FSBENCH",
+        "dosfstools",
+        40,
+        Checker(
+            ("fsck.vfat", "-n"),
+            ("fsck.vfat", "-n", "/dev/null"),  # its banner is its version; no -V flag
             "dosfstools",
-            40,
-            Checker(
-                ("fsck.vfat", "-n"),
-                ("fsck.vfat", "-n", "/dev/null"),  # its banner is its version; no -V flag
-                "dosfstools",
-                "boot sector, both FATs (compared), cluster chains, directory entries; "
-                "not file contents",
-                ("fsck.fat ", "/dev/"),
-            ),
+            "boot sector, both FATs (compared), cluster chains, directory entries; "
+            "not file contents",
+            ("fsck.fat ", "/dev/"),
         ),
-    ]
-}
+    ),
+)

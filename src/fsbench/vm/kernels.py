@@ -21,6 +21,7 @@ from pathlib import Path
 
 from fsbench import aptsource
 from fsbench.aptsource import file_sha256
+from fsbench.choices import by_name
 from fsbench.errors import EnvironmentProblem, UsageError
 from fsbench.lab.drivers import DRIVERS, availability
 
@@ -45,30 +46,27 @@ class DebianKernel:
     features: tuple[str, ...] = ()
 
 
-KNOWN: dict[str, DebianKernel] = {
-    k.name: k
-    for k in [
-        DebianKernel(
-            "debian-6.12",
-            "bookworm-backports",
-            r"linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned",
-            description="Debian's 6.12 from bookworm-backports (ntfs3, exfat, vfat as modules)",
-            adds=("ntfs3", "exfat", "vfat"),
-        ),
-        # "Unstable's newest", whatever series that is when first fetched: the run records
-        # which release and packages it was (7.2.13 when added, with the new ntfs driver and
-        # no ntfs3).
-        DebianKernel(
-            "debian-sid",
-            "sid",
-            r"linux-image-[0-9]+\.[0-9]+\.[0-9]+\+deb[0-9]+-amd64",
-            description="Debian unstable's newest kernel (7.x: the new ntfs driver, exfat, vfat "
-            "as modules; no ntfs3; FUSE over io_uring and passthrough built in)",
-            adds=("ntfs", "exfat", "vfat"),
-            features=("FUSE over io_uring", "FUSE passthrough"),
-        ),
-    ]
-}
+KNOWN: dict[str, DebianKernel] = by_name(
+    DebianKernel(
+        "debian-6.12",
+        "bookworm-backports",
+        r"linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned",
+        description="Debian's 6.12 from bookworm-backports (ntfs3, exfat, vfat as modules)",
+        adds=("ntfs3", "exfat", "vfat"),
+    ),
+    # "Unstable's newest", whatever series that is when first fetched: the run records
+    # which release and packages it was (7.2.13 when added, with the new ntfs driver and
+    # no ntfs3).
+    DebianKernel(
+        "debian-sid",
+        "sid",
+        r"linux-image-[0-9]+\.[0-9]+\.[0-9]+\+deb[0-9]+-amd64",
+        description="Debian unstable's newest kernel (7.x: the new ntfs driver, exfat, vfat "
+        "as modules; no ntfs3; FUSE over io_uring and passthrough built in)",
+        adds=("ntfs", "exfat", "vfat"),
+        features=("FUSE over io_uring", "FUSE passthrough"),
+    ),
+)
 # The parts a split image meta package (7.x) depends on: vmlinuz, modules, config.
 SPLIT_PARTS = ("linux-binary-", "linux-modules-", "linux-base-")
 # Kernel features a guest adds beside drivers (doctor lists them): config symbol -> what.
