@@ -5,6 +5,7 @@ context switches summed over /proc/PID/task/*/status. Processes may exit, start 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fsbench.probedefs.costs import cpu_factors, ctx_factors
@@ -56,44 +57,34 @@ def process_delta(
     )
 
 
-def _apps(procfs: ProcReader, spec: ProbeSpec) -> dict[int, Any]:
-    return {pid: procfs.process_cpu(pid) for pid in spec.app_pids}
+def _processes(
+    name: str, role: str, whose: str, pids: Callable[[ProbeSpec], list[int]], one: bool
+) -> CounterProbe:
+    """The probe of a role's processes, all threads, summed: `<role>_user_s`, `<role>_sys_s`
+    and `<role>_ctx`. `one`: the role has at most one process, so its flags name no pid."""
+
+    def collect(procfs: ProcReader, spec: ProbeSpec) -> dict[int, Any]:
+        return {pid: procfs.process_cpu(pid) for pid in pids(spec)}
+
+    def delta(before: Any, after: Any, _seconds: float, spec: ProbeSpec) -> Counted:
+        out = Counted({f"{role}_user_s": 0.0, f"{role}_sys_s": 0.0, f"{role}_ctx": 0})
+        for pid in pids(spec):
+            b, a = before.get(pid), after.get(pid)
+            u, s, c = process_delta(role, None if one else pid, b, a, out.flags)
+            out.fields[f"{role}_user_s"] += u
+            out.fields[f"{role}_sys_s"] += s
+            out.fields[f"{role}_ctx"] += c
+        return out
+
+    reads = f"/proc/PID/stat and /proc/PID/task/*/{{stat,status}} of {whose}"
+    return CounterProbe(name, reads, collect, delta, factors=(cpu_factors, ctx_factors))
 
 
-def _apps_delta(before: Any, after: Any, _seconds: float, spec: ProbeSpec) -> Counted:
-    out = Counted({"app_user_s": 0.0, "app_sys_s": 0.0, "app_ctx": 0})
-    for pid in spec.app_pids:
-        u, s, c = process_delta("app", pid, before.get(pid), after.get(pid), out.flags)
-        out.fields["app_user_s"] += u
-        out.fields["app_sys_s"] += s
-        out.fields["app_ctx"] += c
-    return out
-
-
-def _daemon(procfs: ProcReader, spec: ProbeSpec) -> Any:
-    return procfs.process_cpu(spec.daemon_pid) if spec.daemon_pid is not None else None
-
-
-def _daemon_delta(before: Any, after: Any, _seconds: float, spec: ProbeSpec) -> Counted:
-    if spec.daemon_pid is None:
-        return Counted()
-    out = Counted()
-    u, s, c = process_delta("daemon", None, before, after, out.flags)
-    out.fields = {"daemon_user_s": u, "daemon_sys_s": s, "daemon_ctx": c}
-    return out
-
-
-APPS = CounterProbe(
-    "apps",
-    "/proc/PID/stat and /proc/PID/task/*/{stat,status} of each of spec.app_pids",
-    collect=_apps,
-    delta=_apps_delta,
-    factors=(cpu_factors, ctx_factors),
-)
-DAEMON = CounterProbe(
+APPS = _processes("apps", "app", "each of spec.app_pids", lambda spec: spec.app_pids, one=False)
+DAEMON = _processes(
     "daemon",
-    "/proc/PID/stat and /proc/PID/task/*/{stat,status} of spec.daemon_pid",
-    collect=_daemon,
-    delta=_daemon_delta,
-    factors=(cpu_factors, ctx_factors),
+    "daemon",
+    "spec.daemon_pid",
+    lambda spec: [] if spec.daemon_pid is None else [spec.daemon_pid],
+    one=True,
 )
