@@ -18,6 +18,7 @@ from fsbench.errors import UsageError
 from fsbench.fuse import libfuse, sourcebuild, transports
 from fsbench.fuse.fuse2fs import FUSE2FS
 from fsbench.fuse.libfuse import LIBFUSE
+from fsbench.lab import state
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import parse_subject, parse_subjects
 from fsbench.probes.procfs import ProcFS
@@ -85,16 +86,20 @@ def test_the_old_value_is_recorded_before_enable_uring_is_changed(
     param = tmp_path / "enable_uring"
     param.write_text("N\n")
     monkeypatch.setattr(transports, "ENABLE_URING", str(param))
-    restore: dict[str, str] = {}
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+    rec = state.StateRecord("r1", os.getpid(), str(tmp_path / "img"), str(tmp_path / "mnt"))
     seen: list[tuple[str, dict[str, str]]] = []
+    save = rec.save
 
-    def save() -> None:  # the state record's save(): must see the old value, not yet changed
-        seen.append((param.read_text().strip(), dict(restore)))
+    def spy() -> None:  # the state record's save(): must see the old value, not yet changed
+        seen.append((param.read_text().strip(), dict(rec.restore)))
+        save()
 
-    said = transports.hold_uring(restore, save)
+    monkeypatch.setattr(rec, "save", spy)
+    said = transports.hold_uring(rec)
     assert seen == [("N", {str(param): "N"})]
     assert param.read_text() == "Y" and said and "N -> Y" in said
-    assert transports.hold_uring(restore, save) is None  # on already: nothing to hold
+    assert transports.hold_uring(rec) is None  # on already: nothing to hold
 
 
 def test_a_daemon_without_rings_is_not_uring(tmp_path: Path) -> None:

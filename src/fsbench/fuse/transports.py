@@ -132,17 +132,15 @@ def uring_enabled(fs: ProcFS | None = None) -> bool | None:
         return None
 
 
-def hold_uring(restore: dict[str, str], save) -> str | None:
-    """Turn enable_uring on for the run: the old value goes into `restore` (the state record's
-    map of settings to put back) and is saved *before* the change, so `fsbench cleanup` puts
-    it back after a SIGKILL. Returns what was done in words, or None when it was on already."""
-    path = Path(ENABLE_URING)
-    old = path.read_text().strip()
-    if old in ("Y", "1"):
+def hold_uring(rec) -> str | None:  # rec: lab.state.StateRecord (no import cycle)
+    """Turn enable_uring on for the run (`state.hold`: the old value saved in the run's record
+    before the change, so `fsbench cleanup` puts it back after a SIGKILL). Returns what was
+    done in words, or None when it was on already."""
+    from fsbench.lab import state
+
+    old = state.hold(rec, ENABLE_URING, "Y", lambda v: v in ("Y", "1"))
+    if old is None:
         return None
-    restore.setdefault(str(path), old)
-    save()
-    path.write_text("Y")
     return f"FUSE over io_uring enabled for the run ({ENABLE_URING} {old} -> Y, restored after)"
 
 

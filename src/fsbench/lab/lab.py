@@ -25,7 +25,7 @@ from fsbench.aging.prepare import aged_check, aged_image
 from fsbench.aging.recipe import NONE
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.fuse import stacked, transports
-from fsbench.lab import loops, mounts, ntfsck, safety
+from fsbench.lab import loops, mounts, ntfsck, safety, state
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
@@ -239,7 +239,7 @@ class Lab:
         if self.uring:  # not a tuning: the transport does not exist without it
             # A failure shows at the mount: the daemon is checked for its rings.
             with contextlib.suppress(OSError):
-                held = transports.hold_uring(self.record.restore, self.record.save)
+                held = transports.hold_uring(self.record)
                 if held:
                     self.tuned.append(held)
         image_dir.mkdir(parents=True, exist_ok=True)
@@ -251,18 +251,18 @@ class Lab:
         """Free page reporting hands freed memory to the hypervisor, and every page cache
         dropped for a cold read or file deleted is then slow to reuse: samples swing by 10x.
         Held off for the run (order above the largest block) and put back by `release`, which
-        also runs in `fsbench cleanup` after a SIGKILL."""
+        also runs in `fsbench cleanup` after a SIGKILL — by the last of several runs to end."""
         assert self.record is not None
-        path, fs = PAGE_REPORTING, ProcFS()
         try:
-            old = fs.read(path).strip()
-            if int(old) > 10:
-                return
-            self.record.restore[path] = old
-            self.record.save()  # recorded before it is changed
-            fs.write(path, "11")
+            old = state.hold(self.record, PAGE_REPORTING, "11", lambda v: int(v) > 10)
         except (OSError, ValueError):
-            self.record.restore.pop(path, None)
+            return
+        if old is None:
+            if PAGE_REPORTING in self.record.restore:
+                self.tuned.append(
+                    "free page reporting held off by another fsbench run (restored by the "
+                    "last to end)"
+                )
             return
         self.tuned.append(
             f"free page reporting held off during the run (order {old} -> 11, restored after)"

@@ -10,12 +10,13 @@ same `release` as `fsbench cleanup`, so the two paths cannot drift apart.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,8 @@ STATE_DIR = Path(os.environ.get("FSBENCH_STATE_DIR", "/run/fsbench"))
 OWNER_FILE = ".fsbench-record.json"  # a record's copy inside its own temporary directory
 # Where every run's mount points live (fsbench-RUN_ID/ below it), whatever FSBENCH_STATE_DIR says.
 MOUNT_BASE = Path("/run/fsbench")
+# The settings a record may put back: a record is a file, and only these are a run's to tune.
+TUNABLE: tuple[str, ...] = ("/sys/module/",)
 
 
 @dataclass
@@ -81,6 +84,46 @@ class StateRecord:
         data["path"] = str(path)
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@contextlib.contextmanager
+def _settings_lock() -> Iterator[None]:
+    """Runs hold and restore kernel settings one at a time: two labs at once must agree on
+    who puts a setting back."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(STATE_DIR / ".settings.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _holders(rec: StateRecord, path: str) -> list[StateRecord]:
+    """Other runs, still running, that hold the setting and will put it back."""
+    return [r for r in records() if r.run_id != rec.run_id and path in r.restore and owner_alive(r)]
+
+
+def hold(rec: StateRecord, path: str, value: str, held: Callable[[str], bool]) -> str | None:
+    """Set a kernel setting for the run, its old value recorded (and saved) before the change
+    so `release`, or `cleanup` after a SIGKILL, puts it back. Returns the old value, or None
+    when it is held already: by the user (left alone), or by another running fsbench, whose
+    recorded original this run adopts — whichever run ends last restores it, so the first to
+    end does not turn the setting back under the other's measurement."""
+    with _settings_lock():
+        old = ProcFS().read(path).strip()
+        if held(old):
+            for other in _holders(rec, path):
+                rec.restore[path] = other.restore[path]
+                rec.save()
+                break
+            return None
+        rec.restore[path] = old
+        rec.save()
+        try:
+            ProcFS().write(path, value)
+        except OSError:
+            rec.restore.pop(path, None)
+            rec.save()
+            raise
+        return old
 
 
 def _under(path: str, root: str) -> bool:
@@ -150,13 +193,8 @@ def release(rec: StateRecord) -> list[str]:
             if _under(back, rec.image_dir) or (dev, back) in recorded:
                 why = loops.detach(dev)
                 notes.append(f"{FAILED}detach {dev}: {why}" if why else f"detached {dev}")
-        for path, value in rec.restore.items():
-            if path.startswith("/sys/module/"):  # only what a run may tune
-                try:
-                    ProcFS().write(path, value)
-                    notes.append(f"restored {path} = {value}")
-                except OSError as e:
-                    notes.append(f"{FAILED}restore {path} = {value}: {e.strerror or e}")
+        if rec.restore:
+            notes += _restore(rec)
         for d in (rec.image_dir, rec.mount_dir, *rec.temp_paths):
             if d and Path(d).exists() and Path(d).name.startswith("fsbench-"):
                 notes.append(_remove(d))
@@ -168,6 +206,29 @@ def release(rec: StateRecord) -> list[str]:
         with contextlib.suppress(ValueError):
             for s, h in old.items():
                 signal.signal(s, h)
+    return notes
+
+
+def _restore(rec: StateRecord) -> list[str]:
+    notes = []
+    with _settings_lock():
+        for path, value in list(rec.restore.items()):
+            if not path.startswith(TUNABLE):  # only what a run may tune
+                continue
+            others = _holders(rec, path)
+            if others:
+                # Dropped from this record under the lock: the other run, ending later,
+                # sees no holder left and restores.
+                del rec.restore[path]
+                if rec.path:
+                    rec.save()
+                notes.append(f"left {path} held for run {others[0].run_id}, still running")
+                continue
+            try:
+                ProcFS().write(path, value)
+                notes.append(f"restored {path} = {value}")
+            except OSError as e:
+                notes.append(f"{FAILED}restore {path} = {value}: {e.strerror or e}")
     return notes
 
 
