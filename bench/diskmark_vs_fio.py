@@ -5,13 +5,20 @@ ext4, interleaved in one invocation (fsbench, fio, fio, fsbench, ...).
 
 - fsbench: `fsbench compare ext4 --suite diskmark --size SIZE --repeat PASSES --warmup 0`,
   PASSES passes per test per round (one sample is one pass: workloads/diskmark.py);
-- fio: a RAM image of the same size formatted and mounted by fsbench's own lab, exactly as the
-  compare does; on it one file of the size fsbench's results say it used, laid out once as
-  KDiskMark lays its file out (`fio --create_only=1`), and per round each test PASSES times as
-  a job file with KDiskMark 3.3's options (helper.cpp: ioengine=libaio direct=1 randrepeat=0
-  refill_buffers end_fsync=1 runtime=5, bs/iodepth/numjobs of the test), the caches dropped
-  before each pass (the lab's make_cold; KDiskMark writes 1 to drop_caches, which O_DIRECT on
-  ext4 does not notice).
+- fio: per round, a RAM image of the same size made fresh by fsbench's own lab exactly as the
+  compare makes its one (the same RAM fill, pristine copied over it, loop, mount); on it one
+  file of the size fsbench's results say it used, laid out as KDiskMark lays its file out
+  (`fio --create_only=1`), then each test PASSES times as a job file with KDiskMark 3.3's
+  options (helper.cpp: ioengine=libaio direct=1 randrepeat=0 refill_buffers end_fsync=1
+  runtime=5, bs/iodepth/numjobs of the test), the caches dropped before each pass (the lab's
+  make_cold; KDiskMark writes 1 to drop_caches, which O_DIRECT on ext4 does not notice).
+
+Each side reads a fresh image of its own, made the same way: RAM on this VM is not uniform
+(docs/verdicts.md: an image's memory can read 40 % slower than another's for as long as it
+lives), and a fio side reading one long-lived image while fsbench read a new one per round
+compared two memories, not two runners. Every read pass of both sides is checked to have read
+the device (its read counter over the bytes fio read, printed as `dev`): O_DIRECT on ext4
+goes to the loop device, and a cold read no counter proves is refused.
 
 Both sides' MB/s are fio's own (io_bytes over fio's runtime, which includes the final fsync;
 KDiskMark reads fio's `bw`, the same quotient in KiB/s), so the ratio is what fsbench adds or
@@ -23,23 +30,29 @@ pass lasts only 0.1-0.3 s. So each round pairs the two sides measured within abo
 each other, the order alternating: a test's ratio is the median over rounds of (fsbench's
 median pass / fio's median pass in that round). The pooled medians are printed too.
 The last line is `worst fsbench/fio ratio R over N tests`, R the test ratio farthest from 1
-(target 0.8-1.25). Needs root. Run it under the shared-machine lock.
+(target 0.8-1.25). Needs root. Each round (both sides) takes the shared machine's heavy lock
+(`--lock`), so a long run leaves others their turns.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
+from fsbench.probes.procfs import ProcFS
 from fsbench.workloads.diskmark import DISKMARK_JOBS, RUNTIME_S
 from fsbench.workloads.fio import FioJob, fio_binary, parse_fio_json
 
@@ -49,10 +62,11 @@ JOBS = {j.variant: j for j in DISKMARK_JOBS}
 
 def fsbench_round(
     size: str, passes: int, tmp: Path, i: int, tests: list[str]
-) -> tuple[dict[str, list[float]], int]:
+) -> tuple[dict[str, list[float]], int, dict[str, list[float]]]:
     """MB/s of each test's passes in one `fsbench compare ext4 --suite diskmark` (or its
-    `--workloads diskmark/TEST,...` when some tests are asked), and the file size its results
-    record."""
+    `--workloads diskmark/TEST,...` when some tests are asked), the file size its results
+    record, and for reads each pass's device read bytes over the bytes fio read (fsbench's own
+    counters around the pass)."""
     out = tmp / f"fsbench-{i}"
     which = (
         ["--suite", "diskmark"]
@@ -85,15 +99,23 @@ def fsbench_round(
     if proc.returncode != 0:
         sys.exit(f"fsbench failed ({proc.returncode}): {proc.stderr[-500:]}")
     doc = json.loads(proc.stdout)
-    got, file_size = {}, 0
+    got, file_size, dev = {}, 0, {}
     for r in doc["results"]:
         if r["status"] != "ok":
             sys.exit(f"fsbench: {r['workload_id']} {r['status']}: {r.get('error')}")
         if r["params"].get("refill_buffers") is not True:
             sys.exit(f"fsbench: {r['workload_id']} ran without KDiskMark's refill_buffers")
-        got[r["params"]["variant"]] = [x * 1024 * 1024 / MB for x in r["samples"]]
+        v = r["params"]["variant"]
+        got[v] = [x * 1024 * 1024 / MB for x in r["samples"]]
         file_size = int(r["params"]["file_size"])
-    return got, file_size
+        if bad := [d["cache"] for d in r["sample_details"] if d["cache"] != "direct"]:
+            sys.exit(f"fsbench: {v} passes not proven O_DIRECT by the counters: {bad}")
+        dev[v] = (
+            []
+            if JOBS[v].is_write
+            else [d["device"]["read_bytes"] / d["bytes"] for d in r["sample_details"]]
+        )
+    return got, file_size, dev
 
 
 def job_file(job: FioJob, path: str, size: int) -> str:
@@ -137,14 +159,68 @@ def lay_out(path: str, size: int) -> None:
         sys.exit(f"prepare: {path} is not fully written ({os.path.getsize(path)} of {size} B)")
 
 
-def fio_pass(job: FioJob, path: str, size: int, tmp: Path) -> float:
+def fio_pass(job: FioJob, path: str, size: int, tmp: Path) -> tuple[float, int]:
+    """MB/s of one pass and the bytes fio moved."""
     jf = tmp / f"{job.variant}.fio"
     jf.write_text(job_file(job, path, size))
     out = parse_fio_json(
         fio_run(["--output-format=json", str(jf)], job.variant),
         "write" if job.is_write else "read",
     )
-    return out["bytes"] / MB / out["seconds"]
+    return out["bytes"] / MB / out["seconds"], out["bytes"]
+
+
+def device_read(dev: str) -> int:
+    return ProcFS().block_stat(os.path.basename(dev)).read_bytes
+
+
+def fio_round(
+    args: argparse.Namespace, tests: list[str], size: int, tmp: Path, i: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """One round of the fio side on an image of its own, made fresh for the round by the lab
+    exactly as `fsbench compare ext4` makes its one: the same RAM fill, pristine, copy_over,
+    attach and mount. MB/s of each test's passes, and for reads the device's read bytes over
+    fio's (the proof that each pass read the device)."""
+    got: dict[str, list[float]] = {v: [] for v in tests}
+    dev_share: dict[str, list[float]] = {v: [] for v in tests}
+    spec = parse_subject("ext4")
+    with Lab(f"bench-diskmark-{os.getpid()}-{i}", Backing("ram"), parse_size(args.size)) as lab:
+        lab.check([spec])
+        (s,) = lab.prepare([spec])
+        lab.mount(s)
+        assert s.device is not None
+        path = os.path.join(s.workdir, "diskmark.fio.0")
+        os.makedirs(s.workdir, exist_ok=True)
+        lay_out(path, size)
+        # Pass-major, as fsbench's rounds run its workloads.
+        for _ in range(args.passes):
+            for v in tests:
+                lab.make_cold(s)
+                before = device_read(s.device)
+                mbps, moved = fio_pass(JOBS[v], path, size, tmp)
+                got[v].append(mbps)
+                if not JOBS[v].is_write:
+                    dev_share[v].append((device_read(s.device) - before) / moved)
+        lab.unmount(s)
+    return got, dev_share
+
+
+@contextmanager
+def heavy_lock(path: str) -> Iterator[None]:
+    """The shared machine's lock, held for one round (both sides) so others get turns."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def span(xs: list[float]) -> str:
+    return f"{min(xs) * 100:.0f}-{max(xs) * 100:.0f} %" if xs else "-"
 
 
 def main() -> None:
@@ -153,6 +229,9 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=2, help="passes per test per round per side")
     ap.add_argument("--size", default="2G", help="image size for both (default 2G)")
     ap.add_argument("--tests", help="a comma list of the tests to run (default: all eight)")
+    ap.add_argument(
+        "--lock", default="/tmp/fsbench-heavy.lock", help="taken per round ('' for none)"
+    )
     args = ap.parse_args()
     tests = args.tests.split(",") if args.tests else list(JOBS)
     if unknown := [v for v in tests if v not in JOBS]:
@@ -162,52 +241,50 @@ def main() -> None:
     # [round][test] -> that round's passes
     ours: list[dict[str, list[float]]] = []
     raw: list[dict[str, list[float]]] = []
+    # test -> device read bytes / bytes read, every read pass of each side
+    ours_dev: dict[str, list[float]] = {v: [] for v in tests}
+    raw_dev: dict[str, list[float]] = {v: [] for v in tests}
     loads: list[float] = []
+    size = 0
     with tempfile.TemporaryDirectory(prefix="diskmark-vs-fio-") as t:
         tmp = Path(t)
-        spec = parse_subject("ext4")
-        with Lab(f"bench-diskmark-{os.getpid()}", Backing("ram"), parse_size(args.size)) as lab:
-            lab.check([spec])
-            (s,) = lab.prepare([spec])
-            lab.mount(s)
-            path = os.path.join(s.workdir, "diskmark.fio.0")
-            os.makedirs(s.workdir, exist_ok=True)
-            size = 0
-            for i in range(args.rounds):
-                # Alternate which side goes first, so neither always follows the other (fsbench
-                # first in round 1: its results give the file size fio's side uses).
-                sides = ("fsbench", "fio") if i % 2 == 0 else ("fio", "fsbench")
-                mine: dict[str, list[float]] = {}
-                theirs: dict[str, list[float]] = {v: [] for v in tests}
+        for i in range(args.rounds):
+            # Alternate which side goes first, so neither always follows the other (fsbench
+            # first in round 1: its results give the file size fio's side uses).
+            sides = ("fsbench", "fio") if i % 2 == 0 else ("fio", "fsbench")
+            mine: dict[str, list[float]] = {}
+            theirs: dict[str, list[float]] = {}
+            with heavy_lock(args.lock):
+                t0 = time.monotonic()
                 for side in sides:
                     loads.append(os.getloadavg()[0])
                     if side == "fsbench":
-                        mine, size = fsbench_round(args.size, args.passes, tmp, i, tests)
-                        continue
-                    if not os.path.exists(path):
-                        lay_out(path, size)
-                    # Pass-major, as fsbench's rounds run its workloads.
-                    for _ in range(args.passes):
-                        for v in tests:
-                            lab.make_cold(s)
-                            theirs[v].append(fio_pass(JOBS[v], path, size, tmp))
-                ours.append(mine)
-                raw.append(theirs)
-                print(
-                    f"round {i + 1} (load {loads[-2]:.1f}/{loads[-1]:.1f}): "
-                    + "  ".join(
-                        f"{v} {statistics.median(mine[v]):.0f}/{statistics.median(theirs[v]):.0f}"
-                        for v in tests
-                    ),
-                    flush=True,
-                )
-            lab.unmount(s)
+                        mine, size, dev = fsbench_round(args.size, args.passes, tmp, i, tests)
+                    else:
+                        theirs, dev = fio_round(args, tests, size, tmp, i)
+                    for v in tests:
+                        (ours_dev if side == "fsbench" else raw_dev)[v] += dev[v]
+                held = time.monotonic() - t0
+            ours.append(mine)
+            raw.append(theirs)
+            print(
+                f"round {i + 1} {sides[0]} first, {held:.0f} s "
+                f"(load {loads[-2]:.1f}/{loads[-1]:.1f}): "
+                + "  ".join(
+                    f"{v} {statistics.median(mine[v]):.0f}/{statistics.median(theirs[v]):.0f}"
+                    for v in tests
+                ),
+                flush=True,
+            )
     print(
-        f"\ndiskmark on ext4, {args.size} RAM image, file {size / 2**20:.0f} MiB, "
-        f"{args.rounds} rounds x {args.passes} passes a side, load average "
-        f"{min(loads):.1f}-{max(loads):.1f} (MB/s)"
+        f"\ndiskmark on ext4, {args.size} RAM image made fresh per round and side, file "
+        f"{size / 2**20:.0f} MiB, {args.rounds} rounds x {args.passes} passes a side, load "
+        f"average {min(loads):.1f}-{max(loads):.1f} (MB/s; device read / bytes read)"
     )
-    print(f"{'test':<18} {'fsbench':>9} {'fio':>9} {'pooled':>7} {'ratio':>6}  per round")
+    print(
+        f"{'test':<18} {'fsbench':>9} {'fio':>9} {'pooled':>7} {'ratio':>6}  "
+        f"{'dev fsbench':>11} {'dev fio':>11}  per round"
+    )
     ratios = {}
     for v in tests:
         a = statistics.median(x for r in ours for x in r[v])
@@ -219,7 +296,7 @@ def main() -> None:
         ratios[v] = statistics.median(per)
         print(
             f"{v:<18} {a:>9.1f} {b:>9.1f} {a / b:>7.3f} {ratios[v]:>6.3f}  "
-            + " ".join(f"{x:.2f}" for x in per)
+            f"{span(ours_dev[v]):>11} {span(raw_dev[v]):>11}  " + " ".join(f"{x:.2f}" for x in per)
         )
     worst = max(ratios.values(), key=lambda r: max(r, 1 / r))
     print(f"worst fsbench/fio ratio {worst:.3f} over {len(ratios)} tests")
