@@ -1,9 +1,12 @@
-"""Latency and IOPS as results of their own: fio's completion-latency percentiles
-and IOPS of every sample, their medians on the result, and a result's latency as a *metric
-view* judged by fsbench.verdict exactly as its throughput is.
+"""Latency and IOPS as results of their own: fio's latency percentiles and IOPS of every
+sample, their medians on the result, and a result's latency as a *metric view* judged by
+fsbench.verdict exactly as its throughput is.
 
 A fio result carries one judged metric, its rate (`Result.samples`). Its p50/p99/p99.9 are in
-every sample's extra (`lat_us`, from fio's `clat_ns` percentiles), so a second judged metric
+every sample's extra (`lat_us`), fio's total latency, submission to completion (`lat_ns`;
+`lat_basis` LAT_TOTAL), or in runs stored before it and job files that do not ask for it, fio's
+completion latency (`clat_ns`, which with libaio on a buffered subject times only the reaping:
+workloads/fiojson.py); `words` names which a set of results holds. A second judged metric
 needs no second result row: `view(res, "p99")` is the same result with the p99 of each sample
 as its samples, unit µs, lower better. Anything that judges a result (summary.compare, the
 tables' ratio cells, verdict.judge) judges the view the same way, at the family the run
@@ -23,6 +26,26 @@ PERCENTILES = ("p50", "p99", "p99.9")
 # more than MiB/s (the terminal tables add them).
 LATENCY_BOUND_MAX_BS = 8 * 1024
 _SIZE = re.compile(r"^(\d+)([kKmMgG]?)$")
+# What a sample's `lat_basis` says its lat_us are (no basis: a run stored before it, clat).
+LAT_TOTAL = "submit-to-completion"  # fio's lat_ns
+LAT_COMPLETION = "completion"  # fio's clat_ns
+WORDS = {LAT_TOTAL: "latency, submit to completion", LAT_COMPLETION: "completion latency (clat)"}
+
+
+def basis(res: Result) -> str:
+    """LAT_TOTAL when every sample's latency is fio's total latency; else LAT_COMPLETION."""
+    got = {s.extra.get("lat_basis", LAT_COMPLETION) for s in res.sample_details}
+    return LAT_TOTAL if got == {LAT_TOTAL} else LAT_COMPLETION
+
+
+def words(results: list[Result]) -> str:
+    """What the latency figures of these results are, in the reports' words."""
+    kinds = {basis(r) for r in results if r.sample_details}
+    if kinds == {LAT_COMPLETION}:
+        return WORDS[LAT_COMPLETION]
+    if kinds == {LAT_TOTAL} or not kinds:
+        return WORDS[LAT_TOTAL]
+    return "latency, submit to completion (completion only, clat, for runs stored before it)"
 
 
 def summary(samples: list[Sample]) -> dict[str, float] | None:
@@ -59,8 +82,9 @@ def per_sample(res: Result, key: str) -> list[float] | None:
 
 
 def view(res: Result, key: str = "p99") -> Result | None:
-    """The result with `key` as its judged metric: p50/p99/p99.9 completion latency (µs, lower
-    is better) or iops (higher is better). None when its samples do not all carry it."""
+    """The result with `key` as its judged metric: p50/p99/p99.9 latency (µs, lower is better;
+    `basis` says which fio timed) or iops (higher is better). None when its samples do not all
+    carry it."""
     vals = per_sample(res, key)
     if vals is None or res.status != "ok":
         return None
@@ -69,7 +93,7 @@ def view(res: Result, key: str = "p99") -> Result | None:
     return res.model_copy(
         update={
             "samples": vals,
-            "metric": f"{key} completion latency" if lower else "IOPS",
+            "metric": f"{key} {WORDS[basis(res)]}" if lower else "IOPS",
             "unit": "µs" if lower else "IOPS",
             "higher_is_better": not lower,
             "median": med,

@@ -71,6 +71,9 @@ from fsbench.notecodes import Note, legacy, words
 #     (sentences only) load with notes read from their sentences (notecodes.legacy).
 #     Later, additive: environment.virtualization and .why_emulated (how a VM would run on
 #     this host: what the command the report suggests for drivers this kernel lacks meets).
+#     Later, additive: fio samples' extra gains lat_basis ("submit-to-completion": lat_us and
+#     lat_pct_us are fio's total latency, lat_ns); samples without it hold fio's completion
+#     latency (clat_ns), which reports name so (fsbench.latency.words).
 SCHEMA_VERSION = 4
 
 CacheState = Literal[

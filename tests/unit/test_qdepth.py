@@ -109,20 +109,30 @@ def test_diskmark_io_uring_is_a_parameter_of_the_suite() -> None:
         ("randwrite-io_uring", "write", 8),
         ("randread-psync", "read", 1),
         ("randwrite-psync", "write", 1),
+        ("randread-libaio", "read", 8),
+        ("randwrite-libaio", "write", 8),
     ],
 )
-def test_latency_from_real_fio_json(name: str, direction: str, depth: int) -> None:
+def test_total_latency_from_real_fio_json(name: str, direction: str, depth: int) -> None:
+    """fio run as fsbench runs it (--lat_percentiles=1): the figures are its total latency,
+    submission to completion, never the completion latency beside it."""
     text = (FIXTURES / f"{name}.json").read_text()
     doc = json.loads(text)
     part = doc["jobs"][0][direction]
+    assert doc["fio version"] == "fio-3.33"
     assert int(doc["jobs"][0]["job options"]["iodepth"]) == depth
     got = parse_fio_json(text, direction)
-    pct = part["clat_ns"]["percentile"]
+    pct, clat = part["lat_ns"]["percentile"], part["clat_ns"]["percentile"]
+    assert got["lat_basis"] == latency.LAT_TOTAL
     assert got["lat_us"]["p50"] == pytest.approx(pct["50.000000"] / 1000)
     assert got["lat_us"]["p99"] == pytest.approx(pct["99.000000"] / 1000)
     assert got["lat_us"]["p99.9"] == pytest.approx(pct["99.900000"] / 1000)
+    assert got["lat_mean_us"] == pytest.approx(part["lat_ns"]["mean"] / 1000)
     assert got["lat_us"]["p50"] <= got["lat_us"]["p99"] <= got["lat_us"]["p99.9"]
     assert got["iops"] == pytest.approx(part["iops"]) and got["iops"] > 0
+    # Each I/O's total latency is its submission plus its completion latency: at every point
+    # of the distribution at least the completion latency's.
+    assert all(pct[k] >= clat[k] for k in clat)
     # The whole list, for the CDF: fio's 17 default points, increasing.
     cdf = got["lat_pct_us"]
     assert len(cdf) == len(pct) == 17
@@ -131,8 +141,55 @@ def test_latency_from_real_fio_json(name: str, direction: str, depth: int) -> No
     assert cdf["99"] == got["lat_us"]["p99"]
 
 
+def test_async_total_latency_exceeds_completion_latency_in_real_json() -> None:
+    """Why the total is the figure: with an async engine fio's clat starts after the submit
+    call returns, so the total latency's mean is the larger by the submission time."""
+    doc = json.loads((FIXTURES / "randread-io_uring.json").read_text())["jobs"][0]["read"]
+    got = parse_fio_json((FIXTURES / "randread-io_uring.json").read_text(), "read")
+    assert doc["slat_ns"]["mean"] > 0
+    assert got["lat_mean_us"] == pytest.approx(doc["lat_ns"]["mean"] / 1000)
+    assert got["lat_mean_us"] > doc["clat_ns"]["mean"] / 1000
+
+
+@pytest.mark.parametrize(
+    ("name", "direction"),
+    [("clatonly-randread-io_uring", "read"), ("clatonly-randwrite-psync", "write")],
+)
+def test_json_without_total_percentiles_reads_the_completion_latency(
+    name: str, direction: str
+) -> None:
+    """fio run without --lat_percentiles (fsbench before it; a job file's own options):
+    the completion latency's percentiles, said to be that."""
+    text = (FIXTURES / f"{name}.json").read_text()
+    part = json.loads(text)["jobs"][0][direction]
+    assert "percentile" not in part["lat_ns"]
+    got = parse_fio_json(text, direction)
+    assert got["lat_basis"] == latency.LAT_COMPLETION
+    assert got["lat_us"]["p99"] == pytest.approx(part["clat_ns"]["percentile"]["99.000000"] / 1000)
+    assert len(got["lat_pct_us"]) == 17
+
+
+def test_every_timed_fio_run_asks_for_total_latency_percentiles() -> None:
+    from fsbench.workloads.diskmark import DISKMARK_JOBS
+    from fsbench.workloads.fio import FIO_JOBS, FioJob
+
+    target = Target("s", "/tmp/x", "kernel", 64 << 20)
+    jobs = [j for j in FIO_JOBS if isinstance(j, FioJob)] + DISKMARK_JOBS
+    for job in jobs:
+        assert "--lat_percentiles=1" in job.argv(target), job.id
+        # Laying a file out is not timed: nothing to ask.
+        assert "--lat_percentiles=1" not in job.argv(target, rw="write", whole=True), job.id
+
+
 # -- latency judged like throughput -------------------------------------------------------------
-def _res(subject: str, p99s: list[float], mib_s: float = 100.0, rw: str = "randread") -> Result:
+def _res(
+    subject: str,
+    p99s: list[float],
+    mib_s: float = 100.0,
+    rw: str = "randread",
+    basis: str | None = latency.LAT_TOTAL,
+) -> Result:
+    """A diskmark result; `basis` None: stored before lat_basis (fio's clat)."""
     samples = [
         Sample(
             value=mib_s * (1 + 0.01 * i),
@@ -141,6 +198,7 @@ def _res(subject: str, p99s: list[float], mib_s: float = 100.0, rw: str = "randr
                 "iops": mib_s * 256 * (1 + 0.01 * i),
                 "lat_us": {"p50": p / 4, "p99": p, "p99.9": p * 2},
                 "lat_pct_us": {"50": p / 4, "99": p, "99.9": p * 2},
+                **({"lat_basis": basis} if basis else {}),
             },
             cache="direct",
         )
@@ -203,19 +261,8 @@ def test_latency_columns_only_where_latency_bound() -> None:
 
 
 def test_grid_and_cdf_of_a_run() -> None:
-    from fsbench.schema import Environment, Run, Subject
-
     base, other = _res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590], mib_s=10)
-    run = Run(
-        run_id="t",
-        started="2026-11-26T10:00:00",
-        environment=Environment(kernel="6.18", cpus=2, backing="ram"),
-        subjects=[
-            Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel"),
-            Subject(id="ntfs-3g", driver="ntfs-3g", fs="ntfs", kind="fuse"),
-        ],
-        results=[base, other],
-    )
+    run = _run(base, other)
     g = grid(run)
     assert g is not None and g.subjects == ["ext4", "ntfs-3g"]
     name, cells = g.rows[0]
@@ -225,6 +272,68 @@ def test_grid_and_cdf_of_a_run() -> None:
     assert cdf_points(other)[-1] == (1200, 99.9)  # median of 1200, 1220, 1180
     plots = latency_plots(run)
     assert len(plots) == 1 and "p99 6." in plots[0].svg
+
+
+def _run(*results: Result):
+    from fsbench.schema import Environment, Run, Subject
+
+    return Run(
+        run_id="20261126-100000-abcd",
+        started="2026-11-26T10:00:00",
+        environment=Environment(kernel="6.18", cpus=2, backing="ram"),
+        subjects=[
+            Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel"),
+            Subject(id="ntfs-3g", driver="ntfs-3g", fs="ntfs", kind="fuse"),
+        ],
+        results=list(results),
+    )
+
+
+def test_every_report_names_the_latency_it_shows() -> None:
+    """fio's total latency is called "latency, submit to completion" in the terminal grid,
+    the tables' legend, the HTML grid and the CDF; a run stored before it keeps its clat
+    figures, called completion latency."""
+    from rich.console import Console
+
+    from fsbench.report.diskmark import grid_table, grid_view
+    from fsbench.report.latency import legend
+
+    new = [_res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590], mib_s=10)]
+    old = [_res(r.subject, [100, 101, 99], basis=None) for r in new]
+    said_new, said_old = "latency, submit to completion", "completion latency (clat)"
+    assert latency.words(new) == said_new and latency.words(old) == said_old
+    assert "clat" in latency.words([new[0], old[1]]) and said_new in latency.words([new[0], old[1]])
+    assert latency.view(new[0]).metric == f"p99 {said_new}"  # type: ignore[union-attr]
+    assert latency.view(old[0]).metric == f"p99 {said_old}"  # type: ignore[union-attr]
+    for results, said in ((new, said_new), (old, said_old)):
+        run = _run(*results)
+        con = Console(width=120, record=True, color_system=None)
+        for part in grid_table(run) + legend(results):
+            con.print(part)
+        assert f"p99: fio's {said}" in con.export_text()
+        assert grid_view(run)["latency"] == said  # type: ignore[index]
+        (plot,) = latency_plots(run)
+        assert said in plot.title and said.split(",")[0] in plot.svg
+
+
+def test_a_stored_run_with_completion_latency_loads_as_before(tmp_path: Path) -> None:
+    from fsbench.store import Store
+
+    old = _res("ext4", [100, 300, 200], basis=None)
+    run = _run(old)
+    with Store(tmp_path / "r.db") as db:
+        db.begin_run(run, None)
+        for subject in run.subjects:
+            db.save_subject(run.run_id, subject)
+        for sample in old.sample_details:
+            db.save_sample(run.run_id, old.model_copy(update={"sample_details": []}), sample)
+        db.save_result(run.run_id, old)
+        db.finish_run(run.model_copy(update={"status": "complete"}))
+    with Store(tmp_path / "r.db") as db:
+        (res,) = db.load_run(run.run_id).results
+    assert [s.extra["lat_us"]["p99"] for s in res.sample_details] == [100, 300, 200]
+    assert latency.figures(res)["p99_us"] == 200
+    assert latency.basis(res) == latency.LAT_COMPLETION
 
 
 # -- the explanation at depth -------------------------------------------------------------------

@@ -181,7 +181,9 @@ def test_a_phase_runs_in_the_target_and_fio_reports_its_options(tmp_path: Path) 
     r.prepare(target)
     assert r.run(target).bytes == 1 << 20
     d = w.definition()
+    # fsbench's one addition: the total latency's percentiles (workloads/fiojson.py).
     assert d["sections"][1]["reported_by_fio"] == {
+        "lat_percentiles": "1",
         "size": "1m",
         "bs": "64k",
         "directory": "d/deep",

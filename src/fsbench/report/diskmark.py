@@ -1,8 +1,9 @@
 """The diskmark suite's summary grid, as KDiskMark shows it: rows are its eight tests, columns
 the subjects; each cell MB/s (10^6 bytes a second, KDiskMark's unit) and IOPS, the mean of the
 passes as KDiskMark averages them (one fsbench sample is one pass: workloads/diskmark.py), and
-the p99 completion latency (median over the passes). The mark beside MB/s is the verdict on
-the subject's rate against the first subject's (fsbench.verdict, the tables' own)."""
+the p99 latency, submit to completion (fio's total latency; median over the passes). The mark
+beside MB/s is the verdict on the subject's rate against the first subject's (fsbench.verdict,
+the tables' own)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class Cell:
 class Grid:
     subjects: list[str]
     rows: list[tuple[str, dict[str, Cell]]]  # (KDiskMark's test name, cell per subject)
+    latency: str = latency.WORDS[latency.LAT_TOTAL]  # what the p99 is (latency.words)
 
 
 def _cell(res: Result, base: Result | None) -> Cell:
@@ -71,7 +73,8 @@ def grid(run: Run) -> Grid | None:
     for variant, results in by_test.items():
         base = baseline_result(results, subjects)
         rows.append((label(variant), {r.subject: _cell(r, base) for r in results}))
-    return Grid([s for s in subjects if any(s in c for _, c in rows)], rows)
+    said = latency.words([r for rs in by_test.values() for r in rs])
+    return Grid([s for s in subjects if any(s in c for _, c in rows)], rows, said)
 
 
 def _num(v: float | None, digits: int = 1) -> str:
@@ -105,6 +108,7 @@ def grid_table(run: Run) -> list[Table | Text]:
             row += [mb, _num(c.iops, 0), _num(c.p99_us)]
         t.add_row(*row)
     out: list[Table | Text] = [t]
+    out.append(Text(f"  p99: fio's {g.latency}, µs, the median over the passes", style="dim"))
     if any(c.direct_not_honored for _, cs in g.rows for c in cs.values()):
         out.append(Text("  * O_DIRECT not honoured: the driver ran it buffered", style="dim"))
     return out
@@ -134,4 +138,4 @@ def grid_view(run: Run) -> dict | None:
             )
         rows.append({"test": name, "cells": out})
     star = any(c.direct_not_honored for _, cs in g.rows for c in cs.values())
-    return {"subjects": g.subjects, "rows": rows, "direct_note": star}
+    return {"subjects": g.subjects, "rows": rows, "direct_note": star, "latency": g.latency}

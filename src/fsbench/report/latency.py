@@ -60,3 +60,10 @@ def columns(results: list[Result], base: Result | None) -> list[tuple[str, Cell]
         return out
 
     return [("IOPS", iops_text), ("p99 µs", p99)]
+
+
+def legend(results: list[Result]) -> list[Text]:
+    """The line under a table with latency columns: what its p99 is."""
+    if not any(latency.latency_bound(r) for r in results):
+        return []
+    return [Text(f"  p99: fio's {latency.words(results)}, µs, median over the samples", "dim")]

@@ -1,11 +1,13 @@
-"""A completion-latency CDF per random fio workload: for each subject, fio's
-percentile list (1 ... 99.99 %) of each pass, the median over the passes at each point, on a
-log latency axis; the p99's verdict against the baseline in the legend."""
+"""A latency CDF per random fio workload: for each subject, fio's percentile list
+(1 ... 99.99 %) of each pass, the median over the passes at each point, on a log latency axis;
+the p99's verdict against the baseline in the legend. The latency is fio's total, submit to
+completion (a run stored before it: completion only, clat; the axis says which)."""
 
 from __future__ import annotations
 
 import statistics
 
+from fsbench import latency
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -71,7 +73,8 @@ def latency_plots(run: Run) -> list[Plot]:
                 label=f"{r.subject}{said}",
             )
         ax.set_xscale("log")
-        ax.set_xlabel("completion latency (µs, log)")
+        said_lat = latency.words(results)
+        ax.set_xlabel(f"{said_lat} (µs, log)")
         ax.set_ylabel("percentile")
         ax.set_ylim(0, 100)
         ax.axhline(99, ls=":", color="#7f7f7f", lw=0.8)
@@ -82,9 +85,9 @@ def latency_plots(run: Run) -> list[Plot]:
             headed(
                 fig,
                 "latency-cdf-" + slug(title),
-                f"{title}: completion latency",
-                f"{title}: completion latency",
-                f"fio's completion-latency percentiles at queue depth {depth} ({engine}), "
+                f"{title}: {said_lat}",
+                f"{title}: {said_lat}",
+                f"fio's percentiles of the {said_lat} at queue depth {depth} ({engine}), "
                 "the median of each point over the passes; further right is slower. The p99 "
                 f"ratio to {base.subject if base else 'the baseline'} and its mark (▼ longer) "
                 "are the verdict's, made as for throughput; the dotted line is p99.",

@@ -23,6 +23,7 @@ from fsbench.report.answer import (
 )
 from fsbench.report.explain import explain_run
 from fsbench.report.latency import columns as latency_columns
+from fsbench.report.latency import legend as latency_legend
 from fsbench.report.naming import (
     STOP_MARKS,
     baseline_result,
@@ -153,6 +154,7 @@ def workload_tables(
                 f"{len(r.samples)}{STOP_MARKS.get(r.stopped or '', '')}",
             )
         out.append(t)
+        out += latency_legend(results)
         out += _note_lines(results, run.schedule, verbose, width)
         for r in results:
             e = explained.get(id(r))

@@ -7,7 +7,6 @@ fsync and the cache state the runner prepares and then verifies.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -25,6 +24,11 @@ from fsbench.workloads.base import (
     WorkloadFailed,
     measured_child,
 )
+
+# fio's JSON is read in fiojson.py; its readers are importable from here as they were.
+from fsbench.workloads.fiojson import LAT_ARGS, parse_fio_json
+from fsbench.workloads.fiojson import fio_json as fio_json
+from fsbench.workloads.fiojson import part_figures as part_figures
 from fsbench.workloads.readloop import ReadLoop
 
 MiB = 1024 * 1024
@@ -103,6 +107,8 @@ class FioJob(Declared):
             f"--runtime={runtime}",
             f"--randrepeat={int(self.randrepeat)}",
             *(["--refill_buffers=1"] if timed and self.refill_buffers else []),
+            # Percentiles of the total latency (submission to completion): fiojson.py says why.
+            *(LAT_ARGS if timed else ()),
         ]
 
     @property
@@ -311,52 +317,6 @@ def fio_binary() -> str:
     if path is None:
         raise WorkloadFailed("fio not found; apt-get install fio")
     return path
-
-
-def fio_json(stdout: str) -> dict:
-    # fio may print warnings before the document; the JSON starts at the first '{'.
-    start = stdout.find("{")
-    if start < 0:
-        raise ValueError("no JSON in fio output")
-    return json.loads(stdout[start:])
-
-
-def parse_fio_json(stdout: str, direction: str) -> dict[str, Any]:
-    """bytes, seconds, IOPS and latency percentiles of the (grouped) job, from fio's JSON."""
-    try:
-        doc = fio_json(stdout)
-        job = doc["jobs"][0]
-        part = job[direction]
-    except (ValueError, KeyError, IndexError) as e:
-        raise WorkloadFailed(f"could not read fio's JSON output ({e})") from e
-    if job.get("error"):
-        raise WorkloadFailed(f"fio job error {job['error']}: {os.strerror(job['error'])}")
-    if int(part.get("io_bytes", 0)) > 0 and float(part.get("runtime", 0)) <= 0:
-        # fio rounds to whole milliseconds: a job that moved data in "0 ms" cannot give a rate,
-        # and a sample of value 0 would read as the slowest result of all.
-        raise WorkloadFailed(
-            f"fio reported {part['io_bytes']} B in 0 ms: too little work to time; raise --scale"
-        )
-    return {**part_figures(part), "fio_version": doc.get("fio version")}
-
-
-def part_figures(part: dict[str, Any]) -> dict[str, Any]:
-    """One direction ("read" or "write") of a job's, or a client's, entry in fio's JSON:
-    bytes, seconds, I/Os, IOPS and the completion latency (submission to completion: at depth
-    1 the same as the whole call's)."""
-    lat = part.get("clat_ns") or part.get("lat_ns") or {}
-    pct = lat.get("percentile") or {}
-    pick = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
-    return {
-        "bytes": int(part.get("io_bytes", 0)),
-        "seconds": float(part.get("runtime", 0)) / 1000.0,  # includes the final fsync when asked
-        "ios": int(part.get("total_ios", 0)),
-        "iops": float(part.get("iops", 0.0)),
-        "lat_us": {k: pct[v] / 1000.0 for k, v in pick.items() if v in pct},
-        "lat_mean_us": float(lat.get("mean", 0.0)) / 1000.0,
-        # fio's whole percentile list (1 ... 99.99): the points of the report's latency CDF.
-        "lat_pct_us": {f"{float(k):g}": v / 1000.0 for k, v in pct.items()},
-    }
 
 
 _FIO_ERR = re.compile(r"err=\s*(\d+)/[^,]*,\s*func=([^,]+?)(?:, error=|$)")

@@ -34,7 +34,8 @@ from fsbench.workloads.base import (
     WorkloadFailed,
     measured_child,
 )
-from fsbench.workloads.fio import fio_binary, fio_error, fio_json, fio_measurement
+from fsbench.workloads.fio import fio_binary, fio_error, fio_measurement
+from fsbench.workloads.fiojson import LAT_ARGS, fio_json, latency_figures
 
 PREFIX = "fio:"
 # Options that name where fio's data goes: each must stay inside the mount.
@@ -45,7 +46,6 @@ READS = ("read", "randread")  # rw values that only read (fio's default rw is re
 MAX_INCLUDE_DEPTH = 8
 DEFAULT_TIMEOUT_S = 3600.0
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_PICK = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
 
 
 @dataclass
@@ -388,7 +388,8 @@ class FioPhase(Declared):
 
     def run(self, target: Target) -> Measurement:
         res = measured_child(
-            self._argv("--output-format=json"),
+            # fio's own option on the command line reaches every job of the file (fiojson.py).
+            self._argv("--output-format=json", *LAT_ARGS),
             cwd=target.workdir,
             timeout=self.definition_of.timeout_s,
         )
@@ -412,14 +413,11 @@ class FioPhase(Declared):
 
 
 def _direction(part: dict[str, Any]) -> dict[str, Any]:
-    lat = part.get("clat_ns") or part.get("lat_ns") or {}
-    pct = lat.get("percentile") or {}
     return {
         "bytes": int(part.get("io_bytes", 0)),
         "ios": int(part.get("total_ios", 0)),
         "iops": float(part.get("iops", 0.0)),
-        "lat_us": {k: pct[v] / 1000.0 for k, v in _PICK.items() if v in pct},
-        "lat_mean_us": float(lat.get("mean", 0.0)) / 1000.0,
+        **latency_figures(part),
     }
 
 
@@ -477,5 +475,5 @@ def phase_figures(doc: dict[str, Any], serial: bool = False) -> dict[str, Any]:
         dirs = {d: v for d, v in per_job[0].items() if d in ("read", "write", "trim")}
         if dirs:
             main = max(dirs.values(), key=lambda v: v["ios"])
-            out["lat_us"], out["lat_mean_us"] = main["lat_us"], main["lat_mean_us"]
+            out |= {k: main[k] for k in ("lat_us", "lat_mean_us", "lat_basis") if k in main}
     return out
