@@ -272,7 +272,7 @@ def _kill(proc: subprocess.Popen[str]) -> None:
 
 def run_fio_client(argv: list[str], timeout: float) -> ChildResult:
     """The fio client with its CPU (RUSAGE_CHILDREN delta), killed on timeout or interrupt."""
-    u0, s0, c0 = children_usage()
+    before = children_usage()
     t0 = time.perf_counter()
     proc = _spawn(argv)
     try:
@@ -283,10 +283,9 @@ def run_fio_client(argv: list[str], timeout: float) -> ChildResult:
     except BaseException:  # an interrupt: take the client down before unwinding
         _kill(proc)
         raise
-    u1, s1, c1 = children_usage()
-    return ChildResult(
-        proc.returncode, out, err, time.perf_counter() - t0, u1 - u0, s1 - s0, c1 - c0
-    )
+    used = children_usage() - before
+    seconds = time.perf_counter() - t0
+    return ChildResult(proc.returncode, out, err, seconds, used.user_s, used.sys_s, used.ctx)
 
 
 # -- job files ---------------------------------------------------------------------------------

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import shutil
 import time
 from dataclasses import dataclass
@@ -43,8 +42,8 @@ from fsbench.workloads.base import (
     Measurement,
     Target,
     Unsupported,
+    Usage,
     WorkloadFailed,
-    per_second,
 )
 from fsbench.workloads.treehash import READ_BUFSIZE, TreeFile, expected_digests, write_tree
 
@@ -248,11 +247,11 @@ class AgedRead(Declared):
         sel = select(tree, target.size)
         files = self.files(sel)
         paths = [os.path.join(tree.root, rel) for rel, _, _ in files]
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        before = Usage.now()
         t0 = time.perf_counter()
         results = hash_files(paths, self.n_threads(), self.bufsize)
         t1 = time.perf_counter()
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        used = Usage.now() - before
         want = expected(tree, sel)
         for (rel, _, _), (dig, _size, err) in zip(files, results, strict=True):
             if err:
@@ -260,15 +259,13 @@ class AgedRead(Declared):
             if dig != want[rel]:
                 raise WorkloadFailed(f"{rel}: content differs from what was written")
         nbytes = sum(size for _d, size, _e in results)
-        seconds = t1 - t0
-        return Measurement(
-            value=per_second(nbytes / MiB, seconds, f"reading {len(paths)} aged files"),
-            seconds=seconds,
+        return Measurement.rate(
+            nbytes / MiB,
+            t1 - t0,
+            f"reading {len(paths)} aged files",
+            used,
             bytes=nbytes,
             ops=len(paths),
-            app_user_s=ru1.ru_utime - ru0.ru_utime,
-            app_sys_s=ru1.ru_stime - ru0.ru_stime,
-            app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
             extra={
                 "files": len(paths),
                 "threads": self.n_threads(),
@@ -313,12 +310,12 @@ class AgedListing(Declared):
 
         tree = tree_of(target)
         sel = select(tree, target.size)
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        before = Usage.now()
         try:
             res = _metaops.list_dirs(tree.root, list(sel.dirs))
         except OSError as e:
             raise WorkloadFailed(f"listing the aged tree: {e.strerror} ({e.filename})") from None
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        used = Usage.now() - before
         if res["failed"]:
             raise WorkloadFailed(
                 f"listing the aged tree: {res['failed']} failure(s), the first "
@@ -330,15 +327,13 @@ class AgedListing(Declared):
                 f"the aged tree is not as recorded: {res['entries']} entries listed, {want} "
                 "expected"
             )
-        seconds = res["ns"] / 1e9
-        return Measurement(
-            value=per_second(res["entries"], seconds, "listing the aged tree"),
-            seconds=seconds,
+        return Measurement.rate(
+            res["entries"],
+            res["ns"] / 1e9,
+            "listing the aged tree",
+            used,
             bytes=0,  # no data moves: the runner's byte-based cache checks do not apply
             ops=res["entries"],
-            app_user_s=ru1.ru_utime - ru0.ru_utime,
-            app_sys_s=ru1.ru_stime - ru0.ru_stime,
-            app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
             extra={"dirs": res["dirs"], "files": len(sel.files)},
         )
 

@@ -62,6 +62,26 @@ class Target:
     aged_tree: AgedTree | None = None  # the aging's files (aged) or their fresh copy's plan
 
 
+@dataclass(frozen=True)
+class Usage:
+    """CPU time and context switches as getrusage counts them; `after - before` is what the
+    work between two readings cost (a Measurement's app_* fields)."""
+
+    user_s: float = 0.0
+    sys_s: float = 0.0
+    ctx: int = 0
+
+    @classmethod
+    def now(cls, who: int = resource.RUSAGE_SELF) -> Usage:
+        """This process's (the native loops run in it), its reaped children's
+        (RUSAGE_CHILDREN) or this thread's (RUSAGE_THREAD)."""
+        ru = resource.getrusage(who)
+        return cls(ru.ru_utime, ru.ru_stime, ru.ru_nvcsw + ru.ru_nivcsw)
+
+    def __sub__(self, before: Usage) -> Usage:
+        return Usage(self.user_s - before.user_s, self.sys_s - before.sys_s, self.ctx - before.ctx)
+
+
 @dataclass
 class Measurement:
     """What one timed run of a workload returns; probes are taken around it by the runner."""
@@ -75,6 +95,21 @@ class Measurement:
     app_ctx: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+
+    @classmethod
+    def rate(
+        cls, amount: float, seconds: float, what: str, used: Usage, **rest: Any
+    ) -> Measurement:
+        """`amount` per second of the timed `seconds` (per_second's rule: 0 s fails, with
+        `what` ran), the app's cost `used` across it; `rest`: the other fields."""
+        return cls(
+            value=per_second(amount, seconds, what),
+            seconds=seconds,
+            app_user_s=used.user_s,
+            app_sys_s=used.sys_s,
+            app_ctx=used.ctx,
+            **rest,
+        )
 
 
 # How a sample's iterations merge a figure of Measurement.extra, by name in a workload's
@@ -309,9 +344,8 @@ def run_child(argv: list[str], cwd: str | None = None, timeout: float = 3600) ->
     return ChildResult(proc.returncode, out, err, seconds, 0.0, 0.0, 0)
 
 
-def children_usage() -> tuple[float, float, int]:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime, ru.ru_stime, ru.ru_nvcsw + ru.ru_nivcsw
+def children_usage() -> Usage:
+    return Usage.now(resource.RUSAGE_CHILDREN)
 
 
 def measured_child(argv: list[str], cwd: str | None = None, timeout: float = 3600) -> ChildResult:
@@ -319,10 +353,10 @@ def measured_child(argv: list[str], cwd: str | None = None, timeout: float = 360
 
     fsbench runs one measured child at a time, so the delta is exactly that child's tree.
     """
-    u0, s0, c0 = children_usage()
+    before = children_usage()
     res = run_child(argv, cwd=cwd, timeout=timeout)
-    u1, s1, c1 = children_usage()
-    res.user_s, res.sys_s, res.ctx = u1 - u0, s1 - s0, c1 - c0
+    used = children_usage() - before
+    res.user_s, res.sys_s, res.ctx = used.user_s, used.sys_s, used.ctx
     return res
 
 

@@ -232,7 +232,7 @@ def run_shell(
     """Run `sh -c cmd` in its own process group, bounded; wall time and the tree's CPU."""
     check = base._watchdog.get()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        u0, s0, c0 = children_usage()
+        before = children_usage()
         t0 = time.perf_counter()
         proc = subprocess.Popen(
             [SHELL, "-c", cmd],
@@ -261,12 +261,14 @@ def run_shell(
                             f"{_short(cmd)}: {why}; its process group was killed"
                         ) from None
             seconds = time.perf_counter() - t0
-            u1, s1, c1 = children_usage()
+            used = children_usage() - before
             leftovers = _reap_group(proc.pid)
         finally:
             if proc.returncode is None:  # interrupted (SIGINT/SIGTERM): nothing stays
                 _stop_group(proc)
-        return Outcome(proc.returncode, seconds, u1 - u0, s1 - s0, c1 - c0, _tail(err), leftovers)
+        return Outcome(
+            proc.returncode, seconds, used.user_s, used.sys_s, used.ctx, _tail(err), leftovers
+        )
 
 
 def _short(cmd: str, n: int = 60) -> str:

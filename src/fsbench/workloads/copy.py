@@ -26,10 +26,10 @@ from fsbench.workloads.base import (
     Declared,
     Measurement,
     Target,
+    Usage,
     WorkloadFailed,
     fill_file,
     free_bytes,
-    per_second,
 )
 from fsbench.workloads.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
 
@@ -141,12 +141,6 @@ def copy_tree(src: str, dst: str, st: CopyState, fsync: bool) -> None:
             copy_tree(e.path, os.path.join(dst, e.name), st, fsync)
         else:
             copy_file(e.path, os.path.join(dst, e.name), st, fsync)
-
-
-def _thread_usage() -> tuple[float, float, int]:
-    # This thread does the copying; a progress display's thread must not count.
-    ru = resource.getrusage(resource.RUSAGE_THREAD)
-    return ru.ru_utime, ru.ru_stime, ru.ru_nvcsw + ru.ru_nivcsw
 
 
 def _failed(what: str, e: OSError) -> WorkloadFailed:
@@ -286,7 +280,8 @@ class _Copy(Declared):
         else:
             src, dst = self._dest(target), self._out_path()
         st = self._state()
-        u0, s0, c0 = _thread_usage()
+        # This thread does the copying; a progress display's thread must not count.
+        before = Usage.now(resource.RUSAGE_THREAD)
         t0 = time.perf_counter()
         try:
             self._copy(src, dst, st, fsync=self.variant == "in")
@@ -294,7 +289,7 @@ class _Copy(Declared):
             remove_path(dst)  # half a copy would only take the space of later workloads
             raise _failed(f"copying {self.id}", e) from None
         seconds = time.perf_counter() - t0
-        u1, s1, c1 = _thread_usage()
+        used = Usage.now(resource.RUSAGE_THREAD) - before
         if self.variant == "out":
             self._garbage.append(dst)
         files, nbytes = self._expect(amount)
@@ -304,14 +299,13 @@ class _Copy(Declared):
             )
         extra, flags = self._method_outcome(st)
         extra.update(self._extra(st, seconds))
-        return Measurement(
-            value=per_second(st.bytes / MiB, seconds, "the copy"),
-            seconds=seconds,
+        return Measurement.rate(
+            st.bytes / MiB,
+            seconds,
+            "the copy",
+            used,
             bytes=st.bytes,
             ops=st.files,
-            app_user_s=u1 - u0,
-            app_sys_s=s1 - s0,
-            app_ctx=c1 - c0,
             extra=extra,
             flags=flags,
         )

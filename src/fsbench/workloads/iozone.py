@@ -39,7 +39,6 @@ import contextlib
 import ctypes
 import math
 import os
-import resource
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -54,7 +53,7 @@ from fsbench.workloads.base import (
     WorkloadFailed,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
-from fsbench.workloads.readloop import cell_measurement
+from fsbench.workloads.readloop import cell_measurement, checked_cell
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -296,10 +295,7 @@ class IozoneJob(Declared):
             stride=STRIDE_RECORDS,
             timeout_s=CELL_TIMEOUT_S,
         )
-        if r["errno"]:
-            where = os.path.basename(r["path"]) if r["path"] else self.id
-            raise WorkloadFailed(f"{r['func']} {where}: {os.strerror(r['errno'])}")
-        return r
+        return checked_cell(r, self.id)
 
     def prepare(self, target: Target) -> None:
         """Untimed: files removed for a new-file write, laid out for everything else."""
@@ -329,20 +325,19 @@ class IozoneJob(Declared):
 
     def run(self, target: Target) -> Measurement:
         spec = self.spec
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
-        r = self._io(
-            target,
-            spec.write,
-            spec.order,
-            self.record_size,
-            passes=self.passes(),
-            fsync=spec.fsync,
-            create=spec.fresh,
+        return cell_measurement(
+            lambda: self._io(
+                target,
+                spec.write,
+                spec.order,
+                self.record_size,
+                passes=self.passes(),
+                fsync=spec.fsync,
+                create=spec.fresh,
+            ),
+            self.id,
+            keep=("opens", "fsyncs"),
         )
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        m = cell_measurement(r, ru0, ru1, self.id)
-        m.extra |= {"opens": r["opens"], "fsyncs": r["fsyncs"]}
-        return m
 
     # -- fio's client/server mode ----------------------------------------------------------
     def fio_job(self) -> FioJob:

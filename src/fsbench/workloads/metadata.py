@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import math
 import os
-import resource
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -31,8 +30,8 @@ from fsbench.workloads.base import (
     Measurement,
     Target,
     Unsupported,
+    Usage,
     WorkloadFailed,
-    per_second,
 )
 
 DEFAULT_FILES = 10_000
@@ -257,12 +256,12 @@ class MetadataOp(Declared):
             mode = self._chmod_mode(root, dirs) if op == "chmod" else CREATE_MODE
         except OSError as e:
             raise WorkloadFailed(f"chmod: cannot stat the first file: {e.strerror}") from None
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        before = Usage.now()
         try:
             res = timed_loop(op, root, n, dirs, mode)
         except OSError as e:
             raise WorkloadFailed(f"{op}: {e.strerror} ({e.filename})") from None
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        used = Usage.now() - before
         check_loop(res, op, n)
         if res.ops == 0:
             raise WorkloadFailed(f"{op}: no operation was done (an empty set?)")
@@ -274,14 +273,13 @@ class MetadataOp(Declared):
                 raise WorkloadFailed(f"chmod: cannot stat files afterwards: {e.strerror}") from None
         elif op == "readdir" and res.ops != n:
             flags.append(f"readdir-count: {res.ops} entries listed for {n} files")
-        return Measurement(
-            value=per_second(res.ops, res.seconds, f"{op} of {res.ops} files"),
-            seconds=res.seconds,
+        return Measurement.rate(
+            res.ops,
+            res.seconds,
+            f"{op} of {res.ops} files",
+            used,
             bytes=0,  # no data moves: the runner's byte-based cache checks do not apply
             ops=res.ops,
-            app_user_s=ru1.ru_utime - ru0.ru_utime,
-            app_sys_s=ru1.ru_stime - ru0.ru_stime,
-            app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
             extra={
                 "lat_us": res.lat_us,
                 "lat_max_us": res.lat_max_us,

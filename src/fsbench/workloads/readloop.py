@@ -8,11 +8,11 @@ fio's psync reader: docs/figures.md (the peers) and bench/peers.py.
 from __future__ import annotations
 
 import os
-import resource
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, WorkloadFailed
+from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, Usage, WorkloadFailed
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -78,21 +78,18 @@ class ReadLoop:
 
         job, size, rec = self.fio, self.fio.per_job_size(target), parse_bs(self.fio.bs)
         files = [[f] for f in job._files(target)]
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
-        r = _iocell.run(
-            files,
-            False,
-            "seq",
-            size // rec * rec,
-            rec,
-            timeout_s=READ_TIMEOUT_S,
-            syscall="read",
+        return cell_measurement(
+            lambda: _iocell.run(
+                files,
+                False,
+                "seq",
+                size // rec * rec,
+                rec,
+                timeout_s=READ_TIMEOUT_S,
+                syscall="read",
+            ),
+            job.id,
         )
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        if r["errno"]:
-            where = os.path.basename(r["path"]) if r["path"] else job.id
-            raise WorkloadFailed(f"{r['func']} {where}: {os.strerror(r['errno'])}")
-        return cell_measurement(r, ru0, ru1, job.id)
 
 
 def parse_bs(bs: str) -> int:
@@ -102,20 +99,34 @@ def parse_bs(bs: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def cell_measurement(r: dict[str, Any], ru0: Any, ru1: Any, what: str) -> Measurement:
-    """A `Measurement` from one run of the native `_iocell` (its figures `r`) and this
-    process's rusage before and after it; no I/O timed is a failure, never a zero rate."""
+def checked_cell(r: dict[str, Any], what: str) -> dict[str, Any]:
+    """One run's figures of the native `_iocell`, or the failed call, its file and errno."""
+    if r["errno"]:
+        where = os.path.basename(r["path"]) if r["path"] else what
+        raise WorkloadFailed(f"{r['func']} {where}: {os.strerror(r['errno'])}")
+    return r
+
+
+def cell_measurement(
+    call: Callable[[], dict[str, Any]], what: str, keep: tuple[str, ...] = ()
+) -> Measurement:
+    """One timed run of the native `_iocell` (`call`) as a `Measurement`, with this process's
+    CPU across it; `keep`: figures of the cell's own kept in its extra. No I/O timed is a
+    failure, never a zero rate."""
+    before = Usage.now()
+    r = call()
+    used = Usage.now() - before
+    checked_cell(r, what)
     seconds = r["ns"] / 1e9
     if seconds <= 0 or r["bytes"] <= 0:
         raise WorkloadFailed(f"{what}: no I/O timed ({r['bytes']} B in {r['ns']} ns)")
-    return Measurement(
-        value=r["bytes"] / MiB / seconds,
-        seconds=seconds,
+    return Measurement.rate(
+        r["bytes"] / MiB,
+        seconds,
+        what,
+        used,
         bytes=r["bytes"],
         ops=r["ops"],
-        app_user_s=ru1.ru_utime - ru0.ru_utime,
-        app_sys_s=ru1.ru_stime - ru0.ru_stime,
-        app_ctx=(ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw),
         extra={
             "iops": r["ops"] / seconds,
             "lat_us": {
@@ -124,5 +135,6 @@ def cell_measurement(r: dict[str, Any], ru0: Any, ru1: Any, what: str) -> Measur
             },
             "lat_mean_us": r["mean_ns"] / 1e3,
             "lat_max_us": r["max_ns"] / 1e3,
+            **{k: r[k] for k in keep},
         },
     )

@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import random
-import resource
 import shutil
 import time
 from dataclasses import dataclass, replace
@@ -36,8 +35,8 @@ from fsbench.workloads.base import (
     Measurement,
     Target,
     Unsupported,
+    Usage,
     WorkloadFailed,
-    per_second,
 )
 
 KiB = 1024
@@ -307,18 +306,18 @@ class TreeHash(Declared):
 
         root = self._existing_root(target)
         paths = _EXISTING.get(root) or existing_files(root, target.size)
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        before = Usage.now()
         t0 = time.perf_counter()
         results = hash_files(paths, self.n_threads(), READ_BUFSIZE)
         t1 = time.perf_counter()
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        used = Usage.now() - before
         for p, (_d, _size, err) in zip(paths, results, strict=True):
             if err:
                 raise WorkloadFailed(f"reading {p}: {os.strerror(err)}")
         if self.manifest:
             digests = (d for d, _s, _e in results)
             write_manifest(zip(paths, digests, strict=True), self.manifest, root)
-        return self._measurement(paths, results, t0, t0, t1, ru0, ru1)
+        return self._measurement(paths, results, t0, t0, t1, used)
 
     def run(self, target: Target) -> Measurement:
         from fsbench._xxhtree import hash_files
@@ -329,13 +328,13 @@ class TreeHash(Declared):
         expected = expected_digests(files)
         root = self.root(target)
         threads = self.n_threads()
-        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        before = Usage.now()
         t0 = time.perf_counter()
         paths, walk_errors = walk_tree(root)
         t1 = time.perf_counter()
         results = hash_files(paths, threads, READ_BUFSIZE)
         t2 = time.perf_counter()
-        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        used = Usage.now() - before
 
         if walk_errors:
             p, err = walk_errors[0]
@@ -362,7 +361,7 @@ class TreeHash(Declared):
                 zip(paths, (d for d, _s, _e in results), strict=True), self.manifest, root
             )
 
-        return self._measurement(paths, results, t0, t1, t2, ru0, ru1)
+        return self._measurement(paths, results, t0, t1, t2, used)
 
     def _measurement(
         self,
@@ -371,24 +370,19 @@ class TreeHash(Declared):
         t0: float,
         t1: float,
         t2: float,
-        ru0: Any,
-        ru1: Any,
+        used: Usage,
     ) -> Measurement:
         """t0..t1 the walk (none on an existing volume), t1..t2 the hashing."""
         threads = self.n_threads()
         seconds = t2 - t0
         nbytes = sum(size for _d, size, _e in results)
-        user = ru1.ru_utime - ru0.ru_utime
-        sys_ = ru1.ru_stime - ru0.ru_stime
-        ctx = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw)
-        return Measurement(
-            value=per_second(nbytes / MiB, seconds, "the tree's read and hash"),
-            seconds=seconds,
+        return Measurement.rate(
+            nbytes / MiB,
+            seconds,
+            "the tree's read and hash",
+            used,
             bytes=nbytes,
             ops=len(paths),
-            app_user_s=user,
-            app_sys_s=sys_,
-            app_ctx=ctx,
             extra={
                 "files": len(paths),
                 "walk_s": round(t1 - t0, 6),
@@ -396,7 +390,9 @@ class TreeHash(Declared):
                 "threads": threads,
                 # (user + sys) / wall of this process: seed 000's "73 % of real time"; above
                 # 1.0 means more than one core was busy.
-                "cpu_share_of_wall": round((user + sys_) / seconds, 4) if seconds > 0 else None,
+                "cpu_share_of_wall": round((used.user_s + used.sys_s) / seconds, 4)
+                if seconds > 0
+                else None,
                 "files_per_s": round(len(paths) / seconds, 1) if seconds > 0 else None,
             },
         )

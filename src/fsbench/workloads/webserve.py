@@ -184,7 +184,7 @@ class WebServe(Declared):
         wrk = find_wrk()
         n = self.files(target)
         paths = self._paths(n)
-        u0, s0, c0 = children_usage()
+        before = children_usage()
         srv = NginxServer(self._root(target), port=self.port, tmp_root=self.tmp_root)
         with srv:
             assert srv.port is not None
@@ -205,7 +205,7 @@ class WebServe(Declared):
             else:
                 argv = [*common, f"-d{COLD_BOUND_S}s", srv.url("/")]
                 out = run_wrk(argv, "FSBENCH-STOP", COLD_BOUND_S + 30)
-        u1, s1, c1 = children_usage()  # wrk and nginx, both reaped by now
+        used = children_usage() - before  # wrk and nginx, both reaped by now
         done = parse_wrk(out, "FSBENCH-DONE")
         bad = {k: v for k, v in done["errors"].items() if v}
         if bad:
@@ -221,14 +221,13 @@ class WebServe(Declared):
         if requests == 0 or seconds <= 0:
             raise WorkloadFailed("wrk completed no request")
         payload = requests * self.file_bytes
-        return Measurement(
-            value=payload / MiB / seconds,
-            seconds=seconds,
+        return Measurement.rate(
+            payload / MiB,
+            seconds,
+            "wrk's requests",
+            used,
             bytes=payload,
             ops=requests,
-            app_user_s=u1 - u0,
-            app_sys_s=s1 - s0,
-            app_ctx=c1 - c0,
             extra={
                 "requests_per_s": requests / seconds,
                 "wire_bytes": int(done["bytes"]),
