@@ -9,19 +9,20 @@ from fsbench.probedefs.factor import (
     FactorInput,
     OpFigures,
     Profile,
-    differs,
+    base_words,
     op_figures,
     ratio_weight,
     read_ops,
+    same_ops,
     share_text,
     time_factor,
+    with_size,
 )
 from fsbench.probedefs.numbers import (
     fmt_count,
     fmt_us,
     hist_add,
     percentiles,
-    size_phrase,
 )
 from fsbench.probedefs.record import Figure, Maps, Probe, SubjectKeys, rows
 
@@ -66,23 +67,17 @@ def figures(block: dict[str, OpFigures], per: str) -> list[Figure]:
 
 
 def _factor(inp: FactorInput, d: str, f: OpFigures, bf: OpFigures | None) -> Factor:
-    prof, base_name = inp.prof, inp.base_name
-    size, _ = size_phrase(f.size_hist, f.mean_size)
+    prof = inp.prof
     text = f"{fmt_count(f.count)} device {d} requests per {prof.per}"
     brief = f"dev {d} {fmt_count(f.count)}/{prof.per}"
-    if size:
-        text += f", {size}"
-        brief += f" × {size.replace(' each', '')}"
+    text, brief, _ = with_size(text, brief, f)
     if f.p50_us is not None:
         text += f", {fmt_us(f.p50_us)} median latency"
         if f.p99_us is not None:
             text += f" (p99 {fmt_us(f.p99_us)})"
         brief += f" p50 {fmt_us(f.p50_us)}"
     if bf is not None:
-        bsize, _ = size_phrase(bf.size_hist, bf.mean_size)
-        text += f" ({base_name}: {fmt_count(bf.count)}" + (
-            f", {bsize.replace(' each', '')})" if bsize else ")"
-        )
+        text += base_words(bf, inp.base_name)
     if f.seconds is not None:
         text += share_text(f.seconds, prof)
         return time_factor(
@@ -116,12 +111,7 @@ def factors(inp: FactorInput) -> list[Factor]:
     out = []
     for d, f in mine.items():
         bf = theirs.get(d) if theirs is not None else None
-        pairs = (
-            [(f.count, bf.count), (f.mean_size, bf.mean_size), (f.p50_us, bf.p50_us)] if bf else []
-        )
-        if bf is not None and not any(
-            differs(x, y) for x, y in pairs if x is not None and y is not None
-        ):
+        if same_ops(f, bf, "p50_us"):
             continue  # the device sees what it sees for the baseline
         out.append(_factor(inp, d, f, bf))
     return out

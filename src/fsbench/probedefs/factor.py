@@ -10,7 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fsbench.probedefs.numbers import as_dict, dominant, fmt_pct, histogram, number
+from fsbench.probedefs.numbers import (
+    as_dict,
+    dominant,
+    fmt_count,
+    fmt_pct,
+    histogram,
+    number,
+    size_phrase,
+)
 from fsbench.schema import Environment, Quirk, Result, Run
 
 # Figures closer than this ratio to the baseline's (or to the other run's) are not a difference.
@@ -218,3 +226,36 @@ def op_figures(
         if lat is not None:
             out.append((f"{key}.{op}.{words.split()[-1]}", f"{noun} {op} {words}", lat, "us"))
     return out
+
+
+# -- the words and the test both op-shaped probes (FUSE opcodes, block directions) use ------------
+def same_ops(f: OpFigures, base: OpFigures | None, latency: str) -> bool:
+    """As many requests, as large and (`latency`: the OpFigures field) as slow as the
+    baseline's: not what separates them. No baseline figures: not the same."""
+    return base is not None and not any(
+        differs(x, y)
+        for x, y in (
+            (f.count, base.count),
+            (f.mean_size, base.mean_size),
+            (getattr(f, latency), getattr(base, latency)),
+        )
+        if x is not None and y is not None
+    )
+
+
+def with_size(text: str, brief: str, f: OpFigures) -> tuple[str, str, int | None]:
+    """A factor's sentence and brief with the requests' size ("…, 128 KiB each", "… × 128
+    KiB"), and the dominant size bucket (None: none dominates)."""
+    size, dom = size_phrase(f.size_hist, f.mean_size)
+    if size:
+        text += f", {size}"
+        brief += f" × {size.replace(' each', '')}"
+    return text, brief, dom
+
+
+def base_words(base: OpFigures, base_name: str) -> str:
+    """The baseline's requests beside this subject's: " (ext4: 12, 128 KiB)"."""
+    size, _ = size_phrase(base.size_hist, base.mean_size)
+    return f" ({base_name}: {fmt_count(base.count)}" + (
+        f", {size.replace(' each', '')})" if size else ")"
+    )

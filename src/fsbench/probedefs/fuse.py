@@ -10,11 +10,13 @@ from fsbench.probedefs.factor import (
     FactorInput,
     OpFigures,
     Profile,
-    differs,
+    base_words,
     op_figures,
     read_ops,
+    same_ops,
     share_text,
     time_factor,
+    with_size,
 )
 from fsbench.probedefs.numbers import (
     fmt_count,
@@ -23,7 +25,6 @@ from fsbench.probedefs.numbers import (
     fmt_us,
     hist_add,
     percentiles,
-    size_phrase,
 )
 from fsbench.probedefs.record import Figure, Maps, Probe, SubjectKeys, rows
 from fsbench.schema import Environment, Quirk
@@ -176,19 +177,6 @@ def quirk_shows(q: Quirk, op: str, f: OpFigures, dom: int | None, env: Environme
     return q.image_below is None or (env.image_size is not None and env.image_size < q.image_below)
 
 
-def _same_as_baseline(f: OpFigures, same: OpFigures | None) -> bool:
-    """As many, as large and as slow as the baseline's: not what separates them."""
-    return same is not None and not any(
-        differs(x, y)
-        for x, y in (
-            (f.count, same.count),
-            (f.mean_size, same.mean_size),
-            (f.mean_us, same.mean_us),
-        )
-        if x is not None and y is not None
-    )
-
-
 def _timing(f: OpFigures, prof: Profile) -> tuple[str, str, float | None]:
     """The words on an opcode's request time, and how many were in flight together (None: not
     overlapping). Requests in flight together (readahead sends several READs at once): their
@@ -219,12 +207,9 @@ def _timing(f: OpFigures, prof: Profile) -> tuple[str, str, float | None]:
 
 def _op_factor(inp: FactorInput, op: str, f: OpFigures) -> Factor:
     prof, base, base_name, env = inp.prof, inp.base, inp.base_name, inp.env
-    size, dom = size_phrase(f.size_hist, f.mean_size)
     text = f"{fmt_count(f.count)} FUSE {op} requests per {prof.per}"
     brief = f"{fmt_count(f.count)} FUSE {op}/{prof.per}"
-    if size:
-        text += f", {size}"
-        brief += f" × {size.replace(' each', '')}"
+    text, brief, dom = with_size(text, brief, f)
     for q in prof.quirks:
         if quirk_shows(q, op, f, dom, env):
             text += f" ({q.says.format(image=size_text(env.image_size or 0))})"
@@ -237,10 +222,7 @@ def _op_factor(inp: FactorInput, op: str, f: OpFigures) -> Factor:
     if base is not None and base_ops is not None:
         base_seconds = bf.seconds if bf is not None else 0.0
         if bf is not None:
-            bsize, _ = size_phrase(bf.size_hist, bf.mean_size)
-            text += f" ({base_name}: {fmt_count(bf.count)}" + (
-                f", {bsize.replace(' each', '')})" if bsize else ")"
-            )
+            text += base_words(bf, base_name)
         elif base.kind == "kernel":
             text += f" ({base_name} is in the kernel: no FUSE requests)"
         else:
@@ -295,7 +277,7 @@ def factors(inp: FactorInput) -> list[Factor]:
     for op, f in ops.items():
         if total and f.count / total < 0.01 and (f.seconds or 0) < 0.01 * (prof.seconds or 1):
             continue  # a handful of GETATTRs beside 262,144 WRITEs says nothing
-        if _same_as_baseline(f, (base_ops or {}).get(op)):
+        if same_ops(f, (base_ops or {}).get(op), "mean_us"):
             continue
         out.append(_op_factor(inp, op, f))
     base_total = sum(bf.count for bf in (base_ops or {}).values())
