@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fsbench.lab.backing import Backing, parse_size
-from fsbench.lab.lab import Lab
+from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
 from fsbench.probes.procfs import ProcFS
 from fsbench.workloads.diskmark import DISKMARK_JOBS, RUNTIME_S
@@ -61,12 +61,12 @@ JOBS = {j.variant: j for j in DISKMARK_JOBS}
 
 
 def fsbench_round(
-    size: str, passes: int, tmp: Path, i: int, tests: list[str]
+    where: list[str], passes: int, tmp: Path, i: int, tests: list[str]
 ) -> tuple[dict[str, list[float]], int, dict[str, list[float]]]:
-    """MB/s of each test's passes in one `fsbench compare ext4 --suite diskmark` (or its
-    `--workloads diskmark/TEST,...` when some tests are asked), the file size its results
-    record, and for reads each pass's device read bytes over the bytes fio read (fsbench's own
-    counters around the pass)."""
+    """MB/s of each test's passes in one `fsbench WHERE --suite diskmark` (WHERE: `compare
+    ext4 --size S` or `run --target DIR`; `--workloads diskmark/TEST,...` when some tests are
+    asked), the file size its results record, and for reads each pass's device read bytes over
+    the bytes fio read (fsbench's own counters around the pass)."""
     out = tmp / f"fsbench-{i}"
     which = (
         ["--suite", "diskmark"]
@@ -78,11 +78,8 @@ def fsbench_round(
             sys.executable,
             "-m",
             "fsbench",
-            "compare",
-            "ext4",
+            *where,
             *which,
-            "--size",
-            size,
             "--repeat",
             str(passes),
             "--warmup",
@@ -174,35 +171,83 @@ def device_read(dev: str) -> int:
     return ProcFS().block_stat(os.path.basename(dev)).read_bytes
 
 
-def fio_round(
-    args: argparse.Namespace, tests: list[str], size: int, tmp: Path, i: int
+def fio_passes(
+    lab: Lab, s: LabSubject, tests: list[str], size: int, passes: int, tmp: Path
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """One round of the fio side on an image of its own, made fresh for the round by the lab
-    exactly as `fsbench compare ext4` makes its one: the same RAM fill, pristine, copy_over,
-    attach and mount. MB/s of each test's passes, and for reads the device's read bytes over
-    fio's (the proof that each pass read the device)."""
+    """The fio side on a mounted lab subject: its file laid out as KDiskMark lays it out, then
+    PASSES passes of each test, pass-major as fsbench's rounds run its workloads, the caches
+    dropped before each. MB/s of each pass, and for reads the device's read bytes over fio's
+    (the proof that each pass read the device)."""
+    assert s.device is not None
     got: dict[str, list[float]] = {v: [] for v in tests}
     dev_share: dict[str, list[float]] = {v: [] for v in tests}
+    path = os.path.join(s.workdir, "diskmark.fio.0")
+    os.makedirs(s.workdir, exist_ok=True)
+    lay_out(path, size)
+    for _ in range(passes):
+        for v in tests:
+            lab.make_cold(s)
+            before = device_read(s.device)
+            mbps, moved = fio_pass(JOBS[v], path, size, tmp)
+            got[v].append(mbps)
+            if not JOBS[v].is_write:
+                dev_share[v].append((device_read(s.device) - before) / moved)
+    os.unlink(path)
+    return got, dev_share
+
+
+Side = tuple[dict[str, list[float]], dict[str, list[float]]]
+
+
+def own_round(
+    args: argparse.Namespace, tests: list[str], sides: tuple[str, str], tmp: Path, i: int
+) -> tuple[Side, Side, int]:
+    """--mode own: fsbench's `compare ext4` makes its image in its own lab; the fio side's is
+    made fresh for the round by the lab exactly so (one image: the same RAM fill, pristine,
+    copy_over, attach, mount). Each image's memory is its own draw."""
+    ours: Side = ({}, {})
+    theirs: Side = ({}, {})
+    size = args.file_size
+    for side in sides:
+        if side == "fsbench":
+            where = ["compare", "ext4", "--size", args.size]
+            got, size, dev = fsbench_round(where, args.passes, tmp, i, tests)
+            ours = (got, dev)
+            continue
+        with Lab(f"bench-diskmark-{os.getpid()}-{i}", Backing("ram"), parse_size(args.size)) as lab:
+            (s,) = lab.prepare([parse_subject("ext4")])
+            lab.mount(s)
+            theirs = fio_passes(lab, s, tests, size, args.passes, tmp)
+            lab.unmount(s)
+    return ours, theirs, size
+
+
+def shared_round(
+    args: argparse.Namespace, tests: list[str], sides: tuple[str, str], tmp: Path, i: int
+) -> tuple[Side, Side, int]:
+    """--mode shared (default): one lab makes two ext4 images from one interleaved fill (its
+    way for several subjects), mounts both; fsbench runs on one (`fsbench run --target`: its
+    sampler, cache preparation and counters, no lab of its own), fio on the other. Which image
+    each side gets alternates every two rounds, the order every round."""
+    ours: Side = ({}, {})
+    theirs: Side = ({}, {})
+    size = args.file_size
     spec = parse_subject("ext4")
     with Lab(f"bench-diskmark-{os.getpid()}-{i}", Backing("ram"), parse_size(args.size)) as lab:
-        lab.check([spec])
-        (s,) = lab.prepare([spec])
-        lab.mount(s)
-        assert s.device is not None
-        path = os.path.join(s.workdir, "diskmark.fio.0")
-        os.makedirs(s.workdir, exist_ok=True)
-        lay_out(path, size)
-        # Pass-major, as fsbench's rounds run its workloads.
-        for _ in range(args.passes):
-            for v in tests:
-                lab.make_cold(s)
-                before = device_read(s.device)
-                mbps, moved = fio_pass(JOBS[v], path, size, tmp)
-                got[v].append(mbps)
-                if not JOBS[v].is_write:
-                    dev_share[v].append((device_read(s.device) - before) / moved)
-        lab.unmount(s)
-    return got, dev_share
+        a, b = lab.prepare([spec, spec])
+        for s in (a, b):
+            lab.mount(s)
+        mine, fio_s = (a, b) if (i // 2) % 2 == 0 else (b, a)
+        for side in sides:
+            if side == "fsbench":
+                where = ["run", "--target", mine.mountpoint]
+                got, size, dev = fsbench_round(where, args.passes, tmp, i, tests)
+                ours = (got, dev)
+            else:
+                theirs = fio_passes(lab, fio_s, tests, size, args.passes, tmp)
+        for s in (a, b):
+            lab.unmount(s)
+    return ours, theirs, size
 
 
 @contextmanager
@@ -232,6 +277,13 @@ def main() -> None:
     ap.add_argument(
         "--lock", default="/tmp/fsbench-heavy.lock", help="taken per round ('' for none)"
     )
+    ap.add_argument(
+        "--mode",
+        choices=("shared", "own"),
+        default="shared",
+        help="shared: both sides' images from one interleaved fill per round; own: fsbench's "
+        "compare makes its own image, the fio side a fresh one the same way",
+    )
     args = ap.parse_args()
     tests = args.tests.split(",") if args.tests else list(JOBS)
     if unknown := [v for v in tests if v not in JOBS]:
@@ -245,7 +297,7 @@ def main() -> None:
     ours_dev: dict[str, list[float]] = {v: [] for v in tests}
     raw_dev: dict[str, list[float]] = {v: [] for v in tests}
     loads: list[float] = []
-    size = 0
+    args.file_size = 0  # fsbench's results say it (fsbench goes first in round 1)
     with tempfile.TemporaryDirectory(prefix="diskmark-vs-fio-") as t:
         tmp = Path(t)
         for i in range(args.rounds):
@@ -256,14 +308,15 @@ def main() -> None:
             theirs: dict[str, list[float]] = {}
             with heavy_lock(args.lock):
                 t0 = time.monotonic()
-                for side in sides:
-                    loads.append(os.getloadavg()[0])
-                    if side == "fsbench":
-                        mine, size, dev = fsbench_round(args.size, args.passes, tmp, i, tests)
-                    else:
-                        theirs, dev = fio_round(args, tests, size, tmp, i)
-                    for v in tests:
-                        (ours_dev if side == "fsbench" else raw_dev)[v] += dev[v]
+                loads.append(os.getloadavg()[0])
+                run_round = shared_round if args.mode == "shared" else own_round
+                (mine, dev_o), (theirs, dev_f), args.file_size = run_round(
+                    args, tests, sides, tmp, i
+                )
+                loads.append(os.getloadavg()[0])
+                for v in tests:
+                    ours_dev[v] += dev_o[v]
+                    raw_dev[v] += dev_f[v]
                 held = time.monotonic() - t0
             ours.append(mine)
             raw.append(theirs)
@@ -277,8 +330,10 @@ def main() -> None:
                 flush=True,
             )
     print(
-        f"\ndiskmark on ext4, {args.size} RAM image made fresh per round and side, file "
-        f"{size / 2**20:.0f} MiB, {args.rounds} rounds x {args.passes} passes a side, load "
+        f"\ndiskmark on ext4, {args.size} RAM images made fresh per round "
+        + ("from one interleaved fill" if args.mode == "shared" else "by each side")
+        + f", file {args.file_size / 2**20:.0f} MiB, {args.rounds} rounds x {args.passes} passes "
+        f"a side, load "
         f"average {min(loads):.1f}-{max(loads):.1f} (MB/s; device read / bytes read)"
     )
     print(

@@ -87,7 +87,7 @@ def latency_plots(run: Run) -> list[Plot]:
                 "latency-cdf-" + slug(title),
                 f"{title}: {said_lat}",
                 f"{title}: {said_lat}",
-                f"fio's percentiles of the {said_lat} at queue depth {depth} ({engine}), "
+                f"fio's percentiles of its {said_lat}, at queue depth {depth} ({engine}), "
                 "the median of each point over the passes; further right is slower. The p99 "
                 f"ratio to {base.subject if base else 'the baseline'} and its mark (▼ longer) "
                 "are the verdict's, made as for throughput; the dotted line is p99.",
