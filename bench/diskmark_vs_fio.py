@@ -2,27 +2,35 @@
 ext4, interleaved in one invocation (fsbench, fio, fio, fsbench, ...).
 
     sudo uv run python bench/diskmark_vs_fio.py [--rounds 5] [--passes 2] [--size 2G]
+        [--mode shared|own] [--tests T,...] [--lock PATH]
 
-- fsbench: `fsbench compare ext4 --suite diskmark --size SIZE --repeat PASSES --warmup 0`,
-  PASSES passes per test per round (one sample is one pass: workloads/diskmark.py);
-- fio: per round, a RAM image of the same size made fresh by fsbench's own lab exactly as the
-  compare makes its one (the same RAM fill, pristine copied over it, loop, mount); on it one
-  file of the size fsbench's results say it used, laid out as KDiskMark lays its file out
-  (`fio --create_only=1`), then each test PASSES times as a job file with KDiskMark 3.3's
-  options (helper.cpp: ioengine=libaio direct=1 randrepeat=0 refill_buffers end_fsync=1
-  runtime=5, bs/iodepth/numjobs of the test), the caches dropped before each pass (the lab's
-  make_cold; KDiskMark writes 1 to drop_caches, which O_DIRECT on ext4 does not notice).
+Per round, a RAM lab (fsbench's own `Lab`) makes two ext4 images of SIZE from one interleaved
+fill, as it does for the subjects of one compare (`lab.fill_interleaved`, the pristine copied
+over each), and mounts both:
+- fsbench: `fsbench run --target MOUNT --suite diskmark --repeat PASSES --warmup 0` on one,
+  PASSES passes per test (one sample is one pass: workloads/diskmark.py), its sampler, cache
+  preparation and counters as in a compare;
+- fio: on the other, one file of the size fsbench's results say it used, laid out as
+  KDiskMark lays its file out (`fio --create_only=1`), then each test PASSES times as a job
+  file with KDiskMark 3.3's options (helper.cpp: ioengine=libaio direct=1 randrepeat=0
+  refill_buffers end_fsync=1 runtime=5, bs/iodepth/numjobs of the test), the caches dropped
+  before each pass (the lab's make_cold; KDiskMark writes 1 to drop_caches, which O_DIRECT on
+  ext4 does not notice).
+Which image each side gets alternates every two rounds, which side goes first every round.
 
-Each side reads a fresh image of its own, made the same way: RAM on this VM is not uniform
-(docs/verdicts.md: an image's memory can read 40 % slower than another's for as long as it
-lives), and a fio side reading one long-lived image while fsbench read a new one per round
-compared two memories, not two runners. Every read pass of both sides is checked to have read
-the device (its read counter over the bytes fio read, printed as `dev`): O_DIRECT on ext4
-goes to the loop device, and a cold read no counter proves is refused.
+Why one fill: RAM on this VM is not uniform (docs/verdicts.md: an image's memory can read 40 %
+slower than another's for as long as it lives, and which image gets the slow part depends on
+what was allocated and freed before). Each side on an image of its own (`--mode own`: fsbench's
+`compare ext4` makes its image, the fio side a fresh one made the same way) compares two
+draws of memory, not two runners: there a side's writes swing 2x from round to round. Each
+round prints both images' memory speed (the image file read whole from /dev/shm, GB/s). Every
+read pass of both sides is checked to have read the device (its read counter over the bytes
+fio read, printed as `dev`): O_DIRECT on ext4 goes to the loop device, and a cold read no
+counter proves is refused.
 
 Both sides' MB/s are fio's own (io_bytes over fio's runtime, which includes the final fsync;
 KDiskMark reads fio's `bw`, the same quotient in KiB/s), so the ratio is what fsbench adds or
-takes away: its scheduling, cache preparation, file layout, probes around each pass, the image.
+takes away: its scheduling, cache preparation, file layout, probes around each pass.
 
 The machine's speed drifts by tens of percent within minutes on this shared 2-CPU VM (the
 noise floor fsbench measures at a run's start and end moved +42 % in one), and a sequential
@@ -197,6 +205,18 @@ def fio_passes(
 
 
 Side = tuple[dict[str, list[float]], dict[str, list[float]]]
+MEMORY: list[tuple[float, float]] = []  # per shared round: (fsbench's image, fio's) GB/s
+
+
+def memory_gbps(path: Path) -> float:
+    """How fast the RAM under an image reads: the image file read whole from /dev/shm (a copy
+    out of its own pages; no device, no file system)."""
+    buf = memoryview(bytearray(16 << 20))
+    n, t0 = 0, time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while k := f.readinto(buf):
+            n += k
+    return n / 1e9 / (time.perf_counter() - t0)
 
 
 def own_round(
@@ -238,6 +258,8 @@ def shared_round(
         for s in (a, b):
             lab.mount(s)
         mine, fio_s = (a, b) if (i // 2) % 2 == 0 else (b, a)
+        assert mine.image is not None and fio_s.image is not None
+        MEMORY.append((memory_gbps(mine.image), memory_gbps(fio_s.image)))
         for side in sides:
             if side == "fsbench":
                 where = ["run", "--target", mine.mountpoint]
@@ -320,8 +342,9 @@ def main() -> None:
                 held = time.monotonic() - t0
             ours.append(mine)
             raw.append(theirs)
+            mem = f", memory {MEMORY[-1][0]:.1f}/{MEMORY[-1][1]:.1f} GB/s" if MEMORY else ""
             print(
-                f"round {i + 1} {sides[0]} first, {held:.0f} s "
+                f"round {i + 1} {sides[0]} first, {held:.0f} s{mem} "
                 f"(load {loads[-2]:.1f}/{loads[-1]:.1f}): "
                 + "  ".join(
                     f"{v} {statistics.median(mine[v]):.0f}/{statistics.median(theirs[v]):.0f}"

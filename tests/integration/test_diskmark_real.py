@@ -43,6 +43,8 @@ def test_reduced_diskmark_on_ext4(tmp_path: Path, state_dir: Path) -> None:
         for s in r["sample_details"]:
             assert "iterations" not in s["extra"]  # one sample is one pass
             assert len(s["extra"]["lat_pct_us"]) == 17
+            # fio's total latency, submit to completion (--lat_percentiles=1), not its clat.
+            assert s["extra"]["lat_basis"] == "submit-to-completion"
     # At QD32 the device sees many requests at once; at QD1 about one.
     q32 = device_depth(Result.model_validate(results["rnd4k-q32t1-read"]))
     q1 = device_depth(Result.model_validate(results["rnd4k-q1t1-write"]))
@@ -50,6 +52,7 @@ def test_reduced_diskmark_on_ext4(tmp_path: Path, state_dir: Path) -> None:
 
     term = ran.stdout
     assert "IOPS" in term and "p99 µs" in term
+    assert "p99: fio's latency, submit to completion" in term
     assert "diskmark (KDiskMark's tests)" in term and "RND4K Q32T1 read" in term
     html = (out / "report.html").read_text()
     assert 'id="latency"' in html and "SEQ1M Q8T1 read" in html
