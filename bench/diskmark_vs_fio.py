@@ -372,9 +372,14 @@ def main() -> None:
             for o, f in zip(ours, raw, strict=True)
         ]
         ratios[v] = statistics.median(per)
+        mine_all = [x for r in ours for x in r[v]]
+        fio_all = [x for r in raw for x in r[v]]
         print(
             f"{v:<18} {a:>9.1f} {b:>9.1f} {a / b:>7.3f} {ratios[v]:>6.3f}  "
-            f"{span(ours_dev[v]):>11} {span(raw_dev[v]):>11}  " + " ".join(f"{x:.2f}" for x in per)
+            f"{span(ours_dev[v]):>11} {span(raw_dev[v]):>11}  "
+            + " ".join(f"{x:.2f}" for x in per)
+            + f"  (passes {min(mine_all):.0f}-{max(mine_all):.0f} / "
+            f"{min(fio_all):.0f}-{max(fio_all):.0f})"
         )
     worst = max(ratios.values(), key=lambda r: max(r, 1 / r))
     print(f"worst fsbench/fio ratio {worst:.3f} over {len(ratios)} tests")
