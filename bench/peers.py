@@ -2,15 +2,19 @@
 
     sudo uv run python bench/peers.py [--size 2G] [--drivers ext4,ntfs-3g] [--rounds 6]
 
-One `fsbench compare DRIVERS --workloads W --size SIZE` per workload (all defaults otherwise:
-its own adaptive sampling), and on RAM images of the same size, formatted and mounted by
-fsbench's own lab, the peers over files of the sizes that run used (checked against its
-results.json):
+One RAM image per driver, made by fsbench's own lab (its interleaved fill) and attached to a
+loop device, serves both sides: per workload and driver, `fsbench compare DRIVER --workloads W
+--size SIZE --backing device:LOOP --destroy-data` (all defaults otherwise: its own adaptive
+sampling) formats and measures that loop device, and the peers then mount the same device
+and run over files of the sizes that run used (checked against its results.json). This VM's
+memory is not uniform: two RAM images made one after the other read cold 1.37x apart with dd
+and with fsbench's reader alike, so images of their own would compare memory, not readers.
 
     seq-write/fsync      dd if=/dev/zero of=F bs=1M count=N conv=fsync   (dd's own rate), both
                          sides at --placement same: dd (fsbench's writer) and a FUSE daemon on
                          one CPU (left free, ntfs-3g's rate is one of two 3.4x apart by chance)
-    seq-read/cold        dd if=F of=/dev/null bs=1M, after sync, drop_caches and (FUSE) a remount
+    seq-read/cold        dd if=F of=/dev/null bs=1M, after sync, drop_caches and (FUSE) a remount;
+                         the loop device's read counter must show the whole file read
     rand-read/4k-direct  fio --rw=randread --bs=4k --direct=1 --io_size=64M  (fio's own rate),
                          after its own cache drop and (FUSE) remount, as fsbench's samples
     tree-hash/cold       the tree's walk and xxhsum -H2 over the files tree-hash reads, cold,
@@ -54,6 +58,7 @@ from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
 from fsbench.manifest import default_threads, walk_tree
+from fsbench.probes.procfs import ProcFS
 from fsbench.targets import FILE_FRACTION
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import RANDOM_IO_BYTES, parse_fio_json
@@ -91,20 +96,27 @@ def base(spec: str) -> str:
     return spec.split(":")[0]
 
 
-def compare_argv(drivers: list[str], workload: str, size: str, out: Path, db: Path) -> list[str]:
+def compare_argv(
+    drivers: list[str], workload: str, size: str, out: Path, db: Path, device: str | None = None
+) -> list[str]:
+    """fsbench's run of `workload`; on `device` (the peers' loop device, over the peers' RAM
+    image) when given, which it formats as its lab formats a RAM image (the same mkfs)."""
     placed = PLACED.get(base(workload))
     return [
         sys.executable, "-m", "fsbench", "compare", *drivers,
         "--workloads", workload, "--size", size,
         *(["--placement", placed] if placed else []),
+        *(["--backing", f"device:{device}", "--destroy-data"] if device else []),
         "--out", str(out), "--db", str(db),
     ]  # fmt: skip
 
 
-def run_fsbench(drivers: list[str], workload: str, size: str, tmp: Path) -> dict[str, Any]:
-    out = tmp / workload.replace("/", "-").replace(":", "-")
+def run_fsbench(
+    drivers: list[str], workload: str, size: str, tmp: Path, device: str | None = None
+) -> dict[str, Any]:
+    out = tmp / "-".join([workload.replace("/", "-").replace(":", "-"), *drivers])
     proc = subprocess.run(
-        compare_argv(drivers, workload, size, out, tmp / "results.db"),
+        compare_argv(drivers, workload, size, out, tmp / "results.db", device),
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -121,6 +133,11 @@ def dd(args: list[str]) -> float:
     if proc.returncode != 0 or not m:
         raise RuntimeError(f"dd {' '.join(args)}: {proc.stderr.strip()[-200:]}")
     return int(m.group(1)) / MiB / float(m.group(2))
+
+
+def device_read(s: LabSubject) -> int:
+    """Bytes read so far from the subject's loop device (its /sys/block counter)."""
+    return ProcFS().block_stat(s.block_device or "").read_bytes
 
 
 def fio_randread_argv(path: str, file_size: int, io_bytes: int) -> list[str]:
@@ -163,14 +180,35 @@ class Peers:
 
     def __init__(self, lab: Lab, s: LabSubject, seq_size: int, budget: int, threads: int) -> None:
         self.lab, self.s, self.seq_size, self.threads = lab, s, seq_size, threads
+        self.budget = budget
         self.file = os.path.join(s.workdir, "peer.seq")
         self.root = os.path.join(s.workdir, TREE_DIR)
-        layout = plan_tree(budget, 1.0)  # the tree tree-hash lays out for this budget
+        self.rand_unsupported: str | None = None
+        # What the loop device's counter moved per byte of each cold dd read (1.0: all of it).
+        self.from_device: list[float] = []
+        self.lay_out()
+
+    def lay_out(self) -> None:
+        """The tree tree-hash lays out for this budget, on the volume as it is now (each
+        compare formats the device anew)."""
+        layout = plan_tree(self.budget, 1.0)
         write_tree(self.root, layout)
         os.sync()  # its writeback done before anything is timed
         self.files = walk_tree(self.root)[0]
         self.tree_bytes = sum(f.size for f in layout)
-        self.rand_unsupported: str | None = None
+
+    def compare(self, workload: str, size: str, tmp: Path) -> dict[str, Any]:
+        """fsbench's run of `workload` on this driver's own device (the peers' image): the
+        peers' mount is taken down for it and put back after, with the tree laid out again."""
+        self.lab.unmount(self.s)
+        try:
+            return run_fsbench([self.s.spec.id], workload, size, tmp, self.s.device)
+        finally:
+            self.lab.mount(self.s)
+            # fsbench's files stay on the volume it formatted: room for the peers' again.
+            shutil.rmtree(self.s.workdir)
+            os.makedirs(self.s.workdir)
+            self.lay_out()
 
     @contextlib.contextmanager
     def placed(self, workload: str) -> Iterator[None]:
@@ -200,7 +238,9 @@ class Peers:
                 rates[("seq-write/fsync", d)].append((k, dd(args)))
         for _ in range(reads):
             self.lab.make_cold(self.s)
+            before = device_read(self.s)
             r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
+            self.from_device.append((device_read(self.s) - before) / self.seq_size)
             rates[("seq-read/cold", d)].append((k, r))
             # Cold again, as fsbench starts every O_DIRECT sample: right after dd's read a FUSE
             # daemon finds the file in the loop device's page cache (it reads the device
@@ -314,18 +354,20 @@ def main() -> None:
             p.round(0, rates)
         for k, w in enumerate(chosen, start=1):
             at_compare[k] = os.getloadavg()[0]
-            doc = run_fsbench(drivers, w, args.size, tmp)
+            for p in peers.values():
+                doc = p.compare(w, args.size, tmp)
+                got = by_result(doc)
+                check_same_work(base(w), got, peers)
+                # Keyed by what was asked: seq-read/cold and seq-read/cold:psync are both there.
+                results.update({(w, d): r for (_, d), r in got.items()})
+                run_notes += [n for n in doc.get("notes", []) if n not in run_notes]
             at_round[k] = os.getloadavg()[0]
-            got = by_result(doc)
-            check_same_work(base(w), got, peers)
-            # Keyed by what was asked: seq-read/cold and seq-read/cold:psync are both there.
-            results.update({(w, d): r for (_, d), r in got.items()})
-            run_notes += [n for n in doc.get("notes", []) if n not in run_notes]
             for p in peers.values():
                 p.round(k, rates)
         for d, p in peers.items():
             if p.rand_unsupported:
                 notes.append(f"{d}: the fio 4k direct peer fails: {p.rand_unsupported}")
+            notes += device_notes(d, p.from_device, results.get(("seq-read/cold", d)))
         # Read while the peers' lab holds what it tuned (as each compare's does), not after
         # it put it back: the peers ran in the state these notes describe.
         notes += [f"peers: {t}" for t in lab.tuned] + memory_notes()
@@ -336,6 +378,24 @@ def main() -> None:
         for k in at_compare
     }
     report(results, chosen, drivers, rates, [*notes, *run_notes], args, (load0, load1), machine)
+
+
+def device_notes(d: str, peer: list[float], r: dict | None) -> list[str]:
+    """How much of each cold read came from the device, by the loop device's read counter, on
+    both sides (fsbench's samples record it): a read served from a cache is not cold."""
+    if not peer or r is None or not r.get("sample_details"):
+        return []
+    ours = [
+        s["device"]["read_bytes"] / s["bytes"]
+        for s in r["sample_details"]
+        if s.get("device") and s.get("bytes")
+    ]
+    if not ours:
+        return []
+    return [
+        f"seq-read/cold on {d}: read from the device per byte read (the loop device's "
+        f"counter): fsbench {min(ours):.3f}–{max(ours):.3f}, dd {min(peer):.3f}–{max(peer):.3f}"
+    ]
 
 
 def outside_note(spec: str, d: str, ours: list[float], theirs: list[float]) -> str:
@@ -388,8 +448,9 @@ def report(
     machine: dict[int, str],
 ) -> None:
     print(
-        f"fsbench compare {' '.join(drivers)} --size {args.size} --workloads W, one compare "
-        f"per workload, a round of peers before and after each; load average "
+        f"fsbench compare DRIVER --size {args.size} --workloads W --backing device:LOOP, one "
+        f"compare per workload and driver on the peers' own loop device ({', '.join(drivers)}), "
+        f"a round of peers before and after each workload; load average "
         f"{loads[0]:.1f} -> {loads[1]:.1f} on {os.cpu_count()} CPUs"
     )
     print(
