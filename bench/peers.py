@@ -77,7 +77,10 @@ LOW, HIGH = 0.85, 1.18
 # same `pin`). ntfs-3g writes in 4 KiB FUSE requests, two wake-ups each: dd with the daemon on
 # one CPU wrote 233-242 MiB/s, on two 69-71, left free 65-124 (one CPU or two by chance), so
 # at `free` two runs of either side differ by up to 3.4x and no ratio of them means anything.
-PLACED = {"seq-write/fsync": "same"}
+# ntfs-3g's cold read too: at load 1.3, dd and fsbench's read() loop read 1,850-1,879 MiB/s
+# with the daemon on the reader's CPU, 2,410-2,423 on the other, left free 2,121-2,317; the bench's
+# ntfs-3g row ran 0.73-1.21 across runs at free. Pinned alike, the readers agree (0.98, 1.01).
+PLACED = {"seq-write/fsync": "same", "seq-read/cold": "same"}
 THREADS = default_threads()  # tree-hash's threads (one per CPU), so its peer's processes
 # (workload, driver) -> a peer's (round, MiB/s) measurements
 Rates = dict[tuple[str, str], list[tuple[int, float]]]
@@ -239,7 +242,8 @@ class Peers:
         for _ in range(reads):
             self.lab.make_cold(self.s)
             before = device_read(self.s)
-            r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
+            with self.placed("seq-read/cold"):
+                r = dd([f"if={self.file}", "of=/dev/null", "bs=1M"])
             self.from_device.append((device_read(self.s) - before) / self.seq_size)
             rates[("seq-read/cold", d)].append((k, r))
             # Cold again, as fsbench starts every O_DIRECT sample: right after dd's read a FUSE

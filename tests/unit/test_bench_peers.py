@@ -7,6 +7,7 @@ fio command against fsbench's own job, and that every read peer starts cold.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -82,20 +83,28 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     p.s = SimpleNamespace(spec=spec, workdir="/nonexistent", daemon_pid=1)
     p.seq_size, p.threads, p.tree_bytes = 8 * MiB, 2, MiB
     p.file, p.root, p.rand_unsupported = "/nonexistent/peer.seq", "/nonexistent/tree", None
+    p.from_device = []
     monkeypatch.setattr(peers.os, "sync", lambda: None)
+    monkeypatch.setattr(peers, "device_read", lambda _s: 8 * MiB * log.count("dd read"))
     monkeypatch.setattr(peers, "pin", lambda placement, _t: log.append(f"pin {placement}"))
     keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
     rates: dict = {(w, "ntfs-3g"): [] for w in keys}
     p.round(0, rates, writes=1, reads=2)
     reads = [i for i, e in enumerate(log) if e in ("dd read", "fio", "xxhsum")]
     assert len(reads) == 2 * 3 + 1
-    assert all(log[i - 1] == "cold" for i in reads), log
+    # Right after its drop (a pin between them moves nothing in the caches).
+    unpinned = [e for e in log if not e.startswith("pin")]
+    reads = [i for i, e in enumerate(unpinned) if e in ("dd read", "fio", "xxhsum")]
+    assert all(unpinned[i - 1] == "cold" for i in reads), log
     assert len(rates[("rand-read/4k-direct", "ntfs-3g")]) == 2
     # The peer's own start cost is measured apart from its timed runs, never inside one.
     assert log.count("xxhsum start") == 2 and len(rates[(peers.XXHSUM_START, "ntfs-3g")]) == 2
     assert len(rates[(peers.XXHSUM_CPU, "ntfs-3g")]) == 2  # one per timed tree-hash run
+    # Each cold dd read's share from the device, by the counter read around it.
+    assert p.from_device == [1.0, 1.0]
     # The write peer runs where fsbench's seq-write runs (PLACED): pinned just before dd.
     assert log[log.index("dd write") - 1] == f"pin {peers.PLACED['seq-write/fsync']}"
+    assert log[log.index("dd read") - 1] == f"pin {peers.PLACED['seq-read/cold']}"
 
 
 def test_placed_workloads_compare_at_their_placement(peers: Any, tmp_path: Path) -> None:
@@ -145,3 +154,54 @@ def test_tree_hash_note_weighs_the_peers_start(peers: Any, capsys: pytest.Captur
     out = capsys.readouterr().out
     assert "the peer's processes start in 50 ms" in out and "10% of its 500 ms run" in out
     assert "they use 1.50 CPU s/GiB, fsbench's hasher 1.00 (1.50× as much per byte)" in out
+
+
+def test_fsbench_runs_on_the_peers_device(
+    peers: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both sides read the same RAM image: fsbench's compare of a driver gets the peers' loop
+    device as its backing (two images made one after the other read 1.37x apart here), with
+    the peers' mount taken down for it and put back, the tree laid out again after."""
+    argv = peers.compare_argv(
+        ["ext4"], "seq-read/cold", "2G", tmp_path, tmp_path / "db", "/dev/loop7"
+    )
+    i = argv.index("--backing")
+    assert argv[i : i + 3] == ["--backing", "device:/dev/loop7", "--destroy-data"]
+    assert "--backing" not in peers.compare_argv(
+        ["ext4"], "seq-read/cold", "2G", tmp_path, tmp_path
+    )
+    log: list[str] = []
+    workdir = tmp_path / "mnt" / "fsbench"
+    workdir.mkdir(parents=True)
+    (workdir / "seq.0.0").write_bytes(b"left by fsbench")
+
+    class Lab:
+        def unmount(self, _s: object) -> None:
+            log.append("unmount")
+
+        def mount(self, _s: object) -> None:
+            log.append("mount")
+
+    def run_fsbench(drivers: list[str], w: str, size: str, _tmp: Path, device: str) -> dict:
+        log.append(f"compare {' '.join(drivers)} {w} {size} on {device}")
+        return {"results": []}
+
+    monkeypatch.setattr(peers, "run_fsbench", run_fsbench)
+    p = object.__new__(peers.Peers)
+    p.lab = Lab()
+    p.s = SimpleNamespace(
+        spec=SimpleNamespace(id="ext4"), device="/dev/loop7", workdir=str(workdir)
+    )
+    p.lay_out = lambda: log.append(f"lay out over {sorted(os.listdir(workdir))}")
+    assert p.compare("seq-read/cold", "2G", tmp_path) == {"results": []}
+    assert log == [
+        "unmount", "compare ext4 seq-read/cold 2G on /dev/loop7", "mount", "lay out over []"
+    ]  # fmt: skip
+
+
+def test_device_notes_give_both_sides_share_from_the_device(peers: Any) -> None:
+    r = {"sample_details": [{"bytes": 100, "device": {"read_bytes": 100}},
+                            {"bytes": 200, "device": {"read_bytes": 201}}]}  # fmt: skip
+    (note,) = peers.device_notes("ext4", [1.0, 1.01], r)
+    assert "fsbench 1.000–1.005, dd 1.000–1.010" in note
+    assert peers.device_notes("ext4", [], r) == [] and peers.device_notes("ext4", [1.0], None) == []
