@@ -77,7 +77,7 @@ LOW, HIGH = 0.85, 1.18
 # same `pin`). ntfs-3g writes in 4 KiB FUSE requests, two wake-ups each: dd with the daemon on
 # one CPU wrote 233-242 MiB/s, on two 69-71, left free 65-124 (one CPU or two by chance), so
 # at `free` two runs of either side differ by up to 3.4x and no ratio of them means anything.
-# ntfs-3g's cold read too: at load 1.3, dd and fsbench's read() loop read 1,850-1,879 MiB/s
+# ntfs-3g's cold read too: at load 1.1-1.3, dd and fsbench's read() loop read 1,850-1,879 MiB/s
 # with the daemon on the reader's CPU, 2,410-2,423 on the other, left free 2,121-2,317; the bench's
 # ntfs-3g row ran 0.73-1.21 across runs at free. Pinned alike, the readers agree (0.98, 1.01).
 PLACED = {"seq-write/fsync": "same", "seq-read/cold": "same"}
