@@ -24,6 +24,7 @@ from fsbench.vm.guest import (
     BASE_MEMORY,
     GuestGroup,
     GuestOutcome,
+    console_tail,
     guest_script,
     merge,
     size_vm,
@@ -423,3 +424,14 @@ def test_an_emulated_guest_is_not_traced_unless_asked() -> None:
     assert guest_trace_args(asked, kvm=False) == asked
     off = [*base, "--no-trace"]
     assert guest_trace_args(off, kvm=False) == off  # not twice
+
+
+def test_a_failed_boot_names_the_consoles_last_line(tmp_path: Path) -> None:
+    # qemu exited 255 once in CI before the guest booted, and the console log (deleted with
+    # the VM's directory) held the only reason: the error carries its last line.
+    log = tmp_path / "console.log"
+    log.write_text("virtme-ng 1.33\n\nqemu-system-x86_64: cannot set up guest memory 'pc.ram'\n\n")
+    assert console_tail(log) == ": qemu-system-x86_64: cannot set up guest memory 'pc.ram'"
+    log.write_text("\n")
+    assert console_tail(log) == ": the console printed nothing"
+    assert console_tail(tmp_path / "absent.log") == ""

@@ -322,6 +322,10 @@ def run_guest(
             rec.processes.append([proc.pid, processes.start_time(proc.pid)])
             rec.save()
             error = _wait(proc, share, vm, started, settings.timeout, on_step, group.kernel.name)
+            if error and not vm.boot_seconds:
+                # The console log goes with the VM's temporary directory: its last line is
+                # the only trace of why qemu gave up before the guest booted.
+                error += console_tail(work / "console.log")
         return _collect(share, vm, error)
     finally:
         release(rec)
@@ -403,6 +407,15 @@ def _wait(
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(POWEROFF_TIMEOUT)  # the guest powers off by itself; release kills it if not
     return None
+
+
+def console_tail(log: Path) -> str:
+    """': <the console's last line>' (a failed boot's reason in qemu's or vng's words), or ''."""
+    try:
+        lines = [x.strip() for x in log.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1][:300]}" if lines else ": the console printed nothing"
 
 
 def _guest_failure(share: Path) -> str:
