@@ -147,12 +147,23 @@ def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Pa
     help="Compare even when kernel, driver versions, mount or mkfs options, fio or the "
     "backing differ (they are then listed as warnings).",
 )
+@click.option(
+    "--fail-on",
+    "fail_on",
+    default=None,
+    metavar="worse",
+    help="Exit 1 when any result of B is decided worse than A's (▼): a regression gate "
+    "for CI. The comparison is printed as without it.",
+)
 @click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
-def diff(run_a: str, run_b: str, as_json: bool, force: bool, db: Path | None) -> None:
+def diff(
+    run_a: str, run_b: str, as_json: bool, force: bool, fail_on: str | None, db: Path | None
+) -> None:
     """Per matching result of RUN_A and RUN_B: both medians, B / A with its interval,
     and the verdict (fsbench.verdict: ▲/▼ when the ratio's interval excludes 1)."""
-    from fsbench.report.diff import diff_runs
+    from fsbench.report.diff import check_fail_on, diff_runs
 
+    gate = check_fail_on(fail_on)
     with _store(db, [run_a, run_b]) as store:
         a = _load(store, run_a)
         b = _load(store, run_b)
@@ -177,8 +188,28 @@ def diff(run_a: str, run_b: str, as_json: bool, force: bool, db: Path | None) ->
         click.echo(f"fsbench: note: also different (for information): {', '.join(info)}", err=True)
     if as_json:
         click.echo(json.dumps(d.to_dict(), indent=2))
-        return
-    _print_diff(d)
+    else:
+        _print_diff(d)
+    _gate(d, gate)
+
+
+def _gate(d: RunDiff, gate: str | None) -> None:
+    """`--fail-on`: exit 1 with one line naming what failed (report.diff.gate_failures)."""
+    from fsbench.errors import EXIT_FAILED
+    from fsbench.report.diff import FAIL_ON, gate_failures
+
+    n = gate_failures((r.verdict for r in d.results), gate)
+    if n and gate is not None:
+        named = [f"{r.subject} · {r.title}" for r in d.results if r.verdict in FAIL_ON[gate]][:3]
+        more = f" and {n - len(named)} more" if n > len(named) else ""
+        click.echo(
+            f"fsbench: --fail-on {gate}: {n} of {len(d.results)} results {gate} in B "
+            f"({'; '.join(named)}{more})",
+            err=True,
+        )
+        # sys.exit, not click's Exit: main() runs click with standalone_mode=False, where
+        # click returns Exit's code instead of exiting with it.
+        sys.exit(EXIT_FAILED)
 
 
 def _print_diff(d: RunDiff, con: Console | None = None) -> None:

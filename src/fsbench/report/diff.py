@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench.errors import UsageError
 from fsbench.report.explain import changed_figures
 from fsbench.report.integrity import changes as integrity_changes
 from fsbench.report.naming import confidence_text, result_title
@@ -63,9 +65,39 @@ class ResultDiff:
             return "n/a"
         if self.not_comparable:
             return "not comparable"
-        if self.mark in ("above", "below"):
-            return "better" if (self.mark == "above") == self.higher_is_better else "worse"
-        return {"same": "same", "open": "open"}.get(self.mark, "untested")
+        return verdict_word(self.mark, self.higher_is_better)
+
+
+def verdict_word(mark: str, higher_is_better: bool) -> str:
+    """fsbench.verdict's mark of B against A (above | below | same | open | none) as the
+    reader's word for B: better | worse | same | open | untested."""
+    if mark in ("above", "below"):
+        return "better" if (mark == "above") == higher_is_better else "worse"
+    return {"same": "same", "open": "open"}.get(mark, "untested")
+
+
+# --fail-on: the verdicts that fail a regression gate (`diff`, `judge`), each a word of
+# verdict_word. One entry today; a gate on "open" too would be one more.
+FAIL_ON: dict[str, frozenset[str]] = {"worse": frozenset({"worse"})}
+
+
+def check_fail_on(text: str | None) -> str | None:
+    """`--fail-on TEXT` checked: a key of FAIL_ON, or one line and exit 2."""
+    if text is None:
+        return None
+    key = text.strip().lower()
+    if key not in FAIL_ON:
+        raise UsageError(f"--fail-on {text!r}: give {' or '.join(FAIL_ON)}")
+    return key
+
+
+def gate_failures(verdicts: Iterable[str], fail_on: str | None) -> int:
+    """How many of the verdicts (verdict_word's words) fail the gate `--fail-on FAIL_ON`
+    names: a CI step exits 1 (errors.EXIT_FAILED) when this is above 0. No gate: 0."""
+    if fail_on is None:
+        return 0
+    failing = FAIL_ON[fail_on]
+    return sum(1 for v in verdicts if v in failing)
 
 
 @dataclass
