@@ -22,9 +22,10 @@ from conftest import (
     read_record,
 )
 
+from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import explain_run
 from fsbench.report.naming import outcome, ratio_cell
-from fsbench.report.summary import compare, fmt_ratio
+from fsbench.report.summary import fmt_ratio
 from fsbench.schema import Run
 
 CPUS = set(os.sched_getaffinity(0))
@@ -124,7 +125,7 @@ def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
     assert w is not None and w.same_cpu > 0 and w.cross_cpu is not None
 
     # The explanation names the effect, in the words its verdict allows.
-    c = compare(by["free"], by["same"])
+    c = verdict_of(by["free"], by["same"])
     assert c.ratio is not None
     print(
         f"\nntfs-3g seq-write/fsync: same {by['same'].median:.0f} MiB/s, free "

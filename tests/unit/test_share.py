@@ -15,10 +15,11 @@ from click.testing import CliRunner
 from fsbench.cli import cli
 from fsbench.commands.report import with_driver_quirks
 from fsbench.report.answer import answers
+from fsbench.report.comparison import verdict_of
 from fsbench.report.export import to_csv, to_markdown, write_figures
 from fsbench.report.naming import result_title
 from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.summary import compare, groups, report_order
+from fsbench.report.summary import groups, report_order
 from fsbench.schema import Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
@@ -61,7 +62,7 @@ def test_csv_has_verdict_columns_and_every_sample() -> None:
     ext4, xfs = by[("ext4", "fsync")], by[("xfs", "fsync")]
     assert ext4["verdict"] == "baseline" and ext4["baseline"] == "ext4"
     res = {(r.subject, r.params.get("variant")): r for r in run.results}
-    v = compare(res[("ext4", "fsync")], res[("xfs", "fsync")])
+    v = verdict_of(res[("ext4", "fsync")], res[("xfs", "fsync")])
     assert xfs["verdict"] == "open" and float(xfs["ratio"]) == v.ratio
     assert v.interval is not None and float(xfs["ratio_low"]) == v.interval[0]
     assert by[("ntfs-3g", "fsync")]["verdict"] == "worse"

@@ -12,8 +12,9 @@ from typing import Any
 
 from fsbench.baseline import ranked
 from fsbench.report.aging_why import age_changes, why_line
+from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import ratio_cell, result_title
-from fsbench.report.summary import compare, is_matrix
+from fsbench.report.summary import is_matrix
 from fsbench.schema import Aging, Result, Run, Subject
 from fsbench.units import size_text
 from fsbench.verdict import Verdict
@@ -83,7 +84,7 @@ def _ratio(fresh: Result, aged: Result) -> Verdict | None:
     """The run's one comparison procedure (fsbench.verdict), fresh as the baseline."""
     if not (fresh.samples and aged.samples and ranked(fresh) and ranked(aged)):
         return None
-    v = compare(fresh, aged)
+    v = verdict_of(fresh, aged)
     return v if v.ratio is not None else None
 
 

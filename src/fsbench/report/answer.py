@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from rich.text import Text
 
 from fsbench.probedefs.numbers import fmt_pct, fmt_time
+from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import Explanation, Factor, brief_lines, explain_run
 from fsbench.report.naming import baseline_result, ranked
-from fsbench.report.summary import compare, gmean, groups, measured_subjects, usable
+from fsbench.report.summary import gmean, groups, measured_subjects, usable
 from fsbench.report.vm_notes import SMALL_FLAGS, caveat_pieces
 from fsbench.schema import Result, Run, Subject
 from fsbench.units import fmt_ratio
@@ -67,7 +68,7 @@ def leaders(ranked_results: list[Result]) -> list[Result]:
     top = ranked_results[0]
     out = [top]
     for r in ranked_results[1:]:
-        if compare(top, r).better(r.higher_is_better) is not False:
+        if verdict_of(top, r).better(r.higher_is_better) is not False:
             out.append(r)
     return out
 
@@ -75,7 +76,7 @@ def leaders(ranked_results: list[Result]) -> list[Result]:
 def leader_text(top: Result, r: Result) -> str:
     """'0.98× (not separated: within ×0.80–1.25)': the ratio to the top leader and
     fsbench.verdict's words for the comparison."""
-    v = compare(top, r)
+    v = verdict_of(top, r)
     ratio = fmt_ratio(v.ratio) + " " if v.ratio is not None else ""
     return f"{ratio}({v.words()})"
 

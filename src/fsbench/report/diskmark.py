@@ -14,8 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from fsbench import latency
+from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import STYLES, SYMBOLS, baseline_result, outcome
-from fsbench.report.summary import compare, measured_subjects, usable
+from fsbench.report.summary import measured_subjects, usable
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_value
 
@@ -50,7 +51,7 @@ def _cell(res: Result, base: Result | None) -> Cell:
     if not usable(res):
         return Cell(None, None, None, "none", status=res.status)
     iops = latency.per_sample(res, "iops")
-    mark = "" if base is None or base is res else outcome(compare(base, res), True)
+    mark = "" if base is None or base is res else outcome(verdict_of(base, res), True)
     return Cell(
         mb_s=statistics.mean(res.samples) * MB_PER_MIB,
         iops=statistics.mean(iops) if iops else None,

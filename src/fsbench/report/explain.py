@@ -44,6 +44,7 @@ from fsbench.probedefs.numbers import (
     number,
 )
 from fsbench.probedefs.sched import wakeup_costs
+from fsbench.report.comparison import verdict_of
 from fsbench.report.floor import floor_factors
 from fsbench.report.keys import PLACEMENT_WORDS, placement_of, workload_key
 from fsbench.report.naming import (
@@ -53,7 +54,7 @@ from fsbench.report.naming import (
     interval_text,
     outcome,
 )
-from fsbench.report.summary import compare, fmt_ratio, measured_subjects, size_text, usable
+from fsbench.report.summary import fmt_ratio, measured_subjects, size_text, usable
 from fsbench.schema import Result, Run
 
 # Renderers import these from here: the explanation's vocabulary in one place.
@@ -188,7 +189,7 @@ def _placement_factors(
         other = siblings[where]
         if where == here or not usable(other) or not usable(res):
             continue
-        c = compare(res, other)
+        c = verdict_of(res, other)
         if c.ratio is None or c.ratio <= 0:
             continue
         faster = c.ratio if res.higher_is_better else 1 / c.ratio

@@ -13,6 +13,7 @@ from typing import Any
 from fsbench.errors import UsageError
 from fsbench.notecodes import words
 from fsbench.report.answer import answers, leader_text
+from fsbench.report.comparison import verdict_of
 from fsbench.report.html_views import missing_view
 from fsbench.report.naming import (
     SYMBOLS,
@@ -24,7 +25,7 @@ from fsbench.report.naming import (
     result_title,
 )
 from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.summary import compare, groups, measured_subjects, report_order, usable
+from fsbench.report.summary import groups, measured_subjects, report_order, usable
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
 from fsbench.verdict import family_of
@@ -102,7 +103,7 @@ def _verdict_cells(res: Result, base: Result | None) -> dict[str, Any]:
         return {"baseline": base.subject, "verdict": "baseline"}
     if not ranked(res):
         return {"baseline": base.subject, "verdict": "not ranked"}
-    v = compare(base, res)
+    v = verdict_of(base, res)
     said = outcome(v, res.higher_is_better)
     return {
         "baseline": base.subject,
@@ -207,7 +208,7 @@ def _answer_lines(run: Run) -> list[str]:
             if not a.separated and r in a.leaders:
                 items.append(f"{r.subject} {leader_text(a.winner, r)}")
                 continue
-            v = compare(a.winner, r)
+            v = verdict_of(a.winner, r)
             mark = SYMBOLS[outcome(v, r.higher_is_better)]
             span = f" {interval_text(v)}" if v.interval else ""
             items.append(f"{r.subject} {fmt_ratio(v.ratio or 0)}{span} {mark}")
@@ -233,7 +234,7 @@ def _workload_table(run: Run, results: list[Result]) -> list[str]:
         if base is r:
             ratio = "baseline"
         elif base is not None and usable(base) and ranked(r):
-            v = compare(base, r)
+            v = verdict_of(base, r)
             ratio = fmt_ratio(v.ratio) if v.ratio is not None else "–"
             interval = interval_text(v)
             mark = SYMBOLS[outcome(v, r.higher_is_better)]

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
 from fsbench.report.answer import leaders, rank
+from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import (
     Explanation,
     fmt_pct,
@@ -42,7 +43,6 @@ from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.plots import Plot, colours
 from fsbench.report.summary import (
     Group,
-    compare,
     fmt_value,
     measured_subjects,
     size_text,
@@ -113,7 +113,7 @@ def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
         return ("baseline" if base is res else "–"), "dim", ""
     if not ranked(res):
         return "not ranked", "bad", "integrity failed"
-    c = compare(base, res)
+    c = verdict_of(base, res)
     if c.ratio is None:
         return "–", "dim", ""
     said = outcome(c, res.higher_is_better)

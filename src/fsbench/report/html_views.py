@@ -12,10 +12,11 @@ from typing import Any
 from rich.text import Text
 
 from fsbench.report.answer import answer_factor, answer_text, answers, leader_text, missing
+from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import Explanation
 from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
 from fsbench.report.naming import styled_ratio
-from fsbench.report.summary import Finding, compare, findings, usable
+from fsbench.report.summary import Finding, findings, usable
 from fsbench.report.table import ratio_text
 from fsbench.schema import FEATURES, Result, Run
 from fsbench.units import fmt_ratio, fmt_value
@@ -30,7 +31,7 @@ def ratio_view(base: Result, res: Result, interval: bool = True) -> dict[str, st
     t: Text = (
         ratio_text(base, res)
         if interval
-        else styled_ratio(compare(base, res), res.higher_is_better, interval=False)
+        else styled_ratio(verdict_of(base, res), res.higher_is_better, interval=False)
     )
     style = str(t.style or "")
     cls = next((c for s, c in _CLASS_OF_STYLE if s in style), "")

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from rich.text import Text
 
 from fsbench import latency
+from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import ratio_cell, styled_ratio
-from fsbench.report.summary import compare
 from fsbench.schema import Result
 from fsbench.units import fmt_value
 from fsbench.verdict import Verdict
@@ -27,7 +27,7 @@ def judge(base: Result | None, res: Result, key: str = "p99") -> Verdict | None:
     a, b = latency.view(base, key), latency.view(res, key)
     if a is None or b is None:
         return None
-    return compare(a, b)
+    return verdict_of(a, b)
 
 
 def iops_text(res: Result) -> str:

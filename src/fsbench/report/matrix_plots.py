@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
+from fsbench.report.comparison import verdict_of
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -27,7 +28,6 @@ from fsbench.report.figure import (
 from fsbench.report.naming import SYMBOLS, outcome
 from fsbench.report.summary import (
     Group,
-    compare,
     size_text,
     usable,
 )
@@ -222,7 +222,7 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         records = sorted({c[1] for c in cells})  # type: ignore[index]
         grid = [[math.nan] * len(records) for _ in files]
         for (fs, rs), (b, o) in cells.items():  # type: ignore[misc]
-            cmp_ = compare(b, o)
+            cmp_ = verdict_of(b, o)
             if cmp_.ratio is None or cmp_.ratio <= 0:
                 continue
             r, c = files.index(fs), records.index(rs)

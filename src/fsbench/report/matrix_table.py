@@ -10,9 +10,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import ranked, styled_ratio
 from fsbench.report.summary import (
-    compare,
     fmt_value,
     groups,
     is_matrix,
@@ -38,7 +38,7 @@ def _best(per: dict[str, Result]) -> Result | None:
 def _ratio(base: Result | None, res: Result | None) -> Text:
     if base is None or res is None or not usable(base) or not usable(res):
         return Text("–", style="dim")
-    c = compare(base, res)
+    c = verdict_of(base, res)
     if c.ratio is None:
         return Text("–", style="dim")
     return styled_ratio(c, res.higher_is_better, interval=False)

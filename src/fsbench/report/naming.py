@@ -5,13 +5,14 @@ and plot prints a ratio through these, so a mark never disagrees with its printe
 
 from __future__ import annotations
 
-import math
-
 from rich.text import Text
 
 from fsbench.baseline import baseline_result, ranked
+from fsbench.report.comparison import Comparison, confidence_text
+from fsbench.report.comparison import outcome_of as outcome
+from fsbench.report.style import OUTCOMES, STOP_MARKS, STOP_WORDS, VERDICT_OUTCOMES
 from fsbench.schema import Result
-from fsbench.units import fmt_bound, fmt_halfwidth, fmt_ratio, fmt_value
+from fsbench.units import fmt_halfwidth, fmt_value
 from fsbench.verdict import Verdict
 
 __all__ = [
@@ -31,25 +32,10 @@ __all__ = [
     "styled_ratio",
 ]
 
-# What a verdict tells the reader, by outcome (outcome()).
-SYMBOLS = {"better": "▲", "worse": "▼", "same": "≈", "open": "?", "none": "?"}
-OUTCOME_WORDS = {
-    "better": "better",
-    "worse": "worse",
-    "same": "no difference (within ±2 %)",
-    "open": "not separated",
-    "none": "too few samples to judge",
-}
-STYLES = {"better": "green", "worse": "red", "same": "yellow", "open": "dim", "none": "dim"}
-# Why a result got no more samples (Result.stopped): the mark after its sample count, and its
-# words (the page's hover).
-STOP_MARKS = {"settled": "✓", "budget": "…", "max-repeat": "…", "planned": "…"}
-STOP_WORDS = {
-    "settled": "sampling stopped: its answer was settled",
-    "budget": "sampling stopped by the time budget with the answer still open",
-    "max-repeat": "sampling stopped at --max-repeat with the answer still open",
-    "planned": "sampling stopped at the samples its variance planned, the answer still open",
-}
+# What a verdict tells the reader, by outcome: the style table's (report/style.py).
+SYMBOLS = {k: OUTCOMES[k].glyph for k in VERDICT_OUTCOMES}
+OUTCOME_WORDS = {k: OUTCOMES[k].words for k in VERDICT_OUTCOMES}
+STYLES = {k: OUTCOMES[k].colour for k in VERDICT_OUTCOMES}
 
 
 def result_title(res: Result) -> str:
@@ -93,40 +79,14 @@ def ci_text(res: Result, form: str = "half") -> str:
     return f"{fmt_value(res.median)} {half}" if half else fmt_value(res.median)
 
 
-def confidence_text(confidence: float) -> str:
-    """An interval's confidence in per cent with the digits that keep it below 100 ('99.989'):
-    a 100 % interval would promise what no interval can."""
-    miss = (1.0 - confidence) * 100
-    if miss <= 0:
-        return "100"
-    digits = max(0, 1 - math.floor(math.log10(miss)))
-    return f"{100 - miss:.{digits}f}".rstrip("0").rstrip(".")
-
-
-def outcome(v: Verdict, higher_is_better: bool) -> str:
-    """better | worse | same | open | none: the verdict's mark for this metric's direction."""
-    b = v.better(higher_is_better)
-    if b is not None:
-        return "better" if b else "worse"
-    return v.mark if v.mark in ("same", "open") else "none"
-
-
 def interval_text(v: Verdict) -> str:
     """'1.08–1.24': the interval's bounds rounded outward (units.fmt_bound), '' without one."""
-    if v.interval is None:
-        return ""
-    lo, hi = v.interval
-    return f"{fmt_bound(lo, False, v.band)}–{fmt_bound(hi, True, v.band)}"
+    return Comparison.of(v, True).interval_text
 
 
 def ratio_cell(v: Verdict, higher_is_better: bool, interval: bool = True) -> str:
     """'1.16× 1.08–1.24 ▲': the ratio, its interval and the mark the interval gives."""
-    if v.ratio is None:
-        return "–"
-    text = fmt_ratio(v.ratio)
-    if interval and v.interval is not None:
-        text += " " + interval_text(v)
-    return f"{text} {SYMBOLS[outcome(v, higher_is_better)]}"
+    return Comparison.of(v, higher_is_better).cell(interval)
 
 
 def styled_ratio(v: Verdict, higher_is_better: bool, interval: bool = True) -> Text:

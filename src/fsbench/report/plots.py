@@ -15,6 +15,7 @@ from matplotlib.ticker import (
     NullFormatter,
 )
 
+from fsbench.report.comparison import verdict_of
 from fsbench.report.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
@@ -34,7 +35,6 @@ from fsbench.report.matrix_plots import knees, matrix_op_plot, ratio_heatmap, st
 from fsbench.report.naming import SYMBOLS, baseline_result, outcome
 from fsbench.report.summary import (
     Group,
-    compare,
     groups,
     is_matrix,
     measured_subjects,
@@ -80,7 +80,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
             r = per[s]
             if s == base or not usable(r):
                 continue
-            c = compare(per[base], r)
+            c = verdict_of(per[base], r)
             if c.ratio is None:
                 continue
             lo, hi = c.interval or (c.ratio, c.ratio)

@@ -7,11 +7,11 @@ Only reads finished `Run` records; every number comes from the results and the v
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fsbench.decide import gmean
+from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     confidence_text,
@@ -22,7 +22,7 @@ from fsbench.report.naming import (
 )
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
-from fsbench.verdict import Family, Prior, Verdict, prior_of, verdict
+from fsbench.verdict import Verdict
 
 MATRIX_WORKLOAD = "iozone"
 OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
@@ -127,25 +127,6 @@ def report_order(run: Run) -> list[Result]:
 
 
 # -- comparisons ----------------------------------------------------------------------------------
-def compare(base: Result, other: Result) -> Verdict:
-    """The verdict (fsbench.verdict) of ``other`` against ``base`` at the family and variance
-    priors the run recorded on them (memoized: a report asks several times)."""
-    return _compare(
-        tuple(base.samples),
-        tuple(other.samples),
-        Family.from_record(other.verdict_family),
-        prior_of(base),
-        prior_of(other),
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _compare(
-    base: tuple[float, ...], other: tuple[float, ...], fam: Family, pa: Prior, pb: Prior
-) -> Verdict:
-    return verdict(base, other, fam, pa, pb)
-
-
 def cpu_ratio(base: Result, other: Result) -> float | None:
     a, b = base.cpu.per_gib_s, other.cpu.per_gib_s
     if a is None or b is None or a <= 0:
@@ -308,7 +289,7 @@ def finding(group: Group, order: Sequence[str]) -> Finding:
         single = None
         for c in cells:
             b, o = group.cells[c][best], group.cells[c][s]
-            cmp_ = compare(b, o)
+            cmp_ = verdict_of(b, o)
             single = cmp_ if len(cells) == 1 else None
             if cmp_.ratio is not None:
                 ratios.append(cmp_.ratio)

@@ -21,6 +21,7 @@ from fsbench.report.answer import (
     pack,
     why_lines,
 )
+from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import explain_run
 from fsbench.report.latency import columns as latency_columns
 from fsbench.report.latency import legend as latency_legend
@@ -34,7 +35,7 @@ from fsbench.report.naming import (
     styled_ratio,
 )
 from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.summary import compare, is_matrix
+from fsbench.report.summary import is_matrix
 from fsbench.schema import Result, Run, Schedule
 from fsbench.units import fmt_value
 from fsbench.units import size_text as format_size
@@ -52,7 +53,7 @@ def ratio_text(base: Result | None, res: Result) -> Text:
         return Text("not ranked", style="red")
     if base is None or base is res or not base.samples or not res.samples:
         return Text("baseline" if base is res else "–", style="dim")
-    return styled_ratio(compare(base, res), res.higher_is_better)
+    return styled_ratio(verdict_of(base, res), res.higher_is_better)
 
 
 def _cpu_text(res: Result) -> str:

@@ -1,0 +1,127 @@
+"""One comparison as every output shows it, and the one place the report asks for a verdict.
+
+`verdict_of(base, res)` calls the verdict procedure's public entry point
+(`fsbench.verdict.judge`, at the family and priors the run recorded on the results), once per
+pair of sample sets; `Comparison` is that verdict as a reader sees it, decided here once: the
+ratio, its interval, the outcome for the metric's direction (better, worse, same, open, none),
+the verdict's words, and the cell text '1.16× 1.08–1.24 ▲' that every renderer prints.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fsbench.report.style import glyph
+from fsbench.units import fmt_bound, fmt_ratio
+from fsbench.verdict import Verdict, judge
+
+_MEMO: dict[tuple[Any, ...], Verdict] = {}
+_MEMO_MAX = 8192
+
+
+def _key(res: Any) -> tuple[Any, ...]:
+    fam = getattr(res, "verdict_family", None)
+    return (tuple(res.samples), json.dumps(fam, sort_keys=True) if fam else "")
+
+
+def verdict_of(base: Any, res: Any) -> Verdict:
+    """The verdict of ``res`` against ``base`` (fsbench.verdict.judge), computed once per pair
+    of sample sets and families: a report asks for the same pair from several places."""
+    key = (*_key(base), *_key(res))
+    got = _MEMO.get(key)
+    if got is None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        got = _MEMO[key] = judge(base, res)
+    return got
+
+
+def outcome_of(v: Verdict, higher_is_better: bool) -> str:
+    """better | worse | same | open | none: the verdict's mark for this metric's direction."""
+    b = v.better(higher_is_better)
+    if b is not None:
+        return "better" if b else "worse"
+    return v.mark if v.mark in ("same", "open") else "none"
+
+
+def confidence_text(confidence: float) -> str:
+    """An interval's confidence in per cent with the digits that keep it below 100 ('99.989'):
+    a 100 % interval would promise what no interval can."""
+    import math
+
+    miss = (1.0 - confidence) * 100
+    if miss <= 0:
+        return "100"
+    digits = max(0, 1 - math.floor(math.log10(miss)))
+    return f"{100 - miss:.{digits}f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A verdict as the reader sees it (the subject against its reference)."""
+
+    ratio: float | None
+    interval: tuple[float, float] | None
+    confidence: float
+    outcome: str  # better | worse | same | open | none (style.OUTCOMES)
+    words: str  # the verdict's words: 'not separated: within ×0.80–1.25'
+    band: float
+
+    @classmethod
+    def of(cls, v: Verdict, higher_is_better: bool) -> Comparison:
+        return cls(
+            v.ratio, v.interval, v.confidence, outcome_of(v, higher_is_better), v.words(), v.band
+        )
+
+    @property
+    def decided(self) -> bool:
+        """A difference was decided (▲ or ▼): only such a comparison has reasons to give."""
+        return self.outcome in ("better", "worse")
+
+    @property
+    def ratio_text(self) -> str:
+        return fmt_ratio(self.ratio) if self.ratio is not None else "–"
+
+    @property
+    def interval_text(self) -> str:
+        """'1.08–1.24': the interval's bounds rounded outward (units.fmt_bound), ''
+        without one."""
+        if self.interval is None:
+            return ""
+        lo, hi = self.interval
+        return f"{fmt_bound(lo, False, self.band)}–{fmt_bound(hi, True, self.band)}"
+
+    @property
+    def glyph(self) -> str:
+        return glyph(self.outcome)
+
+    def cell(self, interval: bool = True) -> str:
+        """'1.16× 1.08–1.24 ▲': the ratio, its interval and the mark the interval gives."""
+        if self.ratio is None:
+            return "–"
+        text = fmt_ratio(self.ratio)
+        if interval and self.interval is not None:
+            text += " " + self.interval_text
+        return f"{text} {self.glyph}"
+
+    def leader_text(self) -> str:
+        """'0.98× (not separated: within ×0.80–1.25)': the ratio and the verdict's words."""
+        ratio = fmt_ratio(self.ratio) + " " if self.ratio is not None else ""
+        return f"{ratio}({self.words})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio,
+            "ratio_low": self.interval[0] if self.interval else None,
+            "ratio_high": self.interval[1] if self.interval else None,
+            "verdict": self.outcome,
+            "confidence": round(self.confidence, 6),
+            "words": self.words,
+        }
+
+
+def compare(base: Any, res: Any) -> Comparison:
+    """``res`` against ``base`` as the reader sees it, for ``res``'s metric direction."""
+    return Comparison.of(verdict_of(base, res), res.higher_is_better)
