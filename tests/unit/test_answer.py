@@ -20,9 +20,10 @@ from fsbench.report.answer import (
     missing,
     why_lines,
 )
+from fsbench.report.comparison import compare
 from fsbench.report.explain import explain_run
+from fsbench.report.model import build
 from fsbench.report.sections import render
-from fsbench.report.table import ratio_text
 from fsbench.schema import Run
 
 STORED = Path(__file__).parent / "fixtures" / "default_compare.json"
@@ -50,10 +51,21 @@ def test_every_explained_subject_shows_its_first_factor(run: Run, width: int) ->
     flat = _flat(text)
     exps = [e for e in explain_run(run) if not e.is_baseline and first_factor(e) is not None]
     assert {e.subject for e in exps} >= {"ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse"}
+    # Only a decided difference (▲/▼ against the baseline) is explained: the others get the
+    # verdict's words and no reason (report/model.py).
+    rows = {(t.title, r.subject): r for t in build(run).tables for r in t.rows}
+    undecided = 0
     for e in exps:
         f = first_factor(e)
-        assert f is not None
-        assert _flat(f"{e.subject}: {f.brief}") in flat, (width, e.subject, e.title)
+        c = rows[(e.title, e.subject)].comparison
+        assert f is not None and c is not None
+        if c.decided:
+            assert _flat(f"{e.subject}: {f.brief}") in flat, (width, e.subject, e.title)
+        else:
+            undecided += 1
+            assert _flat(f"{e.subject}: {f.brief}") not in flat, (width, e.subject, e.title)
+            assert _flat(f"{e.subject}: {c.words} against ext4") in flat, (width, e.subject)
+    assert undecided == 3  # xfs on both workloads, ext2 on the cold read
     # ntfs-3g's write: the factor the seeds are about, wider than 80 columns with its name.
     write = next(e for e in exps if e.subject == "ntfs-3g" and e.title.startswith("seq-write"))
     first = first_factor(write)
@@ -78,10 +90,16 @@ def test_the_answer_leads_with_the_fastest_of_each_workload(run: Run) -> None:
     # and the drivers not measured fit one 80 × 40 screen, even with leaders not separated.
     assert end <= 36
     head = _flat("\n".join(lines[:end]))
-    for a in answers(run):
-        # Why, beside the answer: each ranked subject's first reason, before any table.
-        assert a.whys
-        for e in a.whys:
+    for a, said in zip(answers(run), build(run).answers, strict=True):
+        # Why, beside the answer: each ranked subject's first reason, before any table; a
+        # subject not separated from the baseline gets the verdict's words instead.
+        assert said.whys
+        for w in said.whys:
+            e = w.explanation
+            if e is None:
+                assert w.words.startswith("not separated") and w.words.endswith("against ext4")
+                assert _flat(f"{w.subject}: {w.words}") in head, w.subject
+                continue
             # The answer's reason leads with a time (never a bare count), against the
             # baseline the head line names.
             f = answer_factor(e)
@@ -90,7 +108,7 @@ def test_the_answer_leads_with_the_fastest_of_each_workload(run: Run) -> None:
         assert f"reasons vs {a.baseline.subject}:" in head  # type: ignore[union-attr]
         assert a.winner is not None
         # Ranked as the ratios say (ratios of geometric means): best first, none above 1.
-        ratios = [ratio_text(a.winner, r).plain for r in a.others]
+        ratios = [compare(a.winner, r).cell() for r in a.others]
         values = [float(t.split("×")[0]) for t in ratios]
         assert values == sorted(values, reverse=True) and all(v <= 1 for v in values), ratios
         crown = "" if a.separated else "not separated — "  # no fastest named when not

@@ -13,9 +13,11 @@ import pytest
 from fsbench import latency
 from fsbench.errors import UsageError
 from fsbench.registry import resolve_workloads
+from fsbench.report.comparison import latency_verdict as judge
 from fsbench.report.diskmark import grid, label
-from fsbench.report.latency import columns, judge
 from fsbench.report.latency_plots import cdf_points, latency_plots
+from fsbench.report.model import build
+from fsbench.report.table import workload_tables
 from fsbench.schema import Result, Sample
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import parse_fio_json, parse_io_params
@@ -251,13 +253,14 @@ def test_result_latency_is_the_median_over_samples() -> None:
 
 def test_latency_columns_only_where_latency_bound() -> None:
     base, other = _res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590])
-    cols = columns([base, other], base)
-    assert [h for h, _ in cols] == ["IOPS", "p99 µs"]
-    cell = cols[1][1](other).plain
-    assert cell.startswith("600") and "▼" in cell
+    (table,) = build(_run(base, other)).tables
+    assert table.latency and table.rows[1].p99.startswith("600")
+    c = table.rows[1].p99_comparison
+    assert c is not None and c.outcome == "worse" and c.cell(interval=False).endswith("▼")
     seq = _res("ext4", [100, 101, 99])
     seq.params = {**seq.params, "rw": "read", "block_size": "1M"}
-    assert columns([seq], seq) == []
+    (table,) = build(_run(seq)).tables
+    assert not table.latency and table.rows[0].p99 == ""
 
 
 def test_grid_and_cdf_of_a_run() -> None:
@@ -296,7 +299,6 @@ def test_every_report_names_the_latency_it_shows() -> None:
     from rich.console import Console
 
     from fsbench.report.diskmark import grid_table, grid_view
-    from fsbench.report.latency import legend
 
     new = [_res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590], mib_s=10)]
     old = [_res(r.subject, [100, 101, 99], basis=None) for r in new]
@@ -308,7 +310,7 @@ def test_every_report_names_the_latency_it_shows() -> None:
     for results, said in ((new, said_new), (old, said_old)):
         run = _run(*results)
         con = Console(width=120, record=True, color_system=None)
-        for part in grid_table(run) + legend(results):
+        for part in grid_table(run) + workload_tables(build(run)):
             con.print(part)
         assert f"p99: fio's {said}" in con.export_text()
         assert grid_view(run)["latency"] == said  # type: ignore[index]

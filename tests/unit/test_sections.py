@@ -94,6 +94,8 @@ def test_the_answers_reasons_lead_with_a_time_and_bound_their_shares() -> None:
     assert reasons
     for ln in reasons:
         first = ln.split(": ", 1)[1]
+        if first.startswith("not separated"):  # no reason for a difference not decided
+            continue
         assert re.match(r"(CPU )?[\d.,]+ (µs|ms|s)/GiB", first), ln
     assert "13 s/GiB (60 % of the gap): 262,144 FUSE WRITE/GiB × 4 KiB" in answer
     assert gap_share(2.06) == "more than the gap: factors overlap"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from fsbench.report.model import build
 from fsbench.report.table import workload_tables
 from fsbench.schema import CPU, Result, Run, Subject
 
@@ -17,7 +18,7 @@ def _render(results: list[Result]) -> str:
         results=results,
     )
     con = Console(width=100, record=True)
-    for t in workload_tables(run):
+    for t in workload_tables(build(run)):
         con.print(t)
     return con.export_text()
 

@@ -125,3 +125,17 @@ class Comparison:
 def compare(base: Any, res: Any) -> Comparison:
     """``res`` against ``base`` as the reader sees it, for ``res``'s metric direction."""
     return Comparison.of(verdict_of(base, res), res.higher_is_better)
+
+
+def latency_verdict(base: Any, res: Any, key: str = "p99") -> Verdict | None:
+    """The verdict on ``key`` (p50, p99, p99.9 or iops) of ``res`` against ``base`` by the same
+    procedure as a rate's (fsbench.latency.view: the per-sample figures as samples, lower
+    better); None when either lacks it or ``res`` is the baseline."""
+    from fsbench import latency
+
+    if base is None or base is res:
+        return None
+    a, b = latency.view(base, key), latency.view(res, key)
+    if a is None or b is None:
+        return None
+    return verdict_of(a, b)

@@ -9,65 +9,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
-
-from fsbench.report.answer import answer_factor, answer_text, answers, leader_text, missing
-from fsbench.report.comparison import verdict_of
-from fsbench.report.explain import Explanation
+from fsbench.report.answer import answer_factor, answer_text, answers, missing
+from fsbench.report.comparison import compare
 from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
-from fsbench.report.naming import styled_ratio
+from fsbench.report.model import Report
+from fsbench.report.naming import ranked
+from fsbench.report.style import css
 from fsbench.report.summary import Finding, findings, usable
-from fsbench.report.table import ratio_text
 from fsbench.schema import FEATURES, Result, Run
 from fsbench.units import fmt_ratio, fmt_value
 
-# The terminal's colours of a ratio (naming.styled_ratio) as the page's classes.
-_CLASS_OF_STYLE = (("green", "better"), ("red", "worse"), ("yellow", "ns"), ("dim", "dim"))
-
 
 def ratio_view(base: Result, res: Result, interval: bool = True) -> dict[str, str]:
-    """The terminal's ratio text and mark (table.ratio_text; without the interval through
-    naming.styled_ratio, for a cell too narrow for it) with the page's class for it."""
-    t: Text = (
-        ratio_text(base, res)
-        if interval
-        else styled_ratio(verdict_of(base, res), res.higher_is_better, interval=False)
-    )
-    style = str(t.style or "")
-    cls = next((c for s, c in _CLASS_OF_STYLE if s in style), "")
-    return {"text": t.plain, "cls": cls}
+    """The tables' ratio cell (comparison.Comparison.cell) with the page's class for its
+    outcome (style.OUTCOMES)."""
+    if not ranked(res):
+        return {"text": "not ranked", "cls": css("unranked")}
+    if base is res or not base.samples or not res.samples:
+        return {"text": "baseline" if base is res else "–", "cls": css("empty")}
+    c = compare(base, res)
+    return {"text": c.cell(interval), "cls": css(c.outcome)}
 
 
-def answer_view(run: Run, explained: dict[int, Explanation]) -> list[dict[str, Any]]:
+def answer_view(report: Report) -> list[dict[str, Any]]:
     """Per workload: the fastest with its rate, the others best first with their ratio to it,
-    those not ranked, and per subject the first-ranked reason it differs from the baseline."""
+    those not ranked, and per subject the first-ranked reason it differs from the baseline
+    (only a decided difference has one: the others get the verdict's words)."""
     out = []
-    for a in answers(run, explained):
-        if a.winner is None:
-            continue
+    for a in report.answers:
         whys = []
-        for e in a.whys:
-            f = answer_factor(e)
-            assert f is not None
-            why = answer_text(e, f)
-            whys.append({"subject": e.subject, "why": why, "against": e.baseline or ""})
+        for w in a.whys:
+            e = w.explanation
+            f = answer_factor(e) if e is not None else None
+            text = answer_text(e, f) if e is not None and f is not None else w.words
+            whys.append({"subject": w.subject, "why": text, "against": a.baseline or ""})
         out.append(
             {
                 "title": a.title,
-                "winner": a.winner.subject,
-                "value": f"{fmt_value(a.winner.median)} {a.unit}",
+                "winner": a.winner,
+                "value": a.value,
                 "separated": a.separated,
                 "others": [
-                    {"subject": r.subject, "text": leader_text(a.winner, r), "cls": "ns"}
-                    if not a.separated and r in a.leaders
-                    else {"subject": r.subject, **ratio_view(a.winner, r)}
-                    for r in a.others
+                    {"subject": i.subject, "text": i.text, "cls": css(i.outcome)} for i in a.items
                 ],
-                "unranked": [
-                    {"subject": r.subject, "why": "not ranked" if r.status == "ok" else r.status}
-                    for r in a.unranked
-                ],
-                "baseline": a.baseline.subject if a.baseline else "",
+                "unranked": [{"subject": i.subject, "why": i.text} for i in a.unranked],
+                "baseline": a.baseline or "",
                 "whys": whys,
             }
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 
 from fsbench import latency
+from fsbench.report.comparison import latency_verdict
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -17,7 +18,6 @@ from fsbench.report.figure import (
     slug,
     styled,
 )
-from fsbench.report.latency import judge
 from fsbench.report.naming import SYMBOLS, baseline_result, outcome, result_title
 from fsbench.report.summary import is_matrix, measured_subjects, usable
 from fsbench.schema import Result, Run
@@ -59,7 +59,7 @@ def latency_plots(run: Run) -> list[Plot]:
         ax = fig.subplots(1, 1)
         for r in results:
             pts = cdf_points(r)
-            v = judge(base, r, "p99")
+            v = latency_verdict(base, r, "p99")
             said = ""
             if v is not None and v.ratio is not None:
                 said = f" — p99 {fmt_ratio(v.ratio)} {SYMBOLS[outcome(v, False)]}"

@@ -44,6 +44,7 @@ from fsbench.report.integrity import (
     semantics_table,
 )
 from fsbench.report.matrix_table import has_matrix, matrix_tables
+from fsbench.report.model import Report, build
 from fsbench.report.naming import result_title
 from fsbench.report.summary import Group as ResultGroup
 from fsbench.report.summary import findings, groups, measured_subjects
@@ -73,6 +74,10 @@ class View:
     @cached_property
     def explained(self) -> dict[int, Explanation]:
         return {id(self.run.results[e.index]): e for e in explain_run(self.run)}
+
+    @cached_property
+    def model(self) -> Report:
+        return build(self.run, self.explained)
 
     @cached_property
     def groups(self) -> list[ResultGroup]:
@@ -135,7 +140,7 @@ def _banners_html(v: View) -> dict[str, Any]:
 
 
 def _answer_terminal(v: View) -> list[RenderableType]:
-    out: list[RenderableType] = list(term.answer_lines(v.run, v.explained, v.width))
+    out: list[RenderableType] = list(term.answer_lines(v.model, v.width))
     return out + list(term.subject_lines(v.run, v.width))
 
 
@@ -146,7 +151,7 @@ def _answer_html(v: View) -> dict[str, Any]:
         if s.status == "failed"
     ]
     return {
-        "answer": answer_view(v.run, v.explained),
+        "answer": answer_view(v.model),
         "integrity_line": integrity_line(v.run),
         "missing": missing_view(v.run),
         "problems": problems,
@@ -191,7 +196,7 @@ def _summary_html(v: View) -> dict[str, Any]:
 
 
 def _workloads_terminal(v: View) -> list[RenderableType]:
-    tables = list(term.workload_tables(v.run, v.width, v.verbose, v.explained))
+    tables = list(term.workload_tables(v.model, v.width, v.verbose))
     # What the tables' columns and marks mean, under them.
     return [*tables, Text(term.legend(v.run), style="dim")] if tables else []
 

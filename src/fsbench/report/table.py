@@ -7,91 +7,26 @@ from __future__ import annotations
 
 import statistics as _st
 from collections.abc import Iterable
-from dataclasses import replace
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.report.answer import (
-    answers,
-    first_why,
-    leader_text,
-    missing_pieces,
-    pack,
-    why_lines,
-)
-from fsbench.report.comparison import verdict_of
-from fsbench.report.explain import explain_run
-from fsbench.report.latency import columns as latency_columns
-from fsbench.report.latency import legend as latency_legend
-from fsbench.report.naming import (
-    STOP_MARKS,
-    baseline_result,
-    ci_text,
-    placement_text,
-    ranked,
-    result_title,
-    styled_ratio,
-)
-from fsbench.report.notes import counted_lines, table_notes
+from fsbench.report.answer import first_why, missing_pieces, pack, why_lines
+from fsbench.report.model import Report, Row, Why
+from fsbench.report.notes import TableNotes, counted_lines
+from fsbench.report.style import colour
 from fsbench.report.summary import is_matrix
-from fsbench.schema import Result, Run, Schedule
-from fsbench.units import fmt_value
-from fsbench.units import size_text as format_size
+from fsbench.schema import Run
 from fsbench.verdict import family_of
 
 
-def _fmt(v: float | None, digits: int = 1) -> str:
-    return fmt_value(v, digits)
+def _styled(text: str, outcome: str) -> Text:
+    return Text(text, style=colour(outcome))
 
 
-def ratio_text(base: Result | None, res: Result) -> Text:
-    """'1.23× 1.10–1.38 ▲': the ratio to the baseline, its interval and the mark the interval
-    gives (fsbench.verdict through report.naming: ▲ better, ▼ worse, ≈ within ±2 %, ? open)."""
-    if not ranked(res):
-        return Text("not ranked", style="red")
-    if base is None or base is res or not base.samples or not res.samples:
-        return Text("baseline" if base is res else "–", style="dim")
-    return styled_ratio(verdict_of(base, res), res.higher_is_better)
-
-
-def _cpu_text(res: Result) -> str:
-    per = res.cpu.per_gib
-    if not per:
-        per_kop = res.cpu.per_kop_ms
-        if per_kop and _per_run(res):
-            # One operation is one run of the user's command: CPU seconds per run.
-            return "+".join(
-                f"{per_kop.get(k, 0) / 1e6:.2f}" for k in ("app", "driver", "kernel_threads")
-            )
-        if per_kop:
-            parts = "+".join(
-                f"{per_kop.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads")
-            )
-            return parts
-        return "–"
-    return "+".join(f"{per.get(k, 0):.1f}" for k in ("app", "driver", "kernel_threads"))
-
-
-def _per_run(res: Result) -> bool:
-    return res.params.get("engine") == "command"
-
-
-_CACHE_SHORT = {
-    "cold-verified": "cold ✓",
-    "cold-unverified": "cold ?",
-    "direct-not-honored": "direct ✗",
-    "n/a": "",
-}
-
-
-def _note_lines(
-    results: list[Result], schedule: Schedule | None, verbose: bool, width: int = 100
-) -> list[Text]:
-    """What notes.table_notes decides the table says: failures subject by subject, the kinds
-    many subjects share as a count, each subject's own notes when verbose."""
-    t = table_notes(results, schedule, detail=verbose)
+def _note_lines(t: TableNotes, verbose: bool, width: int = 100) -> list[Text]:
+    """What the model decided the table says: failures subject by subject, the kinds many
+    subjects share as a count, each subject's own notes when verbose."""
     lines = [Text(f"  ✗ {s}: {why}", style="red") for s, why in t.failures]
     for line in counted_lines(t):
         # Where each subject's own words are, when it fits the line (the HTML shows them).
@@ -104,94 +39,61 @@ def _note_lines(
     return lines
 
 
-def workload_tables(
-    run: Run, width: int = 100, verbose: bool = False, explained: dict[int, Any] | None = None
-) -> list[Table | Text]:
-    subjects = [s.id for s in run.subjects if s.status != "unavailable"]
-    by_workload: dict[str, list[Result]] = {}
-    for res in run.results:
-        if is_matrix(res):
-            continue  # the matrix has tables of its own (matrix_table.py)
-        by_workload.setdefault(result_title(res), []).append(res)
-    # Why each subject differs from the baseline: a line or two under the table.
-    if explained is None:
-        explained = {id(run.results[e.index]): e for e in explain_run(run)}
+def _why_lines(w: Why, width: int) -> list[Text]:
+    out = [Text(f"  {w.subject}: {w.words}", style="dim")] if w.words else []
+    if w.explanation is not None and w.explanation.factors:
+        # Wrapped, never dropped: at 80 columns a first factor can be wider than a line.
+        out += [Text(line) for line in why_lines(w.explanation, min(width, 100))]
+    return out
+
+
+def _p99(row: Row) -> Text:
+    out = Text(row.p99)
+    c = row.p99_comparison
+    if c is not None:
+        out.append(" ").append_text(_styled(c.cell(interval=False), c.outcome))
+    return out
+
+
+def workload_tables(report: Report, width: int = 100, verbose: bool = False) -> list[Table | Text]:
+    """The model's workload tables as rich tables, each with its notes and reasons under it."""
     out: list[Table | Text] = []
-    for workload, results in by_workload.items():
-        results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
-        base = baseline_result(results, subjects)
-        unit = results[0].unit
-        described = _describe(results[0])
-        title = f"{workload}  ({described})" if described else workload
-        if not results[0].higher_is_better:
+    for tb in report.tables:
+        title = f"{tb.title}  ({tb.described})" if tb.described else tb.title
+        if not tb.higher_is_better:
             title += "  — lower is better"
         # A Text title: "[same]" in a title is the placement, not console markup.
         t = Table(title=Text(title), title_justify="left")
         t.add_column("subject", style="bold")
-        t.add_column(f"{unit} ±CI95", justify="right")
-        t.add_column("vs " + (base.subject if base else "baseline"), justify="right")
-        lat_cols = latency_columns(results, base)  # IOPS and p99 where latency-bound
-        for head, _ in lat_cols:
-            t.add_column(head, justify="right")
-        # Workloads that move no bytes report CPU per 1000 operations: the header says which.
-        per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
-        cpu_unit = "s/run" if all(_per_run(r) for r in results) else "ms/kop"
-        t.add_column(f"CPU {cpu_unit if per_kop else 's/GiB'}", justify="right")
+        t.add_column(f"{tb.unit} ±CI95", justify="right")
+        t.add_column("vs " + (tb.baseline or "baseline"), justify="right")
+        if tb.latency:
+            t.add_column("IOPS", justify="right")
+            t.add_column("p99 µs", justify="right")
+        t.add_column(f"CPU {tb.cpu_unit}", justify="right")
         t.add_column("cache")
         t.add_column("n", justify="right")
-        for r in results:
-            if r.status != "ok" or not r.samples:
-                t.add_row(
-                    r.subject, Text(r.status, style="red"), "", *[""] * len(lat_cols), "", "", "0"
-                )
+        lat = 2 if tb.latency else 0
+        for r in tb.rows:
+            if r.status != "ok":
+                t.add_row(r.subject, Text(r.status, style="red"), "", *[""] * lat, "", "", "0")
                 continue
             t.add_row(
                 r.subject,
-                ci_text(r),
-                ratio_text(base, r),
-                *(cell(r) for _, cell in lat_cols),
-                _cpu_text(r),
-                _CACHE_SHORT.get(r.cache, r.cache),
-                f"{len(r.samples)}{STOP_MARKS.get(r.stopped or '', '')}",
+                r.centre,
+                _styled(r.vs, r.outcome),
+                *((r.iops, _p99(r)) if tb.latency else ()),
+                r.cpu,
+                r.cache,
+                f"{r.n}{r.stop_mark}",
             )
         out.append(t)
-        out += latency_legend(results)
-        out += _note_lines(results, run.schedule, verbose, width)
-        for r in results:
-            e = explained.get(id(r))
-            if e is not None and e.is_baseline:
-                # The baseline differs from nothing in its table, but from its own other
-                # placements it may: say so when the verdict is ▲ or ▼.
-                moved = [
-                    f
-                    for f in e.factors
-                    if f.name.startswith("placement") and f.outcome in ("better", "worse")
-                ]
-                e = replace(e, factors=moved)
-            if e is not None and e.factors:
-                # Wrapped, never dropped: at 80 columns a first factor can be wider than a line.
-                out += [Text(line) for line in why_lines(e, min(width, 100))]
+        if tb.latency:
+            out.append(Text(f"  p99: fio's {tb.latency_words}, µs, median over the samples", "dim"))
+        out += _note_lines(tb.notes_detail if verbose else tb.notes, verbose, width)
+        for w in tb.whys:
+            out += _why_lines(w, width)
     return out
-
-
-def _describe(res: Result) -> str:
-    p = res.params
-    bits = []
-    if "block_size" in p:
-        bits.append(f"bs={p['block_size']}")
-    if isinstance(p.get("file_size"), int) and p["file_size"]:
-        bits.append(f"file={format_size(p['file_size'])}")
-    if p.get("numjobs", 1) not in (1, None):
-        bits.append(f"{p['numjobs']} jobs")
-    if p.get("clients") is not None:
-        bits.append(f"{p['clients']} clients")
-    if p.get("fsync") == "end":
-        bits.append("final fsync")
-    if p.get("direct"):
-        bits.append("O_DIRECT")
-    if p.get("placement"):
-        bits.append(placement_text(p["placement"]))
-    return ", ".join(bits)
 
 
 def subject_lines(run: Run, width: int = 100) -> Iterable[Text]:
@@ -206,49 +108,46 @@ def subject_lines(run: Run, width: int = 100) -> Iterable[Text]:
             yield line
 
 
-def answer_lines(run: Run, explained: dict[int, Any] | None = None, width: int = 100) -> list[Text]:
+def answer_lines(report: Report, width: int = 100) -> list[Text]:
     """The answer first: per workload the fastest subject, then the others best first with
     their ratio to it (the tables' ratio text and marks), wrapped between subjects only, and
     under it each subject's first-ranked reason, so the why is on the first screen too."""
     out = []
-    for a in answers(run, explained):
-        if a.winner is None:
-            continue
+    for a in report.answers:
         if a.separated:
-            head = Text.assemble((f"{a.title}: ", "bold"), (a.winner.subject, "bold green"))
-            head.append(
-                f" {fmt_value(a.winner.median)} {a.unit}"
-                + ("" if a.others or a.unranked else " (alone)")
-            )
-            items = [Text(f"{r.subject} ").append_text(ratio_text(a.winner, r)) for r in a.others]
+            head = Text.assemble((f"{a.title}: ", "bold"), (a.winner, "bold green"))
+            head.append(f" {a.value}" + (" (alone)" if a.alone else ""))
+            items = [Text(f"{i.subject} ").append_text(_styled(i.text, i.outcome)) for i in a.items]
         else:
             # No fastest to crown: the leaders in the verdict's words, then the others.
             head = Text.assemble((f"{a.title}: ", "bold"), ("not separated", "bold yellow"))
             head.append(" — ")
-            top = Text(f"{a.winner.subject} {fmt_value(a.winner.median)} {a.unit}", style="yellow")
-            items = [top] + [
-                Text(f"{r.subject} {leader_text(a.winner, r)}", style="yellow")
-                if r in a.leaders
-                else Text(f"{r.subject} ").append_text(ratio_text(a.winner, r))
-                for r in a.others
+            items = [Text(f"{a.winner} {a.value}", style="yellow")] + [
+                Text(f"{i.subject} {i.text}", style="yellow")
+                if i.leader
+                else Text(f"{i.subject} ").append_text(_styled(i.text, i.outcome))
+                for i in a.items
             ]
-        for r in a.unranked:
-            why = "not ranked" if r.status == "ok" else r.status
-            items.append(Text(f"{r.subject} ", style="dim").append(why, style="red"))
+        for i in a.unranked:
+            items.append(Text(f"{i.subject} ", style="dim").append(i.text, style="red"))
         if items and a.separated:
             head.append(" › ")
         out += pack(items, width, head, indent="    ", sep=" › ")
         # Why, beside the answer: each ranked subject's first reason (the tables say more).
-        out += [Text(line) for e in a.whys for line in first_why(e, width, answer=True)]
+        for w in a.whys:
+            if w.words:
+                out.append(Text(f"  {w.subject}: {w.words}", style="dim"))
+            elif w.explanation is not None:
+                out += [Text(line) for line in first_why(w.explanation, width, answer=True)]
     if out:
-        out.insert(0, Text(answer_head(run), style="dim"))
+        out.insert(0, Text(answer_head(report), style="dim"))
     return out
 
 
-def answer_head(run: Run) -> str:
+def answer_head(report: Report) -> str:
     """The answer's legend, beside it: what the ratios are to, what the marks say, and which
     subject the reasons are measured against (the tables' baseline, not the fastest)."""
-    base = next((a.baseline.subject for a in answers(run) if a.baseline is not None), None)
+    base = next((a.baseline for a in report.answers if a.baseline is not None), None)
     against = f"; reasons vs {base}" if base else ""
     return f"ratios to the fastest: ▲▼ decided, ≈ same, ? not separated{against}:"
 
