@@ -221,7 +221,7 @@ def _eta_text(seconds: float | None) -> str:
 @options.click_options("compare")
 def compare(subjects: tuple[str, ...], **raw: Any) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
-    from fsbench.pipeline import resolve_subjects
+    from fsbench.plan import resolve_subjects
 
     o = options.parse("compare", raw)
     b = o["backing"]
@@ -232,6 +232,9 @@ def compare(subjects: tuple[str, ...], **raw: Any) -> None:
         return
     from fsbench.vm.options import plan_fields, wants_vm
 
+    if wants_vm(subjects, o["kernel"]) and o["dry_run"]:
+        _dry_run_vm(subjects, o, raw)
+        return
     if wants_vm(subjects, o["kernel"]):
         fields = plan_fields(subjects, o["kernel"], b, raw["size"], o["read_only"],
                              o["destroy_data"], o["no_tune"], raw, o["vm_memory"], o["vm_cpus"],
@@ -277,11 +280,16 @@ def _run_dir(target: Path, o: dict[str, Any]) -> None:
 def _go(o: dict[str, Any], **plan_fields: Any) -> None:
     """Run the plan the checked options (fsbench.options) resolve to, with a progress bar, and
     render what it measured."""
-    from fsbench.pipeline import execute
     from fsbench.plan import plan_from_options
+
+    vm_rows = plan_fields.pop("vm_rows", None)
+    plan = plan_from_options(o, sys.argv, options.DEFAULT_TIME_BUDGET_S, **plan_fields)
+    if o["dry_run"]:
+        _print_plan(plan, vm_rows, o["as_json"])
+        return
+    from fsbench.pipeline import execute
     from fsbench.report.sections import render
 
-    plan = plan_from_options(o, sys.argv, options.DEFAULT_TIME_BUDGET_S, **plan_fields)
     out_dir, as_json = plan.out_dir, o["as_json"]
     with Progress(
         SpinnerColumn(),
@@ -313,6 +321,28 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
             "fsbench: interrupted; finished samples are kept (run marked incomplete)", err=True
         )
     sys.exit(code)
+
+
+def _dry_run_vm(subjects: tuple[str, ...], o: dict[str, Any], raw: dict[str, Any]) -> None:
+    """`--dry-run` with guest kernels: the VM stage previewed (nothing fetched or booted)."""
+    from fsbench.vm import preview
+    from fsbench.vm.options import refuse_in_vm
+
+    host, rows = preview(list(subjects), o["kernel"])
+    if rows:
+        refuse_in_vm(o["backing"], o["read_only"], o["destroy_data"], raw)
+    _go(o, subjects=host, explicit=True, backing=o["backing"], size=o["size"], vm_rows=rows)
+
+
+def _print_plan(plan: Any, vm_rows: list[dict] | None, as_json: bool) -> None:
+    from fsbench.dryrun import describe, lines
+
+    desc = describe(plan, vm_rows)
+    if as_json:
+        click.echo(json.dumps(desc, indent=2))
+        return
+    for line in lines(desc):
+        click.echo(line)
 
 
 @cli.command()

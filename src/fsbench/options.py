@@ -308,6 +308,9 @@ OPTIONS: list[Option] = [
            bad=("fuse,dtrace", ",")),
     Option(("--no-trace",), "Leave the kernel trace probes (bpftrace) off; they are on when "
            "root and available.", flag=True),
+    Option(("--dry-run",), "Print the plan (subjects, workloads, rounds, budget, images and their "
+           "sizes, VMs, what is skipped and why) and exit: nothing is formatted, mounted or "
+           "measured; with --json, as JSON.", flag=True),
 ]  # fmt: skip
 
 

@@ -26,17 +26,16 @@ from fsbench.env import (
     remeasure_noise_floor,
     remeasure_wakeups,
 )
-from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, UsageError
-from fsbench.lab.drivers import DRIVERS, availability, built_daemons
+from fsbench.errors import EXIT_FAILED, EXIT_OK, UsageError
+from fsbench.lab.drivers import built_daemons
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
-from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.plan import Plan
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
 from fsbench.runner import Runner, RunTarget, workload_id
-from fsbench.schema import Run, Subject
+from fsbench.schema import Run
 from fsbench.store import Store
 from fsbench.targets import dir_target, lab_targets, scratch_dir, workdir_of
 from fsbench.workloads.base import Workload, hook
@@ -47,43 +46,6 @@ class Interrupted(KeyboardInterrupt):
 
     A KeyboardInterrupt, so no `except Exception` on the way swallows it and the command line
     reports it as an interruption (exit 130), wherever it lands."""
-
-
-def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject], bool]:
-    """Subjects as given, or every available driver; also the drivers left out and why."""
-    if texts:
-        return parse_subjects(texts), [], True
-    specs, skipped = [], []
-    for d in DRIVERS.values():
-        if not d.in_default:
-            continue  # named to be compared (the FUSE floor, built on first use)
-        av = availability(d)
-        if av.available:
-            specs.append(parse_subject(d.name))
-        else:
-            skipped.append(
-                Subject(
-                    id=d.name,
-                    driver=d.name,
-                    fs=d.fs,
-                    kind=d.kind,
-                    status="unavailable",
-                    error=av.reason,
-                    unavailable=av.lacks,
-                    available_in=_kernel_with(d.name) if d.kind == "kernel" else None,
-                )
-            )
-    if not specs:
-        raise EnvironmentProblem("no driver is available on this machine; see `fsbench doctor`")
-    return specs, skipped, False
-
-
-def _kernel_with(driver: str) -> str | None:
-    """A known kernel (vm/kernels.py) whose modules have the driver this host lacks."""
-    from fsbench.vm.kernels import providers
-
-    hit = providers([driver])
-    return hit[0] if hit else None
 
 
 @contextmanager

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench.errors import UsageError
+from fsbench.errors import EnvironmentProblem, UsageError
 from fsbench.lab.backing import Backing
-from fsbench.lab.subject import SubjectSpec
+from fsbench.lab.drivers import DRIVERS, availability
+from fsbench.lab.subject import SubjectSpec, parse_subject, parse_subjects
 from fsbench.schema import Run, Subject
 from fsbench.store import Store, default_db_path
 from fsbench.workloads.base import Workload
@@ -54,6 +55,43 @@ class Plan:
     # When the command started (time.monotonic): --time-budget counts from here, so the
     # images, the noise floor and the wake-up probe are inside it, as a user's clock sees.
     started: float = field(default_factory=time.monotonic)
+
+
+def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject], bool]:
+    """Subjects as given, or every available driver; also the drivers left out and why."""
+    if texts:
+        return parse_subjects(texts), [], True
+    specs, skipped = [], []
+    for d in DRIVERS.values():
+        if not d.in_default:
+            continue  # named to be compared (the FUSE floor, built on first use)
+        av = availability(d)
+        if av.available:
+            specs.append(parse_subject(d.name))
+        else:
+            skipped.append(
+                Subject(
+                    id=d.name,
+                    driver=d.name,
+                    fs=d.fs,
+                    kind=d.kind,
+                    status="unavailable",
+                    error=av.reason,
+                    unavailable=av.lacks,
+                    available_in=_kernel_with(d.name) if d.kind == "kernel" else None,
+                )
+            )
+    if not specs:
+        raise EnvironmentProblem("no driver is available on this machine; see `fsbench doctor`")
+    return specs, skipped, False
+
+
+def _kernel_with(driver: str) -> str | None:
+    """A known kernel (vm/kernels.py) whose modules have the driver this host lacks."""
+    from fsbench.vm.kernels import providers
+
+    hit = providers([driver])
+    return hit[0] if hit else None
 
 
 def plan_from_options(

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.__main__",
         ),
     ),
-    ("pipeline", ("fsbench.pipeline", "fsbench.plan", "fsbench.targets")),
+    ("pipeline", ("fsbench.pipeline", "fsbench.plan", "fsbench.targets", "fsbench.dryrun")),
     (
         "runner",
         (

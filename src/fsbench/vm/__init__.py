@@ -18,8 +18,15 @@ from fsbench.lab.subject import SubjectSpec, parse_subject
 from fsbench.schema import VM, Run, Subject
 from fsbench.store import Store
 from fsbench.vm import images
-from fsbench.vm.guest import GuestGroup, GuestOutcome, VMSettings, merge, run_guest
-from fsbench.vm.kernels import HOST, Kernel, check_name, resolve, split_subject
+from fsbench.vm.guest import (
+    GuestGroup,
+    GuestOutcome,
+    VMSettings,
+    merge,
+    run_guest,
+    virtualization,
+)
+from fsbench.vm.kernels import HOST, Kernel, check_name, load_cached, resolve, split_subject
 
 
 @dataclass
@@ -114,6 +121,37 @@ def plan(texts: list[str], default_kernel: str | None) -> VMPlan | None:
                 g.failed.append(bad)
         out.groups.append(g)
     return out
+
+
+def preview(texts: list[str], default_kernel: str | None) -> tuple[list[SubjectSpec], list[dict]]:
+    """What `plan` would do, for `--dry-run`: nothing fetched, verified or booted. The host's
+    subjects and, per guest kernel, whether it is cached, the subjects it measures and those
+    it cannot mount (known only once the kernel is cached)."""
+    groups = group_subjects(texts, default_kernel)
+    tag = len(groups) > 1
+    host = [parse_subject(t) for t in groups.pop(HOST, [])]
+    if tag:
+        host = [replace(s, id=f"{s.id}@{HOST}") for s in host]
+    anchors = add_anchors(groups)
+    how, why = virtualization()
+    boot = "under KVM" if how == "kvm" else f"emulated ({why}): functional, not representative"
+    rows = []
+    for name, subjects in groups.items():
+        k = None if name.startswith("path:") else load_cached(name, verify=False)
+        lacking = [bad for s in subjects if k and (bad := _lacking(k, s, tag))]
+        skipped = {b.id.split("@")[0] for b in lacking}
+        measured = [s for s in subjects if parse_subject(s).id not in skipped]
+        rows.append({
+            "kernel": name,
+            "cached": k is not None or name.startswith("path:"),
+            "release": k.release if k else None,
+            "subjects": measured if subjects else ["every driver it offers"],
+            "anchors": anchors.get(name, []),
+            "skipped": [{"subject": b.id, "why": b.error} for b in lacking],
+            "how": f"booted {boot}; its images in the guest's RAM, copies of one image per "
+                   "format the host formats once",
+        })  # fmt: skip
+    return host, rows
 
 
 def stage(

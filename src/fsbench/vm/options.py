@@ -42,6 +42,16 @@ def guest_args(common: dict[str, Any], size: str, no_tune: bool) -> list[str]:
     return args
 
 
+def refuse_in_vm(
+    backing: Backing, read_only: bool, destroy_data: bool, common: dict[str, Any]
+) -> None:
+    """What a guest cannot do, refused (also by `--dry-run`, which plans no VM)."""
+    if backing.kind != "ram":
+        raise UsageError("--kernel runs its images in the VM's RAM: use --backing ram")
+    if read_only or destroy_data or common.get("manifest"):
+        raise UsageError("--read-only, --destroy-data and --manifest do not apply inside a VM")
+
+
 def plan_fields(
     subjects: tuple[str, ...],
     kernel: str | None,
@@ -61,10 +71,7 @@ def plan_fields(
     p = plan(list(subjects), kernel)
     if p is None:
         return None
-    if backing.kind != "ram":
-        raise UsageError("--kernel runs its images in the VM's RAM: use --backing ram")
-    if read_only or destroy_data or common.get("manifest"):
-        raise UsageError("--read-only, --destroy-data and --manifest do not apply inside a VM")
+    refuse_in_vm(backing, read_only, destroy_data, common)
     numjobs = max((int(n) for n in (common.get("numjobs") or "1").split(",") if n), default=1)
     settings = VMSettings(
         args=guest_args(common, size, no_tune),
