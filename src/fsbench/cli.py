@@ -451,6 +451,10 @@ cli.add_command(_report)
 cli.add_command(_diff)
 cli.add_command(_export)
 
+from fsbench.commands.tune import tune as _tune  # noqa: E402
+
+cli.add_command(_tune)
+
 from fsbench.commands.docs import add_examples  # noqa: E402
 
 add_examples(cli)

@@ -25,7 +25,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.__main__",
         ),
     ),
-    ("pipeline", ("fsbench.pipeline", "fsbench.plan", "fsbench.targets", "fsbench.dryrun")),
+    (
+        "pipeline",
+        ("fsbench.pipeline", "fsbench.plan", "fsbench.targets", "fsbench.dryrun", "fsbench.tune"),
+    ),
     (
         "runner",
         (
@@ -55,6 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "records",
         (
             "fsbench.schema",
+            "fsbench.tunerecord",
             "fsbench.aggregate",
             "fsbench.latency",
             "fsbench.stats",

@@ -25,6 +25,7 @@ from rich.text import Text
 from fsbench import __version__
 from fsbench.phases import phases_line
 from fsbench.report import table as term
+from fsbench.report import tune as tune_view
 from fsbench.report.aging import aging_lines, effect_lines
 from fsbench.report.diskmark import grid_table as diskmark_table
 from fsbench.report.diskmark import grid_view as diskmark_view
@@ -290,6 +291,7 @@ def _paths_terminal(v: View) -> list[RenderableType]:
 # where the results are.
 SECTIONS: tuple[Section, ...] = (
     Section("banners", "", _banners_terminal, _banners_html),
+    Section("tune", "Tune", lambda v: tune_view.terminal(v.run), lambda v: tune_view.html(v.run)),
     Section("answer", "Answer", _answer_terminal, _answer_html),
     Section("aging", "Fresh and aged", _aging_terminal, _aging_html),
     Section("run-notes", "", _run_notes_terminal, None),

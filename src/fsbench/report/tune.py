@@ -1,0 +1,168 @@
+"""The tune record in the terminal (one screen) and on the page (a table and a bar chart of
+each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from fsbench.tunerecord import TuneChange, TuneRecord, tune_of
+from fsbench.units import fmt_ratio, fmt_value
+
+if TYPE_CHECKING:
+    from fsbench.report.figure import Plot
+    from fsbench.schema import Run
+
+STYLES = {"better": "green", "worse": "red", "same": "yellow", "open": "dim", "none": "dim"}
+SAFETY = {
+    "safe": "safe",
+    "trades-durability": "UNSAFE: durability",
+    "changes-semantics": "UNSAFE: semantics",
+}
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{round(100 * x)} %"
+
+
+def label(c: TuneChange) -> str:
+    if c.name == "combination":
+        return "together: " + " + ".join(c.remedies)
+    return c.name
+
+
+def gap_lines(t: TuneRecord) -> list[str]:
+    out = []
+    for g in t.gaps:
+        if not g.subject_median or not g.reference_median:
+            continue
+        slower = g.reference_median / g.subject_median
+        if not g.higher_is_better:
+            slower = 1 / slower
+        top = next((f for f in g.factors if f.get("accounts") is not None), None)
+        top = top or (g.factors[0] if g.factors else None)
+        why = ""
+        if top is not None:
+            share = f" ({pct(top['accounts'])} of the gap)" if top.get("accounts") else ""
+            why = f"; first factor{share}: {top['brief']}"
+        out.append(
+            f"{g.workload}: {t.subject} {fmt_value(g.subject_median)} {g.unit} against "
+            f"{g.reference} {fmt_value(g.reference_median)} ({fmt_ratio(slower)} slower){why}"
+        )
+    return out
+
+
+def changes_table(t: TuneRecord) -> Table:
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("change", "workload", "gain (verdict)", "gap closed", "safety"):
+        table.add_column(col, overflow="fold")
+    for c in [*t.changes, *t.combination]:
+        where = f" [{c.placement}]" if c.placement != "free" else ""
+        table.add_row(
+            label(c),
+            c.workload + where,
+            Text(c.cell or "–", style=STYLES.get(c.outcome, "")),
+            pct(c.gap_closed),
+            Text(SAFETY.get(c.safety, c.safety), style="bold red" if c.safety != "safe" else ""),
+        )
+    return table
+
+
+def lab_lines(t: TuneRecord) -> list[str]:
+    """What the lab changed for a change, once per change."""
+    seen = dict.fromkeys(
+        f"lab for {label(c)}: {c.lab}" for c in [*t.changes, *t.combination] if c.lab
+    )
+    return list(seen)
+
+
+def best(t: TuneRecord) -> TuneChange | None:
+    """The measured change that closes the most of a gap with a ▲ (the combination included)."""
+    won = [c for c in [*t.changes, *t.combination] if c.outcome == "better"]
+    return max(won, key=lambda c: (c.gap_closed or 0.0, c.gain or 0.0), default=None)
+
+
+def terminal(run: Run) -> list[RenderableType]:
+    t = tune_of(run)
+    if t is None:
+        return []
+    used = f", used {t.used_s:.0f} s of {t.budget_s:.0f} s" if t.used_s and t.budget_s else ""
+    out: list[RenderableType] = [
+        Text(f"fsbench tune {t.subject} (against {t.against}{used})", style="bold")
+    ]
+    out += [Text("  " + line) for line in gap_lines(t)]
+    if t.changes or t.combination:
+        out.append(changes_table(t))
+        out += [Text(line, style="cyan") for line in lab_lines(t)]
+    top = best(t)
+    if top is not None:
+        head = f"best: {label(top)} on {top.workload}: {fmt_ratio(top.gain)} faster, "
+        out.append(Text(head + f"{pct(top.gap_closed)} of the gap closed; to use it:", "green"))
+        out += [Text(f"  {u}") for u in top.use]
+    else:
+        out.append(Text("no measured change was decidedly faster (▲) than the untuned subject"))
+    for c in t.changes:
+        if c.outcome == "better" and c is not top and c.use and c.name != "combination":
+            out.append(Text(f"  {c.name}: {c.use[0]}", style="dim"))
+    for s in t.skipped:
+        out.append(Text(f"skipped {s.name} ({s.change}): {s.reason}", style="dim"))
+    out += [Text(f"note: {n}", style="yellow") for n in t.notes]
+    return out
+
+
+def gain_plot(t: TuneRecord) -> Plot | None:
+    """Each change's speed-up over the untuned subject with its interval, one bar per
+    change and workload (the combination last); 1× drawn as the untuned subject."""
+    from fsbench.report.figure import headed, row_labels, rows_figure
+
+    rows = [c for c in [*t.changes, *t.combination] if c.gain is not None]
+    if not rows:
+        return None
+    fig, ax = rows_figure(len(rows))
+    ys = list(range(len(rows)))[::-1]
+    colour = {"better": "#55a868", "worse": "#c44e52", "same": "#dd8452"}
+    for y, c in zip(ys, rows, strict=True):
+        assert c.gain is not None
+        ax.barh(y, c.gain, height=0.7, color=colour.get(c.outcome, "#8c8c8c"))
+        if c.interval is not None:
+            lo, hi = c.interval if c.higher_is_better else [1 / c.interval[1], 1 / c.interval[0]]
+            ax.errorbar(c.gain, y, xerr=[[c.gain - lo], [hi - c.gain]], color="black",
+                        capsize=2, lw=0.8)  # fmt: skip
+        ax.text(c.gain, y, f"  {c.cell}", va="center", fontsize=7)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    row_labels(ax, ys, [f"{label(c)} · {c.workload}" for c in rows])
+    ax.set_xlabel("speed-up over the untuned subject (×, log scale; 95 % interval)")
+    return headed(
+        fig,
+        "tune-gain",
+        "Tune",
+        f"What each change gains for {t.subject}",
+        "Each bar: one change against the untuned subject in the same run (identical images, "
+        "interleaved rounds); the line at 1× is the untuned subject. Green ▲ faster, red ▼ "
+        "slower, orange ≈ the same, grey not separated.",
+    )
+
+
+def html(run: Run) -> dict[str, Any] | None:
+    t = tune_of(run)
+    if t is None:
+        return None
+    rows = [
+        {
+            "change": label(c),
+            "workload": c.workload + (f" [{c.placement}]" if c.placement != "free" else ""),
+            "cell": c.cell,
+            "outcome": c.outcome,
+            "gap": pct(c.gap_closed),
+            "safety": SAFETY.get(c.safety, c.safety),
+            "unsafe": c.safety != "safe",
+            "lab": c.lab,
+            "use": c.use,
+        }
+        for c in [*t.changes, *t.combination]
+    ]
+    return {"tune": {"record": t, "gaps": gap_lines(t), "rows": rows, "plot": gain_plot(t)}}

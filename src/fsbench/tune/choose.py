@@ -1,0 +1,144 @@
+"""Which remedies to measure: chosen from the explanation's factors, not by brute force.
+
+For each workload the explanation of the subject against the reference ranks factors, each
+with the share of the gap it accounts for (`Factor.accounts`; factors that stand for no time,
+such as context switches, have none). A remedy is a candidate when a factor it addresses is
+among them; its score is the share of the gap of the best factor it addresses, summed over the
+workloads. Candidates are measured in score order; once the factors the chosen ones address
+account for the whole gap of every workload, the rest are listed as not needed. Remedies that
+cannot be measured here are listed with the reason, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fsbench.probedefs.factor import Factor
+from fsbench.tune.remedies import (
+    MEASURABLE,
+    NOT_MEASURABLE,
+    REMEDIES,
+    SAFETY_WORDS,
+    Remedy,
+    applies_to,
+    unsafe,
+)
+
+GiB = 1024**3
+# Over the volume a remedy needs: mkfs keeps a little for itself (NTFS: the backup boot sector).
+VOLUME_MARGIN = GiB // 4
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One workload's explanation of the subject against the reference (report.explain)."""
+
+    workload: str
+    factors: Sequence[Factor]
+
+
+@dataclass
+class Candidate:
+    remedy: Remedy
+    score: float  # summed share of the gap its best factor accounts for, over the workloads
+    addresses: list[str] = field(default_factory=list)  # "fuse WRITE 59 % of seq-write/fsync"
+    size: int = 0  # the image size it needs (0: the run's default)
+    lab: str = ""  # what the lab changes for it, in words
+    covers: dict[str, tuple[str, float]] = field(default_factory=dict)  # workload -> factor
+
+    @property
+    def name(self) -> str:
+        return self.remedy.name
+
+
+@dataclass(frozen=True)
+class Skipped:
+    remedy: Remedy
+    reason: str
+
+
+def _addressed(remedy: Remedy, gap: Gap) -> list[Factor]:
+    return [f for f in gap.factors if f.name in remedy.factors]
+
+
+def _share(f: Factor) -> float:
+    return max(0.0, f.accounts) if f.accounts is not None else 0.0
+
+
+def choose(
+    driver: str,
+    gaps: Sequence[Gap],
+    base_size: int,
+    allow_unsafe: bool,
+    problem: Callable[[Remedy], str | None],
+    remedies: Sequence[Remedy] | None = None,
+) -> tuple[list[Candidate], list[Skipped]]:
+    """The candidates for `driver`, best first, and every applicable remedy left out with its
+    reason. `problem(remedy)` says why this machine cannot measure it (None: it can)."""
+    table = list(REMEDIES.values()) if remedies is None else list(remedies)
+    explained = any(g.factors for g in gaps)
+    cands: list[Candidate] = []
+    skipped: list[Skipped] = []
+    for r in table:
+        if not applies_to(r, driver):
+            continue
+        hits = {g.workload: _addressed(r, g) for g in gaps}
+        if explained and not any(hits.values()):
+            named = ", ".join(r.factors)
+            skipped.append(Skipped(r, f"the explanation names none of the factors it addresses "
+                                      f"({named})"))  # fmt: skip
+            continue
+        why = _why_not(r, allow_unsafe, problem)
+        if why:
+            skipped.append(Skipped(r, why))
+            continue
+        cands.append(_candidate(r, hits, base_size))
+    cands.sort(key=lambda c: -c.score)
+    return _until_spent(cands, [g.workload for g in gaps], skipped)
+
+
+def _why_not(r: Remedy, allow_unsafe: bool, problem: Callable[[Remedy], str | None]) -> str:
+    if r.kind not in MEASURABLE:
+        return NOT_MEASURABLE.get(r.kind, f"a {r.kind} change is not measurable here")
+    if unsafe(r) and not allow_unsafe:
+        return f"{SAFETY_WORDS[r.safety]}; measured only with --allow-unsafe"
+    return problem(r) or ""
+
+
+def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int) -> Candidate:
+    c = Candidate(r, 0.0)
+    for wl, factors in hits.items():
+        if not factors:
+            continue
+        best = max(factors, key=lambda f: (_share(f), f.weight))
+        c.score += _share(best)
+        c.covers[wl] = (best.name, _share(best))
+        share = f" {round(100 * _share(best))} % of the gap" if best.accounts is not None else ""
+        c.addresses.append(f"{best.name}{share} ({wl}): {best.brief}")
+    if r.min_volume and base_size < r.min_volume:
+        c.size = r.min_volume + VOLUME_MARGIN
+        c.lab = (
+            f"image {c.size / GiB:g} GiB instead of {base_size / GiB:g} GiB: {r.name} needs a "
+            f"volume of at least {r.min_volume / GiB:g} GiB"
+        )
+    return c
+
+
+def _until_spent(
+    cands: list[Candidate], workloads: list[str], skipped: list[Skipped]
+) -> tuple[list[Candidate], list[Skipped]]:
+    """Candidates in order until the factors they address account for every workload's whole
+    gap (each factor counted once); the rest are listed as not needed."""
+    covered: dict[str, dict[str, float]] = {w: {} for w in workloads}
+    out: list[Candidate] = []
+    for c in cands:
+        spent = bool(workloads) and all(sum(covered[w].values()) >= 1.0 for w in workloads)
+        if spent and out:
+            skipped.append(Skipped(c.remedy, "not needed: the candidates before it address "
+                                             "factors that account for the whole gap"))  # fmt: skip
+            continue
+        out.append(c)
+        for w, (name, share) in c.covers.items():
+            covered.setdefault(w, {})[name] = max(covered.get(w, {}).get(name, 0.0), share)
+    return out, skipped

@@ -1,0 +1,164 @@
+"""What the tune's runs measured, as the tune record's gaps and changes.
+
+A gap is the subject's result against the reference's on one workload, with the explanation's
+factors (report.explain). A change is a candidate's result against the untuned subject's in
+the same run: its verdict is the one every table prints (report.summary.compare), its gain the
+speed-up whatever the metric's direction, and the share of the gap it closes is read on the
+time per unit of work: (t_untuned - t_candidate) / (t_untuned - t_reference).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from fsbench.lab.drivers import DRIVERS
+from fsbench.lab.subject import SubjectSpec
+from fsbench.report.explain import Explanation, explain_result, workload_key
+from fsbench.report.keys import placement_of
+from fsbench.report.naming import outcome, ratio_cell
+from fsbench.report.summary import compare, usable
+from fsbench.schema import Result, Run
+from fsbench.tune.choose import Candidate, Gap
+from fsbench.tunerecord import TuneChange, TuneGap
+
+
+def result_of(run: Run, subject: str, workload: str, placement: str = "free") -> Result | None:
+    for r in run.results:
+        if r.subject == subject and workload_key(r) == workload and placement_of(r) == placement:
+            return r if usable(r) else None
+    return None
+
+
+def workloads_of(run: Run) -> list[str]:
+    return list(dict.fromkeys(workload_key(r) for r in run.results))
+
+
+def _faster(a: Result, b: Result) -> bool:
+    assert a.median is not None and b.median is not None
+    return a.median > b.median if a.higher_is_better else a.median < b.median
+
+
+def gaps(run: Run, subject: str, references: Sequence[str]) -> list[tuple[TuneGap, Gap]]:
+    """Per workload: the fastest reference's result against the subject's, explained."""
+    out = []
+    for wl in workloads_of(run):
+        mine = result_of(run, subject, wl)
+        refs = [r for r in (result_of(run, s, wl) for s in references) if r is not None]
+        if mine is None or not refs:
+            continue
+        best = refs[0]
+        for r in refs[1:]:
+            best = r if _faster(r, best) else best
+        e: Explanation = explain_result(mine, best, run)
+        factors = [
+            {"name": f.name, "brief": f.brief, "accounts": f.accounts} for f in e.factors[:6]
+        ]
+        record = TuneGap(
+            workload=wl,
+            reference=best.subject,
+            subject_median=mine.median,
+            reference_median=best.median,
+            unit=mine.unit,
+            higher_is_better=mine.higher_is_better,
+            factors=factors,
+        )
+        out.append((record, Gap(wl, e.factors)))
+    return out
+
+
+def speed(ratio: float | None, higher_is_better: bool) -> float | None:
+    """other/base as a speed-up: > 1 faster, whatever the metric's direction."""
+    if ratio is None or ratio <= 0:
+        return None
+    return ratio if higher_is_better else 1 / ratio
+
+
+def gap_closed(gain: float | None, gap: TuneGap | None) -> float | None:
+    """The share of the gap to the reference a speed-up closes, on time per unit of work."""
+    if gain is None or gap is None or not gap.subject_median or not gap.reference_median:
+        return None
+    ref_speed = speed(gap.reference_median / gap.subject_median, gap.higher_is_better)
+    if ref_speed is None or ref_speed <= 1.0:
+        return None  # the subject is not slower than the reference: no gap to close
+    return (1 - 1 / gain) / (1 - 1 / ref_speed)
+
+
+def change(
+    name: str,
+    cand_subject: str,
+    untuned: str,
+    placement: str,
+    run: Run,
+    wl: str,
+    gap: TuneGap | None,
+) -> TuneChange | None:
+    """One candidate's result against the untuned subject (free placement) in `run`."""
+    base = result_of(run, untuned, wl)
+    mine = result_of(run, cand_subject, wl, placement)
+    if base is None or mine is None:
+        return None
+    v = compare(base, mine)
+    hib = mine.higher_is_better
+    gain = speed(v.ratio, hib)
+    return TuneChange(
+        name=name,
+        subject=cand_subject,
+        untuned=untuned,
+        workload=wl,
+        placement=placement,
+        run_id=run.run_id,
+        unit=mine.unit,
+        higher_is_better=hib,
+        untuned_median=base.median,
+        median=mine.median,
+        ratio=v.ratio,
+        interval=list(v.interval) if v.interval is not None else None,
+        outcome=outcome(v, hib),
+        cell=ratio_cell(v, hib),
+        gain=gain,
+        gap_closed=gap_closed(gain, gap),
+    )
+
+
+def describe(c: TuneChange, cands: Sequence[Candidate], spec: SubjectSpec) -> TuneChange:
+    """The change's remedies' words and the commands to use it."""
+    rs = [x.remedy for x in cands if x.remedy.name in c.remedies] or []
+    c.kind = "+".join(dict.fromkeys(r.kind for r in rs))
+    c.change = ", ".join(r.change for r in rs)
+    worst = [r.safety for r in rs if r.safety != "safe"]
+    c.safety = worst[0] if worst else "safe"
+    c.lab = "; ".join(x.lab for x in cands if x.remedy.name in c.remedies and x.lab)
+    c.addresses = [a for x in cands if x.remedy.name in c.remedies for a in x.addresses]
+    c.use = use_lines(c.subject, c.placement, spec)
+    return c
+
+
+def use_lines(subject: str, placement: str, spec: SubjectSpec) -> list[str]:
+    """The command and fstab line that make the change outside fsbench."""
+    from fsbench.lab.subject import parse_subject
+
+    s = parse_subject(subject)
+    d = s.driver
+    opts = s.options
+    out = []
+    if d.kind == "kernel":
+        out.append(shlex.join(d.mount_argv("DEVICE", "MOUNTPOINT", opts)))
+        out.append(f"fstab: DEVICE  MOUNTPOINT  {d.fstype}  {opts or 'defaults'}  0  2")
+    else:
+        argv = d.mount_argv("DEVICE", "MOUNTPOINT", opts, s.transport)
+        out.append(shlex.join(argv))
+        if d.built is None and d.binary:
+            fstype = _fstab_type(d.name)
+            out.append(f"fstab: DEVICE  MOUNTPOINT  {fstype}  {opts or 'defaults'}  0  0")
+    if placement == "same":
+        daemon = (d.binary or d.name).split("/")[-1]
+        out.append(f"taskset -c 0 APPLICATION   # and: taskset -a -p -c 0 $(pidof {daemon})")
+    if spec.driver.name != d.name:
+        out.append(f"(another driver: {d.name}, {DRIVERS[d.name].description})")
+    return out
+
+
+def _fstab_type(driver: str) -> str:
+    """The type fstab names a FUSE driver by (mount.TYPE helpers: ntfs-3g, exfat-fuse)."""
+    return {"fuse2fs": "fuse.fuse2fs"}.get(driver, driver)

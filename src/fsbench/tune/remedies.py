@@ -1,0 +1,205 @@
+"""Remedies as data: each record is one change that may close a gap the explanation names.
+
+A remedy names the drivers it applies to, the explanation factors it addresses (`Factor.name`
+of probedefs: "fuse WRITE", "wake-ups", "cpu", ...), the change itself (a mount option, another
+FUSE transport, a CPU placement, an mkfs option), what it requires (a volume of at least some
+size, a daemon built here), its safety class and where it is documented. `fsbench tune` reads
+this table only; adding a remedy is adding a record.
+
+Safety classes: `safe` changes nothing a program can see; `trades-durability` may lose or
+tear recent writes on power loss; `changes-semantics` changes what programs see (atime,
+mtime, checksums). Only `safe` remedies are measured without `--allow-unsafe`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fsbench.choices import by_name
+
+GiB = 1024**3
+SAFE, DURABILITY, SEMANTICS = "safe", "trades-durability", "changes-semantics"
+SAFETY_WORDS = {
+    SAFE: "safe",
+    DURABILITY: "UNSAFE: trades durability on power loss",
+    SEMANTICS: "UNSAFE: changes what programs see",
+}
+# What a change is; each kind says how the candidate subject and the command to use it are made.
+KINDS = ("mount-option", "transport", "placement", "mkfs-option", "block-device", "io-size")
+# Kinds this lab can make a candidate of; the others are listed and skipped with the reason.
+MEASURABLE = {"mount-option", "transport", "placement"}
+NOT_MEASURABLE = {
+    "mkfs-option": "the lab formats one image per format for all subjects; a per-candidate mkfs "
+    "is not built yet",
+    "block-device": "the lab does not set block-device or bdi settings per subject yet",
+    "io-size": "a workload fixes its own I/O size; change the application instead",
+}
+
+FUSE_LIBFUSE2 = ("fuse2fs", "exfat-fuse")  # Debian 12's builds link libfuse 2.9
+FUSE_ALL = ("ntfs-3g", "lowntfs-3g", "fuse2fs", "fuse2fs-3.18", "exfat-fuse")
+NTFS3G = ("ntfs-3g", "lowntfs-3g")
+
+
+@dataclass(frozen=True)
+class Remedy:
+    name: str
+    drivers: tuple[str, ...]
+    factors: tuple[str, ...]  # explanation factor names (Factor.name) it addresses
+    kind: str  # one of KINDS
+    change: str  # the mount option(s), transport, placement or mkfs option
+    says: str  # what it does, in a line
+    safety: str = SAFE
+    source: str = ""
+    min_volume: int = 0  # bytes the volume must have for the change to take effect
+    driver: str = ""  # transport remedies: the driver that offers it (a build of fsbench's)
+
+    def option_names(self) -> list[str]:
+        """The mount options the change names (for the check that the driver accepts them)."""
+        return [o for o in self.change.split(",") if o] if self.kind == "mount-option" else []
+
+
+REMEDIES: dict[str, Remedy] = by_name(
+    Remedy(
+        "big_writes",
+        NTFS3G,
+        ("fuse WRITE", "context switches", "wake-ups", "cpu"),
+        "mount-option",
+        "big_writes",
+        "WRITE requests up to 128 KiB instead of one 4 KiB page each",
+        source="ntfs-3g(8); ignored below a 4 GiB volume (ntfs-3g's own rule)",
+        min_volume=4 * GiB,
+    ),
+    Remedy(
+        "delay_mtime",
+        NTFS3G,
+        ("fuse WRITE", "cpu"),
+        "mount-option",
+        "delay_mtime",
+        "a file's mtime written when it is closed (or every 60 s), not at each write",
+        SEMANTICS,
+        "ntfs-3g(8)",
+    ),
+    Remedy(
+        "noatime (FUSE)",
+        NTFS3G,
+        ("fuse READ", "fuse GETATTR", "cpu"),
+        "mount-option",
+        "noatime",
+        "no access-time update when a file is read",
+        SEMANTICS,
+        "ntfs-3g(8)",
+    ),
+    Remedy(
+        "max_readahead",
+        FUSE_LIBFUSE2,
+        ("readahead", "fuse READ"),
+        "mount-option",
+        "max_readahead=1048576",
+        "the kernel may read ahead up to 1 MiB per request instead of libfuse's 128 KiB",
+        source="fuse(8), libfuse 2 options (fuse2fs --helpfull)",
+    ),
+    Remedy(
+        "splice",
+        FUSE_LIBFUSE2,
+        ("cpu", "fuse WRITE", "fuse READ"),
+        "mount-option",
+        "splice_read,splice_write,splice_move",
+        "request data moved through pipes with splice(2) instead of copied by the daemon",
+        source="fuse(8), libfuse 2 options (fuse2fs --helpfull)",
+    ),
+    Remedy(
+        "placement same",
+        FUSE_ALL,
+        ("wake-ups", "context switches", "fuse WRITE", "fuse READ"),
+        "placement",
+        "same",
+        "the application and the FUSE daemon on one CPU: no wake-up crosses CPUs",
+        source="sched_setaffinity(2), taskset(1); docs/placement.md",
+    ),
+    Remedy(
+        "io_uring transport",
+        ("fuse2fs", "fuse2fs-3.18"),
+        ("fuse WRITE", "fuse READ", "wake-ups", "context switches"),
+        "transport",
+        "uring",
+        "FUSE over io_uring (per-CPU rings) instead of /dev/fuse: e2fsprogs 1.47.4's fuse2fs "
+        "against libfuse 3.18, built here",
+        source="libfuse 3.18 README (io_uring); Linux 6.14+ filesystems/fuse-io-uring.rst",
+        driver="fuse2fs-3.18",
+    ),
+    Remedy(
+        "exfat cluster 1 MiB",
+        ("exfat-fuse", "exfat"),
+        ("fuse WRITE", "block write", "cpu"),
+        "mkfs-option",
+        "-c 1M",
+        "larger clusters: fewer allocations per byte written",
+        source="mkfs.exfat(8)",
+    ),
+    Remedy(
+        "read_ahead_kb",
+        FUSE_ALL,
+        ("readahead",),
+        "block-device",
+        "read_ahead_kb=1024",
+        "the FUSE mount's own readahead (/sys/class/bdi/<dev>-fuseblk/read_ahead_kb) at 1 MiB",
+        source="Documentation/ABI/testing/sysfs-class-bdi",
+    ),
+    Remedy(
+        "noatime",
+        ("ext4", "xfs", "btrfs"),
+        ("block write", "writeback"),
+        "mount-option",
+        "noatime",
+        "no access-time update when a file is read",
+        SEMANTICS,
+        "mount(8)",
+    ),
+    Remedy(
+        "data=writeback",
+        ("ext4",),
+        ("block write", "writeback", "cpu"),
+        "mount-option",
+        "data=writeback",
+        "data not ordered before the journal commit of its metadata",
+        DURABILITY,
+        "ext4(5)",
+    ),
+    Remedy(
+        "commit=60",
+        ("ext4", "btrfs"),
+        ("block write", "writeback"),
+        "mount-option",
+        "commit=60",
+        "the journal committed every 60 s instead of 5 s (btrfs: 30 s)",
+        DURABILITY,
+        "ext4(5), btrfs(5)",
+    ),
+    Remedy(
+        "nobarrier",
+        ("ext4",),
+        ("block write", "writeback"),
+        "mount-option",
+        "nobarrier",
+        "no cache flushes at journal commits",
+        DURABILITY,
+        "ext4(5)",
+    ),
+    Remedy(
+        "xfs log buffers",
+        ("xfs",),
+        ("block write", "writeback"),
+        "mount-option",
+        "logbufs=8,logbsize=256k",
+        "more and larger in-memory log buffers",
+        source="xfs(5)",
+    ),
+)
+
+
+def applies_to(remedy: Remedy, driver: str) -> bool:
+    return driver in remedy.drivers
+
+
+def unsafe(remedy: Remedy) -> bool:
+    return remedy.safety != SAFE

@@ -1,0 +1,426 @@
+"""`fsbench tune`: explain the gap, measure the remedies it points at, then the winners together.
+
+Three steps, each an ordinary lab run through `pipeline.execute` (identical images per run,
+interleaved rounds, the run's verdicts), each stored like any `compare`:
+
+1. explain: the subject beside the reference (`--against`, or the fastest of the kernel drivers
+   for its format and ext4); the explanation's factors and their shares of the gap per workload.
+2. candidates: the remedies those factors point at (tune/choose.py), measured against the
+   untuned subject in the same run; a remedy that needs a bigger volume gets a run on images of
+   that size (the untuned subject beside it on the same size), a placement candidate puts
+   `same` beside `free`.
+3. combination: the winners (▲ on a workload, ▼ on none) together, against the untuned
+   subject, when there are two or more.
+
+The last run carries the tune record (tunerecord.py); its results.json and report.html are
+written again with it, and a copy goes to the tune's own output directory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from fsbench.dimensions.placement import PLACEMENTS, allowed_cpus
+from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, UsageError
+from fsbench.fuse import transports
+from fsbench.lab.drivers import DRIVERS, availability
+from fsbench.lab.subject import SubjectSpec, parse_subject
+from fsbench.pipeline import execute, write_report_safely, write_results
+from fsbench.plan import plan_from_options
+from fsbench.report.keys import placement_of
+from fsbench.schema import Run
+from fsbench.store import Store
+from fsbench.tune.choose import Candidate, Skipped, choose
+from fsbench.tune.outcome import change, describe, gaps, workloads_of
+from fsbench.tune.remedies import REMEDIES, Remedy
+from fsbench.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
+
+GiB = 1024**3
+PROMISING = 1.05  # a median speed-up this large joins the combination though not separated
+MEMORY_SHARE = 0.7  # of the available memory, as the lab's own check (lab.Lab.check)
+
+
+@dataclass
+class Request:
+    subject: str
+    against: str  # a subject, or "fastest"
+    options: dict[str, Any]  # compare's options, checked (fsbench.options.parse)
+    argv: list[str]
+    budget_s: float
+    allow_unsafe: bool
+    out_dir: Path
+
+
+@dataclass
+class Clock:
+    budget_s: float
+    began: float = field(default_factory=time.monotonic)
+
+    def used(self) -> float:
+        return time.monotonic() - self.began
+
+    def left(self) -> float:
+        return max(0.0, self.budget_s - self.used())
+
+
+@dataclass
+class Group:
+    """One candidates run: the untuned subject and the candidates sharing its image size."""
+
+    size: int
+    cands: list[Candidate]
+
+    @property
+    def placements(self) -> list[str]:
+        return (
+            ["free", "same"] if any(c.remedy.kind == "placement" for c in self.cands) else ["free"]
+        )
+
+
+def references(spec: SubjectSpec, against: str) -> list[SubjectSpec]:
+    """The subject(s) the gap is measured to: the one named, or for `fastest` the available
+    kernel drivers of the subject's format and ext4 (the fastest of them per workload)."""
+    if against != "fastest":
+        ref = parse_subject(against)
+        if ref.id == spec.id:
+            raise UsageError(f"--against {against}: the subject itself; name another")
+        return [ref]
+    names = [
+        d.name
+        for d in DRIVERS.values()
+        if d.kind == "kernel"
+        and d.in_default
+        and d.fs == spec.driver.fs
+        and availability(d).available
+    ]
+    if not names:
+        names = ["ext4"] if spec.driver.name != "ext4" else ["xfs"]
+    return [parse_subject(n) for n in names if n != spec.driver.name]
+
+
+def candidate_spec(spec: SubjectSpec, r: Remedy) -> SubjectSpec:
+    """The subject a remedy makes of the untuned one (placement: the subject itself)."""
+    opts = [o for o in spec.options.split(",") if o]
+    if r.kind == "mount-option":
+        return parse_subject(f"{spec.driver.name}:{','.join([*opts, *r.option_names()])}")
+    if r.kind == "transport":
+        return parse_subject(f"{r.driver or spec.driver.name}:{','.join([r.change, *opts])}")
+    return spec
+
+
+def problem(spec: SubjectSpec) -> Callable[[Remedy], str | None]:
+    """Why this machine cannot measure a remedy for `spec` (None: it can)."""
+
+    def why(r: Remedy) -> str | None:
+        if r.kind == "placement":
+            need = PLACEMENTS[r.change].min_cpus
+            return f"needs {need} CPUs" if len(allowed_cpus()) < need else None
+        if r.kind == "transport":
+            d = DRIVERS[r.driver or spec.driver.name]
+            av = availability(d)
+            if not av.available:
+                return f"{d.name} is not available here: {av.reason}"
+            return transports.subject_problem(candidate_spec(spec, r)) or None
+        return None
+
+    return why
+
+
+def _fits(size: int, n_subjects: int) -> bool:
+    return size * (n_subjects + 1) <= MEMORY_SHARE * psutil.virtual_memory().available
+
+
+def plan_groups(
+    cands: list[Candidate], base_size: int, fits: Callable[[int, int], bool] | None = None
+) -> tuple[list[Group], list[Skipped]]:
+    """Candidates by the image size they need, each group small enough for memory. A placement
+    candidate adds no subject (the untuned one is pinned): it joins the first group."""
+    fits = fits or _fits
+    out: list[Group] = []
+    skipped: list[Skipped] = []
+    placed = [c for c in cands if c.remedy.kind == "placement"]
+    for c in [c for c in cands if c.remedy.kind != "placement"]:
+        size = c.size or base_size
+        group = next((g for g in out if g.size == size and fits(size, len(g.cands) + 2)), None)
+        if group is not None:
+            group.cands.append(c)
+        elif fits(size, 2):
+            out.append(Group(size, [c]))
+        else:
+            skipped.append(Skipped(c.remedy, f"needs two {size / GiB:g} GiB RAM images beside "
+                                             "each other; not enough free memory"))  # fmt: skip
+    if placed:
+        if out:
+            out[0].cands += placed
+        else:
+            out.append(Group(base_size, placed))
+    return out, skipped
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What the explain run says a run costs here: seconds beyond measuring (images, noise
+    floor, checks, report), and measuring seconds per subject, workload and placement."""
+
+    overhead_s: float
+    per_cell_s: float
+    image_s_per_gib: float = 3.0  # filling RAM images (measured here: 41 s for 3 x 4.25 GiB)
+
+    def run(self, groups: list[Group], n_workloads: int) -> float:
+        total = 0.0
+        for g in groups:
+            subjects = 1 + sum(c.remedy.kind != "placement" for c in g.cands)
+            total += self.overhead_s + self.image_s_per_gib * g.size / GiB * (subjects + 1)
+            total += subjects * len(g.placements) * n_workloads * self.per_cell_s
+        return total
+
+    def combination(self, size: int, n_workloads: int) -> float:
+        """The untuned subject and the winners together, free and pinned."""
+        image = self.image_s_per_gib * size / GiB * 3
+        return self.overhead_s + image + 2 * 2 * n_workloads * self.per_cell_s
+
+
+def costs_of(run: Run, subject: str, wall_s: float) -> Costs:
+    """The explain run's overhead and the subject's own measuring time per cell (the slowest
+    subject of the run as a rule: it is the one being tuned)."""
+    spent = run.schedule.spent_s if run.schedule and run.schedule.spent_s else 0.8 * wall_s
+    secs = {r.subject: sum(s.seconds for s in r.sample_details) for r in run.results}
+    total = sum(secs.values()) or 1.0
+    cells = max(1, sum(r.subject == subject for r in run.results))
+    share = secs.get(subject, 0.0) / total
+    return Costs(max(10.0, wall_s - spent), max(1.0, spent * share / cells))
+
+
+def fit_budget(
+    groups: list[Group], left_s: float, costs: Costs, n_workloads: int
+) -> tuple[list[Group], list[Skipped]]:
+    """Candidates in score order while the runs they need fit the budget left, keeping a
+    combination run aside when two option changes could win (one with the placement is
+    measured in its candidates run). The best candidate is always measured."""
+    table = list(REMEDIES)  # ties keep the table's order, as choose() ranks them
+    order = sorted(
+        (c for g in groups for c in g.cands), key=lambda c: (-c.score, table.index(c.name))
+    )
+    kept: list[Group] = []
+    skipped: list[Skipped] = []
+    for c in order:
+        home = next(g for g in groups if c in g.cands)
+        trial = [Group(g.size, list(g.cands)) for g in kept]
+        mine = next((g for g in trial if g.size == home.size), None)
+        if mine is None:
+            trial.append(Group(home.size, [c]))
+        else:
+            mine.cands.append(c)
+        options = sum(x.remedy.kind != "placement" for g in trial for x in g.cands)
+        size = max(g.size for g in trial)
+        combination = costs.combination(size, n_workloads) if options > 1 else 0.0
+        need = costs.run(trial, n_workloads) + combination
+        if need <= left_s or not kept:
+            kept = trial
+        else:
+            skipped.append(Skipped(c.remedy, f"the time budget left ({left_s:.0f} s) does not "
+                                             f"cover it (~{need:.0f} s with the runs before "
+                                             "it); raise --time-budget"))  # fmt: skip
+    return kept, skipped
+
+
+class Tuner:
+    """One `fsbench tune`: its phases, its clock and what they found."""
+
+    def __init__(self, req: Request, on_step: Callable[[str], None]) -> None:
+        self.req = req
+        self.spec = parse_subject(req.subject)
+        self.refs = references(self.spec, req.against)
+        self.clock = Clock(req.budget_s)
+        self.on_step = on_step
+        self.phase = ""
+        self.base_size = int(req.options["size"])
+        self.record = TuneRecord(
+            subject=self.spec.id,
+            against=req.against,
+            allow_unsafe=req.allow_unsafe,
+            budget_s=req.budget_s,
+        )
+        self.last: Run | None = None
+        self.measured: list[tuple[Group, Run]] = []  # each candidates run and its group
+        self.code = EXIT_OK
+
+    def step(self, msg: str) -> None:
+        left = round(self.clock.left())
+        self.on_step(f"tune {self.phase} · {msg} · budget {left // 60}:{left % 60:02d} left")
+
+    def measure(
+        self, name: str, specs: list[SubjectSpec], size: int, placements: list[str], share: float
+    ) -> Run:
+        """One lab run through the pipeline, with its share of the budget left."""
+        from fsbench.dimensions.placement import parse_placements
+
+        self.phase = name
+        o = dict(self.req.options)
+        o["out"] = self.req.out_dir / name
+        o["placement"] = parse_placements(",".join(placements))
+        o["time_budget"] = max(1.0, self.clock.left() * share)
+        plan = plan_from_options(
+            o, self.req.argv, o["time_budget"], subjects=specs, explicit=True,
+            backing=o["backing"], size=size, tune=not o["no_tune"],
+            integrity=not o["no_integrity"],
+        )  # fmt: skip
+        run, code = execute(plan, on_step=self.step)
+        self.record.runs[name] = run.run_id
+        self.last = run
+        if code == 130:
+            raise KeyboardInterrupt
+        if code != EXIT_OK:
+            self.code = EXIT_FAILED
+        return run
+
+    def run(self) -> tuple[Run, TuneRecord, int]:
+        av = availability(self.spec.driver)
+        if not av.available:
+            raise EnvironmentProblem(
+                f"driver {self.spec.driver.name} is not available: {av.reason}"
+            )
+        explain = self.measure("explain", [self.spec, *self.refs], self.base_size, ["free"], 0.3)
+        found = gaps(explain, self.spec.id, [r.id for r in self.refs])
+        self.record.workloads = workloads_of(explain)
+        self.record.gaps = [g for g, _ in found]
+        if not found:
+            self.record.notes.append("no workload measured both the subject and a reference")
+            return self.finish()
+        if not any(g.factors for _, g in found):
+            self.record.notes.append(
+                "the explanation has no factors (tracing unavailable?): every applicable "
+                "remedy is a candidate, in the table's order"
+            )
+        cands, skipped = choose(
+            self.spec.driver.name, [g for _, g in found], self.base_size,
+            self.req.allow_unsafe, problem(self.spec),
+        )  # fmt: skip
+        groups, no_room = plan_groups(cands, self.base_size)
+        n_wl = max(1, len(self.record.workloads))
+        costs = costs_of(explain, self.spec.id, self.clock.used())
+        groups, no_time = fit_budget(groups, self.clock.left(), costs, n_wl)
+        self._skip([*skipped, *no_room, *no_time])
+        gap_of = {x.workload: x for x, _ in found}
+        for i, g in enumerate(groups):
+            share = 0.5 if i + 1 < len(groups) else 0.7  # the combination keeps the rest
+            self._measure_group(f"candidates-{i + 1}", g, gap_of, share)
+        self._combine([c for g in groups for c in g.cands], gap_of)
+        return self.finish()
+
+    def _skip(self, items: list[Skipped]) -> None:
+        for s in items:
+            self.record.skipped.append(TuneSkip(name=s.remedy.name, change=s.remedy.change,
+                                                reason=s.reason))  # fmt: skip
+
+    def _measure_group(self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float) -> None:
+        specs = [self.spec]
+        for c in g.cands:
+            s = candidate_spec(self.spec, c.remedy)
+            if s.id not in {x.id for x in specs}:
+                specs.append(s)
+        run = self.measure(name, specs, g.size, g.placements, share)
+        self.measured.append((g, run))
+        for c in g.cands:
+            s = candidate_spec(self.spec, c.remedy)
+            place = c.remedy.change if c.remedy.kind == "placement" else "free"
+            for wl in workloads_of(run):
+                ch = change(c.name, s.id, self.spec.id, place, run, wl, gap_of.get(wl))
+                if ch is None:
+                    continue
+                ch.remedies = [c.name]
+                self.record.changes.append(describe(ch, [c], self.spec))
+
+    def _combine(self, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> None:
+        """The winners together against the untuned subject. One option change with the
+        placement was measured pinned in its candidates run (same images, same rounds): read
+        there; more option or transport changes get a run with all of them in one subject."""
+        won = [c for c in cands if _won(c.name, self.record.changes)]
+        # Changes interact: one not separated alone but faster in its median joins the winners
+        # (big_writes makes fewer requests, and each crosses CPUs or not).
+        maybe = [c for c in cands if c not in won and _promising(c.name, self.record.changes)]
+        if not won or len(won) + len(maybe) < 2:
+            self.record.notes.append(
+                f"combination not measured: {len(won)} change(s) won on their own"
+                + (f" ({won[0].name})" if won else "")
+                + ", no other was faster in its median"
+            )
+            return
+        if maybe:
+            self.record.notes.append(
+                "in the combination though not separated alone (faster in the median): "
+                + ", ".join(c.name for c in maybe)
+            )
+        won = won + maybe
+        spec, place, size = self.spec, "free", self.base_size
+        for c in won:
+            size = max(size, c.size or self.base_size)
+            if c.remedy.kind == "placement":
+                place = c.remedy.change
+            else:
+                spec = _merge(spec, candidate_spec(self.spec, c.remedy))
+        run = next((r for _, r in self.measured if _has(r, spec.id, place)), None)
+        if run is not None:
+            self.record.notes.append(
+                f"the combination was measured in the {_phase_of(self.record, run)} run: "
+                f"{spec.id} pinned ({place}) beside the untuned subject, same images"
+            )
+        else:
+            places = ["free", place] if place != "free" else ["free"]
+            specs = [self.spec, spec] if spec.id != self.spec.id else [self.spec]
+            run = self.measure("combination", specs, size, places, 0.95)
+        names = [c.name for c in won]
+        for wl in workloads_of(run):
+            ch = change("combination", spec.id, self.spec.id, place, run, wl, gap_of.get(wl))
+            if ch is not None:
+                ch.remedies = names
+                self.record.combination.append(describe(ch, won, self.spec))
+
+    def finish(self) -> tuple[Run, TuneRecord, int]:
+        """The record onto the last run, written again (results.json, report.html, store),
+        and copied to the tune's own output directory."""
+        assert self.last is not None
+        self.record.used_s = round(self.clock.used(), 1)
+        run = self.last
+        attach(run, self.record)
+        for out in (self.req.out_dir / self.phase, self.req.out_dir):
+            write_report_safely(run, out)
+            write_results(run, out)
+        with Store(self.req.options["db"] or None) as store:
+            store.finish_run(run)
+        return run, self.record, self.code
+
+
+def _has(run: Run, subject: str, placement: str) -> bool:
+    return any(r.subject == subject and placement_of(r) == placement for r in run.results)
+
+
+def _phase_of(record: TuneRecord, run: Run) -> str:
+    return next((k for k, v in record.runs.items() if v == run.run_id), run.run_id)
+
+
+def _promising(name: str, changes: list[TuneChange]) -> bool:
+    mine = [c for c in changes if c.name == name]
+    return any((c.gain or 0) > PROMISING for c in mine) and not any(
+        c.outcome == "worse" for c in mine
+    )
+
+
+def _won(name: str, changes: list[TuneChange]) -> bool:
+    mine = [c for c in changes if c.name == name]
+    return any(c.outcome == "better" for c in mine) and not any(c.outcome == "worse" for c in mine)
+
+
+def _merge(a: SubjectSpec, b: SubjectSpec) -> SubjectSpec:
+    """Two candidate subjects of one subject as one: b's driver and transport, both's options."""
+    opts = list(dict.fromkeys(o for o in (*a.options.split(","), *b.options.split(",")) if o))
+    transport = b.transport if b.transport not in ("", transports.DEFAULT) else a.transport
+    shown = [transport] if transport not in ("", transports.DEFAULT) else []
+    merged = parse_subject(f"{b.driver.name}:{','.join([*shown, *opts])}")
+    return replace(merged, age=a.age)

@@ -1,0 +1,275 @@
+"""`fsbench tune` without a lab: candidates come from the explanation's factors (a real run's
+explanation, tests/unit/fixtures/default_compare.json), unsafe remedies stay out without
+--allow-unsafe, and the combination step measures the winners together. The pipeline is
+replaced by a fake that answers each planned run with results made from the fixture's (the
+untuned subject's samples, scaled by what each change is made to do)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from fsbench.commands.tune import _options
+from fsbench.lab.subject import parse_subject
+from fsbench.plan import Plan
+from fsbench.probedefs.factor import Factor
+from fsbench.report.sections import render_html
+from fsbench.report.tune import terminal
+from fsbench.runner import workload_id
+from fsbench.schema import Run
+from fsbench.store import Store
+from fsbench.tune import session
+from fsbench.tune.choose import Gap, choose
+from fsbench.tune.outcome import gaps
+from fsbench.tune.remedies import KINDS, REMEDIES, SAFE, SAFETY_WORDS
+from fsbench.tunerecord import tune_of
+
+FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
+GiB = 1024**3
+
+
+def fixture_run() -> Run:
+    return Run.model_validate_json(FIXTURE.read_text())
+
+
+def never(_r: Any) -> None:
+    return None
+
+
+def factor(name: str, accounts: float | None) -> Factor:
+    return Factor(name, 1.0, "", name, name, accounts=accounts, weight=10 + (accounts or 0))
+
+
+def test_the_table_is_well_formed() -> None:
+    for r in REMEDIES.values():
+        assert r.kind in KINDS and r.safety in SAFETY_WORDS and r.drivers and r.factors, r
+        assert r.source, f"{r.name}: say where it is documented"
+    # Every durability or semantics trade is labelled as such in the table itself.
+    assert {r.name for r in REMEDIES.values() if r.safety != SAFE} >= {
+        "data=writeback", "nobarrier", "commit=60", "noatime", "delay_mtime"
+    }  # fmt: skip
+
+
+def test_candidates_follow_the_factors_of_a_real_explanation() -> None:
+    found = gaps(fixture_run(), "ntfs-3g", ["ext4"])
+    assert [g.workload for g, _ in found] == ["seq-write/fsync", "seq-read/cold"]
+    cands, skipped = choose("ntfs-3g", [g for _, g in found], GiB, False, never)
+    names = [c.name for c in cands]
+    assert names[:2] == ["big_writes", "placement same"] or names[:2] == [
+        "placement same", "big_writes"
+    ]  # fmt: skip
+    big = next(c for c in cands if c.name == "big_writes")
+    assert big.size >= 4 * GiB and "4 GiB" in big.lab  # the lab makes the bigger volume
+    assert any("fuse WRITE" in a and "% of the gap" in a for a in big.addresses)
+    why = {s.remedy.name: s.reason for s in skipped}
+    assert "--allow-unsafe" in why["delay_mtime"]
+    assert "not built yet" in why["read_ahead_kb"] or "does not set" in why["read_ahead_kb"]
+
+
+def test_a_remedy_is_a_candidate_only_when_its_factor_is_there() -> None:
+    only_cpu = [Gap("seq-write/fsync", [factor("cpu", None)])]
+    cands, skipped = choose("ntfs-3g", only_cpu, 8 * GiB, False, never)
+    assert [c.name for c in cands] == ["big_writes"]  # addresses cpu; placement does not
+    assert cands[0].size == 0 and cands[0].lab == ""  # the volume is big enough already
+    why = {s.remedy.name: s.reason for s in skipped}
+    assert "names none of the factors" in why["placement same"]
+    # The largest share first.
+    reads = [Gap("w", [factor("cpu", 0.2), factor("readahead", 0.7)])]
+    cands, _ = choose("fuse2fs", reads, GiB, False, never)
+    assert [c.name for c in cands] == ["max_readahead", "splice"]
+
+
+def test_unsafe_only_with_the_flag_and_unavailable_with_its_reason() -> None:
+    g = [Gap("w", [factor("block write", 0.8)])]
+    safe, skipped = choose("ext4", g, GiB, False, never)
+    assert safe == [] and all("--allow-unsafe" in s.reason for s in skipped)
+    every, _ = choose("ext4", g, GiB, True, never)
+    assert {c.name for c in every} >= {"data=writeback", "nobarrier", "noatime"}
+
+    def unbuilt(r: Any) -> str | None:
+        return "not built here" if r.kind == "transport" else None
+
+    cands, skipped = choose("fuse2fs", [Gap("w", [factor("fuse WRITE", 0.9)])], GiB, False, unbuilt)
+    assert "io_uring transport" not in {c.name for c in cands}
+    assert any(s.reason == "not built here" for s in skipped)
+
+
+def test_the_gap_once_spent_stops_the_list() -> None:
+    g = [Gap("w", [factor("fuse WRITE", 1.0), factor("cpu", None)])]
+    cands, skipped = choose("ntfs-3g", g, 8 * GiB, True, never)
+    assert len(cands) == 1
+    assert any("whole gap" in s.reason for s in skipped)
+
+
+# -- the whole tune, with the pipeline faked ----------------------------------------------------
+# What each change does to the fixture's untuned samples (rate: higher is better).
+EFFECT = {"big_writes": 8.0, "delay_mtime": 1.0, "max_readahead=1048576": 3.0, "splice_read": 4.0}
+SAME = 2.5
+
+
+def fake_run(plan: Plan) -> Run:
+    src = fixture_run()
+    run = Run(run_id=plan.run_id, started="now", status="complete", command=plan.command)
+    run.subjects = [s for s in src.subjects if s.id in ("ntfs-3g", "ext4")]
+    placements = list(dict.fromkeys(getattr(w, "placement", "free") for w in plan.workloads))
+    wanted = {workload_id(w).split("@")[0] for w in plan.workloads}
+    assert plan.subjects is not None
+    for spec in plan.subjects:
+        opts = [o for o in spec.options.split(",") if o]
+        gain = 1.0
+        for o in opts:
+            gain *= EFFECT.get(o, 1.0)
+        # big_writes does nothing on a small volume (ntfs-3g's rule), as on the real driver.
+        if "big_writes" in opts and plan.size < 4 * GiB:
+            gain /= EFFECT["big_writes"]
+        bases = [r for r in src.results if r.subject == spec.driver.name
+                 and f"{r.workload}/{r.params.get('variant')}" in wanted]  # fmt: skip
+        for base, place in ((b, p) for b in bases for p in placements):
+            g = gain * (SAME if place == "same" and spec.driver.kind == "fuse" else 1.0)
+            params = dict(base.params) | ({"placement": place} if place != "free" else {})
+            run.results.append(base.model_copy(update={
+                "subject": spec.id, "params": params,
+                "samples": [x * g for x in base.samples], "median": (base.median or 0) * g,
+            }))  # fmt: skip
+        if spec.id not in {s.id for s in run.subjects}:
+            run.subjects.append(run.subjects[0].model_copy(update={"id": spec.id}))
+    return run
+
+
+@pytest.fixture
+def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    plans: list[Plan] = []
+
+    def execute(plan: Plan, on_step: Any = None, **_kw: Any) -> tuple[Run, int]:
+        plans.append(plan)
+        run = fake_run(plan)
+        on_step(f"{plan.subjects[0].id} · sample 1")
+        with Store(plan.db) as store:
+            store.begin_run(run, plan.out_dir)
+            store.finish_run(run)
+        return run, 0
+
+    monkeypatch.setattr(session, "execute", execute)
+    monkeypatch.setattr(session, "_fits", lambda size, n: True)
+    # The page is drawn once, in the test that reads it (matplotlib takes seconds).
+    monkeypatch.setattr(session, "write_report_safely", lambda run, out: None)
+    unbuilt = session.problem
+
+    def problem(spec: Any) -> Any:
+        here = unbuilt(spec)
+        return lambda r: "not built here" if r.kind == "transport" else here(r)
+
+    monkeypatch.setattr(session, "problem", problem)
+
+    def go(
+        allow_unsafe: bool = False, subject: str = "ntfs-3g", workloads: str = "seq-write/fsync"
+    ) -> tuple[Run, list[Plan], list[str]]:
+        o = _options(workloads, tmp_path / "db.sqlite", None)
+        out = tmp_path / f"out-{subject}-{allow_unsafe}"
+        req = session.Request(subject, "ext4", o, ["fsbench", "tune"], 600, allow_unsafe, out)
+        steps: list[str] = []
+        run, _record, code = session.Tuner(req, steps.append).run()
+        assert code == 0
+        return run, plans, steps
+
+    return go
+
+
+def test_the_tune_measures_each_change_then_the_winners_together(tuned: Any) -> None:
+    run, plans, steps = tuned()
+    explain, cands = plans
+    assert [s.id for s in explain.subjects] == ["ntfs-3g", "ext4"]
+    # big_writes on the bigger image it needs, beside the untuned subject on the same size;
+    # the placement candidate as the untuned subject pinned to one CPU in the same run.
+    assert [s.id for s in cands.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
+    assert cands.size >= 4 * GiB
+    assert [getattr(w, "placement", "free") for w in cands.workloads] == ["free", "same"]  # 1 wl
+    t = tune_of(run)
+    assert t is not None
+    by = {c.name: c for c in t.changes}
+    assert by["big_writes"].outcome == "better" and by["big_writes"].gain == pytest.approx(8.0)
+    assert by["placement same"].gain == pytest.approx(SAME)
+    # The combination: both winners in one subject, pinned, against the untuned subject free:
+    # measured in the candidates run already (same images, same rounds).
+    (together,) = t.combination
+    assert together.remedies == ["big_writes", "placement same"]
+    assert (together.subject, together.placement) == ("ntfs-3g:big_writes", "same")
+    assert together.run_id == t.runs["candidates-1"]
+    assert together.gain == pytest.approx(8.0 * SAME) and together.outcome == "better"
+    assert together.gap_closed is not None and together.gap_closed > 0.9  # > 1: overtakes
+    assert any("mount" in u or "ntfs-3g" in u for u in together.use)
+    assert any("budget" in s and "left" in s for s in steps)
+    # Never measured without the flag: no plan names a remedy that is not safe.
+    unsafe = {r.change for r in REMEDIES.values() if r.safety != SAFE}
+    measured = {o for p in plans for s in p.subjects or [] for o in s.options.split(",")}
+    assert not unsafe & measured
+    assert "delay_mtime" in {s.name for s in t.skipped}
+
+
+def test_two_option_winners_get_a_combination_run(tuned: Any) -> None:
+    run, plans, _ = tuned(subject="fuse2fs", workloads="seq-write/fsync,seq-read/cold")
+    _explain, cands, combo = plans
+    both = "fuse2fs:splice_read,splice_write,splice_move,max_readahead=1048576"
+    assert {s.id for s in cands.subjects} == {
+        "fuse2fs", "fuse2fs:max_readahead=1048576", "fuse2fs:splice_read,splice_write,splice_move"
+    }  # fmt: skip
+    assert [s.id for s in combo.subjects] == ["fuse2fs", both]
+    assert {getattr(w, "placement", "free") for w in combo.workloads} == {"free", "same"}
+    t = tune_of(run)
+    assert t is not None
+    assert len(t.combination) == 2  # one per workload
+    for together in t.combination:
+        assert together.run_id == t.runs["combination"] and together.placement == "same"
+        assert together.gain == pytest.approx(3.0 * 4.0 * SAME)
+    assert "io_uring transport" in {s.name for s in t.skipped}
+
+
+def test_unsafe_is_measured_with_the_flag_and_labelled(tuned: Any) -> None:
+    run, plans, _ = tuned(allow_unsafe=True)
+    measured = {s.id for p in plans for s in p.subjects or []}
+    assert "ntfs-3g:delay_mtime" in measured
+    t = tune_of(run)
+    assert t is not None
+    dm = next(c for c in t.changes if c.name == "delay_mtime")
+    assert dm.safety == "changes-semantics"
+    con = Console(width=160, record=True)
+    for part in terminal(run):
+        con.print(part)
+    text = con.export_text()
+    assert "UNSAFE" in text and "delay_mtime" in text
+    page = render_html(run)
+    assert 'id="tune"' in page and "UNSAFE" in page and "tune-gain" in page
+
+
+def test_the_stored_tune_run_reads_back(tuned: Any, tmp_path: Path) -> None:
+    run, _, _ = tuned()
+    with Store(tmp_path / "db.sqlite") as store:
+        again = store.load_run(run.run_id)
+    t = tune_of(again)
+    assert t is not None and t.combination and t.subject == "ntfs-3g"
+    assert (tmp_path / "out-ntfs-3g-False" / "results.json").exists()
+
+
+def test_subject_and_reference_are_checked_first() -> None:
+    with pytest.raises(Exception, match="unknown driver"):
+        parse_subject("nosuchfs")
+    spec = parse_subject("ntfs-3g")
+    with pytest.raises(Exception, match="the subject itself"):
+        session.references(spec, "ntfs-3g")
+
+
+def test_the_budget_keeps_the_best_candidates_and_says_what_it_left() -> None:
+    found = gaps(fixture_run(), "fuse2fs", ["ext4"])
+    cands, _ = choose("fuse2fs", [g for _, g in found], GiB, False, never)
+    assert len(cands) >= 3
+    groups, _ = session.plan_groups(cands, GiB, fits=lambda size, n: True)
+    costs = session.Costs(overhead_s=30, per_cell_s=20)
+    kept, skipped = session.fit_budget(groups, 60, costs, 2)
+    assert [c.name for g in kept for c in g.cands] == [cands[0].name]  # the best, always
+    assert {s.remedy.name for s in skipped} == {c.name for c in cands[1:]}
+    assert all("--time-budget" in s.reason for s in skipped)
+    kept, skipped = session.fit_budget(groups, 10_000, costs, 2)
+    assert skipped == [] and sum(len(g.cands) for g in kept) == len(cands)
