@@ -273,3 +273,20 @@ def test_the_budget_keeps_the_best_candidates_and_says_what_it_left() -> None:
     assert all("--time-budget" in s.reason for s in skipped)
     kept, skipped = session.fit_budget(groups, 10_000, costs, 2)
     assert skipped == [] and sum(len(g.cands) for g in kept) == len(cands)
+
+
+def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fsbench.cli import cli
+
+    out = tmp_path / "out"
+    args = ["tune", "ntfs-3g", "--dry-run", "--out", str(out), "--db", str(tmp_path / "db")]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert "subjects on this kernel (2): ntfs-3g" in r.output and "ext4" in r.output
+    assert "big_writes" in r.output and "4.25 GiB images" in r.output
+    assert "delay_mtime" in r.output and "--allow-unsafe" in r.output
+    assert not out.exists() and not (tmp_path / "db").exists()
+    bad = CliRunner().invoke(cli, ["tune", "nosuchfs", "--dry-run"])
+    assert bad.exit_code != 0

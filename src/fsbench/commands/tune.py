@@ -62,6 +62,8 @@ def _options(workloads: str | None, db: Path | None, size: str | None) -> dict[s
     help="Directory for the tune's results.json, report.html and each step's run.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the tune record as JSON.")
+@click.option("--dry-run", is_flag=True, help="Print the first step's plan and every remedy for "
+              "the driver with what would become of it; nothing is made or measured.")  # fmt: skip
 def tune(
     subject: str,
     against: str,
@@ -72,6 +74,7 @@ def tune(
     db: Path | None,
     out: Path | None,
     as_json: bool,
+    dry_run: bool,
 ) -> None:
     """Measure the changes that would close SUBJECT's gap to a faster driver, and rank them."""
     from fsbench.lab.subject import parse_subject
@@ -89,6 +92,9 @@ def tune(
     if not o["workloads"] and not o["suite"]:
         o["suite"] = "default"
     req = Request(subject, against, o, sys.argv, budget_s, allow_unsafe, out_dir)
+    if dry_run:
+        _dry_run(Tuner(req, lambda _m: None), as_json)
+        return
     err = Console(stderr=True)
     with err.status("tune: starting", spinner="dots") as status:
 
@@ -108,3 +114,19 @@ def tune(
             con.print(part)
         con.print(f"[dim]stored as run {run.run_id}; {out_dir / 'report.html'}[/]")
     sys.exit(code)
+
+
+def _dry_run(tuner: Any, as_json: bool) -> None:
+    from fsbench.dryrun import lines
+
+    p = tuner.preview()
+    if as_json:
+        click.echo(json.dumps(p, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"tune {tuner.spec.id} against {tuner.req.against}: budget {p['budget_s']:g} s; "
+               "step 1 (explain):")  # fmt: skip
+    for line in lines(p["explain"]):
+        click.echo(f"  {line}")
+    click.echo("remedies for this driver (step 2 measures those the explanation points at):")
+    for r in p["remedies"]:
+        click.echo(f"  {r['name']} ({r['kind']} {r['change']}, {r['safety']}): {r['would']}")

@@ -9,6 +9,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from fsbench.report.style import colour, css
 from fsbench.tunerecord import TuneChange, TuneRecord, tune_of
 from fsbench.units import fmt_ratio, fmt_value
 
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from fsbench.report.figure import Plot
     from fsbench.schema import Run
 
-STYLES = {"better": "green", "worse": "red", "same": "yellow", "open": "dim", "none": "dim"}
 SAFETY = {
     "safe": "safe",
     "trades-durability": "UNSAFE: durability",
@@ -64,7 +64,7 @@ def changes_table(t: TuneRecord) -> Table:
         table.add_row(
             label(c),
             c.workload + where,
-            Text(c.cell or "–", style=STYLES.get(c.outcome, "")),
+            Text(c.cell or "–", style=colour(c.outcome)),
             pct(c.gap_closed),
             Text(SAFETY.get(c.safety, c.safety), style="bold red" if c.safety != "safe" else ""),
         )
@@ -156,7 +156,7 @@ def html(run: Run) -> dict[str, Any] | None:
             "change": label(c),
             "workload": c.workload + (f" [{c.placement}]" if c.placement != "free" else ""),
             "cell": c.cell,
-            "outcome": c.outcome,
+            "outcome": css(c.outcome),
             "gap": pct(c.gap_closed),
             "safety": SAFETY.get(c.safety, c.safety),
             "unsafe": c.safety != "safe",

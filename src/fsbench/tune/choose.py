@@ -89,7 +89,7 @@ def choose(
             skipped.append(Skipped(r, f"the explanation names none of the factors it addresses "
                                       f"({named})"))  # fmt: skip
             continue
-        why = _why_not(r, allow_unsafe, problem)
+        why = why_not(r, allow_unsafe, problem)
         if why:
             skipped.append(Skipped(r, why))
             continue
@@ -98,7 +98,7 @@ def choose(
     return _until_spent(cands, [g.workload for g in gaps], skipped)
 
 
-def _why_not(r: Remedy, allow_unsafe: bool, problem: Callable[[Remedy], str | None]) -> str:
+def why_not(r: Remedy, allow_unsafe: bool, problem: Callable[[Remedy], str | None]) -> str:
     if r.kind not in MEASURABLE:
         return NOT_MEASURABLE.get(r.kind, f"a {r.kind} change is not measurable here")
     if unsafe(r) and not allow_unsafe:

@@ -2,7 +2,7 @@
 
 A gap is the subject's result against the reference's on one workload, with the explanation's
 factors (report.explain). A change is a candidate's result against the untuned subject's in
-the same run: its verdict is the one every table prints (report.summary.compare), its gain the
+the same run: its verdict is the one every table prints (report.comparison.compare), its gain the
 speed-up whatever the metric's direction, and the share of the gap it closes is read on the
 time per unit of work: (t_untuned - t_candidate) / (t_untuned - t_reference).
 """
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import SubjectSpec
+from fsbench.report.comparison import compare
 from fsbench.report.explain import Explanation, explain_result, workload_key
 from fsbench.report.keys import placement_of
-from fsbench.report.naming import outcome, ratio_cell
-from fsbench.report.summary import compare, usable
+from fsbench.report.summary import usable
 from fsbench.schema import Result, Run
 from fsbench.tune.choose import Candidate, Gap
 from fsbench.tunerecord import TuneChange, TuneGap
@@ -114,8 +114,8 @@ def change(
         median=mine.median,
         ratio=v.ratio,
         interval=list(v.interval) if v.interval is not None else None,
-        outcome=outcome(v, hib),
-        cell=ratio_cell(v, hib),
+        outcome=v.outcome,
+        cell=v.cell(),
         gain=gain,
         gap_closed=gap_closed(gain, gap),
     )

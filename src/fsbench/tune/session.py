@@ -32,13 +32,13 @@ from fsbench.fuse import transports
 from fsbench.lab.drivers import DRIVERS, availability
 from fsbench.lab.subject import SubjectSpec, parse_subject
 from fsbench.pipeline import execute, write_report_safely, write_results
-from fsbench.plan import plan_from_options
+from fsbench.plan import Plan, plan_from_options
 from fsbench.report.keys import placement_of
 from fsbench.schema import Run
 from fsbench.store import Store
-from fsbench.tune.choose import Candidate, Skipped, choose
+from fsbench.tune.choose import VOLUME_MARGIN, Candidate, Skipped, choose, why_not
 from fsbench.tune.outcome import change, describe, gaps, workloads_of
-from fsbench.tune.remedies import REMEDIES, Remedy
+from fsbench.tune.remedies import REMEDIES, Remedy, applies_to
 from fsbench.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
 
 GiB = 1024**3
@@ -255,23 +255,28 @@ class Tuner:
         left = round(self.clock.left())
         self.on_step(f"tune {self.phase} · {msg} · budget {left // 60}:{left % 60:02d} left")
 
-    def measure(
-        self, name: str, specs: list[SubjectSpec], size: int, placements: list[str], share: float
-    ) -> Run:
-        """One lab run through the pipeline, with its share of the budget left."""
+    def plan(self, name: str, specs: list[SubjectSpec], size: int, placements: list[str],
+             share: float) -> Plan:  # fmt: skip
+        """One step's plan: compare's checked options with this step's subjects, image size,
+        placements, output directory and share of the budget left."""
         from fsbench.dimensions.placement import parse_placements
 
-        self.phase = name
         o = dict(self.req.options)
         o["out"] = self.req.out_dir / name
         o["placement"] = parse_placements(",".join(placements))
         o["time_budget"] = max(1.0, self.clock.left() * share)
-        plan = plan_from_options(
+        return plan_from_options(
             o, self.req.argv, o["time_budget"], subjects=specs, explicit=True,
             backing=o["backing"], size=size, tune=not o["no_tune"],
             integrity=not o["no_integrity"],
         )  # fmt: skip
-        run, code = execute(plan, on_step=self.step)
+
+    def measure(
+        self, name: str, specs: list[SubjectSpec], size: int, placements: list[str], share: float
+    ) -> Run:
+        """One lab run through the pipeline, with its share of the budget left."""
+        self.phase = name
+        run, code = execute(self.plan(name, specs, size, placements, share), on_step=self.step)
         self.record.runs[name] = run.run_id
         self.last = run
         if code == 130:
@@ -279,6 +284,28 @@ class Tuner:
         if code != EXIT_OK:
             self.code = EXIT_FAILED
         return run
+
+    def preview(self) -> dict[str, Any]:
+        """`--dry-run`: the explain step's plan and every remedy for the driver with what would
+        become of it; nothing is created or measured (the candidates depend on what the
+        explanation will find)."""
+        from fsbench.dryrun import describe
+
+        plan = self.plan("explain", [self.spec, *self.refs], self.base_size, ["free"], 0.3)
+        remedies = []
+        for r in REMEDIES.values():
+            if not applies_to(r, self.spec.driver.name):
+                continue
+            why = why_not(r, self.req.allow_unsafe, problem(self.spec))
+            lab = f"; the lab makes {(r.min_volume + VOLUME_MARGIN) / GiB:g} GiB images for it" if (
+                r.min_volume > self.base_size) else ""  # fmt: skip
+            remedies.append({
+                "name": r.name, "change": r.change, "kind": r.kind, "safety": r.safety,
+                "addresses": list(r.factors),
+                "would": f"skipped: {why}" if why else "a candidate when the explanation names "
+                f"one of: {', '.join(r.factors)}{lab}",
+            })  # fmt: skip
+        return {"budget_s": self.req.budget_s, "explain": describe(plan), "remedies": remedies}
 
     def run(self) -> tuple[Run, TuneRecord, int]:
         av = availability(self.spec.driver)
