@@ -223,7 +223,7 @@ def compare(subjects: tuple[str, ...], **raw: Any) -> None:
     """Compare drivers (SUBJECT = driver[:mount-options]); none given: every available one."""
     from fsbench.plan import resolve_subjects
 
-    o = options.parse("compare", raw)
+    o = options.parse("compare", raw, subjects)
     b = o["backing"]
     if b.kind == "dir":
         if subjects:
@@ -236,9 +236,7 @@ def compare(subjects: tuple[str, ...], **raw: Any) -> None:
         _dry_run_vm(subjects, o, raw)
         return
     if wants_vm(subjects, o["kernel"]):
-        fields = plan_fields(subjects, o["kernel"], b, raw["size"], o["read_only"],
-                             o["destroy_data"], o["no_tune"], raw, o["vm_memory"], o["vm_cpus"],
-                             o["vm_timeout"])  # fmt: skip
+        fields = plan_fields(subjects, o, raw)
         if fields is not None:
             _go(o, backing=b, size=o["size"], tune=not o["no_tune"], **fields)
             return
@@ -330,7 +328,7 @@ def _dry_run_vm(subjects: tuple[str, ...], o: dict[str, Any], raw: dict[str, Any
 
     host, rows = preview(list(subjects), o["kernel"])
     if rows:
-        refuse_in_vm(o["backing"], o["read_only"], o["destroy_data"], raw)
+        refuse_in_vm(o)
     _go(o, subjects=host, explicit=True, backing=o["backing"], size=o["size"], vm_rows=rows)
 
 
@@ -458,6 +456,7 @@ cli.add_command(_tune)
 from fsbench.commands.docs import add_examples  # noqa: E402
 
 add_examples(cli)
+options.refuse_repeats(cli)
 
 
 def main() -> None:

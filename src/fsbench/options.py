@@ -4,8 +4,12 @@ Each `Option` names its flag, default, help, the commands that take it, and the 
 turns the text into a value or refuses it with one line (a UsageError: exit 2, nothing made).
 `click_options(cmd)` builds the click options from the table and `parse(cmd, raw)` validates
 them, so adding an option is one entry in OPTIONS (plus its use where the value is consumed).
-Checks that relate two options live in CHECKS; checks that need the resolved workloads
-(`--manifest`, `--clients`) stay with those workloads.
+Where each option applies is in its record too: the commands that take it, what the VM stage
+does with it (`guest`: passed to the guest as typed, used by the host only, or refused with the
+reason), what it needs (`needs`: another option, `--repeat auto`, a traced warm-up) and what it
+cannot go with (`conflicts`). A need unmet or a conflict is one line and exit 2, before anything
+is made; a valued option given twice is refused the same way (`Once`). Checks that need the
+resolved workloads (`--numjobs`, `--manifest`, `--clients`) stay with those workloads.
 """
 
 from __future__ import annotations
@@ -142,6 +146,8 @@ trace_probes.metavar = "PROBE,..."  # type: ignore[attr-defined]
 
 # -- the table -----------------------------------------------------------------------------------
 MEASURING = ("compare", "run")
+GUEST_IMAGES = "the guest formats its own images in its RAM"
+GUEST_AGE = "aged images are made and kept on the host, which a guest sees read-only"
 
 # With --repeat auto (the default) and no --time-budget: extra rounds only while they are
 # expected to end within this many seconds of the command's start; the first 3 rounds always
@@ -150,6 +156,38 @@ MEASURING = ("compare", "run")
 # them (measured 2026-11-26: 3 samples everywhere, 4 of 14 open); 420 s gives the open ones
 # about 3 more each. With the integrity checks and the report the run ends within 7.5 minutes.
 DEFAULT_TIME_BUDGET_S = 420.0
+
+
+# -- where an option applies: conditions its record names -------------------------------------
+@dataclass(frozen=True)
+class When:
+    """A condition on the parsed options (`v`, with `v["given"]` the keys typed), in words."""
+
+    words: str  # how a refusal names it: "--age", "--repeat auto"
+    holds: Callable[[dict[str, Any]], bool]
+
+
+def given(flag: str) -> When:
+    key = flag.lstrip("-").replace("-", "_")
+    return When(flag, lambda v: key in v["given"])
+
+
+REPEAT_AUTO = When("--repeat auto", lambda v: v["repeat"][1])
+TRACED = When("a traced warm-up run (--warmup 1 or more)", lambda v: v["warmup"] > 0)
+A_VM = When(
+    "--kernel NAME or a subject@KERNEL",
+    lambda v: v.get("kernel") is not None or any("@" in s for s in v.get("subjects", ())),
+)
+# What the user's own command or job file is: `--timeout` stops these, and nothing else.
+OWN_WORK = When(
+    "--command or a fio:JOBFILE workload",
+    lambda v: v.get("command") is not None or "fio:" in (v.get("workloads") or ""),
+)
+
+# `guest`: what the VM stage (compare --kernel) does with an option.
+PASS = "pass"  # handed to the guest's `fsbench compare` as typed
+HOST = "host"  # the host's business (where results go, the VM itself); the guest needs none
+# Any other text is why a guest cannot honour it: refused with that reason.
 
 
 @dataclass(frozen=True)
@@ -165,6 +203,9 @@ class Option:
     metavar: str | None = None  # what `--help` shows for the value (click's default: TEXT)
     dest: str = ""  # the keyword the command receives; default: the name without dashes
     bad: tuple[str, ...] = ()  # inputs it must refuse (exit 2, one line): the table's own test
+    guest: str = PASS  # compare --kernel: PASS, HOST, or why the guest cannot honour it
+    needs: tuple[When, ...] = ()  # given, each must hold; else refused ("X needs Y")
+    conflicts: tuple[When, ...] = ()  # given, none may hold; else refused ("X and Y conflict")
 
     @property
     def name(self) -> str:
@@ -187,7 +228,7 @@ class Option:
         return self.metavar or getattr(self.parse, "metavar", "PATH" if self.path else "TEXT")
 
     def click(self) -> Callable[[Any], Any]:
-        kw: dict[str, Any] = {"help": self.help}
+        kw: dict[str, Any] = {"help": self.help, "cls": Typed}
         if self.flag:
             kw["is_flag"] = True
         else:
@@ -201,36 +242,82 @@ class Option:
         return click.option(*self.flags, self.key, **kw)
 
 
+class Once(click.Option):
+    """A valued option given at most once: the parser collects every occurrence, and a second
+    one is refused with one line (click's own parser keeps the last, in silence)."""
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        if self.multiple or self.is_flag or self.count:
+            super().add_to_parser(parser, ctx)
+            return
+        parser.add_option(obj=self, opts=self.opts, dest=self.name, action="append", nargs=1)
+
+    def consume_value(self, ctx: click.Context, opts: Any) -> tuple[Any, Any]:
+        value, source = super().consume_value(ctx, opts)
+        if isinstance(value, list) and not self.multiple and not self.is_flag:
+            if len(value) > 1:
+                shown = ", ".join(repr(x) for x in value)
+                raise UsageError(f"{self.opts[0]} given {len(value)} times ({shown}); give it once")
+            value = value[0]
+        return value, source
+
+
+class Typed(Once):
+    """A table option: the command receives None for one not typed (`parse` applies the
+    default), so `needs` and `conflicts` judge only what the user typed; --help still shows the
+    default."""
+
+    def consume_value(self, ctx: click.Context, opts: Any) -> tuple[Any, Any]:
+        value, source = super().consume_value(ctx, opts)
+        if source == click.core.ParameterSource.DEFAULT and not self.is_flag and not self.required:
+            return None, source
+        return value, source
+
+
+def refuse_repeats(group: click.Group) -> None:
+    """Every valued, single option of every command becomes a `Once` (the hand-written ones of
+    show, diff, export, hash, ... as well as the table's): repeating one is an error."""
+    for cmd in group.commands.values():
+        for p in cmd.params:
+            if isinstance(p, click.Option) and type(p) is click.Option:
+                p.__class__ = Once
+
+
 OPTIONS: list[Option] = [
     # compare only: where the subjects live and how they are set up
     Option(("--backing",), "ram | file:DIR | device:/dev/X | dir:PATH", ("compare",), "ram",
            external("fsbench.lab.backing", "parse_backing"), metavar="KIND[:PATH]",
-           bad=("nope", "file:/nonexistent")),
+           bad=("nope", "file:/nonexistent"), guest=HOST),
     Option(("--size",), "Image size, e.g. 512M, 1G, 4G.", ("compare",), "1G", size(),
            bad=("12X", "0", "-1G")),
     Option(("--read-only",), "Benchmark an existing volume (--backing device:PATH) without "
-           "changing a byte.", ("compare",), flag=True),
+           "changing a byte.", ("compare",), flag=True, guest=GUEST_IMAGES,
+           conflicts=(given("--destroy-data"),)),
     Option(("--no-tune",), "Leave free page reporting on during the run (it makes RAM-bound "
            "samples erratic).", ("compare",), flag=True),
     Option(("--destroy-data",), "Allow formatting a --backing device that holds a file system "
-           "or partition table.", ("compare",), flag=True),
-    Option(("--kernel",), "Run the lab in a VM with this kernel (debian-6.12, "
-           "path:BZIMAGE[,MODULES]); a subject may name its own: ntfs3@debian-6.12, ext4@host.",
-           ("compare",), metavar="NAME"),
+           "or partition table.", ("compare",), flag=True, guest=GUEST_IMAGES),
+    Option(("--kernel",), "Run the lab in a VM with this kernel (debian-6.12: ntfs3, exfat, "
+           "vfat; debian-sid: the new ntfs; path:BZIMAGE[,MODULES]); a subject may name its own: "
+           "ntfs3@debian-6.12, ntfs@debian-sid, ext4@host.", ("compare",), metavar="NAME",
+           guest=HOST),
     Option(("--vm-memory",), "The VM's memory, e.g. 2G (default: sized).", ("compare",),
-           parse=size(256 * 1024**2, "a guest needs at least 256M"), bad=("100M", "lots")),
+           parse=size(256 * 1024**2, "a guest needs at least 256M"), bad=("100M", "lots"),
+           guest=HOST, needs=(A_VM,)),
     Option(("--vm-cpus",), "The VM's CPUs (default: sized).", ("compare",),
-           parse=integer(1, 64), metavar="INTEGER", bad=("0", "65", "two")),
+           parse=integer(1, 64), metavar="INTEGER", bad=("0", "65", "two"), guest=HOST,
+           needs=(A_VM,)),
     Option(("--vm-timeout",), "Give up on a VM after S seconds.", ("compare",),
-           parse=positive(float, 10**7), metavar="S", bad=("0", "-5", "soon")),
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-5", "soon"), guest=HOST,
+           needs=(A_VM,)),
     Option(("--age",), "Aging profiles of the images, a comma list: none (fresh), light, heavy; "
            "each subject once per profile, on a cached aged image identical for every driver "
            "of a format (docs/aging.md).", ("compare",),
            parse=external("fsbench.aging.recipe", "parse_ages"), metavar="PROFILE,...",
-           bad=("old", "none,none", "")),
+           bad=("old", "none,none", ""), guest=GUEST_AGE),
     Option(("--age-seed",), "The aging workload's seed (same seed, same aged layout).",
            ("compare",), default="1", parse=integer(0, 2**31 - 1), metavar="INTEGER",
-           bad=("-1", "x")),
+           bad=("-1", "x"), guest=GUEST_AGE, needs=(given("--age"),)),
     Option(("--no-integrity",), "Skip the integrity check after the workloads (read-only "
            "fsck, kernel log, digests).", ("compare",), flag=True),
     # run only: an existing directory, optionally driven from several fio clients
@@ -241,23 +328,26 @@ OPTIONS: list[Option] = [
            "the same path on each: fio workloads run from all of them at once.", ("run",),
            parse=external("fsbench.dimensions.clients", "parse_clients"),
            metavar="HOST[:PORT],...",
-           bad=(",", "a:b:c", "host:0")),
+           bad=(",", "a:b:c", "host:0"), guest=HOST),
     Option(("--clients-sweep",), "With --clients: client counts, e.g. 1,2,4 (the first N "
            "clients); each its own result.", ("run",), parse=counts(1, None, "1,2,4"),
-           bad=("0", "1,1", "x")),
+           bad=("0", "1,1", "x"), guest=HOST, needs=(given("--clients"),)),
     # both measuring commands: what runs, how often, where results go
-    Option(("--verbose", "-v"), "Every subject's notes under each table.", flag=True),
-    Option(("--json",), "Print results.json to stdout.", flag=True, dest="as_json"),
+    Option(("--verbose", "-v"), "Every subject's notes under each table.", flag=True,
+           guest=HOST),
+    Option(("--json",), "Print results.json to stdout.", flag=True, dest="as_json",
+           guest=HOST),
     Option(("--db",), "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
-           path=True),
+           path=True, guest=HOST),
     Option(("--out",), "Directory for results.json (default: under the data directory).",
-           path=True),
+           path=True, guest=HOST),
     Option(("--time-budget",), "With --repeat auto: start no extra round that would end more "
            f"than S s after the command started (default {DEFAULT_TIME_BUDGET_S:g}; the first 3 "
            "rounds always run).",
-           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "1e9", "x")),
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "1e9", "x"),
+           needs=(REPEAT_AUTO,)),
     Option(("--max-repeat",), "With --repeat auto: at most this many samples.", default="10",
-           parse=positive(int, 10**7), bad=("0", "1.5", "100000000")),
+           parse=positive(int, 10**7), bad=("0", "1.5", "100000000"), needs=(REPEAT_AUTO,)),
     Option(("--equivalence",), "The ≈ band in percent: a ratio whose interval lies within "
            "±PCT % of 1 is marked the same (docs/verdicts.md: below ~5 % a 2-CPU machine rarely "
            "resolves it in minutes).", default="2", parse=number(0.1, 50, "percent"),
@@ -275,13 +365,15 @@ OPTIONS: list[Option] = [
     Option(("--scale",), "Multiply macro workloads' default amounts (file counts, tree sizes), "
            "e.g. 0.2.", default="1", parse=positive(float, 100), bad=("0", "-1", "101", "x")),
     Option(("--manifest",), "With tree-hash: write an `xxhsum -H2` manifest of the hashed tree "
-           "to FILE.", path=True),
+           "to FILE.", path=True,
+           guest="the guest sees the host's files read-only"),
     Option(("--min-sample-time",), "Seconds a sample lasts at least (runs are repeated until "
            "it does); matrix cells do one pass of their work.", default="1",
            parse=number(0, 600, "seconds"), bad=("-1", "601", "x")),
     Option(("--warmup",), "Discarded runs before each subject's first sample of a workload (0 "
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),
-    Option(("--suite",), "A named suite (see `fsbench list suites`).", metavar="NAME"),
+    Option(("--suite",), "A named suite (see `fsbench list suites`).", metavar="NAME",
+           conflicts=(given("--workloads"),)),
     Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`); "
            "fio:JOBFILE[:cache=cold] runs your own fio job file (docs/your-workloads.md).",
            metavar="W1,W2,..."),
@@ -290,27 +382,28 @@ OPTIONS: list[Option] = [
            "mount, timed (wall time; CPU of its process tree); alone unless --workloads names "
            "more.", metavar="CMD"),
     Option(("--prepare",), "With --command: run before every run of it (untimed).",
-           metavar="CMD"),
+           metavar="CMD", needs=(given("--command"),)),
     Option(("--setup",), "With --command: run once per subject, after --input is copied.",
-           metavar="CMD"),
+           metavar="CMD", needs=(given("--command"),)),
     Option(("--cleanup",), "With --command: run once per subject after its last sample.",
-           metavar="CMD"),
+           metavar="CMD", needs=(given("--command"),)),
     Option(("--input",), "With --command: a directory copied onto every subject first, into "
-           "the command's working directory (<mount>/fsbench/<its name>).", path=True),
+           "the command's working directory (<mount>/fsbench/<its name>).", path=True,
+           needs=(given("--command"),)),
     Option(("--timeout",), "Stop any of your commands or fio job files after S seconds (its "
            "process group killed); that subject's sample fails (default 3600).",
-           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "x")),
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "x"), needs=(OWN_WORK,)),
     Option(("--as-user",), "With --command: run your commands as USER (the lab runs as root).",
-           metavar="USER"),
+           metavar="USER", needs=(given("--command"),)),
     Option(("--trace-probes",), "The kernel trace probes to run, a comma list of fuse, "
            "readahead, block, writeback, sched, libfuse (default: all; they run only in the "
            "untimed traced warm-up run, so none costs a sample anything).", parse=trace_probes,
-           bad=("fuse,dtrace", ",")),
+           bad=("fuse,dtrace", ","), needs=(TRACED,), conflicts=(given("--no-trace"),)),
     Option(("--no-trace",), "Leave the kernel trace probes (bpftrace) off; they are on when "
            "root and available.", flag=True),
     Option(("--dry-run",), "Print the plan (subjects, workloads, rounds, budget, images and their "
            "sizes, VMs, what is skipped and why) and exit: nothing is formatted, mounted or "
-           "measured; with --json, as JSON.", flag=True),
+           "measured; with --json, as JSON.", flag=True, guest=HOST),
 ]  # fmt: skip
 
 
@@ -320,25 +413,28 @@ def _check_max_repeat(v: dict[str, Any]) -> None:
         raise UsageError(f"--max-repeat {v['max_repeat']}: must be at least {n} with --repeat auto")
 
 
-def _check_read_only(v: dict[str, Any]) -> None:
-    if v.get("read_only") and v.get("destroy_data"):
-        raise UsageError("--read-only and --destroy-data contradict each other; give one")
-
-
-def _check_command(v: dict[str, Any]) -> None:
-    if v.get("command") is not None:
-        return
-    for key in ("prepare", "setup", "cleanup", "input", "as_user"):
-        if v.get(key) is not None:
-            raise UsageError(f"--{key.replace('_', '-')} goes with --command; give --command too")
+def _check_where(command: str, v: dict[str, Any]) -> None:
+    """Each option typed: its needs met, none of its conflicts, and (compare --backing dir:)
+    none of the lab's own options, which a directory measured as it is cannot honour."""
+    for o in options_for(command):
+        if o.key not in v["given"]:
+            continue
+        for need in o.needs:
+            if not need.holds(v):
+                raise UsageError(f"{o.name} needs {need.words}; give it too, or drop {o.name}")
+        for c in o.conflicts:
+            if c.holds(v):
+                raise UsageError(f"{o.name} and {c.words} cannot go together; give one")
+        b = v.get("backing")
+        if b is not None and b.kind == "dir" and "run" not in o.commands and o.name != "--backing":
+            raise UsageError(
+                f"{o.name} does not apply to --backing dir:PATH (a directory is measured as it "
+                "is, nothing formatted or mounted); drop it"
+            )
 
 
 # Checks across options, run in order after every option parsed on its own.
-CHECKS: list[Callable[[dict[str, Any]], None]] = [
-    _check_max_repeat,
-    _check_read_only,
-    _check_command,
-]
+CHECKS: list[Callable[[dict[str, Any]], None]] = [_check_max_repeat]
 
 
 def option(name: str) -> Option:
@@ -360,13 +456,19 @@ def click_options(command: str) -> Callable[[Any], Any]:
     return deco
 
 
-def parse(command: str, raw: dict[str, Any]) -> dict[str, Any]:
+def parse(command: str, raw: dict[str, Any], subjects: tuple[str, ...] = ()) -> dict[str, Any]:
     """The command's option values, parsed and checked; the first bad one raises UsageError.
-    Options the table does not parse (flags, paths, names) come back as given."""
-    out: dict[str, Any] = {}
+    An option not typed takes its default; `given` names the ones typed (what `needs` and
+    `conflicts` judge). Options the table does not parse (flags, paths, names) come back as
+    given."""
+    typed = {o.key for o in options_for(command) if raw.get(o.key) not in (None, False)}
+    out: dict[str, Any] = {"given": frozenset(typed), "subjects": tuple(subjects)}
     for o in options_for(command):
         text = raw.get(o.key)
+        if text is None or text is False:
+            text = o.default if not o.flag else bool(text)
         out[o.key] = o.parse(o.name, str(text)) if o.parse and text is not None else text
     for check in CHECKS:
         check(out)
+    _check_where(command, out)
     return out

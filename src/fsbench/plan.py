@@ -120,7 +120,14 @@ def plan_from_options(
 
         wl = apply_manifest(wl, str(o["manifest"]))
     # Placement is a dimension of the schedule, like a variant: one result per placement.
-    wl = with_placements(wl, o["placement"] or parse_placements(None))
+    placements = o["placement"] or parse_placements(None)
+    one = [str(getattr(w, "id", w)) for w in wl if getattr(w, "one_per_test", False)]
+    if len(placements) > 1 and one:
+        raise UsageError(
+            f"--placement {','.join(placements)}: {one[0]} is one KDiskMark test a subject "
+            "(its grid has one cell each); give one placement"
+        )
+    wl = with_placements(wl, placements)
     n, adaptive = o["repeat"]
     budget = o["time_budget"]
     if adaptive and budget is None:

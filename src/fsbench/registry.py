@@ -121,6 +121,10 @@ def resolve_workloads(
     out: list[Workload] = []
     for spec_n in names:
         n, io = _io_spec(spec_n)
+        if numjobs and io is not None and io.numjobs:
+            raise UsageError(
+                f"{spec_n}: ':j{io.numjobs}' and --numjobs both set the job count; give one"
+            )
         io = io or suite_io
         matches = [w for wid, w in pool.items() if n == wid or (n == w.name and hook(w, "by_name"))]
         if io is not None and matches:
@@ -138,7 +142,14 @@ def resolve_workloads(
             )
     if numjobs:
         # Concurrency as a parameter: each workload that declares it (hook with_numjobs)
-        # once per job count.
+        # once per job count; one that cannot take it is refused, never run at one job.
+        cannot = [str(hook(w, "id")) for w in out if not hook(w, "with_numjobs")]
+        if cannot:
+            raise UsageError(
+                f"--numjobs {','.join(map(str, numjobs))}: {', '.join(cannot[:3])}"
+                f"{' and more' if len(cannot) > 3 else ''} take no job count (fio workloads "
+                "do); measure those without --numjobs"
+            )
         out = [
             v
             for w in out

@@ -172,7 +172,7 @@ BAD_INPUT: list[tuple[list[str], str]] = [
     ),
     (
         ["compare", "ext4", "--workloads", "seq-write", "--suite", "default"],
-        "fsbench: give --workloads or --suite, not both",
+        "--suite and --workloads cannot go together",
     ),
     (["compare", "ext4", "--backing", "nope"], "fsbench: bad backing 'nope'"),
     (
@@ -221,7 +221,7 @@ BAD_INPUT: list[tuple[list[str], str]] = [
         "fsbench: --input /nonexistent: no such directory",
     ),
     (["compare", "ext4", "--command", "no-such-program-xyz -v"], "command not found"),
-    (["compare", "ext4", "--prepare", "true"], "--prepare goes with --command"),
+    (["compare", "ext4", "--prepare", "true"], "--prepare needs --command"),
     (["run", "--target", ".", "--command", "true", "--as-user", "nobody-xyz"], "no such user"),
     (["show", "nonexistent-run"], "fsbench: no run 'nonexistent-run'"),
     (["show"], "RUN"),  # click's "Missing argument 'RUN'" or fsbench's own line

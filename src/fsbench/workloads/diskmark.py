@@ -22,7 +22,11 @@ cache check flags it `direct-not-honored`, as for the direct micro workloads.
 
 from __future__ import annotations
 
-from fsbench.workloads.fio import FioJob
+from dataclasses import dataclass
+from typing import ClassVar
+
+from fsbench.errors import UsageError
+from fsbench.workloads.fio import FioJob, IoParams, with_io
 
 NAME = "diskmark"
 # KDiskMark's default test length, per pass.
@@ -37,9 +41,30 @@ _TESTS = (
 )
 
 
-def _job(variant: str, rw: str, bs: str, depth: int, label: str, write: bool) -> FioJob:
+@dataclass(frozen=True)
+class DiskmarkTest(FioJob):
+    """One KDiskMark test. Its name says T1, so its job count stays 1 (`--numjobs` or `:jN`
+    is refused), and its grid has one cell per test and subject, so one placement."""
+
+    # The suite's grid (report/diskmark.py) keys a subject's results by test only.
+    one_per_test: ClassVar[bool] = True
+
+    def with_numjobs(self, numjobs: int) -> FioJob:
+        if numjobs != 1:
+            raise UsageError(
+                f"{self.id}: KDiskMark's tests run one job each (T1), not {numjobs}; drop "
+                "--numjobs, or measure jobs with rand-read/4k-direct:qd32:j4"
+            )
+        return self
+
+    def with_io(self, mods: IoParams) -> FioJob:
+        self.with_numjobs(mods.numjobs or 1)
+        return with_io(self, mods)
+
+
+def _job(variant: str, rw: str, bs: str, depth: int, label: str, write: bool) -> DiskmarkTest:
     rw = rw.replace("read", "write") if write else rw
-    return FioJob(
+    return DiskmarkTest(
         NAME,
         f"{variant}-{'write' if write else 'read'}",
         f"KDiskMark {label} {'write' if write else 'read'}: {bs.upper()} records, queue depth "
@@ -61,7 +86,7 @@ def _job(variant: str, rw: str, bs: str, depth: int, label: str, write: bool) ->
 
 
 # KDiskMark's order: every read test, then every write test.
-DISKMARK_JOBS: list[FioJob] = [
+DISKMARK_JOBS: list[DiskmarkTest] = [
     _job(*t, write=w)
     for w in (False, True)
     for t in _TESTS  # type: ignore[misc]

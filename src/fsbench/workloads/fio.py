@@ -459,6 +459,7 @@ def parse_io_params(spec: str, text: str) -> IoParams:
     for tok in text.split(":"):
         t = tok.strip().lower()
         m = re.fullmatch(r"(qd|j|t)(\d+)", t)
+        _refuse_twice(spec, t, m, depth, engine, jobs)
         if t in ENGINES and engine is None:
             engine = t
         elif m and m.group(1) == "qd" and depth is None:
@@ -481,11 +482,33 @@ def parse_io_params(spec: str, text: str) -> IoParams:
     return IoParams(depth, engine, jobs)
 
 
+def _refuse_twice(
+    spec: str,
+    t: str,
+    m: re.Match[str] | None,
+    depth: int | None,
+    engine: str | None,
+    jobs: int | None,
+) -> None:
+    """`rand-read:qd32:qd16` sets one thing twice: say so, not that qd16 is unknown."""
+    kind = "qd" if m and m.group(1) == "qd" else "j" if m else "engine" if t in ENGINES else ""
+    before = {"qd": depth and f"qd{depth}", "j": jobs and f"j{jobs}", "engine": engine}.get(kind)
+    if before:
+        what = {"qd": "queue depth", "j": "job count", "engine": "engine"}[kind]
+        raise UsageError(f"{spec}: {t!r} sets the {what} again ({before} before it); give one")
+
+
 def with_io(job: FioJob, mods: IoParams) -> FioJob:
     """The job at the depth, engine and job count asked. A depth above 1 on a psync job takes
     libaio (KDiskMark's engine), since psync would run it at depth 1 whatever it is told."""
     depth = mods.iodepth if mods.iodepth is not None else job.iodepth
     engine = mods.ioengine or ("libaio" if depth > 1 and job.ioengine == "psync" else job.ioengine)
+    if engine == "psync" and depth > 1:
+        # fio runs psync at depth 1 whatever iodepth says: a Q32 label would not be true.
+        raise UsageError(
+            f"{job.id}:psync: psync is synchronous (depth 1), and this test's queue depth is "
+            f"{depth}; use libaio or io_uring"
+        )
     out = job
     if (depth, engine) != (job.iodepth, job.ioengine):
         # The variant names what changed; libaio taken for a depth is implied by "-qdN".

@@ -1,0 +1,174 @@
+"""Issue #45's table, row by row: each input either runs as asked under a true label or is
+refused with one line and exit 2, nothing made. Measuring is replaced by a recorder, so a row
+that runs shows the plan it would have measured."""
+
+from __future__ import annotations
+
+import io
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsbench import cli, pipeline
+from fsbench.schema import Run
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[pipeline.Plan]:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "target").mkdir()
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "job.fio").write_text("[j]\nrw=read\nsize=1M\n")
+    monkeypatch.chdir(tmp_path)
+    plans: list[pipeline.Plan] = []
+
+    def keep(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
+        plans.append(plan)
+        return Run(run_id=plan.run_id, started="now", status="complete"), 0
+
+    monkeypatch.setattr(pipeline, "execute", keep)
+    return plans
+
+
+def fsbench(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.argv
+    sys.argv = ["fsbench", *argv]
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                cli.main()
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 2
+    finally:
+        sys.argv = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+DIR = ["compare", "--backing", "dir:target"]
+REFUSED = [
+    # the row, then the words its one line must hold
+    ([*DIR, "--suite", "diskmark:psync"], "psync is synchronous (depth 1)"),
+    ([*DIR, "--suite", "diskmark", "--numjobs", "1,4"], "run one job each (T1), not 4"),
+    ([*DIR, "--workloads", "diskmark", "--numjobs", "4"], "run one job each (T1), not 4"),
+    ([*DIR, "--suite", "diskmark:j4"], "run one job each (T1), not 4"),
+    ([*DIR, "--suite", "diskmark", "--placement", "free,same"], "give one placement"),
+    (
+        [*DIR, "--workloads", "rand-read/4k-direct:j4", "--numjobs", "1,2"],
+        "':j4' and --numjobs both set the job count",
+    ),
+    ([*DIR, "--command", "true", "--command", "false"], "--command given 2 times"),
+    ([*DIR, "--workloads", "seq-write", "--workloads", "seq-read"], "--workloads given 2 times"),
+    (["show", "x", "--db", "a.db", "--db", "b.db"], "--db given 2 times"),
+    (["export", "x", "--format", "csv", "--format", "json"], "--format given 2 times"),
+    ([*DIR, "--repeat", "5", "--time-budget", "60"], "--time-budget needs --repeat auto"),
+    ([*DIR, "--repeat", "3", "--max-repeat", "3"], "--max-repeat needs --repeat auto"),
+    (
+        [*DIR, "--numjobs", "4", "--workloads", "tree-hash,metadata"],
+        "tree-hash/cold, tree-hash/warm, metadata/create-flat and more take no job count",
+    ),
+    ([*DIR, "--numjobs", "2", "--workloads", "fio:job.fio"], "take no job count"),
+    ([*DIR, "--warmup", "0", "--trace-probes", "fuse"], "--trace-probes needs a traced warm-up"),
+    ([*DIR, "--no-trace", "--trace-probes", "fuse"], "--trace-probes and --no-trace cannot go"),
+    ([*DIR, "--age", "light"], "--age does not apply to --backing dir:PATH"),
+    ([*DIR, "--kernel", "debian-6.12"], "--kernel does not apply to --backing dir:PATH"),
+    ([*DIR, "--no-integrity"], "--no-integrity does not apply to --backing dir:PATH"),
+    ([*DIR, "--size", "2G"], "--size does not apply to --backing dir:PATH"),
+    (["compare", "ext4", "--age-seed", "7"], "--age-seed needs --age"),
+    (["compare", "ext4", "--vm-cpus", "2"], "--vm-cpus needs --kernel NAME or a subject@KERNEL"),
+    ([*DIR, "--timeout", "5"], "--timeout needs --command or a fio:JOBFILE workload"),
+    (
+        [*DIR, "--workloads", "rand-read:qd32:qd16"],
+        "'qd16' sets the queue depth again (qd32 before it)",
+    ),
+    ([*DIR, "--workloads", "rand-read:j2:t4"], "'t4' sets the job count again (j2 before it)"),
+]
+
+
+@pytest.mark.parametrize(("argv", "says"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
+def test_row_is_refused_with_one_line(
+    sandbox: list[pipeline.Plan], tmp_path: Path, argv: list[str], says: str
+) -> None:
+    before = _files(tmp_path)
+    code, out, err = fsbench(argv)
+    assert code == 2, (argv, err)
+    assert err.count("\n") == 1 and err.startswith("fsbench: "), err
+    assert says in err, err
+    assert out == "" and _files(tmp_path) == before and sandbox == []
+
+
+def test_what_runs_runs_under_a_true_label(sandbox: list[pipeline.Plan]) -> None:
+    """The forms next to the refused ones run, labelled with what they run."""
+    code, _out, err = fsbench([*DIR, "--workloads", "rand-read/4k-direct:j4"])
+    assert code == 0, err
+    code, _out, err = fsbench([*DIR, "--suite", "diskmark:io_uring", "--placement", "same"])
+    assert code == 0, err
+    code, _out, err = fsbench([*DIR, "--workloads", "rand-read/4k-direct:qd32:psync"])
+    assert code == 2 and "psync is synchronous" in err
+    j4, dm = sandbox
+    assert [str(w.id) for w in j4.workloads] == ["rand-read/4k-direct-j4"]
+    assert {w.numjobs for w in j4.workloads} == {4}
+    qd = {str(w.inner.id): w.inner.iodepth for w in dm.workloads}
+    assert qd["diskmark/rnd4k-q32t1-read-io_uring"] == 32
+    assert {w.inner.ioengine for w in dm.workloads} == {"io_uring"}
+    assert {w.placement for w in dm.workloads} == {"same"}
+
+
+def test_the_vm_stage_passes_every_option_the_guest_can_honour(
+    sandbox: list[pipeline.Plan], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compare ntfs3 ntfs-3g --kernel debian-6.12 --command make --input ./proj ...`: the
+    guest's command line carries the command, its input (absolute: the guest's working
+    directory is not the user's), its timeout and user, and --no-integrity."""
+    from fsbench.vm import VMPlan
+
+    seen: dict[str, Any] = {}
+
+    def fake_plan(subjects: list[str], kernel: str | None) -> VMPlan:
+        return VMPlan(host=[])
+
+    def fake_stage(_p: VMPlan, settings: Any) -> Any:
+        seen["args"] = settings.args
+        return lambda *_a: None
+
+    monkeypatch.setattr("fsbench.vm.options.plan", fake_plan)
+    monkeypatch.setattr("fsbench.vm.options.stage", fake_stage)
+    argv = ["compare", "ntfs3", "ntfs-3g", "--kernel", "debian-6.12", "--command", "make"]
+    argv += ["--input", "proj", "--timeout", "30", "--as-user", "nobody", "--no-integrity"]
+    argv += ["--prepare", "make clean", "--numjobs", "1", "--warmup", "2"]
+    code, _out, err = fsbench(argv)
+    assert code == 0, err
+    args = seen["args"]
+    pairs = dict(zip(args, [*args[1:], ""], strict=True))
+    assert pairs["--command"] == "make" and pairs["--prepare"] == "make clean"
+    assert pairs["--input"] == str(tmp_path / "proj")
+    assert (pairs["--timeout"], pairs["--as-user"], pairs["--warmup"]) == ("30", "nobody", "2")
+    assert "--no-integrity" in args
+    assert "--kernel" not in args and "--out" not in args  # the host's business
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--age", "light"], "--age does not apply inside a VM"),
+        (["--read-only"], "--read-only does not apply inside a VM"),
+        (["--backing", "file:."], "use --backing ram"),
+    ],
+)
+def test_the_vm_stage_refuses_what_the_guest_cannot_honour(
+    sandbox: list[pipeline.Plan], monkeypatch: pytest.MonkeyPatch, extra: list[str], says: str
+) -> None:
+    from fsbench.vm import VMPlan
+
+    monkeypatch.setattr("fsbench.vm.options.plan", lambda *_a: VMPlan(host=[]))
+    code, _out, err = fsbench(["compare", "ntfs3", "--kernel", "debian-6.12", *extra])
+    assert code == 2 and says in err and err.count("\n") == 1, err
