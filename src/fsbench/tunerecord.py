@@ -57,6 +57,7 @@ class TuneChange(_Model):
     gap_closed: float | None = None  # share of the gap to the reference this change closes
     addresses: list[str] = Field(default_factory=list)  # the factors it was chosen for
     use: list[str] = Field(default_factory=list)  # commands / fstab line to use it
+    versus: str = ""  # the combination against the best single change, same run ('' not)
 
 
 class TuneSkip(_Model):

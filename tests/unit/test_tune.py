@@ -198,6 +198,7 @@ def test_the_tune_measures_each_change_then_the_winners_together(tuned: Any) -> 
     assert together.remedies == ["big_writes", "placement same"]
     assert (together.subject, together.placement) == ("ntfs-3g:big_writes", "same")
     assert together.run_id == t.runs["candidates-1"]
+    assert together.versus.endswith("▲ against big_writes alone")  # same run, same images
     assert together.gain == pytest.approx(8.0 * SAME) and together.outcome == "better"
     assert together.gap_closed is not None and together.gap_closed > 0.9  # > 1: overtakes
     assert any("mount" in u or "ntfs-3g" in u for u in together.use)

@@ -79,10 +79,41 @@ def lab_lines(t: TuneRecord) -> list[str]:
     return list(seen)
 
 
-def best(t: TuneRecord) -> TuneChange | None:
-    """The measured change that closes the most of a gap with a ▲ (the combination included)."""
-    won = [c for c in [*t.changes, *t.combination] if c.outcome == "better"]
+def best(changes: list[TuneChange]) -> TuneChange | None:
+    """The measured change that closes the most of a gap with a ▲."""
+    won = [c for c in changes if c.outcome == "better"]
     return max(won, key=lambda c: (c.gap_closed or 0.0, c.gain or 0.0), default=None)
+
+
+def recommended(t: TuneRecord) -> TuneChange | None:
+    """The change to use: the winners together when they are ▲ and faster than the best
+    alone (or not measured against it), else the best single change."""
+    single, together = best(t.changes), best(t.combination)
+    if together is None:
+        return single
+    if single is None or (together.gain or 0) > (single.gain or 0):
+        return together if "▼" not in together.versus else single
+    return single
+
+
+def answer_lines(t: TuneRecord) -> list[Text]:
+    out: list[Text] = []
+    single = best(t.changes)
+    if single is not None:
+        out.append(Text(f"closes most of the gap: {single.name} on {single.workload}: "
+                        f"{fmt_ratio(single.gain)} faster ({single.cell}), "
+                        f"{pct(single.gap_closed)} of the gap closed", "green"))  # fmt: skip
+    for c in t.combination:
+        vs = f"; {c.versus}" if c.versus else ""
+        out.append(Text(f"together ({' + '.join(c.remedies)}) on {c.workload}: {c.cell}, "
+                        f"{pct(c.gap_closed)} of the gap closed{vs}"))  # fmt: skip
+    use = recommended(t)
+    if use is None:
+        out.append(Text("no measured change was decidedly faster (▲) than the untuned subject"))
+        return out
+    out.append(Text(f"to use {label(use)}:", "green"))
+    out += [Text(f"  {u}") for u in use.use]
+    return out
 
 
 def terminal(run: Run) -> list[RenderableType]:
@@ -97,16 +128,7 @@ def terminal(run: Run) -> list[RenderableType]:
     if t.changes or t.combination:
         out.append(changes_table(t))
         out += [Text(line, style="cyan") for line in lab_lines(t)]
-    top = best(t)
-    if top is not None:
-        head = f"best: {label(top)} on {top.workload}: {fmt_ratio(top.gain)} faster, "
-        out.append(Text(head + f"{pct(top.gap_closed)} of the gap closed; to use it:", "green"))
-        out += [Text(f"  {u}") for u in top.use]
-    else:
-        out.append(Text("no measured change was decidedly faster (▲) than the untuned subject"))
-    for c in t.changes:
-        if c.outcome == "better" and c is not top and c.use and c.name != "combination":
-            out.append(Text(f"  {c.name}: {c.use[0]}", style="dim"))
+    out += answer_lines(t)
     for s in t.skipped:
         out.append(Text(f"skipped {s.name} ({s.change}): {s.reason}", style="dim"))
     out += [Text(f"note: {n}", style="yellow") for n in t.notes]

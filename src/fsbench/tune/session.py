@@ -37,7 +37,7 @@ from fsbench.report.keys import placement_of
 from fsbench.schema import Run
 from fsbench.store import Store
 from fsbench.tune.choose import VOLUME_MARGIN, Candidate, Skipped, choose, why_not
-from fsbench.tune.outcome import change, describe, gaps, workloads_of
+from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to
 from fsbench.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
 
@@ -407,6 +407,7 @@ class Tuner:
             ch = change("combination", spec.id, self.spec.id, place, run, wl, gap_of.get(wl))
             if ch is not None:
                 ch.remedies = names
+                ch.versus = versus_best(ch, self.record.changes, run)
                 self.record.combination.append(describe(ch, won, self.spec))
 
     def finish(self) -> tuple[Run, TuneRecord, int]:
