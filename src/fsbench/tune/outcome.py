@@ -159,16 +159,17 @@ def use_lines(subject: str, placement: str, spec: SubjectSpec) -> list[str]:
     out = []
     if d.kind == "kernel":
         out.append(shlex.join(d.mount_argv("DEVICE", "MOUNTPOINT", opts)))
-        out.append(f"fstab: DEVICE  MOUNTPOINT  {d.fstype}  {opts or 'defaults'}  0  2")
+        out.append(f"fstab: DEVICE MOUNTPOINT {d.fstype} {opts or 'defaults'} 0 2")
     else:
         argv = d.mount_argv("DEVICE", "MOUNTPOINT", opts, s.transport)
         out.append(shlex.join(argv))
         if d.built is None and d.binary:
             fstype = _fstab_type(d.name)
-            out.append(f"fstab: DEVICE  MOUNTPOINT  {fstype}  {opts or 'defaults'}  0  0")
+            out.append(f"fstab: DEVICE MOUNTPOINT {fstype} {opts or 'defaults'} 0 0")
     if placement == "same":
         daemon = (d.binary or d.name).split("/")[-1]
-        out.append(f"taskset -c 0 APPLICATION   # and: taskset -a -p -c 0 $(pidof {daemon})")
+        out.append("taskset -c 0 APPLICATION")
+        out.append(f"taskset -a -p -c 0 $(pidof {daemon})")
     if spec.driver.name != d.name:
         out.append(f"(another driver: {d.name}, {DRIVERS[d.name].description})")
     return out
