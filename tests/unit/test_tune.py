@@ -16,6 +16,7 @@ from fsbench.commands.tune import _options
 from fsbench.lab.subject import parse_subject
 from fsbench.plan import Plan
 from fsbench.probedefs.factor import Factor
+from fsbench.report.export import export
 from fsbench.report.sections import render_html
 from fsbench.report.tune import terminal
 from fsbench.runner import workload_id
@@ -241,6 +242,8 @@ def test_unsafe_is_measured_with_the_flag_and_labelled(tuned: Any) -> None:
         con.print(part)
     text = con.export_text()
     assert "UNSAFE" in text and "delay_mtime" in text
+    md = export(run, "markdown")
+    assert "### Tune: ntfs-3g" in md and "UNSAFE" in md and "To use" in md
     page = render_html(run)
     assert 'id="tune"' in page and "UNSAFE" in page and "tune-gain" in page
 

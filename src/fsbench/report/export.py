@@ -26,6 +26,7 @@ from fsbench.report.naming import (
 )
 from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.summary import groups, measured_subjects, report_order, usable
+from fsbench.report.tune import markdown as tune_markdown
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, fmt_value, size_text
 from fsbench.verdict import family_of
@@ -276,6 +277,7 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
     answer = _answer_lines(run)
     if answer:
         lines += ["Fastest first, each ratio to the fastest:", "", *answer, ""]
+    lines += tune_markdown(run)
     # Not measured here, in the page's words (with the VM command and its caveat).
     for m in missing_view(run):
         how = f"; {m['how']} `{m['command']}`" if m["command"] else ""

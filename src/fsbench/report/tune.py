@@ -188,3 +188,23 @@ def html(run: Run) -> dict[str, Any] | None:
         for c in [*t.changes, *t.combination]
     ]
     return {"tune": {"record": t, "gaps": gap_lines(t), "rows": rows, "plot": gain_plot(t)}}
+
+
+def markdown(run: Run) -> list[str]:
+    """The tune record for `export --format markdown`: the gaps, the changes' table, the
+    command to use, what was not measured and why."""
+    t = tune_of(run)
+    if t is None:
+        return []
+    out = [f"### Tune: {t.subject} against {t.against}", "", *(f"{g}  " for g in gap_lines(t))]
+    out += ["", "| change | workload | gain (verdict) | gap closed | safety | lab |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for c in [*t.changes, *t.combination]:
+        where = f" [{c.placement}]" if c.placement != "free" else ""
+        out.append(f"| {label(c)} | {c.workload}{where} | {c.cell} | {pct(c.gap_closed)} | "
+                   f"{SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
+    use = recommended(t)
+    if use is not None:
+        out += ["", f"To use {label(use)}:", "", *(f"    {u}" for u in use.use)]
+    out += ["", *(f"- not measured: {s.name} (`{s.change}`): {s.reason}" for s in t.skipped)]
+    return [*out, *(f"- note: {n}" for n in t.notes), ""]
