@@ -26,7 +26,7 @@ BLOCK = re.compile(r"(<!-- example: (\w+) -->\n```\n)(.*?)(```)", re.S)
 def blocks() -> dict[str, str]:
     """'answer' and 'table': the lines of each, as the terminal shows them at 100 columns."""
     con = Console(width=100, record=True, color_system=None)
-    render(Run.model_validate_json(FIXTURE.read_text()), con)
+    render(Run.model_validate_json(FIXTURE.read_text()).with_centres(), con)
     lines = [ln.rstrip() for ln in con.export_text().splitlines()]
     answer_end = next(i for i, ln in enumerate(lines) if ln.startswith("images are files"))
     tables = [i for i, ln in enumerate(lines) if re.match(r"[\w/-]+  \(", ln)]

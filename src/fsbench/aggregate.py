@@ -13,6 +13,7 @@ from typing import Any
 from fsbench import latency, notecodes, stats
 from fsbench.notecodes import Note
 from fsbench.schema import CPU, Device, Result, Sample
+from fsbench.verdict import prior_of
 
 GiB = 1024**3
 
@@ -117,8 +118,8 @@ def aggregate(
     (copy-large writes though its name does not say so)."""
     if not res.samples:
         return
-    s = stats.summarize(res.samples)
-    res.median, res.ci95, res.cv = s.median, s.ci95, s.cv
+    s = stats.summarize(res.samples, prior=prior_of(res))
+    res.center, res.median, res.ci95, res.cv = s.center, s.median, s.ci95, s.cv
     res.outliers = list(s.outliers)
     warned = list(s.notes)
     det = res.sample_details

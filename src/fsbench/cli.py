@@ -453,6 +453,10 @@ from fsbench.commands.tune import tune as _tune  # noqa: E402
 
 cli.add_command(_tune)
 
+from fsbench.commands.judge import judge as _judge  # noqa: E402
+
+cli.add_command(_judge)
+
 from fsbench.commands.docs import add_examples  # noqa: E402
 
 add_examples(cli)

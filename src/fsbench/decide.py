@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fsbench import latency
 from fsbench.baseline import ranked
 from fsbench.schema import Result
 from fsbench.verdict import (
@@ -51,6 +52,16 @@ class TableLook:
     baseline: str | None
     best: str | None
     verdicts: dict[tuple[str, str], Verdict] = field(default_factory=dict)
+
+    def against(self, ref: str | None, subject: str) -> Verdict | None:
+        """``subject`` against ``ref`` as a table prints it: the stored comparison, or the
+        one the other way round inverted (the baseline's row in the fastest's column)."""
+        if ref is None or ref == subject:
+            return None
+        if (ref, subject) in self.verdicts:
+            return self.verdicts[(ref, subject)]
+        v = self.verdicts.get((subject, ref))
+        return v.inverse() if v is not None else None
 
     def open_pairs(self) -> list[tuple[str, str]]:
         return [k for k, v in self.verdicts.items() if v.mark in ("open", "none")]
@@ -159,14 +170,72 @@ def stamp(results: Sequence[Result], kind_of: Mapping[str, str], looks: int, ban
     by_kind = priors_by_kind(
         (kind_of.get(r.subject, "?"), r.samples) for rs in per.values() for r in rs
     )
+    fams = {
+        wid: table_family(len(rs), looks, band=band, columns=columns(rs)) for wid, rs in per.items()
+    }
     for r in results:
-        fam = table_family(len(per.get(r.workload_id or r.workload, [])), looks, band=band)
+        fam = fams.get(r.workload_id or r.workload) or table_family(0, looks, band=band)
         prior = by_kind.get(kind_of.get(r.subject, "?"), NO_PRIOR)
         r.verdict_family = fam.record() | prior.record()
-    return table_family(max((len(v) for v in per.values()), default=1), looks, band=band)
+    return max(fams.values(), key=lambda f: f.n_tails, default=table_family(1, looks, band=band))
+
+
+def columns(rs: Sequence[Result]) -> int:
+    """The columns of a table that show marks: its rate, and a p99 beside it when the table
+    is latency-bound (random I/O of small records): one family for both."""
+    return 2 if any(latency.latency_bound(r) for r in rs) else 1
 
 
 def schedule_record(fam: Family) -> dict[str, object]:
     """The run's record of its verdicts (Schedule.verdict): the largest table's family."""
     rec = {"method": "welch-log-moderated", **fam.record(), "confidence": fam.confidence}
     return rec | {"per": "table"}
+
+
+@dataclass
+class Printed:
+    """What a finished table prints and marks: each column's look ("rate", and "p99" for a
+    latency-bound table), at the family and priors the run recorded on its results."""
+
+    workload: str
+    looks: dict[str, TableLook] = field(default_factory=dict)
+
+    def marks(self) -> dict[tuple[str, str, str], Verdict]:
+        """Every printed comparison, keyed (column, reference, subject)."""
+        return {(c, *k): v for c, tl in self.looks.items() for k, v in tl.verdicts.items()}
+
+
+def printed(
+    results: Sequence[Result],
+    order: Sequence[str],
+    orders: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Printed]:
+    """Per workload, the comparisons its finished table prints — each subject against the
+    baseline and against the fastest, in every column that shows a mark — judged as the run
+    recorded (Result.verdict_family): the one place compare, diff, judge and the simulation
+    read final verdicts from. ``orders`` gives a workload its own subject order (its
+    baseline first), else ``order``."""
+    from fsbench.verdict import Family, prior_of
+
+    out: dict[str, Printed] = {}
+    for wid, rs in tables(results).items():
+        if not rs:
+            continue
+        p = out[wid] = Printed(wid)
+        views = {"rate": {r.subject: r for r in rs}}
+        if columns(rs) > 1:
+            lat = {r.subject: latency.view(r, "p99") for r in rs}
+            views["p99"] = {s: v for s, v in lat.items() if v is not None}
+        for col, per in views.items():
+            if not per:
+                continue
+            any_r = next(iter(per.values()))
+            fam = Family.from_record(any_r.verdict_family)
+            p.looks[col] = look(
+                {s: r.samples for s, r in per.items()},
+                (orders or {}).get(wid, order),
+                any_r.higher_is_better,
+                fam,
+                {s: prior_of(r) for s, r in per.items()},
+            )
+    return out

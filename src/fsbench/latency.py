@@ -29,6 +29,9 @@ _SIZE = re.compile(r"^(\d+)([kKmMgG]?)$")
 # What a sample's `lat_basis` says its lat_us are (no basis: a run stored before it, clat).
 LAT_TOTAL = "submit-to-completion"  # fio's lat_ns
 LAT_COMPLETION = "completion"  # fio's clat_ns
+# fio's latency histogram keeps 64 buckets per power of two (FIO_IO_U_PLAT_BITS 6): a
+# percentile it reports is a bucket's value, exact to 1/64 of itself at worst.
+FIO_RESOLUTION = 1 / 64
 WORDS = {LAT_TOTAL: "latency, submit to completion", LAT_COMPLETION: "completion latency (clat)"}
 
 
@@ -99,11 +102,13 @@ def view(res: Result, key: str = "p99") -> Result | None:
             "median": med,
             "ci95": None,
             # The run's variance prior was fitted to rates, not latencies: a latency borrows
-            # nothing (its own variance, its own degrees of freedom), at the same family.
+            # nothing (its own variance, its own degrees of freedom), in the same family as
+            # the rate (the table's columns share it). A percentile is a bucket of fio's
+            # histogram: judged at that resolution.
             "verdict_family": {
                 k: v for k, v in (res.verdict_family or {}).items() if k not in ("d0", "s0sq")
             }
-            or None,
+            | ({"resolution": FIO_RESOLUTION} if lower else {}),
         }
     )
 

@@ -90,6 +90,8 @@ class Runner:
     rewarm: bool = True
     # The run's kernel trace probes (bpftrace for each traced run), None: not traced.
     tracer: ktrace.Tracer | None = None
+    # The clock the budget and sample costs are read from (a simulation gives its own).
+    now: Callable[[], float] = lambda: time.monotonic()
     # Where the measuring time goes (Schedule.phases).
     clock: PhaseClock = field(default_factory=PhaseClock)
     _sampler: Sampler = field(init=False, repr=False)
@@ -109,7 +111,7 @@ class Runner:
         for rt in self.targets:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
-        self._t0 = time.monotonic()
+        self._t0 = self.now()
         self._warm_up_pass()
         rep = 0
         while True:
@@ -122,7 +124,7 @@ class Runner:
             self._rep = rep
             self._round(todo, rep)
             rep += 1
-        spent = time.monotonic() - self._t0
+        spent = self.now() - self._t0
         largest = self.finish()
         self.run.schedule = Schedule(
             adaptive=self.adaptive,
@@ -137,10 +139,10 @@ class Runner:
         )
         return self.run
 
-    def family_for(self, subjects: int) -> Family:
-        """The family of a table of ``subjects`` (fsbench.verdict.table_family) at this
-        run's looks and band."""
-        return table_family(subjects, looks=self.looks, band=self.band)
+    def family_for(self, subjects: int, columns: int = 1) -> Family:
+        """The family of a table of ``subjects`` with ``columns`` marked columns
+        (fsbench.verdict.table_family) at this run's looks and band."""
+        return table_family(subjects, looks=self.looks, band=self.band, columns=columns)
 
     def _tables(self) -> dict[str, dict[str, Result]]:
         """Per workload, the results its table compares, by subject in run order."""
@@ -181,7 +183,7 @@ class Runner:
             wid = workload_id(wl)
             per = tables[wid]
             samples = {sid: r.samples for sid, r in per.items()}
-            fam = self.family_for(len(per))
+            fam = self.family_for(len(per), decide.columns(list(per.values())))
             tl = decide.look(samples, order, wl.higher_is_better, fam, priors)
             going = tl.open_subjects() if len(per) > 1 else set(per)
             for sid, r in per.items():
@@ -205,7 +207,7 @@ class Runner:
     def _elapsed(self) -> float:
         """Seconds of the time budget used."""
         origin = self._t0 if self.budget_origin is None else min(self.budget_origin, self._t0)
-        return time.monotonic() - origin
+        return self.now() - origin
 
     def _round_cost(self, todo: list[Workload]) -> float:
         wids = {workload_id(wl) for wl in todo}
@@ -417,7 +419,7 @@ class Runner:
         self.on_eta(self._eta_s())
         self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
-        began = time.monotonic()
+        began = self.now()
         its = self._guarded(rt, wl, res, lambda: self._sampler.iterations(rt, wl, res))
         if its is None:
             return
@@ -426,7 +428,7 @@ class Runner:
         res.sample_details.append(sample)
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
-        self._cost[(rt.subject.id, workload_id(wl))] = time.monotonic() - began
+        self._cost[(rt.subject.id, workload_id(wl))] = self.now() - began
         self.on_sample()
         self.on_remaining(self._samples_left())
 

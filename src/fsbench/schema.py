@@ -74,6 +74,8 @@ from fsbench.notecodes import Note, legacy, words
 #     Later, additive: fio samples' extra gains lat_basis ("submit-to-completion": lat_us and
 #     lat_pct_us are fio's total latency, lat_ns); samples without it hold fio's completion
 #     latency (clat_ns), which reports name so (fsbench.latency.words).
+#     Later, additive: Result.center (the geometric mean every output prints, which a ratio
+#     divides) and ci95 on the log scale; older results get both from their samples on load.
 SCHEMA_VERSION = 4
 
 CacheState = Literal[
@@ -165,6 +167,10 @@ class Result(_Model):
     error: str | None = None
     samples: list[float] = Field(default_factory=list)
     sample_details: list[Sample] = Field(default_factory=list)
+    # The centre every output prints and a comparison's ratio divides: the samples' geometric
+    # mean (fsbench.stats); `ci95` its interval on the log scale (never negative). Runs stored
+    # before it get both from their samples on load.
+    center: float | None = None
     median: float | None = None
     ci95: tuple[float, float] | None = None
     cv: float | None = None
@@ -218,6 +224,22 @@ class Result(_Model):
             self.notes.append(note)
         if words(note) not in self.flags:
             self.flags.append(words(note))
+
+
+def _centre_of(
+    samples: list[float], fam: dict[str, Any] | None
+) -> tuple[float | None, tuple[float, float] | None] | None:
+    """A result stored before Result.center: its centre and log-scale interval from its
+    samples (its old linear interval around the median could go below 0)."""
+    from fsbench.stats import summarize
+    from fsbench.verdict import Prior
+
+    try:
+        f = fam or {}
+        s = summarize(samples, prior=Prior(float(f.get("d0", 0.0)), float(f.get("s0sq", 0.0))))
+    except (TypeError, ValueError):
+        return None
+    return s.center, s.ci95
 
 
 # The features in the order every table shows them, with the label people know them by.
@@ -489,6 +511,14 @@ class Run(_Model):
     # The user's workloads (fio job files, commands), as workloads/fiofile.py and
     # workloads/command.py record them; built-ins need none (their code is their definition).
     definitions: list[dict[str, Any]] = Field(default_factory=list)
+
+    def with_centres(self) -> Run:
+        """A run stored before Result.center, loaded: each result's centre and log-scale
+        interval from its samples (the store calls this on every load)."""
+        for r in self.results:
+            if r.center is None and r.samples:
+                r.center, r.ci95 = _centre_of(r.samples, r.verdict_family) or (r.median, r.ci95)
+        return self
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -1,10 +1,12 @@
-"""Statistics over repeated samples: robust summaries and median CIs. Comparisons between
-subjects (the ratio, its interval and the ▲/▼/≈ mark) are fsbench.verdict's alone.
+"""Statistics over repeated samples: a subject's centre and interval, spread and outliers.
+Comparisons between subjects (the ratio, its interval and the ▲/▼/≈ mark) are
+fsbench.verdict's alone.
 
-Benchmark noise on a real machine is skewed and spiky (a background job, a writeback flush,
-a cold cache), so everything here is centred on the median and on rank- or order-based methods
-that such spikes cannot drag around. Where a parametric method is used (few samples) the
-docstring says so, so a reader knows what the number assumes.
+One model with the verdicts: a rate is positive and multiplicative, so a subject's centre is
+the geometric mean of its samples (the one a comparison's ratio divides) and its interval is
+Student's t on the logarithms, with the variance moderated by the run's prior exactly as the
+verdict moderates it: it is never negative, and a printed ratio is the ratio of the printed
+centres. The spread's warnings and the outliers stay robust (median, MAD).
 
 The ideas follow pyperf (warn when the stdev exceeds 10 % of the mean, report the median)
 and hyperfine (flag statistical outliers and say what to do about them).
@@ -22,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from fsbench.notecodes import Note, words
+from fsbench.verdict import NO_PRIOR, Prior, log_var
 
 
 def _scipy_stats():
@@ -35,6 +38,7 @@ __all__ = [
     "CV_WARN_THRESHOLD",
     "OUTLIER_THRESHOLD",
     "Summary",
+    "log_interval",
     "median_ci",
     "needs_more_samples",
     "summarize",
@@ -53,21 +57,23 @@ _MEANAD_TO_SIGMA = 1.253314
 CV_WARN_THRESHOLD = 0.10
 DEFAULT_TARGET_REL_HALFWIDTH = 0.05
 
-CIMethod = Literal["order-statistic", "t", "none"]
+CIMethod = Literal["log-t", "order-statistic", "t", "none"]
 
 
 @dataclass(frozen=True)
 class Summary:
     """What a set of repeated samples says, and what to distrust about it.
 
-    ``ci95`` is a 95 % confidence interval of the median; ``ci_method`` says how it was made
-    (see :func:`median_ci`). ``ci_halfwidth_rel`` is the larger distance from the median to
-    either end of ``ci95``, relative to the median: order-statistic intervals are asymmetric
-    and the larger side is the honest "±".
+    ``center`` is the geometric mean (the median where a sample is not positive); ``ci95``
+    its 95 % interval (:func:`log_interval`; ``ci_method`` says how it was made).
+    ``ci_halfwidth_rel`` is the larger distance from the centre to either end of ``ci95``,
+    relative to the centre: a log-scale interval is asymmetric and the larger side is the
+    honest "±".
     """
 
     n: int
     # None: not defined for these samples (none at all, or one for the spread).
+    center: float | None = None
     median: float | None = None
     mean: float | None = None
     stdev: float | None = None
@@ -144,6 +150,25 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     return _median_ci_sorted(np.sort(_as_array(samples)), confidence)[1]
 
 
+def log_interval(
+    samples: Sequence[float], confidence: float = 0.95, prior: Prior = NO_PRIOR
+) -> tuple[float, float] | None:
+    """The interval of the geometric mean: Student's t on the logarithms, exponentiated, the
+    log variance moderated by ``prior`` as fsbench.verdict moderates it. None with fewer
+    than 2 samples or a sample that is not positive (no logarithm)."""
+    lv = log_var(samples)
+    if lv is None:
+        return None
+    lx = np.log(np.asarray(samples, dtype=float))
+    m = float(lx.mean())
+    var, df = prior.moderate(*lv)
+    if var == 0.0:
+        x = float(np.asarray(samples, dtype=float).reshape(-1)[0])
+        return x, x  # exactly, not exp(log(x))
+    half = float(_scipy_stats().t.ppf((1.0 + confidence) / 2.0, df)) * math.sqrt(var / lx.size)
+    return math.exp(m - half), math.exp(min(m + half, 700.0))
+
+
 def _outliers(x: np.ndarray, med: float, mad: float) -> list[int]:
     dev = x - med
     if mad > 0.0:
@@ -195,6 +220,7 @@ def summarize(
     samples: Sequence[float],
     *,
     target_rel_halfwidth: float = DEFAULT_TARGET_REL_HALFWIDTH,
+    prior: Prior = NO_PRIOR,
 ) -> Summary:
     """Summarize repeated samples of one metric.
 
@@ -204,7 +230,8 @@ def summarize(
     (Iglewicz-Hoaglin); when MAD is 0 the score uses the mean absolute deviation instead,
     ``(x - median) / (1.253314 * meanAD)``. ``notes`` are what to distrust, as data
     (``warnings``: in words); the CI one fires when ``ci_halfwidth_rel`` exceeds
-    ``target_rel_halfwidth``.
+    ``target_rel_halfwidth``. ``prior``: the run's variance prior for this subject's kind
+    (the interval borrows as the verdict does).
     """
     x = _as_array(samples)
     n = int(x.size)
@@ -225,8 +252,15 @@ def summarize(
     if outliers:
         notes.append(Note(code="outliers", params={"indices": outliers, "n": n}))
 
-    ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
-    rel = _relative_halfwidth(ci, med)
+    positive = bool(x_sorted[0] > 0)
+    center = float(np.exp(np.log(x).mean())) if positive else med
+    if positive and constant:
+        center = float(x_sorted[0])  # exactly, not exp(log(x))
+    if positive and n >= 2:
+        ci_method, ci = "log-t", log_interval(x, 0.95, prior)
+    else:
+        ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
+    rel = _relative_halfwidth(ci, center)
     if rel is not None and rel > target_rel_halfwidth:
         notes.append(
             Note(code="ci-wide", params={"halfwidth_rel": rel, "target_rel": target_rel_halfwidth})
@@ -234,6 +268,7 @@ def summarize(
 
     return Summary(
         n=n,
+        center=center,
         median=med,
         mean=mean,
         stdev=stdev,

@@ -457,7 +457,7 @@ class Store:
                 "results": results,
             }
         )
-        return _mark_unfinished(run)
+        return _mark_unfinished(run.with_centres())
 
     def list_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, with enough to pick one: id, when, status, size, command."""
@@ -501,7 +501,7 @@ def _read_results_json(path: Path) -> Run:
             f"{path} has schema_version {version}; this fsbench reads up to {SCHEMA_VERSION}"
         )
     try:
-        return Run.model_validate(data)
+        return Run.model_validate(data).with_centres()
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -86,9 +86,14 @@ def fmt_value(v: float | None, digits: int | None = None) -> str:
     return f"{v:.3g}"
 
 
-def fmt_halfwidth(median: float | None, ci95: tuple[float, float] | None) -> str:
-    """The 95 % interval as ± per cent of the median ('' when there is none)."""
-    if median is None or ci95 is None or not median:
+def fmt_halfwidth(centre: float | None, ci95: tuple[float, float] | None) -> str:
+    """The 95 % interval in per cent of the centre ('' when there is none): '±4%' while
+    its two sides are alike, '−38 +62%' once a log-scale interval is visibly asymmetric (a
+    '±111%' would promise a negative rate)."""
+    if centre is None or ci95 is None or not centre:
         return ""
-    half = max(median - ci95[0], ci95[1] - median) / abs(median) * 100
-    return f"±{half:.0f}%"
+    below = (centre - ci95[0]) / abs(centre) * 100
+    above = (ci95[1] - centre) / abs(centre) * 100
+    if max(below, above) < 10 or round(below) == round(above):
+        return f"±{max(below, above):.0f}%"
+    return f"−{below:.0f} +{above:.0f}%"

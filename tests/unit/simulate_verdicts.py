@@ -1,101 +1,305 @@
-"""A simulated run of the verdict procedure (fsbench.decide + fsbench.verdict), as the runner
-schedules it: the minimum rounds, one look, the open cells sampled up to their planned n or
-the rounds the budget allows, the final look. Used by test_decide.py (and by hand:
-`uv run python tests/unit/simulate_verdicts.py`)."""
+"""Simulated runs of the verdict procedure through the runner's real schedule.
+
+A `Design` is what a user can ask for: k subjects of some driver kinds, W workloads (cells
+per subject), the minimum rounds, fixed (`--repeat N`) or adaptive within a budget of rounds,
+and how the samples behave — each subject's spread (consistent across its workloads, so a
+subject can be noisier than the rest), stalls (a sample halved), drift per round (the machine
+slowing for everyone), quantized or constant values, a p99 column beside the rate. `run_once`
+drives `fsbench.runner.Runner` itself (its rounds, interim look, planned samples and budget,
+on a simulated clock) with a sampler that draws the values, then reads the printed verdicts
+with `fsbench.decide.printed`, exactly as the reports do. Used by tests/unit/test_decide.py
+(small) and bench/verdict_designs.py (full size).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from fsbench.decide import look, planned_n, priors_by_kind
-from fsbench.verdict import NO_PRIOR, table_family
+from fsbench import decide
+from fsbench.latency import LAT_TOTAL
+from fsbench.runner import Runner
+from fsbench.sampler import RunTarget
+from fsbench.schema import Result, Run, Sample, Subject
+from fsbench.workloads.base import Target
+from fsbench.workloads.fake import FakeWorkload
+
+FIO_BUCKETS = 64  # fio's histogram: 64 buckets per power of two
 
 
 @dataclass
-class Outcome:
-    false_tables: int = 0
-    tables: int = 0
-    decided: int = 0
-    comparisons: int = 0
+class Design:
+    name: str
+    k: int = 2
+    cells: int = 1
+    spreads: Sequence[float] = (0.1,)  # per subject, cycled; log-scale sd
+    kinds: Sequence[str] = ("kernel",)  # per subject, cycled
+    n0: int = 3  # the minimum rounds (--repeat)
+    rounds: tuple[int, int] = (3, 3)  # the budget, in rounds, drawn per run (lo, hi)
+    adaptive: bool = True
+    max_repeat: int = 10
+    stall: float = 0.0  # chance a sample is halved
+    drift: float = 0.0  # per round, for every subject alike (up to this, drawn per run)
+    quantum: float = 0.0  # values rounded to this relative step (0: exact)
+    constant: Sequence[int] = ()  # subjects whose samples are all one value
+    latency: bool = False  # a p99 column (fio buckets) beside the rate
+    effects: Sequence[float] = ()  # per subject true ratio (default 1: A/A)
+
+    def spread(self, i: int) -> float:
+        return self.spreads[i % len(self.spreads)]
+
+    def kind(self, i: int) -> str:
+        return self.kinds[i % len(self.kinds)]
+
+    def effect(self, i: int) -> float:
+        return self.effects[i] if i < len(self.effects) else 1.0
 
 
-def noisy(rng: np.random.Generator, mean: float, cv: float, stall: float, n: int) -> list[float]:
-    x = mean * np.exp(rng.normal(0.0, cv, n))
-    return list(np.where(rng.random(n) < stall, x * 0.5, x))
+def fio_bucket(v: float) -> float:
+    """The value fio's latency histogram reports for v (its bucket's lower edge)."""
+    if v < FIO_BUCKETS:
+        return float(int(v))
+    e = math.floor(math.log2(v))
+    width = 2.0 ** (e - 6)
+    return math.floor(v / width) * width
 
 
-def simulate_run(
-    rng: np.random.Generator,
-    means: list[list[float]],
-    cvs: list[list[float]],
-    kinds: list[str],
-    stall: float = 0.05,
-    n0: int = 3,
-    n_max: int = 10,
-    rounds: int = 10,
-) -> list[dict[tuple[str, str], str]]:
-    """One run: ``means[w][s]``/``cvs[w][s]`` per workload and subject. Returns per workload
-    the marks every printed comparison got at either look (the final one overrides)."""
-    k = len(kinds)
-    subs = [f"s{i}" for i in range(k)]
-    kind_of = dict(zip(subs, kinds, strict=True))
-    W = len(means)
-    draw = [[noisy(rng, means[w][i], cvs[w][i], stall, n_max) for i in range(k)] for w in range(W)]
-    n = {(w, s): n0 for w in range(W) for s in subs}
+@dataclass
+class _Sampler:
+    """Stands in for fsbench.sampler.Sampler: each sample is a draw, each costs one second of
+    the simulated clock."""
 
-    def samples(w: int) -> dict[str, list[float]]:
-        return {s: draw[w][i][: n[(w, s)]] for i, s in enumerate(subs)}
+    design: Design
+    rng: np.random.Generator
+    drift: float
+    clock: list[float]
+    count: dict[tuple[str, str], int] = field(default_factory=dict)
+    trace: Any = None
 
-    looks = 2 if rounds > n0 else 1
-    fam = table_family(k, looks=looks)
+    def warmups(self, wl: Any) -> int:
+        return 0
 
-    def priors() -> dict[str, object]:
-        by = priors_by_kind((kind_of[s], samples(w)[s]) for w in range(W) for s in subs)
-        return {s: by.get(kind_of[s], NO_PRIOR) for s in subs}
+    def untraced(self, res: Result, wl: Any) -> None:
+        return None
 
-    marks: list[dict[tuple[str, str], str]] = [{} for _ in range(W)]
-    pri = priors()
-    plans = {}
-    for w in range(W):
-        tl = look(samples(w), subs, True, fam, pri)
-        for key, v in tl.verdicts.items():
-            marks[w][key] = v.mark
-        plans[w] = planned_n(tl, samples(w), fam, pri, n_max=n_max)
-    if looks == 2:
-        for _ in range(n0, rounds):
-            for w in range(W):
-                for s, want in plans[w].items():
-                    if n[(w, s)] < want:
-                        n[(w, s)] += 1
-        pri = priors()
-        for w in range(W):
-            tl = look(samples(w), subs, True, fam, pri)
-            for key, v in tl.verdicts.items():
-                marks[w][key] = (
-                    v.mark if marks[w].get(key) not in ("above", "below") else marks[w][key]
-                )
-    return marks
+    def unplace(self, m: Any = None) -> None:
+        return None
+
+    def _value(self, i: int, cell: int, rnd: int, centre: float) -> float:
+        d = self.design
+        if i in d.constant:
+            return centre
+        x = centre * math.exp(self.rng.normal(0.0, d.spread(i)))
+        x *= (1.0 + self.drift) ** rnd
+        if self.rng.random() < d.stall:
+            x *= 0.5
+        if d.quantum:
+            step = math.log1p(d.quantum)
+            x = math.exp(round(math.log(x) / step) * step)
+        return x
+
+    def iterations(self, rt: RunTarget, wl: Any, res: Result) -> tuple[float, float | None]:
+        i = int(rt.subject.id[1:])
+        cell = int(wl.name[1:])
+        rnd = self.count.get((rt.subject.id, wl.name), 0)
+        self.count[(rt.subject.id, wl.name)] = rnd + 1
+        if not res.params:
+            res.params = {"rw": "randread", "block_size": "4k"} if self.design.latency else {}
+        self.clock[0] += 1.0
+        rate = self._value(i, cell, rnd, 100.0 * self.design.effect(i))
+        p99 = None
+        if self.design.latency:
+            p99 = fio_bucket(self._value(i, cell, rnd, 90_000.0 / self.design.effect(i)))
+        return rate, p99
+
+    def sample(self, its: tuple[float, float | None], wl: Any) -> Sample:
+        rate, p99 = its
+        extra: dict[str, Any] = {}
+        if p99 is not None:
+            extra = {"lat_us": {"p50": p99 / 2e3, "p99": p99 / 1e3}, "lat_basis": LAT_TOTAL}
+        return Sample(value=rate, seconds=1.0, extra=extra)
 
 
-def aa(runs: int, seed: int = 1) -> Outcome:
+def run_once(design: Design, rng: np.random.Generator) -> dict[str, decide.Printed]:
+    """One run of the design through the real Runner; the tables' printed comparisons."""
+    d = design
+    subjects = [
+        Subject(id=f"s{i}", driver=f"s{i}", fs="x", kind=d.kind(i))  # type: ignore[arg-type]
+        for i in range(d.k)
+    ]
+    targets = [
+        RunTarget(subject=s, target=Target(s.id, "/nonexistent", "fake", 1 << 20)) for s in subjects
+    ]
+    workloads = [FakeWorkload(name=f"w{j}") for j in range(d.cells)]
+    rounds = int(rng.integers(d.rounds[0], d.rounds[1] + 1))
+    clock = [0.0]
+    runner = Runner(
+        Run(run_id="sim", started="2026-11-27T00:00:00"),
+        targets,
+        workloads,  # type: ignore[arg-type]
+        repeat=d.n0,
+        adaptive=d.adaptive,
+        settle=d.adaptive,
+        max_repeat=max(d.max_repeat, d.n0),
+        time_budget_s=rounds * d.k * d.cells + 0.5 if d.adaptive else None,
+        now=lambda: clock[0],
+    )
+    drift = float(rng.uniform(-d.drift, d.drift)) if d.drift else 0.0
+    runner._sampler = _Sampler(d, rng, drift, clock)  # type: ignore[assignment]
+    run = runner.execute()
+    return decide.printed(run.results, [s.id for s in subjects])
+
+
+@dataclass
+class Rate:
+    hits: int = 0
+    trials: int = 0
+
+    @property
+    def p(self) -> float:
+        return self.hits / self.trials if self.trials else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        """The Monte-Carlo 95 % interval of the rate (Wilson)."""
+        n, p, z = self.trials, self.p, 1.96
+        if not n:
+            return 0.0, 1.0
+        c = (p + z * z / (2 * n)) / (1 + z * z / n)
+        h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return max(0.0, c - h), min(1.0, c + h)
+
+    def text(self) -> str:
+        lo, hi = self.interval()
+        return f"{self.hits}/{self.trials} = {self.p * 100:.2f} % ({lo * 100:.2f}–{hi * 100:.2f})"
+
+
+def false_tables(design: Design, runs: int, seed: int = 1) -> Rate:
+    """A/A (every effect 1): the share of tables with any false ▲/▼ in any printed column."""
     rng = np.random.default_rng(seed)
-    out = Outcome()
+    out = Rate()
     for _ in range(runs):
-        k = int(rng.integers(2, 9))
-        kinds = list(rng.choice(["kernel", "fuse"], k))
-        cvs = [list(rng.uniform(0.03, 0.25, k)) for _ in range(2)]
-        means = [[100.0] * k for _ in range(2)]
-        for m in simulate_run(rng, means, cvs, kinds, rounds=int(rng.integers(3, 11))):
-            out.tables += 1
-            out.false_tables += any(x in ("above", "below") for x in m.values())
+        for p in run_once(design, rng).values():
+            out.trials += 1
+            out.hits += any(v.mark in ("above", "below") for v in p.marks().values())
     return out
 
 
-if __name__ == "__main__":
-    import time
+def power(design: Design, runs: int, subject: str = "s1", seed: int = 2) -> Rate:
+    """The share of tables where ``subject`` is marked against the baseline (its rate)."""
+    rng = np.random.default_rng(seed)
+    out = Rate()
+    for _ in range(runs):
+        for p in run_once(design, rng).values():
+            v = p.looks["rate"].verdicts.get(("s0", subject))
+            out.trials += 1
+            out.hits += v is not None and v.mark in ("above", "below")
+    return out
 
-    t = time.time()
-    o = aa(1000)
-    print(o, o.false_tables / o.tables, time.time() - t)
+
+# The designs a user can ask for (issue 42), each an A/A: identical true means.
+DESIGNS = [
+    Design("3 subjects, n=3, spreads 3/3/12 %", k=3, spreads=(0.03, 0.03, 0.12), adaptive=False),
+    Design("2 subjects, 2 cells, n=3, 3/12 %", k=2, cells=2, spreads=(0.03, 0.12), adaptive=False),
+    Design(
+        "adaptive 3-10 rounds, 2 subjects, 3/12 %",
+        k=2,
+        cells=2,
+        spreads=(0.03, 0.12),
+        rounds=(3, 10),
+    ),
+    Design("3 subjects, all 10 %, n=3", k=3, spreads=(0.1,), adaptive=False),
+    Design(
+        "8 subjects, 2 cells, 7 at 3 %, one at 24 %",
+        k=8,
+        cells=2,
+        spreads=(0.03,) * 7 + (0.24,),
+        rounds=(3, 8),
+    ),
+    Design(
+        "12 subjects, n=2, spreads 3-30 %",
+        k=12,
+        spreads=tuple(np.geomspace(0.03, 0.3, 12)),
+        n0=2,
+        adaptive=False,
+    ),
+    Design("2 subjects, n=2, 3/30 %", k=2, spreads=(0.03, 0.3), n0=2, adaptive=False),
+    Design(
+        "4 subjects, 5 cells, one 10x noisier",
+        k=4,
+        cells=5,
+        spreads=(0.02, 0.02, 0.02, 0.2),
+        adaptive=False,
+    ),
+    Design(
+        "6 subjects, 2 kinds, 2 cells, 5 % stalls",
+        k=6,
+        cells=2,
+        spreads=(0.03, 0.2, 0.08, 0.25, 0.05, 0.12),
+        kinds=("kernel", "fuse"),
+        stall=0.05,
+        rounds=(3, 10),
+    ),
+    Design("2 subjects, 20 cells, 3/12 %", k=2, cells=20, spreads=(0.03, 0.12), adaptive=False),
+    Design("3 subjects, one constant", k=3, spreads=(0.05, 0.1), constant=(0,), adaptive=False),
+    Design(
+        "2 subjects, quantized 2 % steps", k=2, spreads=(0.01, 0.02), quantum=0.02, adaptive=False
+    ),
+    Design(
+        "4 subjects, p99 column (fio buckets), 2 cells",
+        k=4,
+        cells=2,
+        spreads=(0.02, 0.05),
+        latency=True,
+        rounds=(3, 6),
+    ),
+    Design(
+        "5 subjects, drift 1 %/round, adaptive",
+        k=5,
+        cells=2,
+        spreads=(0.03, 0.1),
+        drift=0.01,
+        rounds=(3, 10),
+    ),
+    Design(
+        "2 subjects, 2 p99 constant, neighbouring buckets",
+        k=2,
+        spreads=(0.001,),
+        latency=True,
+        adaptive=False,
+    ),
+]
+
+# Power the tests state: (design, the least share of tables where s1 is marked).
+POWER = [
+    (
+        Design(
+            "1.5x at CV 10 %, n=5, fixed",
+            k=2,
+            spreads=(0.1,),
+            n0=5,
+            adaptive=False,
+            effects=(1.0, 1 / 1.5),
+        ),
+        0.80,
+    ),
+    (
+        Design(
+            "2x at CV 10 %, n=3, fixed", k=2, spreads=(0.1,), adaptive=False, effects=(1.0, 0.5)
+        ),
+        0.80,
+    ),
+    (
+        Design(
+            "1.5x at CV 10 %, 8 subjects, adaptive 3-10",
+            k=8,
+            spreads=(0.1,),
+            rounds=(3, 10),
+            effects=(1.0, 1 / 1.5, 1, 1, 1, 1, 1, 1),
+        ),
+        0.60,
+    ),
+]

@@ -65,7 +65,9 @@ def test_every_explained_subject_shows_its_first_factor(run: Run, width: int) ->
             undecided += 1
             assert _flat(f"{e.subject}: {f.brief}") not in flat, (width, e.subject, e.title)
             assert _flat(f"{e.subject}: {c.words} against ext4") in flat, (width, e.subject)
-    assert undecided == 3  # xfs on both workloads, ext2 on the cold read
+    # xfs on both workloads, ext2, btrfs on the cold read, exfat-fuse on the write: the stored
+    # run's 3 samples a side are judged at Hsu's degrees (verdict.welch_df).
+    assert undecided == 5
     # ntfs-3g's write: the factor the seeds are about, wider than 80 columns with its name.
     write = next(e for e in exps if e.subject == "ntfs-3g" and e.title.startswith("seq-write"))
     first = first_factor(write)

@@ -6,83 +6,66 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simulate_verdicts import aa, simulate_run
+from simulate_verdicts import DESIGNS, POWER, Design, false_tables, power, run_once
 
 from fsbench.decide import look, planned_n, priors_by_kind
 from fsbench.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, verdict
 
-
-def test_ten_thousand_aa_tables_keep_the_familywise_rate() -> None:
-    """10,000 simulated tables (5,000 runs of two workloads), 2-8 identical subjects of two
-    driver kinds, per-subject CVs drawn from 3-25 %, 5 % stalls (a sample halved), budgets
-    from the minimum 3 rounds to 10: the share of tables with any false ▲/▼ (every
-    comparison a renderer prints — each with the baseline and each with the fastest — at
-    either look) stays at or under 5 %."""
-    out = aa(5000, seed=11)
-    assert out.tables == 10_000
-    rate = out.false_tables / out.tables
-    assert rate <= 0.05, rate
+# The CI-sized simulation: a few hundred tables per design (bench/verdict_designs.py runs
+# them at full size). A design passes when its Monte-Carlo interval's lower end is within the
+# promise: at this size an upper end above 6 % is noise, a lower end above 5 % is not.
+RUNS = 150
 
 
-def test_a_subject_much_noisier_than_the_rest_is_not_shrunk_into_a_false_mark() -> None:
-    """Seven quiet kernel subjects (3 %) and one of the same kind eight times noisier (24 %),
-    all identical: the noisy one keeps its own variance (never below it), so the tables stay
-    within the rate."""
-    rng = np.random.default_rng(4)
-    false = tables = 0
-    for _ in range(600):
-        cvs = [[0.03] * 7 + [0.24] for _ in range(2)]
-        means = [[100.0] * 8 for _ in range(2)]
-        for m in simulate_run(rng, means, cvs, ["kernel"] * 8, rounds=int(rng.integers(3, 9))):
-            tables += 1
-            false += any(x in ("above", "below") for x in m.values())
-    assert false / tables <= 0.05
+@pytest.mark.parametrize("design", DESIGNS, ids=[d.name for d in DESIGNS])
+def test_every_design_keeps_the_familywise_rate(design: Design) -> None:
+    """A/A tables through the runner's real schedule and the printed verdicts (every column):
+    subjects consistently noisier, spreads 10x apart, n = 2, constant and quantized values,
+    stalls, drift, fixed and adaptive."""
+    r = false_tables(design, max(40, RUNS // design.cells), seed=11)
+    assert r.interval()[0] <= 0.05 and r.p <= 0.06, r.text()
 
 
-def _power(ratio: float, n: int, stall: float, runs: int = 400, seed: int = 3) -> float:
-    """Share of runs (two subjects, two workloads, a fixed --repeat n: one look) where a
-    difference of ``ratio`` at a 10 % CV on both sides is marked."""
-    rng = np.random.default_rng(seed)
-    hit = 0
-    for _ in range(runs):
-        marks = simulate_run(
-            rng,
-            [[100.0, 100.0 / ratio]] * 2,
-            [[0.1, 0.1]] * 2,
-            ["kernel"] * 2,
-            stall=stall,
-            n0=n,
-            rounds=n,
-        )
-        hit += marks[0][("s0", "s1")] == "below"
-    return hit / runs
+@pytest.mark.parametrize("design,want", POWER, ids=[d.name for d, _ in POWER])
+def test_power_as_stated(design: Design, want: float) -> None:
+    r = power(design, 120, seed=3)
+    assert r.p >= want, r.text()
 
 
-def test_power_at_a_ten_percent_spread() -> None:
-    assert _power(1.5, 5, stall=0.0) >= 0.80
-    assert _power(2.0, 3, stall=0.0) >= 0.95
-    # With 5 % of samples halved by a stall, a stall among three samples cannot be told from
-    # spread: the interval widens and some runs stay open (measured 82 % and 88 %).
-    assert _power(1.5, 5, stall=0.05) >= 0.78
-    assert _power(2.0, 3, stall=0.05) >= 0.83
+def test_a_look_that_wrongly_borrowed_would_fail_the_three_subject_design() -> None:
+    """The issue's design (3 subjects, n = 3, spreads 3/3/12 %) with the old moderation (a
+    prior's degrees lent to every cell, d0 from the point estimate) broke the promise: 9.2 %.
+    Guard: its d0 is bounded by the cells' own degrees, and a cell above the prior keeps its
+    own degrees."""
+    assert Prior(10.0, 0.01).moderate(0.04, 2) == (0.04, 2)
+    assert fit_prior([(0.01, 2), (0.011, 2), (0.012, 2)]).d0 <= 6.0
+    rng = np.random.default_rng(0)
+    tables = [run_once(DESIGNS[0], rng) for _ in range(30)]
+    assert all(set(p.looks) == {"rate"} for t in tables for p in t.values())
 
 
-def test_the_issues_twentyfold_gap_is_decided_and_narrow() -> None:
+def test_the_issues_twentyfold_gap_is_decided_once_its_samples_are_planned() -> None:
     """The default run's ntfs-3g against ext4 (123, 93, 77 against 1,752, 2,128, 1,974 MiB/s)
-    in a table of eight, with the run's other cells lending their spread: ▼, and the interval
-    no wider than 5× (it was 0.00000023–4122)."""
-    ext4, ntfs = [1752.0, 2128.0, 1974.0], [123.0, 93.0, 77.0]
-    kernel = [ext4, [3038, 3400, 2800], [850, 900, 800], [500, 560, 470], [5000, 5200, 4700],
+    in a table of eight at two looks, with the run's other cells as priors. Both cells are
+    noisier than their kind's prior, so they borrow no degrees: at 3 samples a side the
+    interval is hopeless and the comparison stays open (the price of the promise: the
+    runner plans more samples for it); at 5 it is ▼ and narrower than 5×."""
+    ext4 = [1752.0, 2128.0, 1974.0, 1890.0, 2050.0]
+    ntfs = [123.0, 93.0, 77.0, 101.0, 88.0]
+    kernel = [ext4[:3], [3038, 3400, 2800], [850, 900, 800], [500, 560, 470], [5000, 5200, 4700],
               [4500, 4300, 4700], [3000, 3100, 2800], [2500, 2400, 2700]]  # fmt: skip
-    fuse = [ntfs, [100, 120, 90], [220, 200, 240], [550, 500, 610], [1400, 1300, 1500],
+    fuse = [ntfs[:3], [100, 120, 90], [220, 200, 240], [550, 500, 610], [1400, 1300, 1500],
             [1300, 1250, 1420], [900, 1000, 870], [1000, 900, 1100]]  # fmt: skip
     priors = priors_by_kind([("kernel", s) for s in kernel] + [("fuse", s) for s in fuse])
-    v = verdict(ext4, ntfs, table_family(8, looks=2), priors["kernel"], priors["fuse"])
+    fam = table_family(8, looks=2)
+    assert verdict(ext4[:3], ntfs[:3], fam, priors["kernel"], priors["fuse"]).mark == "open"
+    v = verdict(ext4, ntfs, fam, priors["kernel"], priors["fuse"])
     assert v.mark == "below" and v.interval is not None
     assert v.interval[1] / v.interval[0] <= 5.0
-    # Without borrowing, the same family leaves it open or hopelessly wide: the prior decides.
-    bare = verdict(ext4, ntfs, table_family(8, looks=2))
-    assert bare.interval is not None and bare.interval[1] / bare.interval[0] > 5.0
+    first = {"a": ext4[:3], "b": ntfs[:3]}
+    pri = {"a": priors["kernel"], "b": priors["fuse"]}
+    plan = planned_n(look(first, ["a", "b"], True, fam, pri), first, fam, pri)
+    assert plan["a"] > 3 and plan["b"] > 3
 
 
 def test_the_prior_is_limmas_moments_fit() -> None:
@@ -91,13 +74,14 @@ def test_the_prior_is_limmas_moments_fit() -> None:
     rng = np.random.default_rng(0)
     same = [log_var(list(np.exp(rng.normal(0, 0.1, 4)))) for _ in range(200)]
     p = fit_prior([c for c in same if c is not None])
-    assert p.d0 >= 10 and p.s0sq == pytest.approx(0.01, rel=0.25)
+    assert p.d0 >= 5 and p.s0sq == pytest.approx(0.01, rel=0.3)
     spread = [log_var(list(np.exp(rng.normal(0, s, 4)))) for s in rng.choice([0.01, 0.3], size=200)]
     q = fit_prior([c for c in spread if c is not None])
     assert q.d0 < 3
     assert fit_prior([(0.01, 2), (0.02, 2)]) == NO_PRIOR  # too few cells to lend anything
-    # Never below a cell's own variance; the prior's degrees are added.
-    assert Prior(10.0, 0.01).moderate(0.04, 2) == (0.04, 12.0)
+    # A cell above the prior keeps its own variance and degrees; one below is raised to the
+    # posterior and gets the prior's degrees.
+    assert Prior(10.0, 0.01).moderate(0.04, 2) == (0.04, 2)
     var, df = Prior(10.0, 0.01).moderate(0.0001, 2)
     assert var == pytest.approx((10 * 0.01 + 2 * 0.0001) / 12) and df == 12.0
 

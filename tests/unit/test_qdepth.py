@@ -237,13 +237,31 @@ def test_a_six_times_longer_p99_is_marked_worse() -> None:
 
 
 def test_the_latency_verdict_is_the_throughput_procedure_on_the_p99s() -> None:
-    from fsbench.verdict import verdict
+    from fsbench.latency import FIO_RESOLUTION
+    from fsbench.verdict import Family, verdict
 
     base = _res("ext4", [100, 130, 90])
     other = _res("xfs", [110, 120, 95])
     v = judge(base, other, "p99")
-    assert v == verdict([100, 130, 90], [110, 120, 95])
+    # The same procedure, at fio's histogram resolution (a percentile is a bucket's value).
+    assert v == verdict([100, 130, 90], [110, 120, 95], Family(resolution=FIO_RESOLUTION))
     assert v is not None and v.mark == "open"
+
+
+def test_a_bucket_step_alone_makes_no_mark() -> None:
+    from dataclasses import replace
+
+    from fsbench.latency import FIO_RESOLUTION
+
+    """Two identical subjects whose p99 sit in neighbouring fio buckets, every sample: the
+    issue's 89.6 against 91.648 was ▲ at a zero-width interval; at the histogram's resolution
+    it is not separated."""
+    from fsbench.verdict import table_family, verdict
+
+    fam = table_family(8, 2)
+    assert verdict([89.6] * 3, [91.648] * 3, fam).mark == "above"  # exact values: it is a step
+    v = verdict([89.6] * 3, [91.648] * 3, replace(fam, resolution=FIO_RESOLUTION))
+    assert v.mark == "open" and v.interval is not None and v.interval[0] < 1 < v.interval[1]
 
 
 def test_result_latency_is_the_median_over_samples() -> None:

@@ -25,7 +25,7 @@ CASES = {
 
 
 def _terminal(fixture: str, out_dir: str, verbose: bool) -> str:
-    run = Run.model_validate_json((FIXTURES / fixture).read_text())
+    run = Run.model_validate_json((FIXTURES / fixture).read_text()).with_centres()  # as loaded
     con = Console(width=100, record=True, color_system=None)
     render(run, con, out_dir=out_dir, verbose=verbose)
     return "\n".join(ln.rstrip() for ln in con.export_text().splitlines()) + "\n"

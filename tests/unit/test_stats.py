@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from fsbench.stats import (
@@ -15,7 +16,13 @@ from fsbench.stats import (
 )
 
 # t_{0.975} quantiles from a printed Student-t table (df = 1..4).
-T975 = {1: 12.706204736174707, 2: 4.302652729749464, 3: 3.182446305284263, 4: 2.7764451051977987}
+T975 = {
+    1: 12.706204736174707,
+    2: 4.302652729749464,
+    3: 3.182446305284263,
+    4: 2.7764451051977987,
+    5: 2.5705818366147395,
+}
 
 
 # --- summarize: degenerate sizes -------------------------------------------------------------
@@ -54,9 +61,10 @@ def test_all_equal_samples() -> None:
     assert s.warnings == []
 
 
-def test_all_equal_large_n_uses_order_statistics() -> None:
+def test_all_equal_large_n_is_exact() -> None:
     s = summarize([7.0] * 12)
-    assert s.ci_method == "order-statistic"
+    assert s.ci_method == "log-t"
+    assert s.center == 7.0
     assert s.ci95 == (7.0, 7.0)
     assert s.ci_halfwidth_rel == 0.0
 
@@ -207,21 +215,29 @@ def test_median_ci_other_confidence() -> None:
     assert median_ci(list(range(1, 11)), confidence=0.99) == (1.0, 10.0)
 
 
-def test_summary_ci_and_asymmetric_halfwidth() -> None:
-    # n = 6 -> [min, max] = [10, 20] around median 12.5: the larger side is 7.5, i.e. ±60 %.
-    s = summarize([10.0, 11.0, 12.0, 13.0, 14.0, 20.0])
-    assert s.ci_method == "order-statistic"
-    assert s.ci95 == (10.0, 20.0)
-    assert s.ci_halfwidth_rel == pytest.approx(0.6)
-    assert "confidence interval is ±60.0 % of the median, wider than the 5.0 % target" in s.warnings
+def test_summary_ci_is_the_geometric_means_on_the_log_scale() -> None:
+    """The centre is the geometric mean (what a ratio divides); its interval is Student's t
+    on the logs, exponentiated: asymmetric, never negative, the larger side the honest ±."""
+    xs = [10.0, 11.0, 12.0, 13.0, 14.0, 20.0]
+    s = summarize(xs)
+    lx = np.log(xs)
+    half = T975[5] * lx.std(ddof=1) / math.sqrt(6)
+    assert s.ci_method == "log-t"
+    assert s.center == pytest.approx(math.exp(lx.mean()))
+    assert s.ci95 == pytest.approx((math.exp(lx.mean() - half), math.exp(lx.mean() + half)))
+    assert s.ci_halfwidth_rel == pytest.approx(math.exp(half) - 1)
+    # The default run's lowntfs-3g (122 MiB/s, linear interval -13.5 – 258): positive now.
+    wide = summarize([40.0, 122.0, 205.0])
+    assert wide.ci95 is not None and wide.ci95[0] > 0
 
 
 def test_ci_warning_respects_target() -> None:
-    # n = 3, median 100, stdev 1: half = 4.3027 * 1 / sqrt(3) = 2.484 -> 2.48 %.
+    # n = 3 around 100, log sd ~0.01: half = 4.3027 * 0.01 / sqrt(3) -> ~2.5 % above.
     samples = [99.0, 100.0, 101.0]
     s = summarize(samples)
-    assert s.ci_method == "t"
-    assert s.ci_halfwidth_rel == pytest.approx(T975[2] / math.sqrt(3) / 100.0)
+    assert s.ci_method == "log-t"
+    half = T975[2] * float(np.log(samples).std(ddof=1)) / math.sqrt(3)
+    assert s.ci_halfwidth_rel == pytest.approx(math.exp(half) - 1)
     assert s.warnings == []
     tight = summarize(samples, target_rel_halfwidth=0.02)
     assert tight.warnings == [

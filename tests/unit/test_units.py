@@ -32,5 +32,8 @@ def test_tags_ratios_values_and_intervals() -> None:
         "1,234", "12.3", "1.23", "–",
     ]  # fmt: skip
     assert units.fmt_value(3.14159, 1) == "3.1"
-    assert units.fmt_halfwidth(100.0, (90.0, 105.0)) == "±10%"
+    assert units.fmt_halfwidth(100.0, (95.0, 105.0)) == "±5%"
+    assert units.fmt_halfwidth(100.0, (92.0, 105.0)) == "±8%"  # under 10 %: the larger side
+    # A log-scale interval, visibly asymmetric: each side, never a "±" below 0.
+    assert units.fmt_halfwidth(100.0, (28.0, 359.0)) == "−72 +259%"
     assert units.fmt_halfwidth(100.0, None) == ""

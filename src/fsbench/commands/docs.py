@@ -10,6 +10,7 @@ import click
 
 # One example per subcommand, shown under its --help and in docs/commands.md.
 EXAMPLES: dict[str, str] = {
+    "judge": "fsbench judge samples.csv --baseline ext4 --json",
     "doctor": "fsbench doctor --json",
     "list": "fsbench list workloads",
     "compare": "fsbench compare ext4 ntfs-3g --size 512M",

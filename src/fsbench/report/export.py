@@ -18,6 +18,7 @@ from fsbench.report.html_views import missing_view
 from fsbench.report.naming import (
     SYMBOLS,
     baseline_result,
+    centre_of,
     ci_text,
     interval_text,
     outcome,
@@ -50,6 +51,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "unit",
     "higher_is_better",
     "median",
+    "center",
     "ci_low",
     "ci_high",
     "n",
@@ -135,6 +137,7 @@ def csv_row(run_id: str, res: Result, base: Result | None = None) -> dict[str, A
         "unit": res.unit,
         "higher_is_better": res.higher_is_better,
         "median": res.median,
+        "center": centre_of(res),
         "ci_low": res.ci95[0] if res.ci95 else None,
         "ci_high": res.ci95[1] if res.ci95 else None,
         "n": len(res.samples),
@@ -202,9 +205,10 @@ def _answer_lines(run: Run) -> list[str]:
         if a.winner is None:
             continue
         if a.separated:
-            items = [f"**{a.winner.subject}** {fmt_value(a.winner.median)} {a.unit}"]
+            items = [f"**{a.winner.subject}** {fmt_value(centre_of(a.winner))} {a.unit}"]
         else:  # no fastest to crown: the leaders in the verdict's words
-            items = [f"not separated — {a.winner.subject} {fmt_value(a.winner.median)} {a.unit}"]
+            top = fmt_value(centre_of(a.winner))
+            items = [f"not separated — {a.winner.subject} {top} {a.unit}"]
         for r in a.others:
             if not a.separated and r in a.leaders:
                 items.append(f"{r.subject} {leader_text(a.winner, r)}")
@@ -224,7 +228,7 @@ def _workload_table(run: Run, results: list[Result]) -> list[str]:
     unit = results[0].unit
     against = base.subject if base is not None else "baseline"
     out = [
-        f"| subject | {unit} (median) | 95 % CI | vs {against} | interval | mark | n |",
+        f"| subject | {unit} (geometric mean) | 95 % CI | vs {against} | interval | mark | n |",
         "|---|---:|---:|---:|---|:-:|---:|",
     ]
     for r in results:
@@ -241,7 +245,8 @@ def _workload_table(run: Run, results: list[Result]) -> list[str]:
             mark = SYMBOLS[outcome(v, r.higher_is_better)]
         elif not ranked(r):
             ratio = "not ranked"
-        cells = [_md(r.subject), fmt_value(r.median), ci_text(r, "range"), ratio, interval, mark]
+        centre = fmt_value(centre_of(r))
+        cells = [_md(r.subject), centre, ci_text(r, "range"), ratio, interval, mark]
         out.append("| " + " | ".join(cells) + f" | {len(r.samples)} |")
     return out
 
@@ -297,7 +302,7 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
     lines += [
         # The terminal's legend, word for word.
         f"vs: ratio to the baseline with its interval · {family_of(run).legend()} · "
-        "CI: the median's 95 % interval.",
+        "CI: the geometric mean's 95 % interval (log scale).",
         "",
         f"Environment: {environment_line(run)}",
     ]

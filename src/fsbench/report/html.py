@@ -32,6 +32,7 @@ from fsbench.report.naming import (
     STOP_MARKS,
     STOP_WORDS,
     baseline_result,
+    centre_of,
     ci_text,
     confidence_text,
     outcome,
@@ -160,7 +161,7 @@ def _row(
         subject=res.subject,
         colour=colour,
         status="ok",
-        median=fmt_value(res.median),
+        median=fmt_value(centre_of(res)),
         ci=ci_text(res, "range"),
         ratio=ratio,
         ratio_class=cls,
@@ -316,7 +317,7 @@ def matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixVi
                 else:
                     cells.append(
                         {
-                            "text": fmt_value(r.median),
+                            "text": fmt_value(centre_of(r)),
                             "cls": "best" if r is best else "",
                             "title": ci_text(r, "range"),
                         }

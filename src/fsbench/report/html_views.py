@@ -13,7 +13,7 @@ from fsbench.report.answer import answer_factor, answer_text, answers, missing
 from fsbench.report.comparison import compare
 from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
 from fsbench.report.model import Report
-from fsbench.report.naming import ranked
+from fsbench.report.naming import centre_of, ranked
 from fsbench.report.style import css
 from fsbench.report.summary import Finding, findings, usable
 from fsbench.schema import FEATURES, Result, Run
@@ -129,7 +129,7 @@ def summary_table(run: Run, order: list[str]) -> dict[str, Any]:
                     rv = ratio_view(best, r, interval=False)
                 else:
                     rv = {"text": f"{fmt_ratio(st.ratio or 0)} (geo. mean)", "cls": ""}
-                value = fmt_value(r.median) if r is not None and st.cells == 1 else ""
+                value = fmt_value(centre_of(r)) if r is not None and st.cells == 1 else ""
                 cells[s] = {"value": value, "ratio": rv["text"], "cls": rv["cls"]}
             elif r is not None and not usable(r):
                 cells[s] = {"value": r.status, "ratio": "", "cls": "bad"}

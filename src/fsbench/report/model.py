@@ -21,7 +21,14 @@ from fsbench import latency
 from fsbench.report.answer import answer_factor, answers, missing
 from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
 from fsbench.report.explain import Explanation, explain_run
-from fsbench.report.naming import baseline_result, ci_text, placement_text, ranked, result_title
+from fsbench.report.naming import (
+    baseline_result,
+    centre_of,
+    ci_text,
+    placement_text,
+    ranked,
+    result_title,
+)
 from fsbench.report.notes import TableNotes, table_notes
 from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS, words
 from fsbench.report.summary import is_matrix, measured_subjects
@@ -172,7 +179,7 @@ def _row(res: Result, base: Result | None, lat: bool) -> Row:
     row = Row(
         subject=res.subject,
         status="ok",
-        median=fmt_value(res.median),
+        median=fmt_value(centre_of(res)),
         centre=ci_text(res),
         interval=ci_text(res, "range"),
         comparison=c,
@@ -328,7 +335,7 @@ def answer_list(run: Run, explained: dict[int, Explanation]) -> list[Answer]:
                 title=a.title,
                 unit=a.unit,
                 winner=top.subject,
-                value=f"{fmt_value(top.median)} {a.unit}",
+                value=f"{fmt_value(centre_of(top))} {a.unit}",
                 separated=a.separated,
                 alone=not (a.others or a.unranked),
                 items=items,

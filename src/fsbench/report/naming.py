@@ -72,11 +72,17 @@ def ci_text(res: Result, form: str = "half") -> str:
     if res.median is None:
         return "–"
     if form == "range":
-        if res.ci95 is None or not res.median:
+        if res.ci95 is None or not centre_of(res):
             return ""
         return f"{fmt_value(res.ci95[0])} – {fmt_value(res.ci95[1])}"
-    half = fmt_halfwidth(res.median, res.ci95)
-    return f"{fmt_value(res.median)} {half}" if half else fmt_value(res.median)
+    half = fmt_halfwidth(centre_of(res), res.ci95)
+    return f"{fmt_value(centre_of(res))} {half}" if half else fmt_value(centre_of(res))
+
+
+def centre_of(res: Result) -> float | None:
+    """The centre every output prints: the samples' geometric mean, which a comparison's
+    ratio divides (fsbench.stats); the median for a result without one."""
+    return res.center if res.center is not None else res.median
 
 
 def interval_text(v: Verdict) -> str:

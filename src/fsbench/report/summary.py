@@ -14,6 +14,7 @@ from fsbench.decide import gmean
 from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import (
     OUTCOME_WORDS,
+    centre_of,
     confidence_text,
     interval_text,
     outcome,
@@ -176,8 +177,8 @@ class Finding:
 
 def _score(group: Group, subject: str, cells: list[object]) -> float | None:
     if len(cells) == 1:
-        return group.cells[cells[0]][subject].median  # exactly, not exp(log(x))
-    return gmean(group.cells[c][subject].median or 0.0 for c in cells)
+        return centre_of(group.cells[cells[0]][subject])
+    return gmean(centre_of(group.cells[c][subject]) or 0.0 for c in cells)
 
 
 def _common_cells(group: Group, subjects: Sequence[str]) -> list[object]:
