@@ -114,6 +114,9 @@ def runs_of(
     from fsbench.stats import summarize
     from fsbench.verdict import prior_of
 
+    rows = list(rows)
+    if baseline is not None and not any(r.subject == baseline for r in rows):
+        raise UsageError(f"--baseline {baseline!r}: no such subject in the samples")
     by_run: dict[str, dict[tuple[str, str], list[Row]]] = {}
     for r in rows:
         by_run.setdefault(r.run, {}).setdefault((r.workload, r.subject), []).append(r)
@@ -123,8 +126,6 @@ def runs_of(
         for wl, subj in cells:
             orders.setdefault(wl, []).append(subj)
         if baseline is not None:
-            if not any(baseline in o for o in orders.values()):
-                raise UsageError(f"--baseline {baseline!r}: no such subject in run {run_id!r}")
             orders = {w: sorted(o, key=lambda s: s != baseline) for w, o in orders.items()}
         names = list(dict.fromkeys(s for _, s in cells))
         kinds = {s: kind_of(s) for s in names}
@@ -158,8 +159,11 @@ def runs_of(
     return out
 
 
-def comparisons(run: Any, orders: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
-    """Every comparison the run's tables print, as judge --json lists them."""
+def comparisons(
+    run: Any, orders: Mapping[str, list[str]] | None = None, baseline_only: bool = False
+) -> list[dict[str, Any]]:
+    """Every comparison the run's tables print, as judge --json lists them (``baseline_only``:
+    those against each table's baseline, what --fail-on reads)."""
     from fsbench import decide
 
     order = [s.id for s in run.subjects]
@@ -167,6 +171,8 @@ def comparisons(run: Any, orders: Mapping[str, list[str]] | None = None) -> list
     for wid, p in decide.printed(run.results, order, orders).items():
         hib0 = next(r.higher_is_better for r in run.results if (r.workload_id or r.workload) == wid)
         for (col, ref, subj), v in _printed_pairs(p):
+            if baseline_only and ref != p.looks[col].baseline:
+                continue
             hib = hib0 if col == "rate" else False
             lo, hi = v.interval if v.interval else (None, None)
             out.append(
@@ -246,7 +252,8 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
                     *cells,
                     str(len(r.samples)),
                 )
-                words += [outcome(v, hib) for v in (vb, vf) if v is not None]
+                if vb is not None:
+                    words.append(outcome(vb, hib))  # the gate: against the baseline
             con.print(t)
             fam = Family.from_record(base.verdict_family)
             con.print(f"  {fam.legend()}", style="dim")
@@ -307,7 +314,7 @@ def judge(
         words = [
             {"▲": "better", "▼": "worse"}.get(c["mark"], "open")
             for run, o in runs
-            for c in comparisons(run, o)
+            for c in comparisons(run, o, baseline_only=True)
         ]
     else:
         con = Console()

@@ -1,0 +1,124 @@
+"""`fsbench judge`: the verdict procedure for samples from anywhere, and a stored run judged
+exactly as it printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from fsbench.cli import cli
+from fsbench.report.naming import ratio_cell
+from fsbench.report.sections import render
+from fsbench.schema import Run
+from fsbench.verdict import Verdict
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CSV = """run,workload,subject,value,round
+r1,seq-write,ext4,1752,1
+r1,seq-write,ext4,2128,2
+r1,seq-write,ext4,1974,3
+r1,seq-write,ntfs-3g,123,1
+r1,seq-write,ntfs-3g,93,2
+r1,seq-write,ntfs-3g,77,3
+r1,seq-write,xfs,1900,1
+r1,seq-write,xfs,2000,2
+r1,seq-write,xfs,2100,3
+r2,seq-write,ext4,100,1
+r2,seq-write,ext4,101,2
+r2,seq-write,ext4,99,3
+r2,seq-write,ntfs-3g,300,1
+r2,seq-write,ntfs-3g,310,2
+r2,seq-write,ntfs-3g,305,3
+"""
+
+
+def _judge(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli, ["judge", *args], catch_exceptions=False)
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_samples_from_a_csv_get_the_tables_verdicts(tmp_path: Path) -> None:
+    f = tmp_path / "s.csv"
+    f.write_text(CSV)
+    code, out, _ = _judge(str(f), "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert {r["run"] for r in rows} == {"r1", "r2"}  # tables never cross runs
+    assert all(set(r) == {"run", "workload", "subject", "against", "ratio", "low", "high", "mark"}
+               for r in rows)  # fmt: skip
+    by = {(r["run"], r["subject"], r["against"]): r for r in rows}
+    slow = by[("r1", "ntfs-3g", "ext4")]
+    assert slow["mark"] == "▼" and slow["low"] < slow["ratio"] < slow["high"] < 1
+    assert by[("r1", "xfs", "ext4")]["mark"] == "?"  # 1.03×: not separated
+    assert by[("r2", "ntfs-3g", "ext4")]["mark"] == "▲"
+    # Every printed comparison is listed: each against the baseline and against the fastest.
+    assert ("r1", "ntfs-3g", "xfs") in by and ("r1", "ext4", "xfs") in by
+    # The terminal prints the same cells, and the legend.
+    code, text, _ = _judge(str(f))
+    assert code == 0 and "▲/▼ interval excludes 1" in text and "r2 · seq-write" in text
+
+
+def test_baseline_and_the_fail_on_gate(tmp_path: Path) -> None:
+    f = tmp_path / "s.json"
+    recs = [dict(zip(("run", "workload", "subject", "value"), ln.split(",")[:4], strict=True))
+            for ln in CSV.splitlines()[1:]]  # fmt: skip
+    f.write_text(json.dumps(recs))
+    code, out, _ = _judge(str(f), "--json", "--baseline", "xfs")
+    rows = json.loads(out)
+    assert {r["against"] for r in rows if r["run"] == "r1"} == {"xfs"}
+    code, _, err = _judge(str(f), "--fail-on", "worse")
+    assert code == 1 and "worse" in err
+    code, _, _ = _judge(str(f), "--fail-on", "worse", "--json")
+    assert code == 1
+    one = tmp_path / "r1.json"
+    one.write_text(json.dumps([r for r in recs if r["run"] == "r1"]))
+    for fmt in ([], ["--json"]):
+        code, _, _ = _judge(str(one), "--fail-on", "worse", "--baseline", "ntfs-3g", *fmt)
+        assert code == 0  # against the slowest, nothing is worse (the gate reads the baseline's)
+
+
+@pytest.mark.parametrize(
+    "text,what",
+    [
+        ("run,workload,value\nr,w,1\n", "missing subject"),
+        ("run,workload,subject,value\nr,w,a,fast\n", "not a number"),
+        ("run,workload,subject,value\nr,w,a,-3\n", "positive"),
+        ("run,workload,subject,value\nr,w,a,1,9\n", "fields"),
+        ("run,workload,subject,value\n", "no samples"),
+        ("[1, 2]", "JSON must be a list"),
+        ("{not json", "not valid JSON"),
+    ],
+)
+def test_a_malformed_file_is_one_line_and_exit_2(tmp_path: Path, text: str, what: str) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text(text)
+    res = CliRunner().invoke(cli, ["judge", str(f)])
+    assert res.exit_code == 2, res.output
+    assert what in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in res.output
+
+
+def test_a_stored_run_is_judged_as_it_printed(tmp_path: Path) -> None:
+    """Every comparison with the baseline judge lists for the stored default run is the cell
+    the run's own table prints (same ratio, interval and mark, at the family it recorded)."""
+    run = Run.model_validate_json((FIXTURES / "default_compare.json").read_text()).with_centres()
+    con = Console(width=200, record=True, color_system=None)
+    render(run, con)
+    printed = con.export_text()
+    path = tmp_path / "results.json"
+    path.write_text((FIXTURES / "default_compare.json").read_text())
+    code, out, _ = _judge(str(path), "--json", "--db", str(tmp_path / "none.db"))
+    assert code == 0
+    rows = json.loads(out)
+    base = [r for r in rows if r["against"] == "ext4" and "p99" not in r["workload"]]
+    assert len(base) >= 10
+    for r in base:
+        hib = True
+        mark = {"▲": "above", "▼": "below", "≈": "same", "?": "open"}[r["mark"]]
+        v = Verdict(r["ratio"], (r["low"], r["high"]), 0.99, mark)  # type: ignore[arg-type]
+        cell = ratio_cell(v, hib)
+        assert cell in printed, (r["subject"], r["workload"], cell)
