@@ -22,7 +22,7 @@ from fsbench.report.tune import terminal
 from fsbench.runner import workload_id
 from fsbench.schema import Run
 from fsbench.store import Store
-from fsbench.tune import session
+from fsbench.tune import budget, session
 from fsbench.tune.choose import Gap, choose
 from fsbench.tune.outcome import gaps
 from fsbench.tune.remedies import KINDS, REMEDIES, SAFE, SAFETY_WORDS
@@ -154,7 +154,7 @@ def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         return run, 0
 
     monkeypatch.setattr(session, "execute", execute)
-    monkeypatch.setattr(session, "_fits", lambda size, n: True)
+    monkeypatch.setattr(budget, "_fits", lambda size, n: True)
     # The page is drawn once, in the test that reads it (matplotlib takes seconds).
     monkeypatch.setattr(session, "write_report_safely", lambda run, out: None)
     unbuilt = session.problem
@@ -269,13 +269,13 @@ def test_the_budget_keeps_the_best_candidates_and_says_what_it_left() -> None:
     found = gaps(fixture_run(), "fuse2fs", ["ext4"])
     cands, _ = choose("fuse2fs", [g for _, g in found], GiB, False, never)
     assert len(cands) >= 3
-    groups, _ = session.plan_groups(cands, GiB, fits=lambda size, n: True)
-    costs = session.Costs(overhead_s=30, per_cell_s=20)
-    kept, skipped = session.fit_budget(groups, 60, costs, 2)
+    groups, _ = budget.plan_groups(cands, GiB, fits=lambda size, n: True)
+    costs = budget.Costs(overhead_s=30, per_cell_s=20)
+    kept, skipped = budget.fit_budget(groups, 60, costs, 2)
     assert [c.name for g in kept for c in g.cands] == [cands[0].name]  # the best, always
     assert {s.remedy.name for s in skipped} == {c.name for c in cands[1:]}
     assert all("--time-budget" in s.reason for s in skipped)
-    kept, skipped = session.fit_budget(groups, 10_000, costs, 2)
+    kept, skipped = budget.fit_budget(groups, 10_000, costs, 2)
     assert skipped == [] and sum(len(g.cands) for g in kept) == len(cands)
 
 

@@ -21,11 +21,7 @@ DEFAULT_BUDGET_S = 540.0  # within 10 minutes with the last run's report and che
 
 def _options(workloads: str | None, db: Path | None, size: str | None) -> dict[str, Any]:
     """compare's options at their defaults, with the few tune takes, checked as compare's."""
-    raw: dict[str, Any] = {o.key: o.default for o in options.options_for("compare")}
-    raw.update(workloads=workloads, db=db)
-    if size is not None:
-        raw["size"] = size
-    return options.parse("compare", raw)
+    return options.parse("compare", {"workloads": workloads, "db": db, "size": size})
 
 
 @click.command("tune")

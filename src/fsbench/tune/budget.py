@@ -1,0 +1,134 @@
+"""How the tune's candidates are grouped into runs and how many of them the budget pays for.
+
+A group is one candidates run: the untuned subject beside the candidates that need the same
+image size (a placement candidate adds no subject: it pins the untuned one, so it joins the
+first group), small enough for memory as the lab's own check counts it. The explain run says
+what a run costs here (`costs_of`): the seconds beyond measuring, and the subject's measuring
+seconds per workload; `fit_budget` keeps candidates in score order while their runs fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+
+from fsbench.schema import Run
+from fsbench.tune.choose import Candidate, Skipped
+from fsbench.tune.remedies import REMEDIES
+
+GiB = 1024**3
+MEMORY_SHARE = 0.7  # of the available memory, as the lab's own check (lab.Lab.check)
+
+
+@dataclass
+class Group:
+    """One candidates run: the untuned subject and the candidates sharing its image size."""
+
+    size: int
+    cands: list[Candidate]
+
+    @property
+    def placements(self) -> list[str]:
+        return (
+            ["free", "same"] if any(c.remedy.kind == "placement" for c in self.cands) else ["free"]
+        )
+
+
+def _fits(size: int, n_subjects: int) -> bool:
+    return size * (n_subjects + 1) <= MEMORY_SHARE * psutil.virtual_memory().available
+
+
+def plan_groups(
+    cands: list[Candidate], base_size: int, fits: Callable[[int, int], bool] | None = None
+) -> tuple[list[Group], list[Skipped]]:
+    """Candidates by the image size they need, each group small enough for memory. A placement
+    candidate adds no subject (the untuned one is pinned): it joins the first group."""
+    fits = fits or _fits
+    out: list[Group] = []
+    skipped: list[Skipped] = []
+    placed = [c for c in cands if c.remedy.kind == "placement"]
+    for c in [c for c in cands if c.remedy.kind != "placement"]:
+        size = c.size or base_size
+        group = next((g for g in out if g.size == size and fits(size, len(g.cands) + 2)), None)
+        if group is not None:
+            group.cands.append(c)
+        elif fits(size, 2):
+            out.append(Group(size, [c]))
+        else:
+            skipped.append(Skipped(c.remedy, f"needs two {size / GiB:g} GiB RAM images beside "
+                                             "each other; not enough free memory"))  # fmt: skip
+    if placed:
+        if out:
+            out[0].cands += placed
+        else:
+            out.append(Group(base_size, placed))
+    return out, skipped
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What the explain run says a run costs here: seconds beyond measuring (images, noise
+    floor, checks, report), and measuring seconds per subject, workload and placement."""
+
+    overhead_s: float
+    per_cell_s: float
+    image_s_per_gib: float = 3.0  # filling RAM images (measured here: 41 s for 3 x 4.25 GiB)
+
+    def run(self, groups: list[Group], n_workloads: int) -> float:
+        total = 0.0
+        for g in groups:
+            subjects = 1 + sum(c.remedy.kind != "placement" for c in g.cands)
+            total += self.overhead_s + self.image_s_per_gib * g.size / GiB * (subjects + 1)
+            total += subjects * len(g.placements) * n_workloads * self.per_cell_s
+        return total
+
+    def combination(self, size: int, n_workloads: int) -> float:
+        """The untuned subject and the winners together, free and pinned."""
+        image = self.image_s_per_gib * size / GiB * 3
+        return self.overhead_s + image + 2 * 2 * n_workloads * self.per_cell_s
+
+
+def costs_of(run: Run, subject: str, wall_s: float) -> Costs:
+    """The explain run's overhead and the subject's own measuring time per cell (the slowest
+    subject of the run as a rule: it is the one being tuned)."""
+    spent = run.schedule.spent_s if run.schedule and run.schedule.spent_s else 0.8 * wall_s
+    secs = {r.subject: sum(s.seconds for s in r.sample_details) for r in run.results}
+    total = sum(secs.values()) or 1.0
+    cells = max(1, sum(r.subject == subject for r in run.results))
+    share = secs.get(subject, 0.0) / total
+    return Costs(max(10.0, wall_s - spent), max(1.0, spent * share / cells))
+
+
+def fit_budget(
+    groups: list[Group], left_s: float, costs: Costs, n_workloads: int
+) -> tuple[list[Group], list[Skipped]]:
+    """Candidates in score order while the runs they need fit the budget left, keeping a
+    combination run aside when two option changes could win (one with the placement is
+    measured in its candidates run). The best candidate is always measured."""
+    table = list(REMEDIES)  # ties keep the table's order, as choose() ranks them
+    order = sorted(
+        (c for g in groups for c in g.cands), key=lambda c: (-c.score, table.index(c.name))
+    )
+    kept: list[Group] = []
+    skipped: list[Skipped] = []
+    for c in order:
+        home = next(g for g in groups if c in g.cands)
+        trial = [Group(g.size, list(g.cands)) for g in kept]
+        mine = next((g for g in trial if g.size == home.size), None)
+        if mine is None:
+            trial.append(Group(home.size, [c]))
+        else:
+            mine.cands.append(c)
+        options = sum(x.remedy.kind != "placement" for g in trial for x in g.cands)
+        size = max(g.size for g in trial)
+        combination = costs.combination(size, n_workloads) if options > 1 else 0.0
+        need = costs.run(trial, n_workloads) + combination
+        if need <= left_s or not kept:
+            kept = trial
+        else:
+            skipped.append(Skipped(c.remedy, f"the time budget left ({left_s:.0f} s) does not "
+                                             f"cover it (~{need:.0f} s with the runs before "
+                                             "it); raise --time-budget"))  # fmt: skip
+    return kept, skipped
