@@ -60,7 +60,7 @@ def test_plain_jobs_keep_their_old_params_and_argv() -> None:
         ("rand-read:posix", "not a fio parameter"),
         ("rand-read:psync:qd4", "psync is synchronous"),
         ("rand-read:j0", "out of range"),
-        ("rand-read:qd4:qd8", "not a fio parameter"),
+        ("rand-read:qd4:qd8", "sets the queue depth again"),
         ("metadata:qd4", "takes no queue depth"),
     ],
 )
