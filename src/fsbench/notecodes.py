@@ -73,6 +73,26 @@ def _integrity_failed(p: dict[str, Any]) -> str:
     return f"integrity-failed: {p['problem']} (not ranked)"
 
 
+def _placement_split(p: dict[str, Any]) -> str:
+    def group(name: str) -> str:
+        lo, hi = p[name]
+        share = p.get(f"same_cpu_{name}")
+        on = "" if share is None else f", daemon on the app's CPU {share * 100:.0f} % of the time"
+        return f"{p[f'n_{name}']} at {lo:,.4g}–{hi:,.4g} {p.get('unit', '')}".rstrip() + on
+
+    slow, fast = p.get("same_cpu_slow"), p.get("same_cpu_fast")
+    if slow is None or fast is None:
+        cause = "where the daemon ran was not seen"
+    elif abs(slow - fast) >= 0.5:
+        cause = "the scheduler's placement of the daemon splits them"
+    else:
+        cause = "not where the daemon ran (alike in both groups)"
+    return (
+        f"samples in two groups under --placement free: {group('slow')}; {group('fast')}: "
+        f"{cause}; --placement same or split pins it"
+    )
+
+
 @dataclass(frozen=True)
 class Kind:
     code: str
@@ -102,6 +122,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("too-short", words=_too_short, legacy=r"samples last only "),
     Kind("mixed-cache", words=_mixed_cache, legacy=r"mixed cache states"),
     Kind("integrity-failed", words=_integrity_failed, legacy=r"integrity-failed"),
+    Kind("placement-split", words=_placement_split, legacy=r"samples in two groups under"),
     # The /proc probes' bookkeeping: a thread that came or went during a sample (flags
     # 'kthread-vanished', 'daemon-threads-exited', 'app-threads-started', ...).
     Kind("kthread-vanished", "detail"),

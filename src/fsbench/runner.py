@@ -17,7 +17,9 @@ from typing import Protocol, TypeVar
 
 from fsbench import decide, stats, verdict
 from fsbench.aggregate import aggregate
+from fsbench.dimensions.placement import FREE, default_note, placement_of, split_note
 from fsbench.errors import FsbenchError
+from fsbench.notecodes import words
 from fsbench.phases import PhaseClock
 from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
@@ -111,6 +113,9 @@ class Runner:
         for rt in self.targets:
             if not any(s.id == rt.subject.id for s in self.run.subjects):
                 self.run.subjects.append(rt.subject)
+        note = default_note(self.workloads)
+        if note and self.run.environment is not None:
+            self.run.environment.notes.append(note)
         self._t0 = self.now()
         self._warm_up_pass()
         rep = 0
@@ -388,6 +393,11 @@ class Runner:
             aggregate(
                 res, bool(hook(wl, "is_write")), hook(wl, "summarize_samples") if wl else None
             )
+            if wl is not None and placement_of(wl) == FREE:
+                seen = [s.extra.get("pinned") for s in res.sample_details]
+                if note := split_note(res.samples, seen, res.unit):
+                    res.notes.append(note)
+                    res.warnings.append(words(note))
             if self.sink:
                 self.sink.save_result(self.run.run_id, res)
         self.run.results = list(self.results.values())

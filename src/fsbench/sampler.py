@@ -13,13 +13,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fsbench.aggregate import MAX_ITERATIONS
-from fsbench.dimensions.placement import Pinned, pin, placement_of
+from fsbench.dimensions.placement import Pinned, asked, pin, placement_of
 from fsbench.phases import PhaseClock
 from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
-from fsbench.probes.sample import ProbeSpec, diff, take_snapshot
-from fsbench.samplemerge import Iteration, build_sample, merge_iterations, short_sample_flags
+from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
+from fsbench.samplemerge import (
+    Iteration,
+    build_sample,
+    merge_iterations,
+    short_sample_flags,
+    verify_cache,
+)
 from fsbench.schema import Result, Sample, Subject
 from fsbench.workloads.base import (
     Measurement,
@@ -56,6 +62,9 @@ class CacheState:
 
     asked: str
     flags: list[str] = field(default_factory=list)
+    # A cold cache's method, for the sample's extra (lab/cold.py): {"cold_method": "evict"}
+    # (its files and the device's buffers) or "full" (sync, drop_caches, FUSE remount) and why.
+    record: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,6 +157,9 @@ class Sampler:
     # The part of the file budget a workload may fill (Runner.space_share).
     space_share: Callable[[Workload], float] = lambda _wl: 1.0
     trace: TraceSession = field(init=False, repr=False)
+    # (subject, workload) -> why its evicted cold read failed the counter check: the full
+    # method for it from then on (the failed iteration is measured again).
+    cold_failed: dict[tuple[str, str], str] = field(default_factory=dict)
     # The CPU masks a placement changed for the timed run under way (restored after it).
     _pinned: Pinned | None = field(default=None, init=False, repr=False)
 
@@ -240,8 +252,9 @@ class Sampler:
             raise Unsupported(why)
         with ph("prepare"), watched(rt.health):
             wl.prepare(target)
+        key = (target.subject_id, str(hook(wl, "id")))
         with ph("cache"):
-            cache = prepare_cache(target, wl)
+            cache = prepare_cache(target, wl, self.cold_failed.get(key))
             if rt.ensure:  # a FUSE remount has a new daemon
                 target = sized(rt.ensure(), self.space_share(wl))
         self._place(wl, target)  # after the remount: its daemon is the one to pin
@@ -269,6 +282,12 @@ class Sampler:
             resident1 = device_cache(target) if direct else None
         growth = None if resident0 is None or resident1 is None else resident1 - resident0
         delta = diff(before, after)
+        why = eviction_failed(cache, m, delta)
+        if why is not None:
+            self.cold_failed[key] = why
+            if not traced:  # measured again, cold by the full method (a traced run is not)
+                return self._iteration(rt, wl, res)
+        m.extra.update(cache.record)
         if tracer and keys is not None:
             work = {"bytes": m.bytes, "ops": m.ops, "seconds": m.seconds}
             delta.trace = ktrace.to_trace(maps or {}, keys, tracer.status, work)
@@ -277,7 +296,7 @@ class Sampler:
     def _place(self, wl: Workload, target: Target) -> None:
         """Pin the application (this thread) and the daemon for the workload's placement."""
         self.unplace()
-        self._pinned = pin(placement_of(wl), target)
+        self._pinned = pin(placement_of(wl), target, quiet=not asked(wl))
 
     def unplace(self, m: Measurement | None = None) -> None:
         """Put every CPU mask back; a measurement gets what was pinned and what was not."""
@@ -297,18 +316,38 @@ def sized(target: Target, share: float) -> Target:
     return replace(target, size=max(MiB, int(target.size * share) // MiB * MiB))
 
 
-def prepare_cache(target: Target, wl: Workload) -> CacheState:
-    """Bring the caches into the state the workload asks for; the sample verifies it."""
+def prepare_cache(target: Target, wl: Workload, failed: str | None = None) -> CacheState:
+    """Bring the caches into the state the workload asks for; the sample verifies it. A cold
+    read is made cold by eviction where the target can (cheap), unless that failed the check
+    before for this subject and workload (`failed`); else by the full method."""
     if wl.cache in ("cold", "direct"):
         # Direct I/O starts cold too, so page-cache growth during it is visible.
         if target.make_cold is None:
             why = target.cold_impossible or "not a lab mount"
             return CacheState(wl.cache, [f"cannot-drop-caches: {why}"])
+        if wl.cache != "cold":
+            # O_DIRECT's check is of the device's cache growing: it starts from none at all.
+            target.make_cold()
+            return CacheState(wl.cache)
+        why = failed or (target.evict() if target.evict else "no eviction for this target")
+        if why is None:
+            return CacheState("cold", record={"cold_method": "evict"})
         target.make_cold()
-        return CacheState(wl.cache)
+        return CacheState("cold", record={"cold_method": "full", "cold_method_why": why})
     # Writeback left by the previous workload or subject must not land inside this sample.
     os.sync()
     return CacheState("warm" if wl.cache == "warm" else "n/a")
+
+
+def eviction_failed(cache: CacheState, m: Measurement, delta: ProbeDelta) -> str | None:
+    """Why an evicted cold read was not cold by the device's counter (None: it was, or no
+    eviction made it)."""
+    if cache.record.get("cold_method") != "evict":
+        return None
+    state, flags = verify_cache("cold", m, delta, False)
+    if state == "cold-verified":
+        return None
+    return "eviction failed the cold check (" + "; ".join(flags or [state]) + ")"
 
 
 def trace_keys(target: Target, wl: Workload) -> ktrace.SubjectKeys:

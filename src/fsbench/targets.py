@@ -190,6 +190,7 @@ def _lab_target(
         daemon_pid=ls.daemon_pid,
         fs=ls.spec.driver.fs,
         make_cold=lambda: lab.make_cold(ls),
+        evict=lambda: lab.evict(ls),
         # The driver record's claims, overridden by what was probed on this mount.
         capabilities=capabilities(
             semantics,

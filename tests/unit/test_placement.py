@@ -22,9 +22,11 @@ from test_cli import Sandbox, assert_usage_error
 
 from fsbench import schema
 from fsbench.dimensions.placement import (
+    DEFAULT,
     PARTIAL_FLAG,
     PLACEMENTS,
     Placed,
+    default_note,
     parse_placements,
     pin,
     with_placements,
@@ -51,7 +53,7 @@ two_cpus = pytest.mark.skipif(
 @pytest.mark.parametrize(
     ("text", "want"),
     [
-        (None, ["free"]),
+        (None, ["split"]),
         ("free", ["free"]),
         ("same,free", ["same", "free"]),
         (" split , same ", ["split", "same"]),
@@ -131,11 +133,50 @@ def _runner(
     return Runner(Run(run_id="r", started="t"), targets, workloads, **kw)
 
 
-def test_default_free_leaves_workloads_and_results_as_they_were(tmp_path: Path) -> None:
-    wl = FakeWorkload()
-    assert with_placements([wl], ["free"]) == [wl]
-    done = _runner(tmp_path, with_placements([wl], ["free"]), repeat=1).execute()
+def test_the_default_is_split_where_two_cpus_allow_it_else_same() -> None:
+    assert parse_placements(None, cpus=[0, 1]) == ["split"] == [DEFAULT]
+    assert parse_placements(None, cpus=[3]) == ["same"]
+
+
+@two_cpus
+def test_the_default_pins_without_a_result_of_its_own_and_says_so_once(
+    tmp_path: Path, daemon: subprocess.Popen
+) -> None:
+    """A run without --placement: titles and params as they always were, but the app and the
+    daemon pinned apart for every timed run (recorded per sample), one note for the run, and
+    no per-result flag for the kernel driver that has no daemon to pin."""
+    wl = Where()
+    assert with_placements([wl], parse_placements(None)) == [wl]
+    a, b = CPUS[0], CPUS[1]
+    run = Run(run_id="r", started="t")
+    targets = [
+        RunTarget(
+            _subject("f", "fuse"), Target("f", str(tmp_path), "fuse", MiB, daemon_pid=daemon.pid)
+        ),
+        RunTarget(_subject("k", "kernel"), Target("k", str(tmp_path), "kernel", MiB)),
+    ]
+    done = Runner(run, targets, [wl], repeat=1).execute()
+    fuse_seen, kernel_seen = wl.seen
+    assert fuse_seen["app"] == {a} and all(m == {b} for m in fuse_seen["daemon"].values())
+    assert kernel_seen["app"] == {a}
     assert all("placement" not in r.params for r in done.results)
+    pinned = {r.subject: r.sample_details[0].extra["pinned"] for r in done.results}
+    assert pinned["f"] == {"placement": "split", "app_cpu": a, "daemon_cpu": b, "daemon_threads": 4}
+    assert pinned["k"] == {"placement": "split", "app_cpu": a}
+    assert not any(PARTIAL_FLAG in f for r in done.results for f in r.flags)
+    (note,) = [n for n in done.environment.notes if n.startswith("placement:")]
+    assert f"the application on CPU {a}, a FUSE daemon on CPU {b}" in note
+    assert "--placement free" in note
+    assert os.sched_getaffinity(0) == set(CPUS)
+
+
+def test_no_default_note_when_every_workload_has_its_own_placement() -> None:
+    wls = with_placements([FakeWorkload()], ["free", "same"])
+    assert default_note(wls, cpus=[0, 1]) is None
+    assert default_note([FakeWorkload()], cpus=[5]) is not None
+    assert "the application and a FUSE daemon on CPU 5" in (
+        default_note([FakeWorkload()], cpus=[5]) or ""
+    )
 
 
 def test_placements_are_interleaved_like_variants(tmp_path: Path) -> None:
@@ -258,7 +299,8 @@ def test_same_and_split_pin_app_children_and_every_daemon_thread_then_restore(
     assert pinned["same"] == {
         "placement": "same", "app_cpu": a, "daemon_cpu": a, "daemon_threads": 4,
     }  # fmt: skip
-    assert pinned["split"]["daemon_cpu"] == b and pinned["free"] is None
+    assert pinned["split"]["daemon_cpu"] == b and pinned["free"]["placement"] == "free"
+    assert "app_cpu" not in pinned["free"]  # free pins nothing: it watches where things ran
     assert not any(PARTIAL_FLAG in f for res in done.results for f in res.flags)
 
 
@@ -319,8 +361,14 @@ def test_pins_are_undone_when_the_timed_run_fails(tmp_path: Path, daemon) -> Non
     assert os.sched_getaffinity(0) == set(CPUS) and _thread_masks(daemon.pid) == masks
 
 
-def test_free_pins_nothing(tmp_path: Path) -> None:
-    assert pin("free", Target("s", str(tmp_path), "fuse", MiB, daemon_pid=os.getpid())) is None
+def test_free_pins_nothing(tmp_path: Path, daemon: subprocess.Popen) -> None:
+    masks, app = _thread_masks(daemon.pid), os.sched_getaffinity(0)
+    assert pin("free", Target("s", str(tmp_path), "kernel", MiB)) is None
+    p = pin("free", Target("s", str(tmp_path), "fuse", MiB, daemon_pid=daemon.pid))
+    assert p is not None and p.watch is not None and p.saved == {}
+    assert _thread_masks(daemon.pid) == masks and os.sched_getaffinity(0) == app
+    p.restore()
+    assert p.record()["placement"] == "free" and p.flags == []
 
 
 # -- the wake-up probe ---------------------------------------------------------------------------

@@ -11,10 +11,8 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,9 @@ from fsbench.aging.prepare import aged_check, aged_image
 from fsbench.aging.recipe import NONE
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.fuse import stacked, transports
-from fsbench.lab import loops, mounts, ntfsck, safety, state
+from fsbench.lab import cold, loops, mounts, ntfsck, safety, state
 from fsbench.lab.backing import Backing, format_size
+from fsbench.lab.cold import drop_caches, signals_deferred
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.state import MOUNT_BASE, StateRecord, release
@@ -483,6 +482,18 @@ class Lab:
         self.unmount(s)
         self.mount(s)
 
+    def evict(self, s: LabSubject) -> str | None:
+        """The cheap cold cache (lab/cold.py): the workdir's files and the device's buffers
+        evicted; None when done, else why the full method (make_cold) is needed."""
+        if self.read_only:
+            return "a read-only volume's files are not fsbench's to write back"
+        if not s.mounted:
+            return "not mounted"
+        why = cold.evict(s.workdir, s.device)
+        if why is None:
+            s.events.append("evict")
+        return why
+
     def make_cold(self, s: LabSubject) -> None:
         """sync, drop the page cache, and for FUSE remount (the daemon keeps caches of its own)."""
         os.sync()
@@ -514,32 +525,3 @@ class Lab:
                 raise LabError(f"{s.spec.id}: {why}")  # left in the record: release retries
             self.record.frozen.remove(s.mountpoint)
             self.record.save()
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends, then deliver them to the handlers that
-    were in place. A handler swap, not a signal mask: a mask does not stop another thread from
-    taking the signal and the main thread from raising in the middle of the block."""
-    pending: list[int] = []
-    old: dict[int, object] = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, lambda signum, _frame: pending.append(signum))
-    except ValueError:  # not the main thread: no handler of ours can interrupt it
-        pass
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-        for sig in dict.fromkeys(pending):
-            signal.raise_signal(sig)
-
-
-def drop_caches() -> None:
-    os.sync()
-    try:
-        ProcFS().write("proc/sys/vm/drop_caches", "3\n")
-    except OSError as e:
-        raise EnvironmentProblem(f"cannot drop caches ({e}); run as root") from e

@@ -75,6 +75,7 @@ class PidStat:
     num_threads: int
     starttime: int  # ticks after boot; tells a reused pid from the original
     pgrp: int = 0  # process group
+    processor: int = -1  # the CPU it last ran on (field 39)
 
 
 class ThreadCPU(NamedTuple):
@@ -179,6 +180,7 @@ def parse_pid_stat(text: str) -> PidStat:
             num_threads=int(rest[17]),
             starttime=int(rest[19]),
             pgrp=int(rest[2]),
+            processor=int(rest[36]) if len(rest) > 36 else -1,
         )
     except (ValueError, IndexError) as exc:
         raise ProcParseError(f"not a /proc/PID/stat line: {text[:80]!r}") from exc
@@ -389,6 +391,19 @@ class ProcFS:
         except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
             return []
         return sorted(int(n) for n in names if n.isdigit())
+
+    def task_stat(self, pid: int, tid: int) -> PidStat:
+        return parse_pid_stat(self.read(f"proc/{pid}/task/{tid}/stat"))
+
+    def children(self, pid: int) -> list[int]:
+        """The child processes of `pid` (every thread's; empty when it is gone)."""
+        out: list[int] = []
+        for tid in self.tids(pid):
+            try:
+                out += [int(c) for c in self.read(f"proc/{pid}/task/{tid}/children").split()]
+            except (OSError, ValueError):
+                continue
+        return out
 
     def threads(self, pid: int) -> dict[int, ThreadCPU]:
         """Each live thread of `pid`: its own CPU and context switches.

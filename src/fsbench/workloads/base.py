@@ -53,6 +53,9 @@ class Target:
     daemon_pid: int | None = None
     fs: str = ""
     make_cold: Callable[[], None] | None = None
+    # The cheap cold cache (only the workload's files and the device's buffers evicted): None
+    # when done, else why not (make_cold then); the device's read counter checks it either way.
+    evict: Callable[[], str | None] | None = None
     cold_impossible: str | None = None  # why make_cold is None, in words
     capabilities: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0  # --scale: multiplies macro workloads' default amounts (file counts)
@@ -223,8 +226,9 @@ HOOKS: dict[str, Hook] = {
         "results.json's definitions; None: a built-in",
     ),
     "placement": Hook(
-        "free",
-        "where the app and the FUSE daemon run: free | same | split (dimensions/placement.py)",
+        None,
+        "where the app and the FUSE daemon run: free | same | split (dimensions/placement.py); "
+        "None: the run's default, pinned without a result of its own",
     ),
     "with_numjobs": Hook(
         None,
