@@ -1,13 +1,15 @@
 """A/A: how often does a default `fsbench compare` mark ▲/▼ where there is no difference, and
 how often does it find one that is physical?
 
-    uv run python bench/aa.py [--runs 3] [--fuse-runs 2] [--btrfs-runs 2] [--known 10]
+    uv run python bench/aa.py [--runs 3] [--fuse-runs 2] [--btrfs-runs 2] [--xfs-runs 2]
+                              [--fuse2fs-runs 2] [--known 10]
                               [--lock PATH] [--extra ARGS] [--keep DIR]
     uv run python bench/aa.py --read DIR     # tally the runs a --keep stored
 
 Each A/A run is a default comparison of subjects that are one driver with default-equivalent
 options (every true ratio is 1): `ext4 ext4:relatime ext4:async ext4:barrier ext4:suid`,
-`ntfs-3g ntfs-3g:silent ntfs-3g:exec` and `btrfs btrfs:relatime btrfs:suid btrfs:exec`,
+`ntfs-3g ntfs-3g:silent ntfs-3g:exec`, `btrfs btrfs:relatime btrfs:suid btrfs:exec`,
+`xfs xfs:relatime xfs:suid xfs:exec` and `fuse2fs fuse2fs:suid fuse2fs:exec`,
 default settings (adaptive repeats, the 420 s budget, the default workloads). The promise is
 per table (docs/verdicts.md): a workload's table and its answer line together have at most a
 5 % chance of any false ▲/▼. So the script counts tables: one per workload per run, false when
@@ -47,6 +49,9 @@ from fsbench.schema import Run
 KERNEL_SET = ("ext4", "ext4:relatime", "ext4:async", "ext4:barrier", "ext4:suid")
 FUSE_SET = ("ntfs-3g", "ntfs-3g:silent", "ntfs-3g:exec")
 BTRFS_SET = ("btrfs", "btrfs:relatime", "btrfs:suid", "btrfs:exec")
+# xfs copies of one image share its UUID: the lab mounts them with nouuid.
+XFS_SET = ("xfs", "xfs:relatime", "xfs:suid", "xfs:exec")
+FUSE2FS_SET = ("fuse2fs", "fuse2fs:suid", "fuse2fs:exec")
 KNOWN = ("ext4", "ext4:data=journal")
 
 
@@ -129,7 +134,13 @@ def measured(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, Run]]:
         if run is not None:
             yield "known", run
     # Round-robin over the sets: a batch cut short still has runs of each.
-    counts = [(KERNEL_SET, args.runs), (FUSE_SET, args.fuse_runs), (BTRFS_SET, args.btrfs_runs)]
+    counts = [
+        (KERNEL_SET, args.runs),
+        (FUSE_SET, args.fuse_runs),
+        (BTRFS_SET, args.btrfs_runs),
+        (XFS_SET, args.xfs_runs),
+        (FUSE2FS_SET, args.fuse2fs_runs),
+    ]
     sets = [s for k in range(max(n for _, n in counts)) for s, n in counts if k < n]
     for i, subjects in enumerate(sets):
         run = compare_run(subjects, extra, tmp, f"aa-{i}", args.lock)
@@ -149,6 +160,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="A/A runs of the ext4 set")
     ap.add_argument("--fuse-runs", type=int, default=2, help="A/A runs of the ntfs-3g set")
     ap.add_argument("--btrfs-runs", type=int, default=2, help="A/A runs of the btrfs set")
+    ap.add_argument("--xfs-runs", type=int, default=2, help="A/A runs of the xfs set")
+    ap.add_argument("--fuse2fs-runs", type=int, default=2, help="A/A runs of the fuse2fs set")
     ap.add_argument("--known", type=int, default=10, help="known-difference runs")
     ap.add_argument("--lock", default="/tmp/fsbench-heavy.lock", help="'' for none")
     ap.add_argument("--extra", default="", help="more compare options, e.g. '--size 512M'")

@@ -53,7 +53,7 @@ two_cpus = pytest.mark.skipif(
 @pytest.mark.parametrize(
     ("text", "want"),
     [
-        (None, ["split"]),
+        (None, ["same"]),
         ("free", ["free"]),
         ("same,free", ["same", "free"]),
         (" split , same ", ["split", "same"]),
@@ -133,8 +133,8 @@ def _runner(
     return Runner(Run(run_id="r", started="t"), targets, workloads, **kw)
 
 
-def test_the_default_is_split_where_two_cpus_allow_it_else_same() -> None:
-    assert parse_placements(None, cpus=[0, 1]) == ["split"] == [DEFAULT]
+def test_the_default_is_same_on_any_machine() -> None:
+    assert parse_placements(None, cpus=[0, 1]) == ["same"] == [DEFAULT]
     assert parse_placements(None, cpus=[3]) == ["same"]
 
 
@@ -143,11 +143,11 @@ def test_the_default_pins_without_a_result_of_its_own_and_says_so_once(
     tmp_path: Path, daemon: subprocess.Popen
 ) -> None:
     """A run without --placement: titles and params as they always were, but the app and the
-    daemon pinned apart for every timed run (recorded per sample), one note for the run, and
+    daemon pinned to one CPU for every timed run (recorded per sample), one note for the run, and
     no per-result flag for the kernel driver that has no daemon to pin."""
     wl = Where()
     assert with_placements([wl], parse_placements(None)) == [wl]
-    a, b = CPUS[0], CPUS[1]
+    a = CPUS[0]
     run = Run(run_id="r", started="t")
     targets = [
         RunTarget(
@@ -157,15 +157,15 @@ def test_the_default_pins_without_a_result_of_its_own_and_says_so_once(
     ]
     done = Runner(run, targets, [wl], repeat=1).execute()
     fuse_seen, kernel_seen = wl.seen
-    assert fuse_seen["app"] == {a} and all(m == {b} for m in fuse_seen["daemon"].values())
+    assert fuse_seen["app"] == {a} and all(m == {a} for m in fuse_seen["daemon"].values())
     assert kernel_seen["app"] == {a}
     assert all("placement" not in r.params for r in done.results)
     pinned = {r.subject: r.sample_details[0].extra["pinned"] for r in done.results}
-    assert pinned["f"] == {"placement": "split", "app_cpu": a, "daemon_cpu": b, "daemon_threads": 4}
-    assert pinned["k"] == {"placement": "split", "app_cpu": a}
+    assert pinned["f"] == {"placement": "same", "app_cpu": a, "daemon_cpu": a, "daemon_threads": 4}
+    assert pinned["k"] == {"placement": "same", "app_cpu": a}
     assert not any(PARTIAL_FLAG in f for r in done.results for f in r.flags)
     (note,) = [n for n in done.environment.notes if n.startswith("placement:")]
-    assert f"the application on CPU {a}, a FUSE daemon on CPU {b}" in note
+    assert f"the application and a FUSE daemon on CPU {a}" in note
     assert "--placement free" in note
     assert os.sched_getaffinity(0) == set(CPUS)
 
@@ -329,11 +329,12 @@ def test_daemon_threads_born_while_pinned_get_the_daemon_mask_back(tmp_path: Pat
 @two_cpus
 def test_a_kernel_driver_pins_the_app_and_says_what_was_not_pinned(tmp_path: Path) -> None:
     wl = Where()
+    # Asked for beside another placement (same alone is the default, said in the run's note).
     done = _runner(
-        tmp_path, with_placements([wl], ["same"]), ids=("ext4",), kind="kernel", repeat=2
+        tmp_path, with_placements([wl], ["same", "free"]), ids=("ext4",), kind="kernel", repeat=2
     ).execute()
-    assert [s["app"] for s in wl.seen] == [{CPUS[0]}, {CPUS[0]}]
-    (res,) = done.results
+    assert [s["app"] for s in wl.seen][::2] == [{CPUS[0]}, {CPUS[0]}]
+    res = next(r for r in done.results if r.params["placement"] == "same")
     flags = [f for f in res.flags if f.startswith(PARTIAL_FLAG)]
     assert len(flags) == 1, res.flags  # one line for all samples, not one per sample
     assert "kernel driver has no daemon" in flags[0] and "kernel threads" in flags[0]

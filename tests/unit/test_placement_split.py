@@ -128,6 +128,6 @@ def test_the_watch_sees_whether_daemon_and_app_share_a_cpu(apart: bool, want_sam
         daemon.wait()
     assert seen["looks"] >= 5
     if want_same:
-        assert seen["same_cpu_share"] >= 0.8
+        assert seen["same_cpu_share"] >= 0.7
     else:
-        assert seen["same_cpu_share"] <= 0.2
+        assert seen["same_cpu_share"] <= 0.3  # a stray tick of another thread
