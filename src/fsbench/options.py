@@ -352,9 +352,11 @@ OPTIONS: list[Option] = [
            "±PCT % of 1 is marked the same (docs/verdicts.md: below ~5 % a 2-CPU machine rarely "
            "resolves it in minutes).", default="2", parse=number(0.1, 50, "percent"),
            metavar="PCT", bad=("0", "51", "x")),
-    Option(("--placement",), "Where the app and the FUSE daemon run, a comma list: free "
-           "(default: nothing pinned), same (one CPU), split (two CPUs); each placement is its "
-           "own result.", parse=external("fsbench.dimensions.placement", "parse_placements"),
+    Option(("--placement",), "Where the app and the FUSE daemon run, a comma list: same (one "
+           "CPU; the default, said in the run's notes), free (nothing pinned: the scheduler "
+           "decides, and samples it splits in two are named), split (two CPUs); each placement "
+           "asked for is its own result.",
+           parse=external("fsbench.dimensions.placement", "parse_placements"),
            metavar="PLACEMENT,...", bad=("nowhere", "same,same", "", "free,")),
     Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto' (the default): at "
            "least 3, then more only for subjects in a comparison still open (with the baseline or "
