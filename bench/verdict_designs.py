@@ -37,8 +37,10 @@ def main() -> int:
             continue
         runs = max(50, args.runs // d.cells)
         r = false_tables(d, runs, seed=args.seed)
-        worst = max(worst, r.interval()[1])
-        print(f"{d.name:58s} {r.text()}", flush=True)
+        if d.promised:
+            worst = max(worst, r.interval()[1])
+        tag = "" if d.promised else "  (outside the promise: the lab controls it)"
+        print(f"{d.name:58s} {r.text()}{tag}", flush=True)
     for d, want in POWER:
         if args.only not in d.name:
             continue

@@ -17,7 +17,10 @@ from fsbench.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, v
 RUNS = 150
 
 
-@pytest.mark.parametrize("design", DESIGNS, ids=[d.name for d in DESIGNS])
+PROMISED = [d for d in DESIGNS if d.promised]
+
+
+@pytest.mark.parametrize("design", PROMISED, ids=[d.name for d in PROMISED])
 def test_every_design_keeps_the_familywise_rate(design: Design) -> None:
     """A/A tables through the runner's real schedule and the printed verdicts (every column):
     subjects consistently noisier, spreads 10x apart, n = 2, constant and quantized values,
