@@ -303,6 +303,7 @@ DESIGNS = [
         spreads=(0.03,),
         bimodal=1.3,
         rounds=(3, 10),
+        promised=False,
     ),
     Design(
         "2 subjects, n=2 then adaptive, 5/15 %",
