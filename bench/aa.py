@@ -39,9 +39,8 @@ from pathlib import Path
 
 from scipy.stats import beta
 
-from fsbench.report.answer import answers
-from fsbench.report.naming import outcome
-from fsbench.report.summary import compare
+from fsbench import decide
+from fsbench.report.comparison import outcome_of
 from fsbench.schema import Run
 
 # Options that restate a default: every subject of a set mounts exactly what the first does.
@@ -81,24 +80,24 @@ def compare_run(
 
 
 def tables(run: Run) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Per workload table: (title, [(comparison, outcome)]) for every comparison a renderer
-    prints in it — each subject against the baseline (the table) and against the fastest (the
-    answer line) — judged at the family the run recorded (fsbench.report.summary.compare)."""
+    """Per workload table: (workload, [(comparison, outcome)]) for every comparison it prints —
+    each subject against the baseline (the table) and against the fastest (the answer line),
+    in every column that shows a mark — judged as the run recorded (fsbench.decide.printed,
+    what compare, diff and judge print)."""
+    order = [s.id for s in run.subjects]
+    by_table = decide.tables(run.results)
     out = []
-    for a in answers(run):
-        if a.winner is None:
+    for wid, p in decide.printed(run.results, order).items():
+        rs = by_table.get(wid) or []
+        if not rs:
             continue
-        got: dict[str, str] = {}
-        base = a.baseline
-        for r in a.ranking:
-            if base is not None and r is not base:
-                v = compare(base, r)
-                got[f"{r.subject} vs {base.subject}"] = outcome(v, r.higher_is_better)
-            if r is not a.winner:
-                got[f"{r.subject} vs {a.winner.subject}"] = outcome(
-                    compare(a.winner, r), r.higher_is_better
-                )
-        out.append((a.title, list(got.items())))
+        hib = rs[0].higher_is_better
+        got = {
+            f"{col}: {subject} vs {ref}": outcome_of(v, hib)
+            for (col, ref, subject), v in p.marks().items()
+            if ref != subject
+        }
+        out.append((wid, list(got.items())))
     return out
 
 
@@ -183,7 +182,7 @@ def main() -> None:
                 got = dict(
                     c for t, cs in tables(run) if t.startswith("seq-write/fsync") for c in cs
                 )
-                mark = got.get(f"{KNOWN[1]} vs {KNOWN[0]}")
+                mark = got.get(f"rate: {KNOWN[1]} vs {KNOWN[0]}")
                 found += mark == "worse"
                 print(f"known {run.run_id}: {KNOWN[1]} {mark}", flush=True)
                 continue
