@@ -31,7 +31,8 @@ def pct(x: float | None) -> str:
 def label(c: TuneChange) -> str:
     if c.name == "combination":
         return "together: " + " + ".join(c.remedies)
-    return c.name
+    other = c.subject.split(":")[0] != c.untuned.split(":")[0]
+    return f"{c.name} ({c.subject})" if other else c.name  # another driver: say which
 
 
 def gap_lines(t: TuneRecord) -> list[str]:
