@@ -12,13 +12,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from fsbench import __version__, options
@@ -209,13 +202,6 @@ def list_(what: str, as_json: bool) -> None:
     Console().print(t)
 
 
-def _eta_text(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    s = round(seconds)
-    return f"~{s // 60}:{s % 60:02d} left"
-
-
 @cli.command()
 @click.argument("subjects", nargs=-1)
 @options.click_options("compare")
@@ -285,29 +271,13 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
     if o["dry_run"]:
         _print_plan(plan, vm_rows, o["as_json"])
         return
+    from fsbench.commands.progress import shown
     from fsbench.pipeline import execute
     from fsbench.report.sections import render
 
     out_dir, as_json = plan.out_dir, o["as_json"]
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[eta]}"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
-        task = progress.add_task("preparing", total=None, eta="")
-        run, code = execute(
-            plan,
-            on_step=lambda m: progress.update(task, description=m),
-            on_sample=lambda: progress.advance(task),
-            on_total=lambda total: progress.update(task, total=total),
-            on_eta=lambda s: progress.update(task, eta=_eta_text(s)),
-        )
+    with shown(err, plan) as callbacks:
+        run, code = execute(plan, **callbacks)
     if as_json:
         from fsbench.report.explain import run_json
 

@@ -35,7 +35,7 @@ from fsbench.plan import Plan
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
 from fsbench.runner import Runner, RunTarget, workload_id
-from fsbench.schema import Run
+from fsbench.schema import Result, Run
 from fsbench.store import Store
 from fsbench.targets import dir_target, lab_targets, scratch_dir, workdir_of
 from fsbench.workloads.base import Workload, hook
@@ -89,6 +89,7 @@ class _Progress:
     on_sample: Callable[[], None]
     on_total: Callable[[int], None]
     on_eta: Callable[[float | None], None]
+    on_result: Callable[[Result], None]
 
 
 @dataclass
@@ -105,6 +106,7 @@ def execute(
     on_sample: Callable[[], None] = lambda: None,
     on_total: Callable[[int], None] = lambda _n: None,
     on_eta: Callable[[float | None], None] = lambda _s: None,
+    on_result: Callable[[Result], None] = lambda _r: None,
 ) -> tuple[Run, int]:
     """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed,
     130 interrupted). The steps: refuse what can be known wrong before anything exists, start
@@ -117,7 +119,7 @@ def execute(
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(plan.db)
     store.begin_run(run, plan.out_dir)
-    progress = _Progress(on_step, on_sample, on_total, on_eta)
+    progress = _Progress(on_step, on_sample, on_total, on_eta, on_result)
     session = _Session()
     guard = Guard(enabled=plan.integrity)
     host = lab is not None or plan.subjects is None  # anything measured on this kernel
@@ -241,6 +243,7 @@ def _runner(
         on_sample=counted,
         on_remaining=lambda n: progress.on_total(done[0] + n),
         on_eta=progress.on_eta,
+        on_result=progress.on_result,
         adaptive=plan.adaptive,
         settle=plan.adaptive,
         max_repeat=plan.max_repeat,

@@ -77,6 +77,8 @@ class Runner:
     on_remaining: Callable[[int], None] = lambda _n: None
     # Progress: seconds of measuring left (None until the first round has costed each sample).
     on_eta: Callable[[float | None], None] = lambda _s: None
+    # Progress: a sample finished (its result, its sample appended) or failed (status, error).
+    on_result: Callable[[Result], None] = lambda _r: None
     # Wall seconds of each (subject, workload)'s last sample with its preparation (not the
     # first sample's warm-up and traced run): what its next one will cost (the budget check
     # and the ETA use it).
@@ -440,6 +442,7 @@ class Runner:
             self.sink.save_sample(self.run.run_id, res, sample)
         self._cost[(rt.subject.id, workload_id(wl))] = self.now() - began
         self.on_sample()
+        self.on_result(res)
         self.on_remaining(self._samples_left())
 
     def _guarded(self, rt: RunTarget, wl: Workload, res: Result, step: Callable[[], T]) -> T | None:
@@ -465,6 +468,7 @@ class Runner:
         finally:
             self._sampler.unplace()  # also when the run failed: no pin outlives it
         self.on_sample()
+        self.on_result(res)
         return None
 
     def _fail_subject(self, rt: RunTarget, why: str) -> None:
