@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from conftest import (
     REPO,
@@ -61,6 +62,9 @@ def test_compare_ext4_and_fuse2fs(
     )  # fmt: skip
     doc = ran.doc
     assert json.loads(ran.stdout)["run_id"] == doc["run_id"]
+    # A real run's document holds to the published schema (docs/results.schema.json).
+    schema = json.loads((REPO / "docs" / "results.schema.json").read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(doc)
     assert isinstance(doc["schema_version"], int) and doc["schema_version"] >= 1
     assert doc["status"] == "complete"
 

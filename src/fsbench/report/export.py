@@ -37,6 +37,7 @@ FORMATS = ("json", "csv", "markdown")
 # The CSV's columns, in order: identity, the number and its interval, what it cost, its state.
 CSV_COLUMNS: tuple[str, ...] = (
     "run_id",
+    "schema_version",  # results.json's (docs/results.schema.json): what the columns come from
     "subject",
     "workload",
     "variant",
@@ -170,7 +171,8 @@ def to_csv(run: Run) -> str:
     w.writeheader()
     base = baselines(run)
     for res in report_order(run):
-        w.writerow(csv_row(run.run_id, res, base.get(id(res))))
+        row = csv_row(run.run_id, res, base.get(id(res)))
+        w.writerow({**row, "schema_version": run.schema_version})
     return buf.getvalue()
 
 
@@ -304,7 +306,7 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
         f"vs: ratio to the baseline with its interval · {family_of(run).legend()} · "
         "CI: the geometric mean's 95 % interval (log scale).",
         "",
-        f"Environment: {environment_line(run)}",
+        f"Environment: {environment_line(run)} · results.json schema {run.schema_version}",
     ]
     if run.command:
         lines += ["", f"Command: `{' '.join(['fsbench', *run.command[1:]])}`"]
