@@ -24,6 +24,8 @@ import click
 
 from fsbench.errors import UsageError
 
+MiB = 1024 * 1024
+
 Parser = Callable[[str, str], Any]  # (flag, text) -> value; raises UsageError
 
 
@@ -182,6 +184,12 @@ A_VM = When(
 OWN_WORK = When(
     "--command or a fio:JOBFILE workload",
     lambda v: v.get("command") is not None or "fio:" in (v.get("workloads") or ""),
+)
+
+# KDiskMark's tests among the workloads: what --diskmark-size and --diskmark-runtime set.
+DISKMARK = When(
+    "a KDiskMark test (--suite diskmark or diskmark-mix, or --workloads diskmark...)",
+    lambda v: "diskmark" in f"{v.get('suite') or ''},{v.get('workloads') or ''}",
 )
 
 # `guest`: what the VM stage (compare --kernel) does with an option.
@@ -403,6 +411,13 @@ OPTIONS: list[Option] = [
            bad=("fuse,dtrace", ","), needs=(TRACED,), conflicts=(given("--no-trace"),)),
     Option(("--no-trace",), "Leave the kernel trace probes (bpftrace) off; they are on when "
            "root and available.", flag=True),
+    Option(("--diskmark-size",), "KDiskMark's test size (its report's \"Test: 1 GiB\"): the "
+           "file its tests read and write, e.g. 1G (default: the subject's share of the image, "
+           "409 MiB at --size 1G).", parse=size(MiB, "at least 1M"), bad=("0", "12X"),
+           needs=(DISKMARK,)),
+    Option(("--diskmark-runtime",), "KDiskMark's measuring time (its report's \"Measure: 5 "
+           "sec\"): a pass's length in seconds (default 5).", parse=integer(1, 600),
+           metavar="S", bad=("0", "601", "x"), needs=(DISKMARK,)),
     Option(("--dry-run",), "Print the plan (subjects, workloads, rounds, budget, images and their "
            "sizes, VMs, what is skipped and why) and exit: nothing is formatted, mounted or "
            "measured; with --json, as JSON.", flag=True, guest=HOST),

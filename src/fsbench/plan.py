@@ -111,6 +111,7 @@ def plan_from_options(
         steps = (o["prepare"], o["setup"], o["cleanup"])
         own.append(build(o["command"], *steps, o["input"], o["timeout"], o["as_user"]))
     wl = resolve_workloads(o["workloads"], o["suite"], o["numjobs"], own, o["timeout"])
+    wl = diskmark_choices(wl, o, plan_fields.get("size"))
     if o.get("clients") is not None or o.get("clients_sweep") is not None:
         from fsbench.dimensions.clients import apply_clients
 
@@ -153,6 +154,25 @@ def plan_from_options(
         trace_probes=o["trace_probes"],
         **plan_fields,
     )
+
+
+def diskmark_choices(wl: list[Workload], o: dict[str, Any], image: int | None) -> list[Workload]:
+    """`--diskmark-size` and `--diskmark-runtime` set on the KDiskMark tests; a test file
+    larger than an image's files may take (workloads.base.FILE_FRACTION) is refused before anything
+    is made, as KDiskMark's 1 GiB needs --size 2560M."""
+    size, runtime = o.get("diskmark_size"), o.get("diskmark_runtime")
+    if size is None and runtime is None:
+        return wl
+    from fsbench.workloads.base import FILE_FRACTION
+    from fsbench.workloads.diskmark import with_choices
+
+    if size is not None and image and size > image * FILE_FRACTION:
+        need = -(-int(size / FILE_FRACTION) // 2**20)
+        raise UsageError(
+            f"--diskmark-size {size // 2**20}M: a subject's files may take "
+            f"{FILE_FRACTION:.0%} of its image; use --size {need}M or more"
+        )
+    return with_choices(wl, size, runtime)
 
 
 def new_run_id() -> str:

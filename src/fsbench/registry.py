@@ -16,7 +16,7 @@ from fsbench.workloads.agedtree import GROUP as AGED_GROUP
 from fsbench.workloads.base import Workload, hook
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
-from fsbench.workloads.diskmark import DISKMARK_JOBS
+from fsbench.workloads.diskmark import DISKMARK_JOBS, MIX_IDS
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FIO_JOBS, IoParams, parse_io_params
 from fsbench.workloads.metadata import METADATA_JOBS
@@ -81,6 +81,13 @@ SUITES: dict[str, dict] = {
             "ext4 and ntfs-3g at --size 512M --repeat 2: 77 s from start to results "
             "(measured 2026-11-26, 2-CPU VM, Linux 6.18, RAM images)"
         ),
+    },
+    "diskmark-mix": {
+        "description": "KDiskMark's Default [+Mix]: its eight tests and each test's MIX (Read "
+        "70%/Write 30%, KDiskMark's figure (R*70 + W*30) / 100); --diskmark-size and "
+        "--diskmark-runtime are its Test size and Measure time",
+        "workloads": ["diskmark", *MIX_IDS],
+        "takes": "not measured",
     },
 }
 

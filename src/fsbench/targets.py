@@ -26,12 +26,9 @@ from fsbench.runner import RunTarget
 from fsbench.schema import Aging, Feature, Run, Subject
 from fsbench.store import Store
 from fsbench.workloads.agedtree import MIRROR_DIR
-from fsbench.workloads.base import AgedTree, Target, free_bytes
+from fsbench.workloads.base import FILE_FRACTION, AgedTree, Target, free_bytes
 
 MiB = 1024 * 1024
-# The share of an image the workloads' files may take: room for metadata, journals and the
-# file systems that keep a reserve (btrfs, ext4's 5 %), identical for every subject.
-FILE_FRACTION = 0.4
 
 
 def _subject_record(ls: LabSubject) -> Subject:

@@ -7,10 +7,12 @@ latency CDF per random test. (`bench/diskmark_vs_fio.py` sets all eight against 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
 import pytest
-from conftest import fsbench_released, need_drivers
+from conftest import REPO, MiB, fsbench_released, need_drivers
 
 from fsbench.probedefs.depth import device_depth
 from fsbench.schema import Result
@@ -59,3 +61,40 @@ def test_reduced_diskmark_on_ext4(tmp_path: Path, state_dir: Path) -> None:
     assert 'id="latency-cdf-diskmark-rnd4k-q32t1-read"' in html
     assert 'id="latency-cdf-diskmark-rnd4k-q1t1-write"' in html
     assert 'id="latency-cdf-diskmark-seq1m-q8t1-read"' not in html  # sequential: no CDF
+
+
+@pytest.mark.root
+def test_diskmark_mix_and_kdiskmarks_choices_on_ext4(tmp_path: Path, state_dir: Path) -> None:
+    """KDiskMark's MIX (Read 70%/Write 30%) and its Test size and Measure time, for real: a
+    32 MiB test file and 1 s passes on a 128 MiB RAM image."""
+    need_drivers("ext4")
+    out = tmp_path / "out"
+    ran = fsbench_released(
+        state_dir, out,
+        "compare", "ext4", "--size", "128M", "--repeat", "2", "--warmup", "0",
+        "--workloads", "diskmark/rnd4k-q1t1-mix,diskmark/seq1m-q1t1-read",
+        "--diskmark-size", "32M", "--diskmark-runtime", "1",
+        "--db", str(tmp_path / "results.db"),
+    )  # fmt: skip
+    schema = json.loads((REPO / "docs" / "results.schema.json").read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(ran.doc)
+    results = {r["params"]["variant"]: r for r in ran.doc["results"]}
+    assert set(results) == {"rnd4k-q1t1-mix", "seq1m-q1t1-read"}
+    for variant, r in results.items():
+        assert r["status"] == "ok", (variant, r["error"])
+        p = r["params"]
+        assert (p["runtime_s"], p["file_size"]) == (1, 32 * MiB), variant
+        for s in r["sample_details"]:
+            # A pass stops at the Measure time (fio's own runtime, the final fsync after it).
+            assert s["seconds"] <= 1.5, (variant, s["seconds"])
+    mix = results["rnd4k-q1t1-mix"]
+    assert (mix["params"]["rw"], mix["params"]["rwmixread"]) == ("randrw", 70)
+    assert mix["cache"] == "direct", mix["flags"]
+    for s in mix["sample_details"]:
+        m = s["extra"]["mix"]
+        r, w = m["read"]["mib_s"], m["write"]["mib_s"]
+        assert r > 0 and w > 0
+        # About 70 % of the bytes were reads (4 KiB each way), and the figure is KDiskMark's.
+        assert 0.6 < r / (r + w) < 0.8, (r, w)
+        assert s["value"] == pytest.approx((r * 70 + w * 30) / 100)
+    assert "RND4K Q1T1 mix" in ran.stdout

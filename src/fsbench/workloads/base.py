@@ -269,6 +269,11 @@ def per_second(amount: float, seconds: float, what: str) -> float:
     return amount / seconds
 
 
+# The share of an image the workloads' files may take: room for metadata, journals and the
+# file systems that keep a reserve (btrfs, ext4's 5 %), identical for every subject (the lab's
+# targets size their files by it; --diskmark-size is held to it).
+FILE_FRACTION = 0.4
+
 # What each capability a workload may need is, in words (unmet_need's reason).
 NEED_WORDS = {"posix_permissions": "POSIX permissions (chmod)"}
 

@@ -81,6 +81,9 @@ class FioJob(Declared):
     # byte, which a RAM-backed subject feels (docs/reading.md has the measured cost).
     refill_buffers: bool = False
     runtime_s: int | None = None  # a timed pass stops here (KDiskMark's runtime=5)
+    # A mixed job (rw=rw|randrw): this percentage of its I/Os are reads (fio's rwmixread); its
+    # figure is KDiskMark's MIX, the two directions' rates weighted by it (mix_measurement).
+    rwmixread: int | None = None
     min_sample_s: float | None = None  # hook: None is the runner's --min-sample-time
 
     def with_numjobs(self, numjobs: int) -> FioJob:
@@ -107,13 +110,14 @@ class FioJob(Declared):
             f"--runtime={runtime}",
             f"--randrepeat={int(self.randrepeat)}",
             *(["--refill_buffers=1"] if timed and self.refill_buffers else []),
+            *([f"--rwmixread={self.rwmixread}"] if timed and self.rwmixread is not None else []),
             # Percentiles of the total latency (submission to completion): fiojson.py says why.
             *(LAT_ARGS if timed else ()),
         ]
 
     @property
     def is_write(self) -> bool:
-        return "write" in self.rw
+        return "write" in self.rw or self.rwmixread is not None
 
     @property
     def read_only_ok(self) -> bool:
@@ -154,6 +158,7 @@ class FioJob(Declared):
             **({"randrepeat": False} if not self.randrepeat else {}),
             **({"refill_buffers": True} if self.refill_buffers else {}),
             **({"runtime_s": self.runtime_s} if self.runtime_s else {}),
+            **({"rwmixread": self.rwmixread} if self.rwmixread is not None else {}),
             **({"files": self.nrfiles} if self.nrfiles > 1 else {}),
             # What prepare did, where variants differ only there (a write to a new file
             # against an overwrite, a read warmed by writing against one warmed by reading).
