@@ -25,6 +25,8 @@ PACKAGES=(
 # (`fuse2fs-3.18`, src/fsbench/fuse/fuse2fs.py: make, gcc, uuid-dev).
 if [ "${1:-}" = "--test" ]; then
   PACKAGES+=(chromium meson ninja-build pkg-config liburing-dev libnuma-dev make gcc uuid-dev)
+  # strace: the --dry-run test watches that the command starts no program and mounts nothing.
+  PACKAGES+=(strace)
 fi
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,6 +1,6 @@
 """`--dry-run` on compare and run: the plan printed in under 2 s with nothing attached, mounted,
-created or measured (`losetup -a`, the mount table and /dev/shm read before and after), and
-what the plan says: subjects, workloads with their variants, rounds, budget, images and their
+created or measured (`losetup -a`, the mount table and /dev/shm read before and after; under
+strace, no program started and no mount or loop call), and what the plan says: subjects, workloads with their variants, rounds, budget, images and their
 sizes, VMs, what is skipped and why."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -79,6 +80,23 @@ def test_compare_dry_run_makes_nothing_and_says_the_plan(tmp_path: Path) -> None
     assert {p["format"] for p in im["pristine"]} == {"ext4", "ntfs", "xfs"}
     assert im["memory_at_most"] == 4 * 2 * GiB
     assert plan["vm"] == [] and plan["out_dir"] == str(tmp_path / "out")
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is missing (setup.sh --test)")
+def test_a_dry_run_runs_no_program_and_no_mount_or_loop_call(tmp_path: Path) -> None:
+    """What the process itself does, whatever else runs on the machine: under strace, no
+    program started (no losetup, mount, mkfs, fio), no mount(2) and no loop-device ioctl."""
+    trace = tmp_path / "strace.txt"
+    argv = ["strace", "-f", "-qq", "-e", "trace=execve,mount,umount2,ioctl", "-o", str(trace),
+            sys.executable, "-m", "fsbench", "compare", "ext4", "ntfs-3g", "--suite", "diskmark",
+            "--dry-run", "--out", str(tmp_path / "out")]  # fmt: skip
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    calls = trace.read_text().splitlines()
+    started = {ln.split('"')[1] for ln in calls if "execve(" in ln and "ENOENT" not in ln}
+    assert started == {sys.executable}, started
+    assert not [ln for ln in calls if "mount(" in ln or "umount2(" in ln or "LOOP_" in ln]
 
 
 def test_the_plan_in_words_names_what_is_skipped_and_why(tmp_path: Path) -> None:
