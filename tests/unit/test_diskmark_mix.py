@@ -134,3 +134,24 @@ def test_a_mix_pass_is_kdiskmarks_weighted_figure() -> None:
     # About 70 % of fio's I/Os were reads, as asked.
     assert 0.6 < r["ios"] / (r["ios"] + w["ios"]) < 0.8
     assert json.loads(stdout)["jobs"][0]["job options"]["rwmixread"] == "70"
+
+
+def test_a_mix_pass_is_direct_when_each_direction_reaches_the_device() -> None:
+    """A mixed pass moves reads and writes: O_DIRECT is proven per direction (the device read
+    the reads and wrote the writes), not by one direction against both."""
+    from fsbench.probes.sample import ProbeDelta
+    from fsbench.samplemerge import verify_cache
+    from fsbench.schema import Device
+    from fsbench.workloads.base import Measurement
+
+    mix = {"read": {"bytes": 7 * MiB}, "write": {"bytes": 3 * MiB}}
+    m = Measurement(value=1.0, seconds=1.0, bytes=10 * MiB, extra={"mix": mix})
+
+    def seen(read: int, written: int) -> tuple[str, list[str]]:
+        d = ProbeDelta(device=Device(read_bytes=read, write_bytes=written))
+        return verify_cache("direct", m, d, True, device_growth=0)
+
+    assert seen(7 * MiB, 3 * MiB) == ("direct", [])
+    state, why = seen(7 * MiB, MiB)  # the writes did not reach the device
+    assert state == "direct-not-honored" and f"wrote {MiB} B of {3 * MiB} B" in why[0]
+    assert seen(MiB, 3 * MiB)[0] == "direct-not-honored"  # the reads were served from a cache

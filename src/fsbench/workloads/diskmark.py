@@ -113,7 +113,7 @@ def mix_measurement(stdout: str, read_pct: int, res: ChildResult) -> Measurement
         "fio_version": r.get("fio_version"),
         "mix": {
             "read_pct": read_pct,
-            **{d: {"mib_s": rates[d], "iops": o["iops"], "lat_us": o["lat_us"],
+            **{d: {"bytes": o["bytes"], "mib_s": rates[d], "iops": o["iops"], "lat_us": o["lat_us"],
                    "lat_mean_us": o["lat_mean_us"]} for d, o in parts.items()},
         },
     }  # fmt: skip
