@@ -1,7 +1,8 @@
 """`--dry-run` on compare and run: the plan printed in under 2 s with nothing attached, mounted,
 created or measured (`losetup -a`, the mount table and /dev/shm read before and after; under
-strace, no program started and no mount or loop call), and what the plan says: subjects, workloads with their variants, rounds, budget, images and their
-sizes, VMs, what is skipped and why."""
+strace, no program started and no mount or loop call), and what the plan says: subjects,
+workloads with their variants, rounds, budget, images and their sizes, VMs, what is skipped
+and why."""
 
 from __future__ import annotations
 
