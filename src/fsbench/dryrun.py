@@ -37,6 +37,10 @@ def describe(plan: Plan, vm: list[dict[str, Any]] | None = None) -> dict[str, An
             "name": str(getattr(w, "name", str(hook(w, "id")))),
             "variant": hook(w, "variant"),
             "placement": hook(w, "placement"),
+            # A fixed file and a pass length, where the workload has them (KDiskMark's
+            # --diskmark-size and --diskmark-runtime, the Iozone cells' file sizes).
+            **({"file_size": w.file_size} if getattr(w, "file_size", None) else {}),
+            **({"runtime_s": w.runtime_s} if getattr(w, "runtime_s", None) else {}),
         }
         for w in plan.workloads
     ]
@@ -162,6 +166,12 @@ def lines(desc: dict[str, Any]) -> list[str]:
         out.append(f"subjects on this kernel ({len(subs)}): {named}")
     wl = desc["workloads"]
     out.append(f"workloads ({len(wl)}): " + ", ".join(w["id"] for w in wl))
+    dm = [w for w in wl if w["name"] == "diskmark"]
+    if dm:
+        size = dm[0].get("file_size")
+        file = format_size(size) if size else "the subject's share of the image"
+        out.append(f"  KDiskMark tests: test file {file}, passes of at most "
+                   f"{dm[0].get('runtime_s')} s")  # fmt: skip
     r = desc["rounds"]
     reps = (f"auto: {r['samples_at_least']} to {r['samples_at_most']} samples a result"
             if r["repeat"] == "auto" else f"{r['repeat']} samples a result")  # fmt: skip

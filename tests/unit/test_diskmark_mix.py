@@ -155,3 +155,12 @@ def test_a_mix_pass_is_direct_when_each_direction_reaches_the_device() -> None:
     state, why = seen(7 * MiB, MiB)  # the writes did not reach the device
     assert state == "direct-not-honored" and f"wrote {MiB} B of {3 * MiB} B" in why[0]
     assert seen(MiB, 3 * MiB)[0] == "direct-not-honored"  # the reads were served from a cache
+
+
+def test_the_dry_run_says_the_choices(tmp_path: Path) -> None:
+    from fsbench.dryrun import describe, lines
+
+    plan = _plan(tmp_path, suite="diskmark-mix", diskmark_size="64M", diskmark_runtime="10")
+    desc = describe(plan)
+    assert {(w["file_size"], w["runtime_s"]) for w in desc["workloads"]} == {(64 * MiB, 10)}
+    assert "  KDiskMark tests: test file 64 MiB, passes of at most 10 s" in lines(desc)

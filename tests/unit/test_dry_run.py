@@ -96,7 +96,8 @@ def test_a_dry_run_runs_no_program_and_no_mount_or_loop_call(tmp_path: Path) -> 
     assert res.returncode == 0, res.stderr
     calls = trace.read_text().splitlines()
     started = {ln.split('"')[1] for ln in calls if "execve(" in ln and "ENOENT" not in ln}
-    assert started == {sys.executable}, started
+    # Itself, and `ldconfig -p`: ctypes' lookup of libc when the probes' modules load.
+    assert {Path(p).name for p in started - {sys.executable}} <= {"ldconfig"}, started
     assert not [ln for ln in calls if "mount(" in ln or "umount2(" in ln or "LOOP_" in ln]
 
 
