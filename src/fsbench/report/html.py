@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jinja2
@@ -17,8 +17,6 @@ from markupsafe import Markup
 
 from fsbench.phases import phases_line
 from fsbench.report import diff as diffmod
-from fsbench.report.answer import leaders, rank
-from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import (
     Explanation,
     fmt_pct,
@@ -27,65 +25,15 @@ from fsbench.report.explain import (
     wakeup_costs,
     workload_key,
 )
-from fsbench.report.naming import (
-    OUTCOME_WORDS,
-    STOP_MARKS,
-    STOP_WORDS,
-    baseline_result,
-    centre_of,
-    ci_text,
-    confidence_text,
-    outcome,
-    placement_text,
-    ranked,
-    ratio_cell,
-)
-from fsbench.report.notes import counted_lines, table_notes
+from fsbench.report.model import Report, Row, Why, best_of, vs_cell
+from fsbench.report.naming import centre_of, ci_text
+from fsbench.report.notes import counted_lines
 from fsbench.report.plots import Plot, colours
-from fsbench.report.summary import (
-    Group,
-    fmt_value,
-    measured_subjects,
-    size_text,
-    usable,
-)
+from fsbench.report.style import OUTCOMES, css
+from fsbench.report.summary import Group, fmt_value, measured_subjects, size_text, usable
 from fsbench.report.table import noise_line, schedule_line
 from fsbench.schema import Environment, Result, Run
 from fsbench.units import fmt_ratio
-
-_CACHE_TEXT = {
-    "cold-verified": "cold ✓",
-    "cold-unverified": "cold ?",
-    "warm": "warm",
-    "direct": "direct",
-    "direct-not-honored": "direct ✗",
-    "n/a": "",
-}
-
-
-@dataclass
-class Row:
-    """One subject's line in a workload table."""
-
-    subject: str
-    colour: str
-    status: str
-    error: str | None = None
-    median: str = ""
-    ci: str = ""
-    ratio: str = ""
-    ratio_class: str = ""
-    test: str = ""
-    cpu: str = ""
-    cpu_parts: str = ""
-    ctx: str = ""
-    amp: str = ""
-    cache: str = ""
-    n: int = 0
-    stopped: str = ""  # the n column's mark: ✓ settled, … still open (as in the terminal)
-    stopped_text: str = ""
-    best: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -94,11 +42,14 @@ class WorkloadView:
     title: str
     description: str
     unit: str
-    rows: list[Row]
+    rows: list[Row]  # the model's (report/model.py)
     plot: Plot | None
     explanations: list[dict[str, Any]] = field(default_factory=list)
     trace_plot: Plot | None = None
     shared_notes: list[str] = field(default_factory=list)  # every row's, told once above
+    colours: dict[str, str] = field(default_factory=dict)  # the plots' colour per subject
+    cpu_unit: str = "s/GiB"
+    latency: bool = False  # IOPS and p99 columns
 
 
 @dataclass
@@ -109,105 +60,11 @@ class MatrixView:
 
 
 def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
-    """(ratio text, css class, test text) of res against the baseline result."""
-    if base is None or base is res or not usable(base) or not usable(res):
-        return ("baseline" if base is res else "–"), "dim", ""
-    if not ranked(res):
-        return "not ranked", "bad", "integrity failed"
-    c = verdict_of(base, res)
-    if c.ratio is None:
-        return "–", "dim", ""
-    said = outcome(c, res.higher_is_better)
-    css = {"better": "better", "worse": "worse", "same": "ns"}.get(said, "dim")
-    how = OUTCOME_WORDS[said]
-    if c.interval is not None:
-        how += f" ({confidence_text(c.confidence)} % interval)"
-    return ratio_cell(c, res.higher_is_better), css, how
-
-
-def _cpu_parts(res: Result) -> str:
-    per = res.cpu.per_gib
-    if not per:
-        return ""
-    return " + ".join(f"{per.get(k, 0.0):.2f}" for k in ("app", "driver", "kernel_threads"))
-
-
-def _ctx(res: Result) -> str:
-    """The subject's context switches per GiB (app + daemon); an older run has only the whole
-    machine's, and says so."""
-    if res.subject_ctx_switches_per_gib is not None:
-        return f"{res.subject_ctx_switches_per_gib:,.0f}"
-    if res.ctx_switches_per_gib is not None:
-        return f"{res.ctx_switches_per_gib:,.0f} (machine)"
-    return ""
-
-
-def _amp(res: Result) -> str:
-    bits = []
-    if res.read_amplification is not None:
-        bits.append(f"read {res.read_amplification:.2f}")
-    if res.write_amplification is not None:
-        bits.append(f"write {res.write_amplification:.2f}")
-    return ", ".join(bits)
-
-
-def _row(
-    res: Result, base: Result | None, colour: str, best: bool, notes: list[str] | None = None
-) -> Row:
-    if res.status != "ok" or not usable(res):
-        return Row(res.subject, colour, res.status, res.error or "no samples")
-    ratio, cls, test = _ratio(base, res)
-    return Row(
-        subject=res.subject,
-        colour=colour,
-        status="ok",
-        median=fmt_value(centre_of(res)),
-        ci=ci_text(res, "range"),
-        ratio=ratio,
-        ratio_class=cls,
-        test=test,
-        cpu="" if res.cpu.per_gib_s is None else f"{res.cpu.per_gib_s:.2f}",
-        cpu_parts=_cpu_parts(res),
-        ctx=_ctx(res),
-        amp=_amp(res),
-        cache=_CACHE_TEXT.get(res.cache, res.cache),
-        n=len(res.samples),
-        stopped=STOP_MARKS.get(res.stopped or "", ""),
-        stopped_text=STOP_WORDS.get(res.stopped or "", ""),
-        best=best,
-        notes=notes or [],
-    )
-
-
-def _best(results: list[Result]) -> Result | None:
-    """The fastest to star: none when fewer than two ranked, or when the leaders are not
-    separated (answer.leaders, the answer line's rule)."""
-    ok = rank(results)
-    if len(ok) < 2 or len(leaders(ok)) > 1:
-        return None
-    return ok[0]
-
-
-def _description(res: Result) -> str:
-    p = res.params
-    bits = []
-    if p.get("block_size"):
-        bits.append(f"records {p['block_size']}")
-    if p.get("numjobs") not in (None, 1):
-        bits.append(f"{p['numjobs']} jobs")
-    if p.get("clients") is not None:
-        bits.append(f"{p['clients']} clients")
-    if isinstance(p.get("file_size"), int):
-        bits.append(f"file {size_text(p['file_size'])}")
-    if p.get("fsync") not in (None, "none"):
-        bits.append(f"fsync {p['fsync']}")
-    if p.get("direct"):
-        bits.append("O_DIRECT")
-    if p.get("placement"):
-        bits.append(placement_text(p["placement"]))
-    if p.get("cache") not in (None, "none"):
-        bits.append(f"cache {p['cache']}")
-    return ", ".join(bits)
+    """(cell text, page class, words) of res against its baseline (model.vs_cell)."""
+    if base is None or not usable(base) or not usable(res):
+        return ("baseline" if base is res else "–"), css("empty"), ""
+    _, said, text, how = vs_cell(base, res)
+    return text, css(said), how
 
 
 def _explanation_view(e: Explanation) -> dict[str, Any]:
@@ -233,6 +90,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
         gap += f"{'; ' if gap else ''}traced run at {fmt_ratio(e.traced_speed)} the timed speed"
     return {
         "subject": head,
+        "words": "",
         "baseline": e.baseline,
         "is_baseline": e.is_baseline,
         "gap": gap,
@@ -241,15 +99,26 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
     }
 
 
+def _decided(e: Explanation, why: Why | None) -> dict[str, Any]:
+    """The explanation as the model decided it: a subject not separated from the baseline
+    gets the verdict's words and no reason (only its own decided placements)."""
+    if why is None or not why.words:
+        return _explanation_view(e)
+    kept = why.explanation or replace(e, factors=[])
+    return {**_explanation_view(kept), "words": why.words}
+
+
 def workload_views(
-    run: Run,
+    report: Report,
     gs: list[Group],
     plots: dict[str, Plot],
     traces: dict[str, Plot],
     explained: dict[int, Explanation],
 ) -> list[WorkloadView]:
+    run = report.run
     order = measured_subjects(run)
     col = colours(order)
+    tables = {t.key: t for t in report.tables}
     # A result no view shows (two placements under one title) is explained under its workload.
     shown = {id(r) for g in gs for r in g.results()}
     hidden: dict[str, list[Explanation]] = {}
@@ -258,33 +127,30 @@ def workload_views(
             hidden.setdefault(e.title, []).append(e)
     views = []
     for g in gs:
-        if g.matrix:
+        t = tables.get(g.key)
+        if g.matrix or t is None:
             continue
-        per = next(iter(g.cells.values()))
-        subjects = g.subjects(order)
-        base = baseline_result(per.values(), order)
-        best = _best(list(per.values()))
-        # The terminal's notes with --verbose: one decision (notes.table_notes) for both.
-        told = table_notes([per[s] for s in subjects], run.schedule, detail=True)
-        rows = [
-            _row(per[s], base, col.get(s, "#888"), per[s] is best, told.per_subject.get(s))
-            for s in subjects
+        whys = {w.subject: w for w in t.whys}
+        first = t.results[0]
+        exps = [
+            _decided(explained[id(r)], whys.get(r.subject)) for r in t.results if id(r) in explained
         ]
-        first = per[subjects[0]]
-        exps = [explained[id(per[s])] for s in subjects if id(per[s]) in explained]
-        exps += hidden.pop(workload_key(first), [])
-        shared = counted_lines(told)
+        exps += [_explanation_view(e) for e in hidden.pop(workload_key(first), [])]
         views.append(
             WorkloadView(
                 g.key,
                 g.title,
-                _description(first),
+                t.described,
                 g.unit,
-                rows,
+                t.rows,
                 plots.get(g.key),
-                [_explanation_view(e) for e in exps if e.factors or e.unavailable],
+                [e for e in exps if e["factors"] or e["unavailable"] or e["words"]],
                 traces.get(workload_key(first)),
-                shared,
+                # The terminal's notes with --verbose: one decision (notes.table_notes).
+                counted_lines(t.notes_detail),
+                {s: col.get(s, "#888") for s in order},
+                t.cpu_unit,
+                t.latency,
             )
         )
     return views
@@ -306,7 +172,7 @@ def matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixVi
                     why = (r.error or r.status).split(";")[0]
                     skipped[f"{r.status}: {why}"] = skipped.get(f"{r.status}: {why}", 0) + 1
                 continue
-            best = _best(list(per.values()))
+            best = best_of(list(per.values()))
             cells = []
             for s in subjects:
                 r = per.get(s)
@@ -459,4 +325,6 @@ def jinja() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["svg"] = lambda p: Markup(p.svg) if p else ""
+    # The one style table: an outcome's class on the page (report/style.py).
+    env.globals["look"] = OUTCOMES
     return env

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from fsbench import latency
-from fsbench.report.answer import answer_factor, answers, missing
+from fsbench.report.answer import answer_factor, answers, leaders, missing, rank
 from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
 from fsbench.report.explain import Explanation, explain_run
 from fsbench.report.naming import (
@@ -67,6 +67,8 @@ class Row:
     cpu: str = ""  # app+driver+kernel threads per GiB (per kop, per run)
     cpu_total: str = ""  # per GiB, all parts
     cpu_parts: str = ""  # '0.52 + 0.00 + 0.21'
+    ctx: str = ""  # the subject's context switches per GiB (app + daemon)
+    amp: str = ""  # read and write amplification
     cache: str = ""
     n: int = 0
     stop_mark: str = ""
@@ -154,7 +156,7 @@ def cpu_text(res: Result) -> str:
     return "–"
 
 
-def _vs(base: Result | None, res: Result) -> tuple[Comparison | None, str, str, str]:
+def vs_cell(base: Result | None, res: Result) -> tuple[Comparison | None, str, str, str]:
     """(comparison, outcome, cell text, words) of res against the table's baseline."""
     if not ranked(res):
         return None, "unranked", "not ranked", "integrity failed"
@@ -175,7 +177,7 @@ def _vs(base: Result | None, res: Result) -> tuple[Comparison | None, str, str, 
 def _row(res: Result, base: Result | None, lat: bool) -> Row:
     if res.status != "ok" or not res.samples:
         return Row(res.subject, res.status, res.error or "no samples")
-    c, said, vs, how = _vs(base, res)
+    c, said, vs, how = vs_cell(base, res)
     row = Row(
         subject=res.subject,
         status="ok",
@@ -194,6 +196,8 @@ def _row(res: Result, base: Result | None, lat: bool) -> Row:
         )
         if res.cpu.per_gib
         else "",
+        ctx=_ctx(res),
+        amp=_amp(res),
         cache=CACHE_TEXT.get(res.cache, res.cache),
         n=len(res.samples),
         stop_mark=STOP_MARKS.get(res.stopped or "", ""),
@@ -207,6 +211,34 @@ def _row(res: Result, base: Result | None, lat: bool) -> Row:
         if v is not None and v.ratio is not None:
             row.p99_comparison = Comparison.of(v, False)
     return row
+
+
+def _ctx(res: Result) -> str:
+    """The subject's context switches per GiB (app + daemon); an older run has only the whole
+    machine's, and says so."""
+    if res.subject_ctx_switches_per_gib is not None:
+        return f"{res.subject_ctx_switches_per_gib:,.0f}"
+    if res.ctx_switches_per_gib is not None:
+        return f"{res.ctx_switches_per_gib:,.0f} (machine)"
+    return ""
+
+
+def _amp(res: Result) -> str:
+    bits = []
+    if res.read_amplification is not None:
+        bits.append(f"read {res.read_amplification:.2f}")
+    if res.write_amplification is not None:
+        bits.append(f"write {res.write_amplification:.2f}")
+    return ", ".join(bits)
+
+
+def best_of(results: list[Result]) -> Result | None:
+    """The fastest to star: none when fewer than two ranked, or when the leaders are not
+    separated (answer.leaders, the answer line's rule)."""
+    ok = rank(results)
+    if len(ok) < 2 or len(leaders(ok)) > 1:
+        return None
+    return ok[0]
 
 
 def describe(res: Result) -> str:
@@ -278,8 +310,10 @@ def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
             if w is not None:
                 whys.append(w)
         detail = table_notes(results, run.schedule, detail=True)
-        for row in rows:
+        best = best_of(results)
+        for r, row in zip(results, rows, strict=True):
             row.notes = detail.per_subject.get(row.subject, [])
+            row.best = r is best
         out.append(
             Table(
                 key=title,

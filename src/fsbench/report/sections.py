@@ -210,7 +210,7 @@ def _page() -> Any:
 
 def _workloads_html(v: View) -> dict[str, Any] | None:
     page, p = _page(), v.plots
-    views = page.workload_views(v.run, v.groups, p.workloads, p.traces, v.explained)
+    views = page.workload_views(v.model, v.groups, p.workloads, p.traces, v.explained)
     return {"workloads": views} if views else None
 
 
