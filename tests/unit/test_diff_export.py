@@ -181,8 +181,15 @@ def test_csv_has_a_row_per_result_and_the_promised_columns() -> None:
 
 def test_json_export_is_the_results_document() -> None:
     run = _run("run-a", A)
-    assert Run.model_validate_json(export(run, "JSON")) == run
-    with pytest.raises(UsageError, match="give json, csv or markdown"):
+    doc = json.loads(export(run, "JSON"))
+    # The report's verdicts beside the document: each result against its table's baseline.
+    said = doc.pop("verdicts")
+    assert Run.model_validate(doc) == run
+    assert said and {v["subject"] for v in said} == {r.subject for r in run.results}
+    assert all(
+        v["verdict"] in ("baseline", "better", "worse", "same", "open", "none") for v in said
+    )
+    with pytest.raises(UsageError, match="give json, csv, csv-samples, markdown"):
         export(run, "xml")
 
 
@@ -253,7 +260,7 @@ def test_export_and_report_commands(stored: Stored, tmp_path: Path) -> None:
     res = _fsbench("export", str(a), "--format", "yaml", "--db", db, env=env)
     assert (
         res.returncode == 2
-        and res.stderr.strip() == "fsbench: --format 'yaml': give json, csv or markdown"
+        and res.stderr.strip() == "fsbench: --format 'yaml': give json, csv, csv-samples, markdown"
     )
     res = _fsbench("export", "nosuchrun", "--db", db, env=env)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

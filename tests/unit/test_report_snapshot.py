@@ -21,6 +21,8 @@ CASES = {
     # README command 1: the default compare; and the README's example run.
     "default_compare": ("default_compare.json", "/tmp/answer-default"),
     "compare_ext4_ntfs3g": ("compare_ext4_ntfs3g.json", "/tmp/rep-run2"),
+    # A diskmark run (IOPS, p99 and the grid): its snapshot taken after the report model.
+    "diskmark_compare": ("diskmark_compare.json", "/tmp/report-dm/out"),
 }
 
 

@@ -41,10 +41,12 @@ def test_markdown_has_the_answer_a_table_per_workload_and_the_environment() -> N
         assert line.count(" › ") == len(a.others)
     for title in ("seq-write/fsync", "seq-read/cold"):
         assert f"### {title}" in lines
-    head = "| subject | MiB/s (geometric mean) | 95 % CI | vs ext4 | interval | mark | n |"
+    cols = ("subject", "MiB/s (geometric mean)", "95 % CI", "vs ext4", "interval", "mark")
+    head = "| " + " | ".join((*cols, "CPU s/GiB", "cache", "n")) + " |"
     assert lines.count(head) == 2
     xfs = next(ln for ln in lines if ln.startswith("| xfs | 3,325 |"))
-    assert "| 1.56× | 0.53–4.55 | ? | 3 |" in xfs  # the terminal's ratio, interval and mark
+    # The terminal's ratio, interval, mark, CPU and n (with why sampling stopped).
+    assert "| 1.56× | 0.53–4.55 | ? | 0.3+0.0+0.1 |  | 3… |" in xfs
     env = next(ln for ln in lines if ln.startswith("Environment: "))
     assert "Linux 6.18.44" in env and "backing ram" in env and "fio-3.33" in env
     assert "raise --repeat" not in md

@@ -292,10 +292,11 @@ def _short_test(r: ResultDiff) -> str:
     "fmt",
     default="json",
     show_default=True,
-    metavar="json|csv|markdown",
-    help="json (results.json), csv (a row per result, with its verdict against the table's "
-    "baseline and every sample's value) or markdown (the answer, a table per workload, the "
-    "environment: for an issue or a forum post).",
+    metavar="json|csv|csv-samples|markdown",
+    help="json (results.json with the report's verdicts), csv (a row per result, with its "
+    "verdict against the table's baseline, IOPS and p99), csv-samples (a row per sample) or "
+    "markdown (the answer, a table per workload, the diskmark grid, the environment: for an "
+    "issue or a forum post).",
 )
 @click.option(
     "--output",
@@ -315,12 +316,13 @@ def _short_test(r: ResultDiff) -> str:
 def export(
     run_ref: str, fmt: str, output: Path | None, figures: Path | None, db: Path | None
 ) -> None:
-    """Print (or write) a stored RUN as JSON, CSV or markdown, rows in the report's order."""
-    from fsbench.report.export import FORMATS
+    """Print (or write) a stored RUN as JSON, CSV (per result or per sample) or markdown, rows
+    in the report's order."""
+    from fsbench.report.export import ALIASES, FORMATS
     from fsbench.report.export import export as do_export
 
-    if fmt.strip().lower() not in (*FORMATS, "md"):
-        raise UsageError(f"--format {fmt!r}: give json, csv or markdown")
+    if fmt.strip().lower() not in (*FORMATS, *ALIASES):
+        raise UsageError(f"--format {fmt!r}: give {', '.join(FORMATS)}")
     if output is not None:
         if output.is_dir():
             raise UsageError(f"--output {output}: is a directory; give a file name")

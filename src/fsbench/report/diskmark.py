@@ -16,6 +16,7 @@ from rich.text import Text
 from fsbench import latency
 from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import STYLES, SYMBOLS, baseline_result, outcome
+from fsbench.report.style import css
 from fsbench.report.summary import measured_subjects, usable
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_value
@@ -134,7 +135,7 @@ def grid_view(run: Run) -> dict | None:
                     "iops": _num(c.iops, 0),
                     "p99": _num(c.p99_us),
                     "mark": SYMBOLS[c.mark] if c.mark else "",
-                    "css": c.mark,
+                    "css": css(c.mark) if c.mark else "",
                 }
             )
         rows.append({"test": name, "cells": out})

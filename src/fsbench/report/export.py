@@ -1,38 +1,43 @@
-"""A stored run to share: JSON (the results.json document), CSV (one row per result, with its
-verdict against the table's baseline and every sample's value) or markdown (the answer, a table
-per workload, the environment in one line), rows in the report's order."""
+"""A stored run to share, each format a formatter of the report model (report/model.py) listed
+in EXPORTERS: JSON (the results.json document with the verdicts the report shows), CSV (one row
+per result with its verdict against the table's baseline, IOPS and p99), CSV of the samples
+(one row per sample, long format), markdown (the answer, a table per workload with the
+terminal's cells, the diskmark grid, the environment in one line; what it cannot show is named
+with where it is). Rows in the report's order."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fsbench import latency
 from fsbench.errors import UsageError
 from fsbench.notecodes import words
-from fsbench.report.answer import answers, leader_text
-from fsbench.report.comparison import verdict_of
+from fsbench.report.answer import answer_factor, answer_text, first_factor
+from fsbench.report.diskmark import grid_view
 from fsbench.report.html_views import missing_view
-from fsbench.report.naming import (
-    SYMBOLS,
-    baseline_result,
-    centre_of,
-    ci_text,
-    interval_text,
-    outcome,
-    ranked,
-    result_title,
+from fsbench.report.model import (
+    Report,
+    Table,
+    baselines,
+    build,
+    page_only,
+    verdict_record,
+    verdicts,
 )
-from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.summary import groups, measured_subjects, report_order, usable
+from fsbench.report.naming import centre_of, result_title
+from fsbench.report.notes import counted_lines
+from fsbench.report.style import glyph
+from fsbench.report.summary import report_order
 from fsbench.report.tune import markdown as tune_markdown
 from fsbench.schema import Result, Run
-from fsbench.units import fmt_ratio, fmt_value, size_text
+from fsbench.units import size_text
 from fsbench.verdict import family_of
-
-FORMATS = ("json", "csv", "markdown")
 
 # The CSV's columns, in order: identity, the number and its interval, what it cost, its state.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -79,7 +84,36 @@ CSV_COLUMNS: tuple[str, ...] = (
     "ratio_high",
     "verdict",
     "confidence",
-    "samples",  # every sample's value, ';'-separated, in the order they were taken
+    # Latency-bound results (random, records <= 8 KiB): IOPS, the median p99 (fio's total
+    # latency, µs) and its verdict against the baseline's (lower better).
+    "iops",
+    "p99_us",
+    "p99_ratio",
+    "p99_verdict",
+    "cpu_app_per_kop_ms",
+    "cpu_driver_per_kop_ms",
+    "cpu_kernel_threads_per_kop_ms",
+    "samples",  # every sample's value, ';'-separated (one row each: --format csv-samples)
+)
+
+# --format csv-samples: one row per sample (long format), beside --format csv's row per result.
+SAMPLE_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "subject",
+    "workload",
+    "variant",
+    "title",
+    "params",
+    "metric",
+    "unit",
+    "sample",  # its position, in the order the samples were taken
+    "value",
+    "seconds",
+    "bytes",
+    "ops",
+    "iops",
+    "p99_us",
+    "cache",
 )
 
 
@@ -88,40 +122,28 @@ def _cell(v: Any) -> Any:
     return "" if v is None else v
 
 
-def baselines(run: Run) -> dict[int, Result | None]:
-    """Each result's baseline: the first subject that finished in its table (id(result) ->
-    baseline; the matrix: per cell)."""
-    order = measured_subjects(run)
-    out: dict[int, Result | None] = {}
-    for g in groups(run):
-        for per in g.cells.values():
-            base = baseline_result(list(per.values()), order)
-            out.update({id(r): base for r in per.values()})
-    return out
-
-
 def _verdict_cells(res: Result, base: Result | None) -> dict[str, Any]:
-    if base is None or not usable(res) or not usable(base):
+    """The model's verdict record as CSV cells."""
+    rec = verdict_record(res, base)
+    if not rec:
         return {}
-    if base is res:
-        return {"baseline": base.subject, "verdict": "baseline"}
-    if not ranked(res):
-        return {"baseline": base.subject, "verdict": "not ranked"}
-    v = verdict_of(base, res)
-    said = outcome(v, res.higher_is_better)
-    return {
-        "baseline": base.subject,
-        "ratio": v.ratio,
-        "ratio_low": v.interval[0] if v.interval else None,
-        "ratio_high": v.interval[1] if v.interval else None,
-        "verdict": said,
-        "confidence": round(v.confidence, 6),
+    said = rec["verdict"]
+    out = {
+        "baseline": rec["baseline"],
+        "verdict": {"unranked": "not ranked", "empty": ""}.get(said, said),
+        **{k: rec.get(k) for k in ("ratio", "ratio_low", "ratio_high", "confidence")},
     }
+    if "p99" in rec:
+        out["p99_ratio"] = rec["p99"]["ratio"]
+        out["p99_verdict"] = rec["p99"]["verdict"]
+    return out
 
 
 def csv_row(run_id: str, res: Result, base: Result | None = None) -> dict[str, Any]:
     p = res.params
     per = res.cpu.per_gib or {}
+    kop = res.cpu.per_kop_ms or {}
+    lat = latency.figures(res) if latency.latency_bound(res) else {}
     row = {
         "run_id": run_id,
         "subject": res.subject,
@@ -159,6 +181,11 @@ def csv_row(run_id: str, res: Result, base: Result | None = None) -> dict[str, A
         # Each note as every output words it (fsbench.notecodes), and its code.
         "flags": "; ".join(words(n) for n in res.notes),
         "note_codes": ";".join(dict.fromkeys(n.code for n in res.notes)),
+        "iops": lat.get("iops"),
+        "p99_us": lat.get("p99_us"),
+        "cpu_app_per_kop_ms": kop.get("app"),
+        "cpu_driver_per_kop_ms": kop.get("driver"),
+        "cpu_kernel_threads_per_kop_ms": kop.get("kernel_threads"),
         "samples": ";".join(f"{x:.6g}" for x in res.samples),
         **_verdict_cells(res, base),
     }
@@ -176,9 +203,44 @@ def to_csv(run: Run) -> str:
     return buf.getvalue()
 
 
+def to_samples_csv(run: Run) -> str:
+    """One row per sample (long format): what a spreadsheet or a plotting tool reads."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(SAMPLE_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for res in report_order(run):
+        details = res.sample_details or []
+        for i, value in enumerate(res.samples):
+            d = details[i] if i < len(details) else None
+            lat = (d.extra.get("lat_us") or {}) if d is not None else {}
+            row = {
+                "run_id": run.run_id,
+                "subject": res.subject,
+                "workload": res.workload,
+                "variant": res.params.get("variant"),
+                "title": result_title(res),
+                "params": json.dumps(res.params, sort_keys=True, separators=(",", ":")),
+                "metric": res.metric,
+                "unit": res.unit,
+                "sample": i,
+                "value": value,
+                "seconds": d.seconds if d is not None else None,
+                "bytes": d.bytes if d is not None else None,
+                "ops": d.ops if d is not None else None,
+                "iops": d.extra.get("iops") if d is not None else None,
+                "p99_us": lat.get("p99"),
+                "cache": d.cache if d is not None else res.cache,
+            }
+            w.writerow({k: _cell(row.get(k)) for k in SAMPLE_COLUMNS})
+    return buf.getvalue()
+
+
 def to_json(run: Run) -> str:
-    """The run exactly as results.json holds it."""
-    return run.to_json() + "\n"
+    """The run as results.json holds it, with the verdicts the report shows (`verdicts`: per
+    result its baseline, ratio, interval, outcome and words; old readers ignore the key)."""
+    doc = json.loads(run.to_json())
+    doc["verdicts"] = verdicts(run)
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 # -- markdown: what a forum post or an issue needs ---------------------------------------------
@@ -201,55 +263,95 @@ def _md(text: object) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _answer_lines(run: Run) -> list[str]:
+def _answer_lines(report: Report) -> list[str]:
     out = []
-    for a in answers(run):
-        if a.winner is None:
-            continue
+    for a in report.answers:
         if a.separated:
-            items = [f"**{a.winner.subject}** {fmt_value(centre_of(a.winner))} {a.unit}"]
+            items = [f"**{a.winner}** {a.value}"]
         else:  # no fastest to crown: the leaders in the verdict's words
-            top = fmt_value(centre_of(a.winner))
-            items = [f"not separated — {a.winner.subject} {top} {a.unit}"]
-        for r in a.others:
-            if not a.separated and r in a.leaders:
-                items.append(f"{r.subject} {leader_text(a.winner, r)}")
-                continue
-            v = verdict_of(a.winner, r)
-            mark = SYMBOLS[outcome(v, r.higher_is_better)]
-            span = f" {interval_text(v)}" if v.interval else ""
-            items.append(f"{r.subject} {fmt_ratio(v.ratio or 0)}{span} {mark}")
-        items += [f"{r.subject} not ranked" for r in a.unranked]
-        out.append(f"- **{a.title}**: " + " › ".join(items))
+            items = [f"not separated — {a.winner} {a.value}"]
+        items += [f"{i.subject} {i.text}" for i in a.items]
+        items += [f"{i.subject} {i.text}" for i in a.unranked]
+        out.append(f"- **{_md(a.title)}**: " + _md(" › ".join(items)))
+        for w in a.whys:
+            # The terminal's and the page's reason: the first that stands for time, time first.
+            e = w.explanation
+            f = answer_factor(e) if e is not None else None
+            said = w.words or (answer_text(e, f) if e is not None and f is not None else "")
+            if said:
+                out.append(f"  - {_md(w.subject)}: {_md(said)}")
     return out
 
 
-def _workload_table(run: Run, results: list[Result]) -> list[str]:
-    order = measured_subjects(run)
-    base = baseline_result(results, order)
-    unit = results[0].unit
-    against = base.subject if base is not None else "baseline"
-    out = [
-        f"| subject | {unit} (geometric mean) | 95 % CI | vs {against} | interval | mark | n |",
-        "|---|---:|---:|---:|---|:-:|---:|",
+def _workload_table(t: Table) -> list[str]:
+    """The terminal's table: the same cells (median ± interval, the ratio with its interval
+    and mark, IOPS and p99 where latency-bound, CPU, cache, n with why sampling stopped)."""
+    lat = ["IOPS", "p99 µs", "p99 vs"] if t.latency else []
+    heads = [
+        "subject", f"{t.unit} (geometric mean)", "95 % CI", f"vs {t.baseline or 'baseline'}",
+        "interval", "mark", *lat, f"CPU {t.cpu_unit}", "cache", "n",
+    ]  # fmt: skip
+    align = [
+        "---",
+        "---:",
+        "---:",
+        "---:",
+        "---",
+        ":-:",
+        *["---:"] * len(lat),
+        "---:",
+        "---",
+        "---:",
     ]
-    for r in results:
-        if not usable(r):
-            out.append(f"| {_md(r.subject)} | {r.status} |  |  |  |  | {len(r.samples)} |")
-            continue
-        ratio = interval = mark = ""
-        if base is r:
-            ratio = "baseline"
-        elif base is not None and usable(base) and ranked(r):
-            v = verdict_of(base, r)
-            ratio = fmt_ratio(v.ratio) if v.ratio is not None else "–"
-            interval = interval_text(v)
-            mark = SYMBOLS[outcome(v, r.higher_is_better)]
-        elif not ranked(r):
-            ratio = "not ranked"
-        centre = fmt_value(centre_of(r))
-        cells = [_md(r.subject), centre, ci_text(r, "range"), ratio, interval, mark]
-        out.append("| " + " | ".join(cells) + f" | {len(r.samples)} |")
+    out = ["| " + " | ".join(heads) + " |", "|" + "|".join(align) + "|"]
+    for r in t.rows:
+        if r.status != "ok":
+            cells = [r.subject, r.status, *[""] * (len(heads) - 3), "0"]
+        else:
+            c = r.comparison
+            ratio = c.ratio_text if c is not None else r.vs
+            mark = glyph(r.outcome)
+            p99 = r.p99_comparison
+            lat_cells = [r.iops, r.p99, p99.cell(interval=False) if p99 else ""] if lat else []
+            cells = [
+                r.subject, r.median, r.interval, ratio, c.interval_text if c else "", mark,
+                *lat_cells, r.cpu, r.cache, f"{r.n}{r.stop_mark}",
+            ]  # fmt: skip
+        out.append("| " + " | ".join(_md(x) for x in cells) + " |")
+    return out
+
+
+def _notes(t: Table) -> list[str]:
+    """Under the table what the terminal says under it (the model's one decision)."""
+    said = [*counted_lines(t.notes), *(f"{sid}: {why}" for sid, why in t.notes.failures)]
+    for w in t.whys:
+        f = first_factor(w.explanation) if w.explanation is not None else None
+        text = w.words or (f.brief if f is not None else "")
+        if text:
+            said.append(f"{w.subject}: {text}")
+    return [f"{_md(x)}  " for x in said]
+
+
+def _diskmark_lines(run: Run) -> list[str]:
+    """The diskmark grid as the terminal and the page show it: per test and subject MB/s with
+    its mark, IOPS and p99."""
+    g = grid_view(run)
+    if g is None:
+        return []
+    subjects = g["subjects"]
+    heads = ["test"] + [f"{s} {h}" for s in subjects for h in ("MB/s", "IOPS", "p99 µs")]
+    out = [
+        "### diskmark (KDiskMark's tests): mean of the passes",
+        "",
+        "| " + " | ".join(_md(h) for h in heads) + " |",
+        "|---|" + "---:|" * (len(heads) - 1),
+    ]
+    for row in g["rows"]:
+        cells = [row["test"]]
+        for c in row["cells"]:
+            cells += [f"{c['mb']} {c['mark']}".strip(), c["iops"], c["p99"]]
+        out.append("| " + " | ".join(_md(x) for x in cells) + " |")
+    out += ["", f"p99: fio's {g['latency']}, µs, the median over the passes", ""]
     return out
 
 
@@ -277,37 +379,40 @@ def write_figures(run: Run, out_dir: Path) -> list[tuple[str, Path]]:
 
 
 def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
-    """The answer lines, then a table per workload (median, its interval, the ratio to the
-    table's baseline with its interval and mark, samples), the marks' legend and the
-    environment in one line: rows in the report's order."""
+    """The answer lines with their reasons, then a table per workload with the terminal's
+    cells and notes, the diskmark grid, the marks' legend, the environment in one line; the
+    sections only the page can show are named, with where they are."""
+    report = build(run)
     lines = [f"## fsbench {run.run_id}", ""]
-    answer = _answer_lines(run)
+    answer = _answer_lines(report)
     if answer:
-        lines += ["Fastest first, each ratio to the fastest:", "", *answer, ""]
+        lines += ["Fastest first, each ratio to the fastest (reasons against the baseline):", ""]
+        lines += [*answer, ""]
     lines += tune_markdown(run)
     # Not measured here, in the page's words (with the VM command and its caveat).
     for m in missing_view(run):
         how = f"; {m['how']} `{m['command']}`" if m["command"] else ""
         caveat = f" ({m['caveat']})" if m["caveat"] else ""
         lines += [f"Not measured here: {_md(m['ids'])} — {_md(m['why'])}{how}{caveat}", ""]
-    for g in groups(run):
-        if g.matrix:
-            continue  # the Iozone matrix is a grid of its own: CSV or the HTML report
-        results = [r for r in report_order(run) if result_title(r) == g.key]
-        if not results:
-            continue
-        lines += [f"### {g.title}", "", *_workload_table(run, results), ""]
-        # Under it, what the terminal says under its table (notes.table_notes: one decision).
-        told = table_notes(results, run.schedule, detail=False)
-        said = [*counted_lines(told), *(f"{sid}: {why}" for sid, why in told.failures)]
-        lines += [*(f"{_md(x)}  " for x in said), ""] if said else []
+    for t in report.tables:
+        lines += [f"### {_md(t.title)}", ""]
+        lines += [f"*{_md(t.described)}*", ""] if t.described else []
+        lines += [*_workload_table(t), ""]
+        if t.latency:
+            lines += [f"p99: fio's {t.latency_words}, µs, median over the samples  "]
+        notes = _notes(t)
+        lines += [*notes, ""] if notes else ([""] if t.latency else [])
+    lines += _diskmark_lines(run)
     lines += [
         # The terminal's legend, word for word.
         f"vs: ratio to the baseline with its interval · {family_of(run).legend()} · "
-        "CI: the geometric mean's 95 % interval (log scale).",
+        "CI: the geometric mean's 95 % interval (log scale) · CPU app+driver+kthreads.",
         "",
-        f"Environment: {environment_line(run)} · results.json schema {run.schema_version}",
     ]
+    shown_elsewhere = page_only(run)
+    if shown_elsewhere:
+        lines += [f"Not in this export: {', '.join(shown_elsewhere)}: see report.html.", ""]
+    lines.append(f"Environment: {environment_line(run)} · results.json schema {run.schema_version}")
     if run.command:
         lines += ["", f"Command: `{' '.join(['fsbench', *run.command[1:]])}`"]
     for title, path in figures or []:
@@ -315,12 +420,28 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class Exporter:
+    """One export format: what formats the run, and what it is (the command's help)."""
+
+    write: Callable[[Run, list[tuple[str, Path]] | None], str]
+    what: str
+
+
+# The export formats, one record each: adding one is adding a formatter and a line here.
+EXPORTERS: dict[str, Exporter] = {
+    "json": Exporter(lambda r, _: to_json(r), "results.json with the report's verdicts"),
+    "csv": Exporter(lambda r, _: to_csv(r), "a row per result with its verdict, IOPS, p99"),
+    "csv-samples": Exporter(lambda r, _: to_samples_csv(r), "a row per sample (long format)"),
+    "markdown": Exporter(to_markdown, "the answer, the tables, the diskmark grid"),
+}
+ALIASES = {"md": "markdown"}
+FORMATS = tuple(EXPORTERS)
+
+
 def export(run: Run, fmt: str, figures: list[tuple[str, Path]] | None = None) -> str:
     f = fmt.strip().lower()
-    if f == "csv":
-        return to_csv(run)
-    if f == "json":
-        return to_json(run)
-    if f in ("markdown", "md"):
-        return to_markdown(run, figures)
-    raise UsageError(f"--format {fmt!r}: give json, csv or markdown")
+    f = ALIASES.get(f, f)
+    if f not in EXPORTERS:
+        raise UsageError(f"--format {fmt!r}: give {', '.join(FORMATS)}")
+    return EXPORTERS[f].write(run, figures)

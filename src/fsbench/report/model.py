@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from fsbench import latency
 from fsbench.report.answer import answer_factor, answers, leaders, missing, rank
@@ -31,7 +32,7 @@ from fsbench.report.naming import (
 )
 from fsbench.report.notes import TableNotes, table_notes
 from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS, words
-from fsbench.report.summary import is_matrix, measured_subjects
+from fsbench.report.summary import groups, is_matrix, measured_subjects, report_order, usable
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_value
 from fsbench.units import size_text as format_size
@@ -394,3 +395,66 @@ def build(run: Run, explained: dict[int, Explanation] | None = None) -> Report:
     if explained is None:
         explained = {id(run.results[e.index]): e for e in explain_run(run)}
     return Report(run, tables(run, explained), answer_list(run, explained))
+
+
+# -- every result's verdict, as the exports and results.json carry it ----------------------------
+def baselines(run: Run) -> dict[int, Result | None]:
+    """Each result's baseline: the first subject that finished in its table (id(result) ->
+    baseline; the matrix: per cell)."""
+    order = measured_subjects(run)
+    out: dict[int, Result | None] = {}
+    for g in groups(run):
+        for per in g.cells.values():
+            base = baseline_result(list(per.values()), order)
+            out.update({id(r): base for r in per.values()})
+    return out
+
+
+def verdict_record(res: Result, base: Result | None) -> dict[str, Any]:
+    """A result against its table's baseline, as every output shows it: the outcome, the
+    ratio with its interval and confidence, the cell text, the verdict's words; for a
+    latency-bound result also its p99's ({} when there is no baseline)."""
+    if base is None or not usable(res) or not usable(base):
+        return {}
+    c, said, cell, _ = vs_cell(base, res)
+    rec: dict[str, Any] = {"baseline": base.subject, "verdict": said, "cell": cell}
+    if c is not None:
+        rec.update(c.to_dict())
+        rec["verdict"] = said
+    if latency.latency_bound(res):
+        v = latency_verdict(base, res)
+        if v is not None:
+            rec["p99"] = Comparison.of(v, False).to_dict()
+    return rec
+
+
+def verdicts(run: Run) -> list[dict[str, Any]]:
+    """Every result's verdict record, in the report's order, with its index in run.results."""
+    base = baselines(run)
+    index = {id(r): i for i, r in enumerate(run.results)}
+    out = []
+    for res in report_order(run):
+        rec = verdict_record(res, base.get(id(res)))
+        if rec:
+            out.append({"index": index[id(res)], "subject": res.subject,
+                        "title": result_title(res), **rec})  # fmt: skip
+    return out
+
+
+def page_only(run: Run) -> list[str]:
+    """The run's sections that only the page (report.html) can show: plots, the Iozone
+    matrix's grids, placements and clients' scaling; an export names them, never drops them."""
+    out = []
+    if any(is_matrix(r) for r in run.results):
+        out.append("the Iozone matrix")
+    if any(r.params.get("placement") for r in run.results):
+        out.append("placement plots")
+    if any(r.params.get("clients") is not None for r in run.results):
+        out.append("client scaling")
+    if any(usable(r) for r in run.results):
+        out.append("plots of rates and CPU")
+    if any(s.integrity is not None for s in run.subjects):
+        out.append("integrity checks per subject")
+    if any(s.semantics for s in run.subjects):
+        out.append("the semantics table")
+    return out
