@@ -30,7 +30,7 @@ RUNS = ("default_compare.json", "diskmark_compare.json")
 
 class Outputs:
     def __init__(self, name: str) -> None:
-        self.run = Run.model_validate_json((FIXTURES / name).read_text())
+        self.run = Run.model_validate_json((FIXTURES / name).read_text()).with_centres()
         self.model: Report = build(self.run)
         con = Console(width=200, record=True, color_system=None)
         render(self.run, con)
