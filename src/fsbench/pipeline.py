@@ -301,6 +301,7 @@ def _conclude(plan: Plan, run: Run, store: Store, session: _Session) -> None:
     if runner is not None and not run.results:
         run.results = list(runner.results.values())
     run.definitions = definitions(plan.workloads)  # after close(): cleanups' outcome
+    decide_verdicts(run)
     # The report first: a rendering failure is then recorded in results.json and the
     # store, and the terminal says so, instead of being lost after the data is written.
     write_report_safely(run, plan.out_dir)
@@ -348,6 +349,18 @@ def in_guest() -> bool:
     results, so the guest skips what only its own environment and report would show — under
     emulation the report's imports alone (matplotlib) cost over a minute."""
     return bool(os.environ.get("FSBENCH_IN_VM"))
+
+
+def decide_verdicts(run: Run) -> None:
+    """The comparisons the report shows, decided once and stored with the run
+    (Run.verdicts): every later show, export, report and diff renders them."""
+    from fsbench.report.model import verdicts
+
+    try:
+        run.verdicts = verdicts(run)
+    except Exception as exc:  # a failure here must not cost the run's data
+        run.verdicts = []
+        run.environment.report_error = f"verdicts not decided: {type(exc).__name__}: {exc}"
 
 
 def write_report_safely(run: Run, out_dir: Path) -> None:

@@ -76,7 +76,12 @@ from fsbench.notecodes import Note, legacy, words
 #     latency (clat_ns), which reports name so (fsbench.latency.words).
 #     Later, additive: Result.center (the geometric mean every output prints, which a ratio
 #     divides) and ci95 on the log scale; older results get both from their samples on load.
-SCHEMA_VERSION = 4
+# 5 - Run.verdicts: the comparisons the report shows, decided once at the end of the run
+#     (fsbench.report.model.verdicts: per result its table's baseline, the ratio, its interval
+#     and confidence, the outcome, the verdict's words; a latency-bound result's p99 too), so
+#     show, export, report and diff render what the run decided. Version 4 and older runs
+#     get them computed once when they are loaded (store.py).
+SCHEMA_VERSION = 5
 
 CacheState = Literal[
     "cold-verified",
@@ -511,6 +516,9 @@ class Run(_Model):
     # The user's workloads (fio job files, commands), as workloads/fiofile.py and
     # workloads/command.py record them; built-ins need none (their code is their definition).
     definitions: list[dict[str, Any]] = Field(default_factory=list)
+    # The comparisons the report shows, decided at the end of the run (schema 5; see above):
+    # one record per result that has a baseline, `index` into `results`.
+    verdicts: list[dict[str, Any]] = Field(default_factory=list)
 
     def with_centres(self) -> Run:
         """A run stored before Result.center, loaded: each result's centre and log-scale

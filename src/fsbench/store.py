@@ -457,7 +457,7 @@ class Store:
                 "results": results,
             }
         )
-        return _mark_unfinished(run.with_centres())
+        return _mark_unfinished(with_verdicts(run.with_centres()))
 
     def list_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, with enough to pick one: id, when, status, size, command."""
@@ -483,6 +483,17 @@ class Store:
         ]
 
 
+def with_verdicts(run: Run) -> Run:
+    """A run stored before schema 5 (no Run.verdicts), loaded: its comparisons decided once
+    now, as the end of a run decides them (report.model.verdicts); a run that has them keeps
+    what it decided."""
+    if not run.verdicts and run.results:
+        from fsbench.report.model import verdicts
+
+        run.verdicts = verdicts(run)
+    return run
+
+
 def _mark_unfinished(run: Run) -> Run:
     # A reader can't tell a live run from a crashed one; either way the record is partial.
     if run.status == "running":
@@ -501,7 +512,7 @@ def _read_results_json(path: Path) -> Run:
             f"{path} has schema_version {version}; this fsbench reads up to {SCHEMA_VERSION}"
         )
     try:
-        return Run.model_validate(data).with_centres()
+        return with_verdicts(Run.model_validate(data).with_centres())
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -515,4 +526,6 @@ def _run_extra(run: Run) -> dict[str, Any]:
         extra["schedule"] = run.schedule.model_dump()
     if run.definitions:
         extra["definitions"] = run.definitions
+    if run.verdicts:
+        extra["verdicts"] = run.verdicts
     return extra

@@ -324,3 +324,54 @@ def test_no_issue_history_in_the_source() -> None:
         if pattern.search(line)
     ]
     assert found == []
+
+
+# The renderers: the terminal, the page, the exports. They format report/model.py's records and
+# look outcomes up in report/style.py; none asks for a verdict or builds a ratio cell itself.
+RENDERERS = (
+    "fsbench.report.table",
+    "fsbench.report.html",
+    "fsbench.report.html_views",
+    "fsbench.report.export",
+)
+# What decides: a renderer imports none of it (the legend's family is a record's reading).
+DECIDERS = ("fsbench.decide", "fsbench.stats", "fsbench.report.summary.compare")
+
+
+def _imported_names(module: str) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_renderers_format_the_model_and_never_decide() -> None:
+    for module in RENDERERS:
+        names = _imported_names(module)
+        source = MODULES[module].read_text()
+        assert any(n.startswith("fsbench.report.model.") for n in names), module
+        assert not {n for n in names if n.startswith(DECIDERS)}, module
+        # From the verdict procedure and the one place that asks it: records only.
+        asked = {
+            n for n in names if n.startswith(("fsbench.verdict.", "fsbench.report.comparison."))
+        }
+        assert asked <= {"fsbench.verdict.family_of", "fsbench.report.comparison.Comparison"}, (
+            module,
+            asked,
+        )
+        # The ratio/mark cell and the outcome's look exist once (comparison.py, style.py).
+        for made_here in ("verdict_of(", "compare(", "SYMBOLS[", "STYLES[", "ratio_cell("):
+            assert made_here not in source, (module, made_here)
+
+
+def test_one_place_asks_for_a_verdict() -> None:
+    """fsbench.verdict.judge is called from report/comparison.py alone in report/."""
+    callers = [
+        m
+        for m in MODULES
+        if m.startswith("fsbench.report") and "fsbench.verdict.judge" in _imported_names(m)
+    ]
+    assert callers == ["fsbench.report.comparison"]

@@ -164,7 +164,7 @@ def test_a_new_result_stores_its_notes_as_codes_and_parameters() -> None:
     # The words kept in the JSON are the notes' own, and a reload reads the notes, not them.
     assert set(res.flags) | set(res.warnings) == {words(n) for n in res.notes}
     doc = Run(run_id="r", started="t", results=[res]).model_dump(mode="json")
-    assert doc["schema_version"] == SCHEMA_VERSION == 4
+    assert doc["schema_version"] == SCHEMA_VERSION == 5
     doc["results"][0]["warnings"] = ["words a renderer must not read"]
     back = Run.model_validate(doc).results[0]
     assert back.notes == res.notes

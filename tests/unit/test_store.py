@@ -124,12 +124,20 @@ def test_default_path_parent_created(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert (tmp_path / "deep" / "data" / "fsbench" / "results.db").is_file()
 
 
+def _decided(run: Run) -> Run:
+    """The run as a load gives it back: a run written without verdicts (schema 4 and older,
+    or made in memory here) gets them decided once on load (store.with_verdicts)."""
+    from fsbench.report.model import verdicts
+
+    return run.model_copy(update={"verdicts": verdicts(run)})
+
+
 def test_round_trip(tmp_path: Path) -> None:
     with Store(tmp_path / "r.db") as db:
         done = _write_whole_run(db, _run())
     with Store(tmp_path / "r.db") as db:
         loaded = db.load_run("20240501-120000-abcd")
-    assert loaded.model_dump() == done.model_dump()
+    assert loaded.model_dump() == _decided(done).model_dump()
     assert loaded.status == "complete"
     assert [s.id for s in loaded.subjects] == ["ext4", "fuse2fs:ro"]
     assert [r.subject for r in loaded.results] == ["ext4", "fuse2fs:ro"]
@@ -170,7 +178,7 @@ def test_round_trip_keeps_extra_fields(tmp_path: Path) -> None:
         loaded = db.load_run(run.run_id)
     assert loaded.model_extra == {"note": "future field"}
     assert loaded.results[0].model_extra == {"p50_us": 12}
-    assert loaded.model_dump() == run.model_dump()
+    assert loaded.model_dump() == _decided(run).model_dump()
 
 
 def test_finish_run_stores_results_never_sampled(tmp_path: Path) -> None:
@@ -192,7 +200,7 @@ def test_finish_run_stores_results_never_sampled(tmp_path: Path) -> None:
         ("seq-read", "ok", None),
     ]
     assert loaded.results[1].samples == [50.0, 51.0, 52.0]
-    assert loaded.model_dump() == run.model_dump()
+    assert loaded.model_dump() == _decided(run).model_dump()
 
 
 def test_save_result_keeps_samples_and_replaces_aggregate(tmp_path: Path) -> None:
@@ -312,7 +320,7 @@ def test_load_by_directory_with_results_json(tmp_path: Path) -> None:
         db.begin_run(_run("db-run-0001"), out)
         loaded = db.load_run(str(out))
         by_file = db.load_run(str(out / "results.json"))
-    assert loaded.model_dump() == on_disk.model_dump()
+    assert loaded.model_dump() == _decided(on_disk).model_dump()
     assert by_file.run_id == "file-run-0001"
 
 
@@ -533,3 +541,41 @@ def test_concurrent_first_open_applies_migrations_once(tmp_path: Path) -> None:
     with Store(db_path) as db:
         assert list(db.applied_migrations()) == ["0001_initial"]
         assert db.journal_mode() == "wal"
+
+
+def test_a_run_renders_the_verdicts_it_stored(tmp_path: Path) -> None:
+    """Schema 5: the comparisons decided at the end of a run are stored with it and shown as
+    decided; a run stored before them (schema 3, the fixture) gets them decided once on load,
+    and they survive the store's round trip."""
+    from rich.console import Console
+
+    from fsbench.report.model import build
+    from fsbench.report.sections import render
+
+    fixture = Path(__file__).parent / "fixtures" / "default_compare.json"
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "results.json").write_text(fixture.read_text())
+    with Store(tmp_path / "r.db") as db:
+        old = db.load_run(str(out))
+    assert old.schema_version == 3 and len(old.verdicts) == 16
+    xfs = next(v for v in old.verdicts if v["subject"] == "xfs" and "write" in v["title"])
+    assert xfs["baseline"] == "ext4" and xfs["verdict"] == "open" and xfs["cell"].endswith("?")
+    # Stored as schema 5 and read back: the same records, no second decision.
+    with Store(tmp_path / "r.db") as db:
+        db.begin_run(old, None)
+        db.finish_run(old)
+        again = db.load_run(old.run_id)
+    assert again.verdicts == old.verdicts
+    # What the run decided is what every output shows, even where a decision now would differ.
+    xfs.update(ratio=1.5, ratio_low=1.2, ratio_high=1.9, verdict="better")
+    row = next(
+        r
+        for t in build(old).tables
+        for r in t.rows
+        if r.subject == "xfs" and t.title == "seq-write/fsync"
+    )
+    assert row.vs == "1.50× 1.20–1.90 ▲" and row.outcome == "better"
+    con = Console(width=100, record=True, color_system=None)
+    render(old, con)
+    assert "1.50× 1.20–1.90 ▲" in con.export_text()

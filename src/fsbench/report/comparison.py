@@ -118,8 +118,25 @@ class Comparison:
             "ratio_high": self.interval[1] if self.interval else None,
             "verdict": self.outcome,
             "confidence": round(self.confidence, 6),
+            "band": self.band,
             "words": self.words,
         }
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Comparison | None:
+        """A comparison a run stored (to_dict's form, Run.verdicts): what the run decided,
+        shown as it was decided. None when the record has no ratio."""
+        if rec.get("ratio") is None:
+            return None
+        lo, hi = rec.get("ratio_low"), rec.get("ratio_high")
+        return cls(
+            float(rec["ratio"]),
+            (float(lo), float(hi)) if lo is not None and hi is not None else None,
+            float(rec.get("confidence", 0.95)),
+            str(rec["verdict"]),
+            str(rec.get("words", "")),
+            float(rec.get("band", 0.02)),
+        )
 
 
 def compare(base: Any, res: Any) -> Comparison:

@@ -27,6 +27,7 @@ from fsbench.report.model import (
     baselines,
     build,
     page_only,
+    verdict_key,
     verdict_record,
     verdicts,
 )
@@ -122,9 +123,12 @@ def _cell(v: Any) -> Any:
     return "" if v is None else v
 
 
-def _verdict_cells(res: Result, base: Result | None) -> dict[str, Any]:
-    """The model's verdict record as CSV cells."""
-    rec = verdict_record(res, base)
+def _verdict_cells(
+    res: Result, base: Result | None, stored: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The verdict record as CSV cells: the one the run stored (Run.verdicts), else the
+    model's now."""
+    rec = stored or verdict_record(res, base)
     if not rec:
         return {}
     said = rec["verdict"]
@@ -139,7 +143,9 @@ def _verdict_cells(res: Result, base: Result | None) -> dict[str, Any]:
     return out
 
 
-def csv_row(run_id: str, res: Result, base: Result | None = None) -> dict[str, Any]:
+def csv_row(
+    run_id: str, res: Result, base: Result | None = None, stored: dict[str, Any] | None = None
+) -> dict[str, Any]:
     p = res.params
     per = res.cpu.per_gib or {}
     kop = res.cpu.per_kop_ms or {}
@@ -187,7 +193,7 @@ def csv_row(run_id: str, res: Result, base: Result | None = None) -> dict[str, A
         "cpu_driver_per_kop_ms": kop.get("driver"),
         "cpu_kernel_threads_per_kop_ms": kop.get("kernel_threads"),
         "samples": ";".join(f"{x:.6g}" for x in res.samples),
-        **_verdict_cells(res, base),
+        **_verdict_cells(res, base, stored),
     }
     return {k: _cell(row.get(k)) for k in CSV_COLUMNS}
 
@@ -197,8 +203,9 @@ def to_csv(run: Run) -> str:
     w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     w.writeheader()
     base = baselines(run)
+    stored = {str(v.get("key")): v for v in run.verdicts}  # what the run decided
     for res in report_order(run):
-        row = csv_row(run.run_id, res, base.get(id(res)))
+        row = csv_row(run.run_id, res, base.get(id(res)), stored.get(verdict_key(res)))
         w.writerow({**row, "schema_version": run.schema_version})
     return buf.getvalue()
 
@@ -238,9 +245,9 @@ def to_samples_csv(run: Run) -> str:
 def to_json(run: Run) -> str:
     """The run as results.json holds it, with the verdicts the report shows (`verdicts`: per
     result its baseline, ratio, interval, outcome and words; old readers ignore the key)."""
-    doc = json.loads(run.to_json())
-    doc["verdicts"] = verdicts(run)
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if not run.verdicts:  # a run made in memory (loaded runs have them: store.with_verdicts)
+        run = run.model_copy(update={"verdicts": verdicts(run)})
+    return run.to_json() + "\n"
 
 
 # -- markdown: what a forum post or an issue needs ---------------------------------------------

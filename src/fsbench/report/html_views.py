@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from fsbench.report.answer import answer_factor, answer_text, answers, missing
-from fsbench.report.comparison import compare
 from fsbench.report.integrity import checked_subjects, failed_subjects, short_mark
-from fsbench.report.model import Report
-from fsbench.report.naming import centre_of, ranked
+from fsbench.report.model import Report, vs_cell
+from fsbench.report.naming import centre_of
 from fsbench.report.style import css
 from fsbench.report.summary import Finding, findings, usable
 from fsbench.schema import FEATURES, Result, Run
@@ -21,14 +20,10 @@ from fsbench.units import fmt_ratio, fmt_value
 
 
 def ratio_view(base: Result, res: Result, interval: bool = True) -> dict[str, str]:
-    """The tables' ratio cell (comparison.Comparison.cell) with the page's class for its
-    outcome (style.OUTCOMES)."""
-    if not ranked(res):
-        return {"text": "not ranked", "cls": css("unranked")}
-    if base is res or not base.samples or not res.samples:
-        return {"text": "baseline" if base is res else "–", "cls": css("empty")}
-    c = compare(base, res)
-    return {"text": c.cell(interval), "cls": css(c.outcome)}
+    """The tables' ratio cell (model.vs_cell) with the page's class for its outcome
+    (style.OUTCOMES); without the interval for a cell too narrow for it."""
+    c, said, text, _ = vs_cell(base, res)
+    return {"text": c.cell(interval) if c is not None else text, "cls": css(said)}
 
 
 def answer_view(report: Report) -> list[dict[str, Any]]:

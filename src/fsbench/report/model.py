@@ -14,6 +14,7 @@ explained. A subject not separated from its reference gets no reason, only the v
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -157,8 +158,11 @@ def cpu_text(res: Result) -> str:
     return "–"
 
 
-def vs_cell(base: Result | None, res: Result) -> tuple[Comparison | None, str, str, str]:
-    """(comparison, outcome, cell text, words) of res against the table's baseline."""
+def vs_cell(
+    base: Result | None, res: Result, stored: dict[str, Any] | None = None
+) -> tuple[Comparison | None, str, str, str]:
+    """(comparison, outcome, cell text, words) of res against the table's baseline: the one
+    the run stored (`stored`, a Run.verdicts record) when it has one, else decided now."""
     if not ranked(res):
         return None, "unranked", "not ranked", "integrity failed"
     if base is None or base is res or not base.samples or not res.samples:
@@ -168,17 +172,17 @@ def vs_cell(base: Result | None, res: Result) -> tuple[Comparison | None, str, s
             ("baseline" if base is res else "–"),
             "",
         )
-    c = compare(base, res)
+    c = (Comparison.from_record(stored) if stored else None) or compare(base, res)
     how = words(c.outcome)
     if c.interval is not None:
         how += f" ({confidence_text(c.confidence)} % interval)"
     return c, c.outcome, c.cell(), how
 
 
-def _row(res: Result, base: Result | None, lat: bool) -> Row:
+def _row(res: Result, base: Result | None, lat: bool, stored: dict[str, Any] | None) -> Row:
     if res.status != "ok" or not res.samples:
         return Row(res.subject, res.status, res.error or "no samples")
-    c, said, vs, how = vs_cell(base, res)
+    c, said, vs, how = vs_cell(base, res, stored)
     row = Row(
         subject=res.subject,
         status="ok",
@@ -208,8 +212,11 @@ def _row(res: Result, base: Result | None, lat: bool) -> Row:
         figs = latency.figures(res)
         row.iops = fmt_value(figs["iops"], 0) if figs.get("iops") else "–"
         row.p99 = fmt_value(figs["p99_us"]) if figs.get("p99_us") is not None else "–"
-        v = latency_verdict(base, res)
-        if v is not None and v.ratio is not None:
+        kept = Comparison.from_record(stored["p99"]) if stored and "p99" in stored else None
+        v = None if kept is not None else latency_verdict(base, res)
+        if kept is not None:
+            row.p99_comparison = kept
+        elif v is not None and v.ratio is not None:
             row.p99_comparison = Comparison.of(v, False)
     return row
 
@@ -291,6 +298,8 @@ def why(e: Explanation | None, c: Comparison | None, base: str | None) -> Why | 
 def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
     """One table per workload (the matrix has its own), subjects in run order."""
     subjects = measured_subjects(run)
+    # What the run decided (Run.verdicts), shown as decided.
+    stored = {str(v.get("key")): v for v in run.verdicts}
     by_workload: dict[str, list[Result]] = {}
     for res in run.results:
         if not is_matrix(res):
@@ -300,7 +309,7 @@ def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
         base = baseline_result(results, subjects)
         lat = any(latency.latency_bound(r) for r in results)
-        rows = [_row(r, base, lat) for r in results]
+        rows = [_row(r, base, lat, stored.get(verdict_key(r))) for r in results]
         per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
         cpu_unit = (
             ("s/run" if all(_per_run(r) for r in results) else "ms/kop") if per_kop else "s/GiB"
@@ -410,6 +419,11 @@ def baselines(run: Run) -> dict[int, Result | None]:
     return out
 
 
+def verdict_key(res: Result) -> str:
+    """What names a result across a store's round trip: subject, workload, parameters."""
+    return json.dumps([res.subject, res.workload, res.params], sort_keys=True, default=str)
+
+
 def verdict_record(res: Result, base: Result | None) -> dict[str, Any]:
     """A result against its table's baseline, as every output shows it: the outcome, the
     ratio with its interval and confidence, the cell text, the verdict's words; for a
@@ -436,8 +450,8 @@ def verdicts(run: Run) -> list[dict[str, Any]]:
     for res in report_order(run):
         rec = verdict_record(res, base.get(id(res)))
         if rec:
-            out.append({"index": index[id(res)], "subject": res.subject,
-                        "title": result_title(res), **rec})  # fmt: skip
+            out.append({"index": index[id(res)], "key": verdict_key(res),
+                        "subject": res.subject, "title": result_title(res), **rec})  # fmt: skip
     return out
 
 
