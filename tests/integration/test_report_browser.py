@@ -175,6 +175,7 @@ def test_default_comparison_answers_on_the_first_screen_and_nothing_is_wider(
     import re
 
     from fsbench.report.answer import answer_factor, answer_text, answers
+    from fsbench.report.model import build
     from fsbench.schema import Run
 
     run = Run.model_validate_json((UNIT / "fixtures" / "default_compare.json").read_text())
@@ -202,11 +203,11 @@ def test_default_comparison_answers_on_the_first_screen_and_nothing_is_wider(
         assert on_page["crowned"] == a.separated, on_page
         assert on_page["winner"].split()[0] == a.winner.subject and on_page["visible"], on_page
     write = next(
-        e
-        for a in answers(run)
+        w.explanation
+        for a in build(run).answers
         if a.title.startswith("seq-write")
-        for e in a.whys
-        if e.subject == "ntfs-3g"
+        for w in a.whys
+        if w.subject == "ntfs-3g" and w.explanation is not None
     )
     first = answer_factor(write)
     assert first is not None

@@ -13,8 +13,8 @@ from typing import Any
 from fsbench.baseline import ranked
 from fsbench.report.aging_why import age_changes, why_line
 from fsbench.report.comparison import verdict_of
-from fsbench.report.naming import ratio_cell, result_title
-from fsbench.report.summary import is_matrix
+from fsbench.report.naming import ratio_cell
+from fsbench.report.summary import by_title
 from fsbench.schema import Aging, Result, Run, Subject
 from fsbench.units import size_text
 from fsbench.verdict import Verdict
@@ -97,12 +97,8 @@ def age_effects(run: Run) -> list[dict[str, Any]]:
     """Per workload: each driver's aged/fresh ratio (with its interval) and the ranking of the
     drivers on the fresh images against their ranking on each profile's aged images."""
     by_id = {s.id: s for s in run.subjects}
-    groups: dict[str, list[Result]] = {}
-    for r in run.results:
-        if not is_matrix(r):
-            groups.setdefault(result_title(r), []).append(r)
     out = []
-    for title, results in groups.items():
+    for title, results in by_title(run).items():
         fresh = {r.subject: r for r in results if (s := by_id.get(r.subject)) and not s.aging}
         aged: dict[str, dict[str, Result]] = {}  # profile -> base -> result
         for r in results:

@@ -17,12 +17,11 @@ from rich.text import Text
 
 from fsbench.probedefs.numbers import fmt_pct, fmt_time
 from fsbench.report.comparison import verdict_of
-from fsbench.report.explain import Explanation, Factor, brief_lines, explain_run
+from fsbench.report.explain import Explanation, Factor, brief_lines
 from fsbench.report.naming import baseline_result, ranked
 from fsbench.report.summary import gmean, groups, measured_subjects, usable
 from fsbench.report.vm_notes import SMALL_FLAGS, caveat_pieces
 from fsbench.schema import Result, Run, Subject
-from fsbench.units import fmt_ratio
 
 
 @dataclass
@@ -36,7 +35,6 @@ class WorkloadAnswer:
     others: list[Result]  # ranked and usable, best first, the winner left out
     unranked: list[Result]  # failed, without samples, or integrity failed
     baseline: Result | None  # the tables' baseline (the first subject that finished)
-    whys: list[Explanation] = field(default_factory=list)  # ranking order, with a first factor
     # The winner and every other the data cannot tell from it (leaders()): one alone is the
     # fastest; several are not separated, and no output crowns any of them.
     leaders: list[Result] = field(default_factory=list)
@@ -71,14 +69,6 @@ def leaders(ranked_results: list[Result]) -> list[Result]:
         if verdict_of(top, r).better(r.higher_is_better) is not False:
             out.append(r)
     return out
-
-
-def leader_text(top: Result, r: Result) -> str:
-    """'0.98× (not separated: within ×0.80–1.25)': the ratio to the top leader and
-    fsbench.verdict's words for the comparison."""
-    v = verdict_of(top, r)
-    ratio = fmt_ratio(v.ratio) + " " if v.ratio is not None else ""
-    return f"{ratio}({v.words()})"
 
 
 def first_factor(e: Explanation) -> Factor | None:
@@ -136,11 +126,9 @@ def _key(res: Result) -> float:
     return gmean(res.samples) or 0.0
 
 
-def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[WorkloadAnswer]:
-    """Per workload (run order; the Iozone matrix has its own summary) the answer. `explained`
-    maps id(result) to its explanation, when the caller has them already."""
-    if explained is None:
-        explained = {id(run.results[e.index]): e for e in explain_run(run)}
+def answers(run: Run) -> list[WorkloadAnswer]:
+    """Per workload (run order; the Iozone matrix has its own summary): the ranking and the
+    leaders (report/model.py adds the comparisons and the reasons)."""
     order = measured_subjects(run)
     out = []
     for g in groups(run):
@@ -151,11 +139,6 @@ def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[W
         )
         good = rank(results)
         base = baseline_result(results, order)
-        whys = []
-        for r in good:
-            e = explained.get(id(r))
-            if e is not None and not e.is_baseline and answer_factor(e) is not None:
-                whys.append(e)
         out.append(
             WorkloadAnswer(
                 title=g.title,
@@ -165,7 +148,6 @@ def answers(run: Run, explained: dict[int, Explanation] | None = None) -> list[W
                 others=good[1:],
                 unranked=[r for r in results if r not in good],
                 baseline=base,
-                whys=whys,
                 leaders=leaders(good),
             )
         )

@@ -20,7 +20,7 @@ run. A probe that was unavailable (or a run without tracing) gives no claim, onl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -302,11 +302,6 @@ def explain_run(run: Run) -> list[Explanation]:
             out.append(explain_result(r, base, run, siblings, i, profiles))
     out.sort(key=lambda e: e.index)
     return out
-
-
-def explanations_for(run: Run, results: Iterable[Result]) -> list[Explanation]:
-    wanted = {id(r) for r in results}
-    return [e for e in explain_run(run) if id(run.results[e.index]) in wanted]
 
 
 def run_json(run: Run) -> str:

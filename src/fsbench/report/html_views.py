@@ -105,7 +105,7 @@ def summary_table(run: Run, order: list[str]) -> dict[str, Any]:
     an Iozone operation gives the geometric mean over the cells every subject ran."""
     found: list[Finding] = [f for f in findings(run) if f.best is not None]
     # A workload whose leaders are not separated has no fastest to star (answer.leaders).
-    open_titles = {a.title for a in answers(run, {}) if a.winner is not None and not a.separated}
+    open_titles = {a.title for a in answers(run) if a.winner is not None and not a.separated}
     cols = []
     for f in found:
         results = _results_of(run, f)

@@ -33,7 +33,14 @@ from fsbench.report.naming import (
 )
 from fsbench.report.notes import TableNotes, table_notes
 from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS, words
-from fsbench.report.summary import groups, is_matrix, measured_subjects, report_order, usable
+from fsbench.report.summary import (
+    by_title,
+    groups,
+    is_matrix,
+    measured_subjects,
+    report_order,
+    usable,
+)
 from fsbench.schema import Result, Run
 from fsbench.units import fmt_value
 from fsbench.units import size_text as format_size
@@ -300,12 +307,8 @@ def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
     subjects = measured_subjects(run)
     # What the run decided (Run.verdicts), shown as decided.
     stored = {str(v.get("key")): v for v in run.verdicts}
-    by_workload: dict[str, list[Result]] = {}
-    for res in run.results:
-        if not is_matrix(res):
-            by_workload.setdefault(result_title(res), []).append(res)
     out = []
-    for title, results in by_workload.items():
+    for title, results in by_title(run).items():
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
         base = baseline_result(results, subjects)
         lat = any(latency.latency_bound(r) for r in results)
@@ -348,7 +351,7 @@ def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
 # -- the answer ------------------------------------------------------------------------------------
 def answer_list(run: Run, explained: dict[int, Explanation]) -> list[Answer]:
     out = []
-    for a in answers(run, explained):
+    for a in answers(run):
         if a.winner is None:
             continue
         top = a.winner

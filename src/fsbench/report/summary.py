@@ -34,6 +34,16 @@ def is_matrix(res: Result) -> bool:
     return res.workload == MATRIX_WORKLOAD and "op" in res.params
 
 
+def by_title(run: Run) -> dict[str, list[Result]]:
+    """The results of each workload's table (its title), in run order; the matrix left out
+    (its tables are per operation)."""
+    out: dict[str, list[Result]] = {}
+    for r in run.results:
+        if not is_matrix(r):
+            out.setdefault(result_title(r), []).append(r)
+    return out
+
+
 def measured_subjects(run: Run) -> list[str]:
     """Subjects in run order, those that were not measured at all left out."""
     return [s.id for s in run.subjects if s.status != "unavailable"]
@@ -355,8 +365,3 @@ def _sentences(
 def findings(run: Run) -> list[Finding]:
     order = measured_subjects(run)
     return [finding(g, order) for g in groups(run)]
-
-
-def headline(run: Run) -> list[str]:
-    """One line per group for the top of a report (the first sentence and the comparisons)."""
-    return [" ".join(f.sentences) for f in findings(run) if f.sentences]
