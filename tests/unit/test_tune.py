@@ -294,3 +294,24 @@ def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_pat
     assert not out.exists() and not (tmp_path / "db").exists()
     bad = CliRunner().invoke(cli, ["tune", "nosuchfs", "--dry-run"])
     assert bad.exit_code != 0
+
+
+def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() -> None:
+    from fsbench.report.tune import answer_lines, recommended
+    from fsbench.tunerecord import TuneChange, TuneRecord
+
+    def ch(name: str, gain: float, **kw: Any) -> TuneChange:
+        return TuneChange(name=name, subject="ntfs-3g:x", untuned="ntfs-3g", workload="w",
+                          outcome="better", gain=gain, cell=f"{gain}× ▲", **kw)  # fmt: skip
+
+    single = ch("big_writes", 6.0, use=["ntfs-3g -o big_writes"])
+    together = ch("combination", 7.0, remedies=["big_writes", "delay_mtime"],
+                  safety="changes-semantics", change="big_writes, delay_mtime",
+                  use=["ntfs-3g -o big_writes,delay_mtime"])  # fmt: skip
+    t = TuneRecord(subject="ntfs-3g", against="ext4", changes=[single], combination=[together])
+    # Faster in its median but never set against big_writes alone: big_writes is the answer.
+    assert recommended(t) is single
+    together.versus = "1.2× 1.1–1.3 ▲ against big_writes alone"
+    assert recommended(t) is together
+    text = "\n".join(str(x) for x in answer_lines(t))
+    assert "to use together: big_writes + delay_mtime (UNSAFE: semantics" in text

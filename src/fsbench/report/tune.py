@@ -87,13 +87,12 @@ def best(changes: list[TuneChange]) -> TuneChange | None:
 
 
 def recommended(t: TuneRecord) -> TuneChange | None:
-    """The change to use: the winners together when they are ▲ and faster than the best
-    alone (or not measured against it), else the best single change."""
+    """The change to use: the winners together when they are ▲ against the best change alone
+    in the same run, else the best single change (a combination not measured against it has
+    not shown that the rest adds anything)."""
     single, together = best(t.changes), best(t.combination)
-    if together is None:
-        return single
-    if single is None or (together.gain or 0) > (single.gain or 0):
-        return together if "▼" not in together.versus else single
+    if together is not None and (single is None or "▲" in together.versus):
+        return together
     return single
 
 
@@ -105,14 +104,15 @@ def answer_lines(t: TuneRecord) -> list[Text]:
                         f"{fmt_ratio(single.gain)} faster ({single.cell}), "
                         f"{pct(single.gap_closed)} of the gap closed", "green"))  # fmt: skip
     for c in t.combination:
-        vs = f"; {c.versus}" if c.versus else ""
+        vs = f"; {c.versus}" if c.versus else "; not measured against the best change alone"
         out.append(Text(f"together ({' + '.join(c.remedies)}) on {c.workload}: {c.cell}, "
                         f"{pct(c.gap_closed)} of the gap closed{vs}"))  # fmt: skip
     use = recommended(t)
     if use is None:
         out.append(Text("no measured change was decidedly faster (▲) than the untuned subject"))
         return out
-    out.append(Text(f"to use {label(use)}:", "green"))
+    unsafe = f" ({SAFETY[use.safety]}: {use.change})" if use.safety != "safe" else ""
+    out.append(Text(f"to use {label(use)}{unsafe}:", "bold red" if unsafe else "green"))
     out += [Text(f"  {u}") for u in use.use]
     return out
 
@@ -206,6 +206,7 @@ def markdown(run: Run) -> list[str]:
                    f"{SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
     use = recommended(t)
     if use is not None:
-        out += ["", f"To use {label(use)}:", "", *(f"    {u}" for u in use.use)]
+        unsafe = f" ({SAFETY[use.safety]})" if use.safety != "safe" else ""
+        out += ["", f"To use {label(use)}{unsafe}:", "", *(f"    {u}" for u in use.use)]
     out += ["", *(f"- not measured: {s.name} (`{s.change}`): {s.reason}" for s in t.skipped)]
     return [*out, *(f"- note: {n}" for n in t.notes), ""]

@@ -34,7 +34,7 @@ from fsbench.plan import Plan, plan_from_options
 from fsbench.report.keys import placement_of
 from fsbench.schema import Run
 from fsbench.store import Store
-from fsbench.tune.budget import Group, costs_of, fit_budget, plan_groups
+from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
 from fsbench.tune.choose import VOLUME_MARGIN, Candidate, Skipped, choose, why_not
 from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to
@@ -135,6 +135,7 @@ class Tuner:
         )
         self.last: Run | None = None
         self.measured: list[tuple[Group, Run]] = []  # each candidates run and its group
+        self.costs = Costs(overhead_s=30.0, per_cell_s=30.0)  # until the explain run says
         self.code = EXIT_OK
 
     def step(self, msg: str) -> None:
@@ -217,11 +218,16 @@ class Tuner:
         )  # fmt: skip
         groups, no_room = plan_groups(cands, self.base_size)
         n_wl = max(1, len(self.record.workloads))
-        costs = costs_of(explain, self.spec.id, self.clock.used())
-        groups, no_time = fit_budget(groups, self.clock.left(), costs, n_wl)
+        self.costs = costs_of(explain, self.spec.id, self.clock.used())
+        groups, no_time = fit_budget(groups, self.clock.left(), self.costs, n_wl)
         self._skip([*skipped, *no_room, *no_time])
         gap_of = {x.workload: x for x, _ in found}
         for i, g in enumerate(groups):
+            # The plan was made on estimates: a later group that no longer fits is skipped.
+            if i and self.costs.run([g], n_wl) > self.clock.left():
+                why = f"the budget left ({self.clock.left():.0f} s) no longer covers its run"
+                self._skip([Skipped(c.remedy, why + "; raise --time-budget") for c in g.cands])
+                continue
             share = 0.5 if i + 1 < len(groups) else 0.7  # the combination keeps the rest
             self._measure_group(f"candidates-{i + 1}", g, gap_of, share)
         self._combine([c for g in groups for c in g.cands], gap_of)
@@ -285,6 +291,15 @@ class Tuner:
                 f"{spec.id} pinned ({place}) beside the untuned subject, same images"
             )
         else:
+            n_wl = max(1, len(self.record.workloads))
+            need = self.costs.combination(size, n_wl)
+            if need > self.clock.left():
+                self.record.notes.append(
+                    f"combination ({' + '.join(c.name for c in won)}) not measured: its run "
+                    f"(~{need:.0f} s) does not fit the {self.clock.left():.0f} s left; raise "
+                    "--time-budget"
+                )
+                return
             places = ["free", place] if place != "free" else ["free"]
             specs = [self.spec, spec] if spec.id != self.spec.id else [self.spec]
             run = self.measure("combination", specs, size, places, 0.95)
