@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Level = Literal["counted", "detail", "note"]
+# "shown": told beside its subject in every output, --verbose or not (a finding, not a caveat).
+Level = Literal["counted", "detail", "note", "shown"]
 
 
 class Note(BaseModel):
@@ -122,7 +123,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("too-short", words=_too_short, legacy=r"samples last only "),
     Kind("mixed-cache", words=_mixed_cache, legacy=r"mixed cache states"),
     Kind("integrity-failed", words=_integrity_failed, legacy=r"integrity-failed"),
-    Kind("placement-split", words=_placement_split, legacy=r"samples in two groups under"),
+    Kind("placement-split", "shown", words=_placement_split, legacy=r"samples in two groups under"),
     # The /proc probes' bookkeeping: a thread that came or went during a sample (flags
     # 'kthread-vanished', 'daemon-threads-exited', 'app-threads-started', ...).
     Kind("kthread-vanished", "detail"),

@@ -131,3 +131,16 @@ def test_the_watch_sees_whether_daemon_and_app_share_a_cpu(apart: bool, want_sam
         assert seen["same_cpu_share"] >= 0.7
     else:
         assert seen["same_cpu_share"] <= 0.3  # a stray tick of another thread
+
+
+def test_the_split_is_told_under_the_table_without_verbose() -> None:
+    """A finding, not a caveat: every output shows it beside its subject (report/notes.py)."""
+    from fsbench.report.notes import table_notes
+    from fsbench.schema import Result
+
+    note = split_note([480.0, 490.0, 820.0, 840.0], [None] * 4, "MiB/s")
+    assert note is not None
+    res = Result(subject="ntfs-3g", workload="seq-write", metric="rate", unit="MiB/s")
+    res.samples, res.notes = [480.0, 490.0, 820.0, 840.0], [note]
+    shown = table_notes([res], None, detail=False)
+    assert shown.per_subject["ntfs-3g"] == [words(note)] and shown.hidden == 0

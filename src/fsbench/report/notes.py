@@ -53,7 +53,7 @@ def table_notes(results: Sequence[Result], schedule: Schedule | None, detail: bo
             lv = level(note)
             if lv == "counted":
                 counts[note.code] = counts.get(note.code, 0) + 1
-            if detail:
+            if detail or lv == "shown":
                 own.append(words(note))
             elif lv == "note":
                 out.hidden += 1
