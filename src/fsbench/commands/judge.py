@@ -214,7 +214,7 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
     """The run's tables as compare prints their verdict columns; returns each comparison's
     word (better, worse, same, open) for --fail-on."""
     from fsbench import decide
-    from fsbench.report.naming import outcome, ratio_cell
+    from fsbench.report.naming import ci_text, outcome, ratio_cell
     from fsbench.units import fmt_value
     from fsbench.verdict import Family
 
@@ -229,29 +229,21 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
             hib = base.higher_is_better if col == "rate" else False
             title = f"{run.run_id} · {wid}" + ("" if col == "rate" else f" · {col}")
             t = Table(title=title, title_justify="left")
-            for c in ("subject", "centre (95 % CI)", f"vs {tl.baseline}", f"vs {tl.best}", "n"):
+            for c in ("subject", "±CI95", f"vs {tl.baseline}", f"vs {tl.best}", "n"):
                 t.add_column(c, justify="left" if c == "subject" else "right", no_wrap=True)
             subjects = [s for s in (orders or {}).get(wid, order) if (wid, s) in per]
             subjects = subjects or [s for s in order if (wid, s) in per]
             for s in subjects:
                 r = per[(wid, s)]
                 vb, vf = tl.against(tl.baseline, s), tl.against(tl.best, s)
-                lo, hi = r.ci95 or (None, None)
-                ci = f" ({fmt_value(lo)}–{fmt_value(hi)})" if lo is not None else ""
                 cells = [
                     ratio_cell(v, hib)
                     if v is not None
                     else ("baseline" if s == tl.baseline else "fastest")
                     for v in (vb, vf)
                 ]
-                if col != "rate":
-                    ci = ""
-                t.add_row(
-                    s,
-                    f"{fmt_value(r.center if col == 'rate' else None)}{ci}",
-                    *cells,
-                    str(len(r.samples)),
-                )
+                centre = ci_text(r) if col == "rate" else fmt_value(None)
+                t.add_row(s, centre, *cells, str(len(r.samples)))
                 if vb is not None:
                     words.append(outcome(vb, hib))  # the gate: against the baseline
             con.print(t)
