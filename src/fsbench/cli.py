@@ -15,7 +15,14 @@ from rich.console import Console
 from rich.table import Table
 
 from fsbench import __version__, options
-from fsbench.errors import EXIT_FAILED, EXIT_USAGE, FsbenchError, UsageError
+from fsbench.errors import (
+    EXIT_FAILED,
+    EXIT_INTEGRITY,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    FsbenchError,
+    UsageError,
+)
 
 err = Console(stderr=True)
 
@@ -284,9 +291,17 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
         click.echo(run_json(run))
     else:
         render(run, Console(), str(out_dir), verbose=o["verbose"])
-    if code == 130:
+    if code == EXIT_INTERRUPTED:
         click.echo(
             "fsbench: interrupted; finished samples are kept (run marked incomplete)", err=True
+        )
+    if code == EXIT_INTEGRITY:
+        from fsbench.pipeline import damaged
+
+        click.echo(
+            f"fsbench: integrity check failed on {', '.join(damaged(run))}: its volume was "
+            "damaged by the run (results stored and shown above, never ranked)",
+            err=True,
         )
     sys.exit(code)
 

@@ -1,8 +1,10 @@
 """Errors that end a command with a one-line message and a documented exit code.
 
-Exit codes (the command-line contract in the brief):
-0 every subject measured, 1 some subject or workload failed, 2 bad usage or input,
-3 this machine lacks something needed (not root, a driver or tool missing).
+Exit codes (the command-line contract; docs/commands.md's table):
+0 every subject measured and every volume sound, 1 some subject or workload failed, 2 bad usage
+or input, 3 this machine lacks something needed (not root, a driver or tool missing), 4 some
+volume failed its integrity check after the workloads (results still stored and printed),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
+EXIT_INTEGRITY = 4
+EXIT_INTERRUPTED = 130
 
 
 class FsbenchError(Exception):

@@ -26,7 +26,7 @@ from fsbench.env import (
     remeasure_noise_floor,
     remeasure_wakeups,
 )
-from fsbench.errors import EXIT_FAILED, EXIT_OK, UsageError
+from fsbench.errors import EXIT_FAILED, EXIT_INTEGRITY, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from fsbench.lab.drivers import built_daemons
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard
@@ -108,10 +108,11 @@ def execute(
     on_eta: Callable[[float | None], None] = lambda _s: None,
     on_result: Callable[[Result], None] = lambda _r: None,
 ) -> tuple[Run, int]:
-    """Run the plan; returns the run record and the exit code (0 all measured, 1 some failed,
-    130 interrupted). The steps: refuse what can be known wrong before anything exists, start
-    the run's record, then inside the lab measure, check and run the VM stage, and whatever
-    happened write the report, results.json and the store."""
+    """Run the plan; returns the run record and the exit code (`exit_code`: 0 all measured and
+    sound, 1 some failed, 4 a volume failed its integrity check, 130 interrupted). The steps:
+    refuse what can be known wrong before anything exists, start the run's record, then inside
+    the lab measure, check and run the VM stage, and whatever happened write the report,
+    results.json and the store."""
     lab = _lab(plan, on_step)
     _refuse(plan, lab)
     memory = set(memory_notes())  # the notes the lab's tuning may answer
@@ -146,12 +147,27 @@ def execute(
                 session.runner.finish()
         finally:
             _conclude(plan, run, store, session)
+    return run, exit_code(run)
+
+
+def damaged(run: Run) -> list[str]:
+    """The subjects whose volume failed its integrity check after the workloads."""
+    return [
+        s.id for s in run.subjects if s.integrity is not None and s.integrity.status == "failed"
+    ]
+
+
+def exit_code(run: Run) -> int:
+    """130 interrupted; 4 a volume failed its integrity check (its results are stored and shown,
+    but a script must not read the run as sound); 1 a subject or workload failed; 0 otherwise."""
+    if run.status == "incomplete":
+        return EXIT_INTERRUPTED
+    if damaged(run):
+        return EXIT_INTEGRITY
     failed = any(s.status == "failed" for s in run.subjects) or any(
         r.status == "failed" for r in run.results
     )
-    if run.status == "incomplete":
-        return run, 130
-    return run, EXIT_FAILED if failed else EXIT_OK
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _lab(plan: Plan, on_step: Callable[[str], None]) -> Lab | None:

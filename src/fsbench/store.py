@@ -152,6 +152,13 @@ class Store:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except sqlite3.DatabaseError as e:
+            self._conn.close()
+            if "not a database" in str(e) or "malformed" in str(e):
+                raise UsageError(
+                    f"--db {self.path}: not an fsbench results database ({e})"
+                ) from None
+            raise
         except BaseException:
             self._conn.close()
             raise

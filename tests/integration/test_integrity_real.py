@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import MiB, execute_released, need_drivers
+from conftest import MiB, execute_released, fsbench_released, need_drivers
 
 from fsbench.lab import ntfsck
 from fsbench.lab.backing import Backing
@@ -110,6 +110,34 @@ def test_damage_is_found_named_and_not_ranked(
     assert page.index("integrity: failed") < page.index('<section id="answer">')
     on_disk = json.loads((plan.out_dir / "results.json").read_text())
     assert [s["integrity"]["status"] for s in on_disk["subjects"]] == ["failed", "failed", "ok"]
+
+
+@pytest.mark.root
+def test_a_damaged_volume_exits_4_naming_its_subject(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line's side (docs/commands.md, exit codes): the run is stored and printed,
+    and its exit code says a volume failed its check, with the subject named."""
+    need_drivers("ext4")
+    hook = tmp_path / "damage.py"
+    hook.write_text(HOOK)
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv(DAMAGE_HOOK_ENV, str(hook))
+    ran = fsbench_released(
+        state_dir, tmp_path / "out",
+        "compare", "ext4", "ext4:nodiratime", "--workloads", "seq-write/fsync", "--size", "64M",
+        "--repeat", "1", "--warmup", "0", "--min-sample-time", "0", "--no-trace",
+        "--db", str(tmp_path / "db"),
+        returncode=4, timeout=180,
+    )  # fmt: skip
+    said = [ln for ln in ran.stderr.splitlines() if ln.startswith("fsbench: integrity")]
+    assert said == [
+        "fsbench: integrity check failed on ext4: its volume was damaged by the run (results "
+        "stored and shown above, never ranked)"
+    ], ran.stderr
+    assert "seq-write" in ran.stdout  # the tables are still printed
+    status = {s["id"]: s["integrity"]["status"] for s in ran.doc["subjects"]}
+    assert status == {"ext4": "failed", "ext4:nodiratime": "ok"}
 
 
 @pytest.mark.root

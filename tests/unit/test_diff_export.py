@@ -276,3 +276,16 @@ def test_export_and_report_commands(stored: Stored, tmp_path: Path) -> None:
         "report", str(a), "--html", str(tmp_path / "no" / "dir.html"), "--db", db, env=env
     )
     assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_export_output_dash_is_standard_output(stored: Stored, tmp_path: Path) -> None:
+    """`--output -` is the usual spelling of standard output: no file named '-'."""
+    env, a, _b = stored
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench", "export", str(a), "--output", "-"],
+        capture_output=True, text=True, env={**env}, timeout=120, cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["run_id"] == "20250101-000000-aaaa"
+    assert not (tmp_path / "-").exists()

@@ -173,3 +173,50 @@ def test_the_vm_stage_refuses_what_the_guest_cannot_honour(
     monkeypatch.setattr("fsbench.vm.options.plan", lambda *_a: VMPlan(host=[]))
     code, _out, err = fsbench(["compare", "ntfs3", "--kernel", "debian-6.12", *extra])
     assert code == 2 and says in err and err.count("\n") == 1, err
+
+
+WHY = "file is not a database"  # SQLite's words
+
+
+def test_show_refuses_a_file_that_is_not_a_results_database(
+    sandbox: list[pipeline.Plan], tmp_path: Path
+) -> None:
+    not_db = tmp_path / "results.json"
+    not_db.write_text('{"schema_version": 1}\n')
+    for argv in (["show", "--db", str(not_db), "--list"], ["show", "x", "--db", str(not_db)]):
+        code, out, err = fsbench(argv)
+        assert code == 2 and out == "", err
+        assert (
+            err
+            == f"fsbench: --db {not_db}: not an fsbench results database (file is not a database)\n"
+        )
+    assert not_db.read_text() == '{"schema_version": 1}\n'  # looked at, not changed
+
+
+def test_hash_json_prints_only_json_on_stdout(tmp_path: Path) -> None:
+    """`fsbench hash DIR --json | jq`: stdout is one JSON document, the manifest's lines in it
+    (checkable by xxhsum -c once written out)."""
+    import json
+    import subprocess
+
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a").write_bytes(b"alpha")
+    (tree / "sub" / "b").write_bytes(b"beta" * 1000)
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench", "hash", str(tree), "--json"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["files"] == 2 and doc["manifest"] is None
+    names = sorted(line.split("  ", 1)[1] for line in doc["lines"])
+    assert names == [str(tree / "a"), str(tree / "sub" / "b")]
+    assert all(len(line.split("  ", 1)[0]) == 32 for line in doc["lines"])  # XXH128 hex
+    manifest = tmp_path / "m.xxh128"
+    manifest.write_text("".join(f"{line}\n" for line in doc["lines"]))
+    check = subprocess.run(
+        [sys.executable, "-m", "fsbench", "verify", str(manifest)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -303,7 +303,7 @@ def _short_test(r: ResultDiff) -> str:
     "output",
     type=click.Path(path_type=Path),
     default=None,
-    help="Write to FILE instead of standard output.",
+    help="Write to FILE instead of standard output ('-': standard output).",
 )
 @click.option(
     "--figures",
@@ -323,6 +323,8 @@ def export(
 
     if fmt.strip().lower() not in (*FORMATS, *ALIASES):
         raise UsageError(f"--format {fmt!r}: give {', '.join(FORMATS)}")
+    if output is not None and str(output) == "-":
+        output = None  # the usual spelling of standard output
     if output is not None:
         if output.is_dir():
             raise UsageError(f"--output {output}: is a directory; give a file name")

@@ -105,7 +105,13 @@ def verify(manifest: Path, root: Path | None, threads: int | None, as_json: bool
     "default: absolute names, checkable from anywhere.",
 )
 @click.option("--threads", type=int, default=None, help="Hashing threads (default: one per CPU).")
-@click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a summary as JSON, alone on standard output (with --manifest FILE the lines go "
+    "there; without, the JSON's `lines` holds them).",
+)
 def hash_tree(
     directory: Path, manifest: Path | None, relative: bool, threads: int | None, as_json: bool
 ) -> None:
@@ -127,8 +133,16 @@ def hash_tree(
     seconds = time.perf_counter() - t0
     ru1 = os.times()
     pairs = [(h.path, h.digest) for h in hashes]
+    lines: list[str] = []
     if manifest is not None:
         written = write_manifest(pairs, str(manifest), root if relative else None)
+    elif as_json:
+        # stdout carries the JSON alone (`| jq`): the manifest's lines go inside it.
+        for p, d in pairs:
+            if d is not None:
+                name = os.path.relpath(p, root) if relative else p
+                lines.append(os.fsdecode(format_line(d, os.fsencode(name))).rstrip("\n"))
+        written = len(lines)
     else:
         out = sys.stdout.buffer
         for p, d in pairs:
@@ -154,7 +168,9 @@ def hash_tree(
         "threads": n,
     }
     if as_json:
-        click.echo(json.dumps(summary, indent=2), err=manifest is None)
+        if manifest is None:
+            summary["lines"] = lines
+        click.echo(json.dumps(summary, indent=2))
     elif manifest is not None:
         click.echo(
             f"{written} files, {nbytes / MiB:.1f} MiB in {seconds:.2f} s "
