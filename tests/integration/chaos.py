@@ -84,15 +84,15 @@ class Trial:
         )
 
 
-def plan(seed: int, trials: int) -> list[Trial]:
+def plan(seed: int, trials: int, signals: tuple[str, ...] = SIGNALS) -> list[Trial]:
     """The trials of a seed. Every signal meets the freeze window early on, whatever the seed."""
     rng = random.Random(seed)
     out = []
     for i in range(trials):
-        if i < len(SIGNALS):
-            sig, moment = SIGNALS[i], "freeze"
+        if i < len(signals):
+            sig, moment = signals[i], "freeze"
         else:
-            sig = rng.choice(SIGNALS)
+            sig = rng.choice(signals)
             moment = rng.choices(list(MOMENTS), weights=list(MOMENTS.values()))[0]
         delay = {
             "start": rng.uniform(0, 1.5),
@@ -221,9 +221,12 @@ def _send(proc: subprocess.Popen, trial: Trial, rec: dict | None) -> None:
         pass
 
 
-def run_trial(trial: Trial, work: Path, compare: list[str] = COMPARE) -> Outcome:
+def run_trial(
+    trial: Trial, work: Path, compare: list[str] = COMPARE, settle: float = 2.0
+) -> Outcome:
     """One trial in `work` (its own out dir, db and state dir); releases what it finds left
-    so the next trial and other runs on the machine start clean."""
+    so the next trial and other runs on the machine start clean. `settle`: seconds the system
+    may take to let go after the run (0: read at once, as `fsbench cleanup` returns)."""
     out = Outcome(trial)
     state_dir = work / "state"
     out_dir = work / "out"
@@ -276,7 +279,8 @@ def run_trial(trial: Trial, work: Path, compare: list[str] = COMPARE) -> Outcome
         if rec is not None:
             dirs = RunDirs.of(rec["run_id"], state_dir)
             # A lazily unmounted file system may take a moment to let go of its loop.
-            wait_until(lambda: not leftovers_anywhere(dirs), 2, interval=0.1)
+            if settle:
+                wait_until(lambda: not leftovers_anywhere(dirs), settle, interval=0.1)
             for what, items in leftovers_anywhere(dirs).items():
                 out.problems.append(f"left behind: {what}: {'; '.join(items)}")
     finally:
@@ -340,12 +344,19 @@ def rescue(dirs: RunDirs, state_dir: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def run_trials(seed: int, trials: int, work: Path, report=print) -> list[Outcome]:
+def run_trials(
+    seed: int,
+    trials: int,
+    work: Path,
+    report=print,
+    signals: tuple[str, ...] = SIGNALS,
+    settle: float = 2.0,
+) -> list[Outcome]:
     outcomes = []
-    for trial in plan(seed, trials):
+    for trial in plan(seed, trials, signals):
         d = work / f"trial-{trial.index}"
         d.mkdir(parents=True, exist_ok=True)
-        o = run_trial(trial, d)
+        o = run_trial(trial, d, settle=settle)
         report(o.describe())
         outcomes.append(o)
         shutil.rmtree(d, ignore_errors=True)

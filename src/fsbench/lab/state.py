@@ -181,10 +181,7 @@ def release(rec: StateRecord) -> list[str]:
             gone = mounts.find_mount(entry.mountpoint) is None
             notes.append(("" if gone else FAILED) + f"unmount{'ed' if gone else ''} "
                          f"{entry.mountpoint}")  # fmt: skip
-        stray = mounts.processes_mentioning(rec.mount_dir) if rec.mount_dir else []
-        if stray:
-            processes.stop(stray)
-            notes.append(f"killed daemons {stray}")
+        notes += _stop_strays(rec)
         killed = _kill_marked(rec)
         if killed:
             notes.append(f"killed VM processes {killed}")
@@ -206,6 +203,22 @@ def release(rec: StateRecord) -> list[str]:
         with contextlib.suppress(ValueError):
             for s, h in old.items():
                 signal.signal(s, h)
+    return notes
+
+
+def _stop_strays(rec: StateRecord) -> list[str]:
+    """Whatever still names the run's directories (a daemon whose mount was already gone, or
+    one a killed run was starting on its image), stopped and waited for: `release` returns
+    only once they are gone, and says so when one is not (the record is then kept)."""
+    notes = []
+    for d in (rec.mount_dir, rec.image_dir):
+        stray = mounts.processes_mentioning(d) if d else []
+        if not stray:
+            continue
+        left = processes.stop(stray)
+        notes.append(f"killed daemons {stray}")
+        if left:
+            notes.append(f"{FAILED}stop {left}: still running after SIGKILL")
     return notes
 
 
