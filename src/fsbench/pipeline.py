@@ -26,12 +26,19 @@ from fsbench.env import (
     remeasure_noise_floor,
     remeasure_wakeups,
 )
-from fsbench.errors import EXIT_FAILED, EXIT_INTEGRITY, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from fsbench.errors import (
+    EXIT_FAILED,
+    EXIT_INTEGRITY,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EnvironmentProblem,
+    UsageError,
+)
 from fsbench.lab.drivers import built_daemons
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
-from fsbench.plan import Plan
+from fsbench.plan import Plan, vm_hint
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
 from fsbench.runner import Runner, RunTarget, workload_id
@@ -189,7 +196,10 @@ def _lab(plan: Plan, on_step: Callable[[str], None]) -> Lab | None:
 def _refuse(plan: Plan, lab: Lab | None) -> None:
     """Everything that can be known to be wrong is refused before anything is created."""
     if lab is not None and plan.subjects is not None:
-        lab.check(plan.subjects)
+        try:
+            lab.check(plan.subjects)
+        except EnvironmentProblem as e:
+            raise EnvironmentProblem(f"{e}{vm_hint(plan.subjects)}") from None
     if plan.read_only:
         writers = [workload_id(w) for w in plan.workloads if not read_only_ok(w)]
         if writers:

@@ -86,6 +86,20 @@ def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject]
     return specs, skipped, False
 
 
+def vm_hint(specs: list[SubjectSpec]) -> str:
+    """For subjects whose kernel driver this host lacks: the known kernel that has them and the
+    command that measures them all there ("" when none does)."""
+    lacking = [
+        s for s in specs if s.driver.kind == "kernel" and not availability(s.driver).available
+    ]
+    kernels = {_kernel_with(s.driver.name) for s in lacking}
+    if not lacking or None in kernels or len(kernels) != 1:
+        return ""
+    (name,) = kernels
+    ids = " ".join(s.id for s in specs)
+    return f"; kernel {name} has it (a VM): fsbench compare {ids} --kernel {name}"
+
+
 def _kernel_with(driver: str) -> str | None:
     """A known kernel (vm/kernels.py) whose modules have the driver this host lacks."""
     from fsbench.vm.kernels import providers

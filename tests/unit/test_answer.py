@@ -146,6 +146,16 @@ def test_drivers_this_kernel_lacks_are_one_line_with_the_vm_command(run: Run) ->
     assert m.command in text
 
 
+def test_the_vm_command_names_a_driver_another_kernel_has(run: Run) -> None:
+    """#45: the new ntfs is in debian-sid, not debian-6.12: the one command names it
+    `ntfs@debian-sid` instead of leaving it out."""
+    other = run.model_copy(deep=True)
+    next(s for s in other.subjects if s.id == "ntfs").available_in = "debian-sid"
+    m = missing(other)
+    assert m.command == "fsbench compare ntfs3 ntfs@debian-sid exfat vfat --kernel debian-6.12"
+    assert m.covered == m.kernel_lacks == ["ntfs3", "ntfs", "exfat", "vfat"]
+
+
 # -- plots a reader can read --------------------------------------------------------------------
 def _runs(run: Run) -> list[Run]:
     from test_explain import _placements

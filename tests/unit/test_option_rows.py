@@ -220,3 +220,30 @@ def test_hash_json_prints_only_json_on_stdout(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_kernel_driver_this_host_lacks_names_the_kernel_that_has_it(tmp_path: Path) -> None:
+    """`compare ntfs ntfs-3g` on a host whose kernel has no ntfs (6.x): exit 3, and the line
+    names debian-sid and the command, not only "use a kernel built with it"."""
+    import os
+    import subprocess
+
+    from fsbench.lab.drivers import DRIVERS, availability
+    from fsbench.lab.subject import parse_subject
+    from fsbench.plan import vm_hint
+
+    if availability(DRIVERS["ntfs"]).available:
+        pytest.skip("not applicable here: this kernel has the ntfs driver")
+    specs = [parse_subject("ntfs"), parse_subject("ntfs-3g")]
+    hint = "; kernel debian-sid has it (a VM): fsbench compare ntfs ntfs-3g --kernel debian-sid"
+    assert vm_hint(specs) == hint
+    if os.geteuid() != 0:
+        return  # the lab's check asks for root first
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench", "compare", "ntfs", "ntfs-3g", "--out", "out",
+         "--db", "r.db"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")},
+    )  # fmt: skip
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.count("\n") == 1 and res.stderr.rstrip().endswith(hint), res.stderr

@@ -241,8 +241,14 @@ def missing(run: Run) -> Missing:
     kernels = [s.available_in for s in lacks if s.available_in]
     if kernels:
         name = max(dict.fromkeys(kernels), key=kernels.count)
-        covered = [s.id for s in lacks if s.available_in == name]
-        command = f"fsbench compare {' '.join(covered)} --kernel {name}"
+        # One command for all of them: those another kernel has name it (ntfs@debian-sid).
+        covered = [s.id for s in lacks if s.available_in]
+        named = [
+            s.id if s.available_in == name else f"{s.id}@{s.available_in}"
+            for s in lacks
+            if s.available_in
+        ]
+        command = f"fsbench compare {' '.join(named)} --kernel {name}"
     caveat, small = None, ""
     env = run.environment
     if command and env.virtualization == "emulated":
