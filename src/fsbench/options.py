@@ -211,6 +211,7 @@ class Option:
     metavar: str | None = None  # what `--help` shows for the value (click's default: TEXT)
     dest: str = ""  # the keyword the command receives; default: the name without dashes
     bad: tuple[str, ...] = ()  # inputs it must refuse (exit 2, one line): the table's own test
+    example: str | None = None  # a value it takes (the fuzz test's, without a default)
     guest: str = PASS  # compare --kernel: PASS, HOST, or why the guest cannot honour it
     needs: tuple[When, ...] = ()  # given, each must hold; else refused ("X needs Y")
     conflicts: tuple[When, ...] = ()  # given, none may hold; else refused ("X and Y conflict")
@@ -308,21 +309,21 @@ OPTIONS: list[Option] = [
     Option(("--kernel",), "Run the lab in a VM with this kernel (debian-6.12: ntfs3, exfat, "
            "vfat; debian-sid: the new ntfs; path:BZIMAGE[,MODULES]); a subject may name its own: "
            "ntfs3@debian-6.12, ntfs@debian-sid, ext4@host.", ("compare",), metavar="NAME",
-           guest=HOST),
+           guest=HOST, example="debian-6.12"),
     Option(("--vm-memory",), "The VM's memory, e.g. 2G (default: sized).", ("compare",),
            parse=size(256 * 1024**2, "a guest needs at least 256M"), bad=("100M", "lots"),
-           guest=HOST, needs=(A_VM,)),
+           guest=HOST, needs=(A_VM,), example="2G"),
     Option(("--vm-cpus",), "The VM's CPUs (default: sized).", ("compare",),
            parse=integer(1, 64), metavar="INTEGER", bad=("0", "65", "two"), guest=HOST,
-           needs=(A_VM,)),
+           needs=(A_VM,), example="2"),
     Option(("--vm-timeout",), "Give up on a VM after S seconds.", ("compare",),
            parse=positive(float, 10**7), metavar="S", bad=("0", "-5", "soon"), guest=HOST,
-           needs=(A_VM,)),
+           needs=(A_VM,), example="600"),
     Option(("--age",), "Aging profiles of the images, a comma list: none (fresh), light, heavy; "
            "each subject once per profile, on a cached aged image identical for every driver "
            "of a format (docs/aging.md).", ("compare",),
            parse=external("fsbench.aging.recipe", "parse_ages"), metavar="PROFILE,...",
-           bad=("old", "none,none", ""), guest=GUEST_AGE),
+           bad=("old", "none,none", ""), guest=GUEST_AGE, example="light"),
     Option(("--age-seed",), "The aging workload's seed (same seed, same aged layout).",
            ("compare",), default="1", parse=integer(0, 2**31 - 1), metavar="INTEGER",
            bad=("-1", "x"), guest=GUEST_AGE, needs=(given("--age"),)),
@@ -331,29 +332,29 @@ OPTIONS: list[Option] = [
     # run only: an existing directory, optionally driven from several fio clients
     Option(("--target",), "An existing directory to measure (nothing is formatted or "
            "mounted).", ("run",), parse=directory, required=True, metavar="PATH",
-           bad=("/nonexistent", "/etc/hostname")),
+           bad=("/nonexistent", "/etc/hostname"), example="target"),
     Option(("--clients",), "HOST[:PORT],... running `fio --server`, with --target mounted at "
            "the same path on each: fio workloads run from all of them at once.", ("run",),
            parse=external("fsbench.dimensions.clients", "parse_clients"),
            metavar="HOST[:PORT],...",
-           bad=(",", "a:b:c", "host:0"), guest=HOST),
+           bad=(",", "a:b:c", "host:0"), guest=HOST, example="localhost"),
     Option(("--clients-sweep",), "With --clients: client counts, e.g. 1,2,4 (the first N "
            "clients); each its own result.", ("run",), parse=counts(1, None, "1,2,4"),
-           bad=("0", "1,1", "x"), guest=HOST, needs=(given("--clients"),)),
+           bad=("0", "1,1", "x"), guest=HOST, needs=(given("--clients"),), example="1,2"),
     # both measuring commands: what runs, how often, where results go
     Option(("--verbose", "-v"), "Every subject's notes under each table.", flag=True,
            guest=HOST),
     Option(("--json",), "Print results.json to stdout.", flag=True, dest="as_json",
            guest=HOST),
     Option(("--db",), "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
-           path=True, guest=HOST),
+           path=True, guest=HOST, example="results.db"),
     Option(("--out",), "Directory for results.json (default: under the data directory).",
-           path=True, guest=HOST),
+           path=True, guest=HOST, example="out"),
     Option(("--time-budget",), "With --repeat auto: start no extra round that would end more "
            f"than S s after the command started (default {DEFAULT_TIME_BUDGET_S:g}; the first 3 "
            "rounds always run).",
            parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "1e9", "x"),
-           needs=(REPEAT_AUTO,)),
+           needs=(REPEAT_AUTO,), example="60"),
     Option(("--max-repeat",), "With --repeat auto: at most this many samples.", default="10",
            parse=positive(int, 10**7), bad=("0", "1.5", "100000000"), needs=(REPEAT_AUTO,)),
     Option(("--equivalence",), "The ≈ band in percent: a ratio whose interval lies within "
@@ -365,50 +366,52 @@ OPTIONS: list[Option] = [
            "decides, and samples it splits in two are named), split (two CPUs); each placement "
            "asked for is its own result.",
            parse=external("fsbench.dimensions.placement", "parse_placements"),
-           metavar="PLACEMENT,...", bad=("nowhere", "same,same", "", "free,")),
+           metavar="PLACEMENT,...", bad=("nowhere", "same,same", "", "free,"), example="split"),
     Option(("--repeat",), "Samples per subject and workload (≥ 1), or 'auto' (the default): at "
            "least 3, then more only for subjects in a comparison still open (with the baseline or "
            "the fastest), as many as their spread plans, up to --max-repeat or --time-budget.",
            default="auto", parse=repeat, bad=("0", "1001", "abc")),
     Option(("--numjobs",), "Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
-           parse=counts(1, 256, "1,4"), bad=("0", "257", "1,1", "x")),
+           parse=counts(1, 256, "1,4"), bad=("0", "257", "1,1", "x"), example="1,4"),
     Option(("--scale",), "Multiply macro workloads' default amounts (file counts, tree sizes), "
            "e.g. 0.2.", default="1", parse=positive(float, 100), bad=("0", "-1", "101", "x")),
     Option(("--manifest",), "With tree-hash: write an `xxhsum -H2` manifest of the hashed tree "
            "to FILE.", path=True,
-           guest="the guest sees the host's files read-only"),
+           guest="the guest sees the host's files read-only", example="tree.xxh128"),
     Option(("--min-sample-time",), "Seconds a sample lasts at least (runs are repeated until "
            "it does); matrix cells do one pass of their work.", default="1",
            parse=number(0, 600, "seconds"), bad=("-1", "601", "x")),
     Option(("--warmup",), "Discarded runs before each subject's first sample of a workload (0 "
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),
     Option(("--suite",), "A named suite (see `fsbench list suites`).", metavar="NAME",
-           conflicts=(given("--workloads"),)),
+           conflicts=(given("--workloads"),), example="micro"),
     Option(("--workloads",), "Comma-separated workloads (see `fsbench list workloads`); "
            "fio:JOBFILE[:cache=cold] runs your own fio job file (docs/your-workloads.md).",
-           metavar="W1,W2,..."),
+           metavar="W1,W2,...", example="seq-write"),
     # the user's own command as a workload (workloads/command.py), hyperfine's vocabulary
     Option(("--command",), "Your own command as a workload: run by /bin/sh in each subject's "
            "mount, timed (wall time; CPU of its process tree); alone unless --workloads names "
-           "more.", metavar="CMD"),
+           "more.", metavar="CMD", example="true"),
     Option(("--prepare",), "With --command: run before every run of it (untimed).",
-           metavar="CMD", needs=(given("--command"),)),
+           metavar="CMD", needs=(given("--command"),), example="true"),
     Option(("--setup",), "With --command: run once per subject, after --input is copied.",
-           metavar="CMD", needs=(given("--command"),)),
+           metavar="CMD", needs=(given("--command"),), example="true"),
     Option(("--cleanup",), "With --command: run once per subject after its last sample.",
-           metavar="CMD", needs=(given("--command"),)),
+           metavar="CMD", needs=(given("--command"),), example="true"),
     Option(("--input",), "With --command: a directory copied onto every subject first, into "
            "the command's working directory (<mount>/fsbench/<its name>).", path=True,
-           needs=(given("--command"),)),
+           needs=(given("--command"),), example="target"),
     Option(("--timeout",), "Stop any of your commands or fio job files after S seconds (its "
            "process group killed); that subject's sample fails (default 3600).",
-           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "x"), needs=(OWN_WORK,)),
+           parse=positive(float, 10**7), metavar="S", bad=("0", "-1", "x"), needs=(OWN_WORK,),
+           example="60"),
     Option(("--as-user",), "With --command: run your commands as USER (the lab runs as root).",
-           metavar="USER", needs=(given("--command"),)),
+           metavar="USER", needs=(given("--command"),), example="nobody"),
     Option(("--trace-probes",), "The kernel trace probes to run, a comma list of fuse, "
            "readahead, block, writeback, sched, libfuse (default: all; they run only in the "
            "untimed traced warm-up run, so none costs a sample anything).", parse=trace_probes,
-           bad=("fuse,dtrace", ","), needs=(TRACED,), conflicts=(given("--no-trace"),)),
+           bad=("fuse,dtrace", ","), needs=(TRACED,), conflicts=(given("--no-trace"),),
+           example="fuse"),
     Option(("--no-trace",), "Leave the kernel trace probes (bpftrace) off; they are on when "
            "root and available.", flag=True),
     Option(("--diskmark-size",), "KDiskMark's test size (its report's \"Test: 1 GiB\"): the "
