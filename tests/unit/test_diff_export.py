@@ -13,10 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from fsbench import stats
+from fsbench.commands.report import _print_diff
 from fsbench.errors import UsageError
 from fsbench.report.diff import diff_runs, environment_differences, ratio_text
+from fsbench.report.diff import test_text as words_of
 from fsbench.report.export import CSV_COLUMNS, export, to_csv
 from fsbench.schema import CPU, Environment, Result, Run, Subject
 from fsbench.store import Store
@@ -289,3 +292,24 @@ def test_export_output_dash_is_standard_output(stored: Stored, tmp_path: Path) -
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["run_id"] == "20250101-000000-aaaa"
     assert not (tmp_path / "-").exists()
+
+
+def test_diff_judges_at_the_runs_equivalence_band() -> None:
+    """#45: runs measured with --equivalence 5 are re-judged by `diff` at ±5 %, and its words
+    say ±5 % (they said ±2 % whatever the run used)."""
+    a_samples = [100.0, 104.0, 96.0, 101.0, 99.0, 103.0, 97.0, 100.0]
+    b_samples = [x * 1.005 for x in reversed(a_samples)]  # interval about 0.976-1.035
+    a = _run("20250101-000000-aaaa", {"ext4/fsync": a_samples})
+    b = _run("20250101-000000-bbbb", {"ext4/fsync": b_samples})
+    (row,) = diff_runs(a, b).results
+    assert row.band == 0.02 and row.verdict == "open"
+    for run in (a, b):
+        for r in run.results:
+            r.verdict_family = {"looks": 1, "comparisons": 1, "band": 0.05}
+    d = diff_runs(a, b)
+    (row,) = d.results
+    assert row.band == 0.05 and row.verdict == "same", row
+    assert "within ±5 %" in words_of(row)
+    con = Console(record=True, width=120)
+    _print_diff(d, con)
+    assert "≈ within ±5 %" in con.export_text()

@@ -266,11 +266,12 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
         con.print(Text(f"only in A ({len(d.only_a)}): " + ", ".join(d.only_a[:8]), style="dim"))
     if d.only_b:
         con.print(Text(f"only in B ({len(d.only_b)}): " + ", ".join(d.only_b[:8]), style="dim"))
+    band = next((r.band for r in d.results if r.confidence), 0.02)
     con.print(
         Text(
             "B / A: ratio of geometric means with its interval (Welch on logs; Bonferroni over "
             "the results compared: any false ▲/▼ ≤ 5 %); ▲/▼ the interval excludes 1 (green/red: "
-            "better/worse for B), ≈ within ±2 %, ? open",
+            f"better/worse for B), ≈ within ±{band * 100:g} %, ? open",
             style="dim",
         )
     )

@@ -49,7 +49,8 @@ class ResultDiff:
     ratio: float | None = None  # B / A, ratio of geometric means (fsbench.verdict)
     ratio_ci95: tuple[float, float] | None = None  # its interval, at `confidence`
     confidence: float | None = None
-    # fsbench.verdict's mark: above | below (the interval excludes 1), same (within ±2 %),
+    band: float = 0.02  # the ≈ band it was judged at (the runs' --equivalence)
+    # fsbench.verdict's mark: above | below (the interval excludes 1), same (within ±band),
     # open, none (fewer than 2 samples a side)
     mark: str = "none"
     # Kernel-probe figures that changed along with the rate (explain.changed_figures).
@@ -173,9 +174,22 @@ def diff_results(
     if usable(a) and usable(b):
         v = verdict(a.samples, b.samples, family)
         d.ratio, d.ratio_ci95, d.confidence, d.mark = v.ratio, v.interval, v.confidence, v.mark
+        d.band = v.band
     if run_a is not None and run_b is not None and a.status == "ok" and b.status == "ok":
         d.probe_changes = changed_figures(a, run_a, b, run_b)
     return d
+
+
+def run_band(*runs: Run) -> float:
+    """The ≈ band the runs were measured at (the wider when they differ; the default for runs
+    stored before results recorded it)."""
+    bands = [
+        float(r.verdict_family["band"])
+        for run in runs
+        for r in run.results
+        if r.verdict_family and "band" in r.verdict_family
+    ]
+    return max(bands, default=Family().band)
 
 
 def diff_runs(a: Run, b: Run) -> RunDiff:
@@ -183,8 +197,12 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
     in_b = {match_key(r): r for r in report_order(b)}
     in_a = {match_key(r): r for r in report_order(a)}
     pairs = [(r, in_b[k]) for k, r in in_a.items() if k in in_b]
-    # One look, one comparison per matching pair: the error rate spread over all of them.
-    family = Family(comparisons=max(1, sum(1 for x, y in pairs if usable(x) and usable(y))))
+    # One look, one comparison per matching pair: the error rate spread over all of them; the
+    # ≈ band the runs were judged at (--equivalence, recorded in each result's family).
+    family = Family(
+        comparisons=max(1, sum(1 for x, y in pairs if usable(x) and usable(y))),
+        band=run_band(a, b),
+    )
     rows = [diff_results(x, y, a, b, family) for x, y in pairs]
     env = environment_differences(a, b)
     for row in rows:
@@ -295,7 +313,7 @@ def test_text(r: ResultDiff) -> str:
     words = {
         "better": "better",
         "worse": "worse",
-        "same": "no difference (within ±2 %)",
+        "same": f"no difference (within ±{r.band * 100:g} %)",
         "open": "not separated",
     }.get(r.verdict, r.verdict)
     return f"{words} ({confidence_text(r.confidence)} % interval)"
