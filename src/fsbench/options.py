@@ -417,10 +417,10 @@ OPTIONS: list[Option] = [
     Option(("--diskmark-size",), "KDiskMark's test size (its report's \"Test: 1 GiB\"): the "
            "file its tests read and write, e.g. 1G (default: the subject's share of the image, "
            "409 MiB at --size 1G).", parse=size(MiB, "at least 1M"), bad=("0", "12X"),
-           needs=(DISKMARK,)),
+           needs=(DISKMARK,), example="256M"),
     Option(("--diskmark-runtime",), "KDiskMark's measuring time (its report's \"Measure: 5 "
            "sec\"): a pass's length in seconds (default 5).", parse=integer(1, 600),
-           metavar="S", bad=("0", "601", "x"), needs=(DISKMARK,)),
+           metavar="S", bad=("0", "601", "x"), needs=(DISKMARK,), example="2"),
     Option(("--dry-run",), "Print the plan (subjects, workloads, rounds, budget, images and their "
            "sizes, VMs, what is skipped and why) and exit: nothing is formatted, mounted or "
            "measured; with --json, as JSON.", flag=True, guest=HOST),
