@@ -450,7 +450,10 @@ options.refuse_repeats(cli)
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False, prog_name="fsbench")
+        # Without standalone mode click returns a command's Exit code instead of exiting.
+        code = cli.main(standalone_mode=False, prog_name="fsbench")
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USAGE)

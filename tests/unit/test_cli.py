@@ -385,3 +385,23 @@ def test_doctor_says_what_a_wakeup_costs_here(sandbox: Sandbox) -> None:
     text = " ".join(t.proc.stdout.split())  # rich wraps lines
     assert "wake-ups: a wake-up costs " in text and " µs on one CPU" in text
     assert "costly here" in text or "cheap here" in text or "one CPU only" in text
+
+
+def test_a_commands_exit_code_reaches_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """click returns a command's Exit code when not standalone: `fsbench cleanup` with a
+    failed step exited 0. main() exits with it."""
+    import click
+
+    from fsbench import cli as climod
+
+    @climod.cli.command("x-exits-one", hidden=True)
+    def _one() -> None:
+        raise click.exceptions.Exit(1)
+
+    try:
+        monkeypatch.setattr("sys.argv", ["fsbench", "x-exits-one"])
+        with pytest.raises(SystemExit) as e:
+            climod.main()
+        assert e.value.code == 1
+    finally:
+        climod.cli.commands.pop("x-exits-one", None)
