@@ -270,5 +270,6 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         f"{other} vs {base}, per cell (ratio of medians)",
         f"Each cell: median rate of {other} divided by {base}'s. Green: {other} faster; red: "
         "slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ in the tables), ≈ "
-        "is within ±2 %, ? is open (not separated).",
+        "is within the run's equivalence band (±2 % unless --equivalence), ? is open (not "
+        "separated).",
     )

@@ -22,7 +22,7 @@ class Look:
 OUTCOMES: dict[str, Look] = {
     "better": Look("▲", "green", "better", "better"),
     "worse": Look("▼", "red", "worse", "worse"),
-    "same": Look("≈", "yellow", "ns", "no difference (within ±2 %)"),
+    "same": Look("≈", "yellow", "ns", "no difference (within the run's equivalence band)"),
     "open": Look("?", "dim", "dim", "not separated"),
     "none": Look("?", "dim", "dim", "too few samples to judge"),
     # A cell without a comparison: the table's baseline, a subject not ranked, nothing to show.
