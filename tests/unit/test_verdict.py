@@ -182,3 +182,15 @@ def test_a_bound_far_from_one_prints_with_a_power_of_ten() -> None:
     assert fmt_bound(1.16e30, True) == "1.2e30" and float(fmt_bound(1.16e30, True)) >= 1.16e30
     assert fmt_bound(2.3e-7, False) == "2.3e-7" and float(fmt_bound(2.31e-7, False)) <= 2.31e-7
     assert fmt_bound(4122.3, True) == "4123"
+
+
+def test_an_equivalence_run_never_says_two_percent() -> None:
+    """`--equivalence 5`: the legend, the ≈ words and the style's words say the run's band,
+    never a fixed ±2 % (issue 45's row)."""
+    from fsbench.report.style import OUTCOMES
+
+    fam = table_family(3, band=0.05)
+    assert "±5 %" in fam.legend() and "±2 %" not in fam.legend()
+    v = verdict([100.0, 101.5, 99.5, 100.2] * 3, [100.4, 101.0, 100.6, 99.9] * 3, fam)
+    assert v.mark == "same" and "±2" not in v.words()
+    assert "±2" not in OUTCOMES["same"].words
