@@ -158,9 +158,12 @@ def execute(
 
 
 def damaged(run: Run) -> list[str]:
-    """The subjects whose volume failed its integrity check after the workloads."""
+    """The measured subjects whose volume failed its integrity check after the workloads (a
+    subject that failed, e.g. never mounted, is a failure of its own: exit 1)."""
     return [
-        s.id for s in run.subjects if s.integrity is not None and s.integrity.status == "failed"
+        s.id
+        for s in run.subjects
+        if s.status != "failed" and s.integrity is not None and s.integrity.status == "failed"
     ]
 
 
