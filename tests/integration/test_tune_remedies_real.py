@@ -11,7 +11,8 @@ from fsbench.lab.backing import Backing
 from fsbench.lab.drivers import DRIVERS, availability
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import Lab
-from fsbench.lab.subject import parse_subject
+from fsbench.lab.loops import Knob, mount_bdi, read_ahead_kb
+from fsbench.lab.subject import parse_subject, with_lab_changes
 from fsbench.tune.remedies import REMEDIES
 
 pytestmark = pytest.mark.root
@@ -55,4 +56,39 @@ def test_every_remedy_option_mounts(dirs: RunDirs, fs: str) -> None:
             assert mount_at(s.mountpoint) is not None, s.spec.id
             lab.unmount(s)
     assert refused == []
+    dirs.assert_released()
+
+
+def test_the_lab_makes_a_subjects_own_mkfs_and_device_settings(dirs: RunDirs) -> None:
+    """A tune candidate's lab change, made for it alone and undone: its own image formatted
+    with its mkfs options (exFAT's cluster size, read from the boot sector), read_ahead_kb on
+    its loop device and on its FUSE mount's bdi; the untuned subject beside it keeps the lab's,
+    and the loop device's setting is put back before it is detached."""
+    plain = parse_subject("exfat-fuse")
+    if not availability(plain.driver).available:
+        pytest.skip("NOT_APPLICABLE: exfat-fuse is not installed")
+    made = with_lab_changes(
+        plain, ("-c", "1M"), (Knob("device", "read_ahead_kb", "1024"),
+                              Knob("mount", "read_ahead_kb", "2048"))
+    )  # fmt: skip
+    said = "mkfs -c 1M, loop read_ahead_kb=1024, FUSE bdi read_ahead_kb=2048"
+    assert made.id == f"exfat-fuse ({said})"
+    with Lab(dirs.run_id, Backing("ram"), 32 * MiB, tune_memory=False) as lab:
+        lab.check([plain, made])
+        a, b = lab.prepare([plain, made])
+        assert b.mkfs_command is not None and b.mkfs_command[-3:-1] == ["-c", "1M"]
+        for s in (a, b):
+            assert s.image is not None
+            boot = s.image.read_bytes()[:512]  # BytesPerSectorShift, SectorsPerClusterShift
+            s.events.append(f"cluster {1 << (boot[108] + boot[109])}")
+            lab.mount(s)
+        # 4 KiB: mkfs.exfat's own choice for a 32 MiB volume.
+        assert "cluster 4096" in a.events and "cluster 1048576" in b.events
+        assert read_ahead_kb(a.device or "") == 128 and read_ahead_kb(b.device or "") == 1024
+        bdis = [mount_bdi(s.mountpoint) for s in (a, b)]
+        assert [int((p / "read_ahead_kb").read_text()) for p in bdis if p] == [128, 2048]
+        lab.remount(b)  # a cold read's remount: the mount's bdi is new, and set again
+        assert int((mount_bdi(b.mountpoint) / "read_ahead_kb").read_text()) == 2048  # type: ignore[operator]
+        loop = b.device or ""
+    assert read_ahead_kb(loop) == 128  # put back before the loop device was released
     dirs.assert_released()

@@ -67,7 +67,9 @@ def test_candidates_follow_the_factors_of_a_real_explanation() -> None:
     assert any("fuse WRITE" in a and "% of the gap" in a for a in big.addresses)
     why = {s.remedy.name: s.reason for s in skipped}
     assert "--allow-unsafe" in why["delay_mtime"]
-    assert "not built yet" in why["read_ahead_kb"] or "does not set" in why["read_ahead_kb"]
+    # A block-device remedy is made for its candidate alone, and the output says so.
+    ra = next(c for c in cands if c.name == "read_ahead_kb")
+    assert "on its loop device for it only" in ra.lab and ra.size == 0
 
 
 def test_a_remedy_is_a_candidate_only_when_its_factor_is_there() -> None:
@@ -80,13 +82,17 @@ def test_a_remedy_is_a_candidate_only_when_its_factor_is_there() -> None:
     # The largest share first.
     reads = [Gap("w", [factor("cpu", 0.2), factor("readahead", 0.7)])]
     cands, _ = choose("fuse2fs", reads, GiB, False, never)
-    assert [c.name for c in cands] == ["max_readahead", "splice"]
+    assert [c.name for c in cands] == [
+        "max_readahead", "read_ahead_kb", "FUSE readahead 1 MiB", "splice"
+    ]  # fmt: skip
 
 
 def test_unsafe_only_with_the_flag_and_unavailable_with_its_reason() -> None:
     g = [Gap("w", [factor("block write", 0.8)])]
     safe, skipped = choose("ext4", g, GiB, False, never)
-    assert safe == [] and all("--allow-unsafe" in s.reason for s in skipped)
+    assert [c.name for c in safe] == ["scheduler mq-deadline"]  # the one safe one for it
+    assert all("--allow-unsafe" in s.reason for s in skipped if s.remedy.safety != SAFE)
+    assert {s.remedy.name for s in skipped if s.remedy.safety != SAFE} >= {"nobarrier"}
     every, _ = choose("ext4", g, GiB, True, never)
     assert {c.name for c in every} >= {"data=writeback", "nobarrier", "noatime"}
 
@@ -109,6 +115,8 @@ def test_the_gap_once_spent_stops_the_list() -> None:
 # What each change does to the fixture's untuned samples (rate: higher is better).
 EFFECT = {"big_writes": 8.0, "delay_mtime": 1.0, "max_readahead=1048576": 3.0, "splice_read": 4.0}
 SAME = 2.5
+# The same for what the lab makes for one subject: its own mkfs options, block-device settings.
+LAB_EFFECT: dict[str, float] = {}
 
 
 def fake_run(plan: Plan) -> Run:
@@ -123,6 +131,8 @@ def fake_run(plan: Plan) -> Run:
         gain = 1.0
         for o in opts:
             gain *= EFFECT.get(o, 1.0)
+        for made in [" ".join(spec.mkfs), *(k.text for k in spec.knobs)]:
+            gain *= LAB_EFFECT.get(made, 1.0)
         # big_writes does nothing on a small volume (ntfs-3g's rule), as on the real driver.
         if "big_writes" in opts and plan.size < 4 * GiB:
             gain /= EFFECT["big_writes"]
@@ -159,8 +169,8 @@ def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(session, "write_report_safely", lambda run, out: None)
     unbuilt = session.problem
 
-    def problem(spec: Any) -> Any:
-        here = unbuilt(spec)
+    def problem(spec: Any, backing: str = "ram") -> Any:
+        here = unbuilt(spec, backing)
         return lambda r: "not built here" if r.kind == "transport" else here(r)
 
     monkeypatch.setattr(session, "problem", problem)
@@ -215,8 +225,12 @@ def test_two_option_winners_get_a_combination_run(tuned: Any) -> None:
     run, plans, _ = tuned(subject="fuse2fs", workloads="seq-write/fsync,seq-read/cold")
     _explain, cands, combo = plans
     both = "fuse2fs:splice_read,splice_write,splice_move,max_readahead=1048576"
+    # Readahead windows stand for no share of the gap: the block-device remedies ride along in
+    # the run made for the others, each subject with its own setting.
     assert {s.id for s in cands.subjects} == {
-        "fuse2fs", "fuse2fs:max_readahead=1048576", "fuse2fs:splice_read,splice_write,splice_move"
+        "fuse2fs", "fuse2fs:max_readahead=1048576", "fuse2fs:splice_read,splice_write,splice_move",
+        "fuse2fs (loop read_ahead_kb=1024)", "fuse2fs (FUSE bdi read_ahead_kb=1024)",
+        "fuse2fs (loop scheduler=mq-deadline)",
     }  # fmt: skip
     assert [s.id for s in combo.subjects] == ["fuse2fs", both]
     assert {getattr(w, "placement", "free") for w in combo.workloads} == {"free", "same"}
@@ -315,3 +329,31 @@ def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() ->
     assert recommended(t) is together
     text = "\n".join(str(x) for x in answer_lines(t))
     assert "to use together: big_writes + delay_mtime (UNSAFE: semantics" in text
+
+
+def test_a_lab_made_change_is_measured_and_combined_with_what_the_lab_makes(
+    tuned: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # exfat-fuse: its own image with 1 MiB clusters wins on writes, the FUSE mount's readahead
+    # on reads; together they are one subject made with both, beside the untuned one.
+    monkeypatch.setitem(LAB_EFFECT, "-c 1M", 8.0)
+    monkeypatch.setitem(LAB_EFFECT, "FUSE bdi read_ahead_kb=1024", 8.0)
+    run, plans, _ = tuned(subject="exfat-fuse", workloads="seq-write/fsync,seq-read/cold")
+    cands = plans[1]
+    made = {s.id: s for s in cands.subjects or []}
+    assert made["exfat-fuse (mkfs -c 1M)"].mkfs == ("-c", "1M")
+    assert [k.text for k in made["exfat-fuse (FUSE bdi read_ahead_kb=1024)"].knobs] == [
+        "FUSE bdi read_ahead_kb=1024"
+    ]
+    t = tune_of(run)
+    assert t is not None
+    by = {(c.name, c.workload): c for c in t.changes}
+    cluster = by["exfat cluster 1 MiB", "seq-write/fsync"]
+    assert cluster.outcome == "better" and "formatted with mkfs -c 1M" in cluster.lab
+    assert "mkfs.exfat -c 1M DEVICE" in cluster.use[0]
+    ra = by["FUSE readahead 1 MiB", "seq-read/cold"]
+    assert ra.outcome == "better" and any("read_ahead_kb" in u for u in ra.use)
+    combo = plans[-1].subjects or []
+    (both,) = [s for s in combo if s.mkfs]
+    assert both.mkfs == ("-c", "1M") and [k.where for k in both.knobs] == ["mount"]
+    assert {c.run_id for c in t.combination} == {t.runs["combination"]}

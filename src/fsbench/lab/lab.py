@@ -195,6 +195,7 @@ class Lab:
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
         formats = {s.driver.fs for s in specs}
+        loops.check_subjects(specs, self.backing.kind)
         ntfsck.fetch_for(formats)  # NTFS's deeper checker; integrity says so if it is missing
         aged_check(specs, self.backing.kind)
         if self.read_only and self.backing.kind != "device":
@@ -282,8 +283,8 @@ class Lab:
             s.entry = None
         return notes
 
-    def _mkfs(self, fmt_name: str, device: str) -> list[str]:
-        argv = FORMATS[fmt_name].command(device)
+    def _mkfs(self, fmt_name: str, device: str, extra: tuple[str, ...] = ()) -> list[str]:
+        argv = [*FORMATS[fmt_name].mkfs, *extra, device]
         run(argv, timeout=600)
         return argv
 
@@ -318,10 +319,14 @@ class Lab:
         if self.backing.kind == "ram":
             fill_interleaved([s.image for s in self.subjects if s.image], self.size)
         trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
-        for fs, age in dict.fromkeys((s.driver.fs, s.age) for s in specs):
-            pristine = image_dir / f"pristine.{fs}.{age}.img"
+        # One pristine image per format and age, and one per subject's own mkfs options.
+        for i, (fs, age, extra) in enumerate(dict.fromkeys((s.driver.fs, s.age, s.mkfs)
+                                                           for s in specs)):  # fmt: skip
+            pristine = image_dir / f"pristine.{i}.{fs}.{age}.img"
             aging = tree = shared = None
-            if age != NONE:
+            if extra:
+                mkfs = self._format(pristine, fs, extra)
+            elif age != NONE:
                 mkfs, aging = aged_image(self, fs, age, pristine)
                 tree = aging.pop("tree", None)  # thousands of paths: not the subject's record
                 if tree is not None:
@@ -333,15 +338,11 @@ class Lab:
                 run(["cp", sparse, shared["path"], str(pristine)], timeout=600)
                 mkfs = list(shared["mkfs"])
             else:
-                self._allocate(pristine)
-                dev = loops.attach(pristine)
-                try:
-                    mkfs = self._mkfs(fs, dev)
-                finally:
-                    loops.detach(dev)
-            self.mkfs_commands[fs] = mkfs
+                mkfs = self._format(pristine, fs)
+            if not extra:
+                self.mkfs_commands[fs] = mkfs
             for s in self.subjects:
-                if (s.spec.driver.fs, s.spec.age) != (fs, age):
+                if (s.spec.driver.fs, s.spec.age, s.spec.mkfs) != (fs, age, extra):
                     continue
                 s.aging = aging
                 s.aged_tree = tree
@@ -354,12 +355,21 @@ class Lab:
                     run(argv, timeout=600)
                 s.mkfs_command = mkfs
                 s.device = loops.attach(s.image, read_only=self.read_only)
+                loops.set_device(self.record, s.device, s.spec.knobs)
                 s.events += ["format", "copy", "attach"]
             pristine.unlink()
         for s in self.subjects:
             if s.spec.age == NONE and s.spec.driver.fs in trees:
                 s.aged_tree = {**trees[s.spec.driver.fs], "mirror": True}
         return self.subjects
+
+    def _format(self, pristine: Path, fs: str, extra: tuple[str, ...] = ()) -> list[str]:
+        self._allocate(pristine)
+        dev = loops.attach(pristine)
+        try:
+            return self._mkfs(fs, dev, extra)
+        finally:
+            loops.detach(dev)
 
     def _allocate(self, image: Path) -> None:
         if self.backing.kind == "ram":
@@ -401,9 +411,13 @@ class Lab:
         if s.spec.driver.kind == "fuse":
             s.daemon_pid = self._find_daemon(s)
             why = transports.check_daemon(s.spec.transport, s.daemon_pid)
-            if why:
+            try:
+                if why:
+                    raise LabError(f"{s.spec.id}: {why}")
+                loops.set_mount(s.mountpoint, s.spec.knobs)  # the bdi is new at every mount
+            except LabError:
                 self.unmount(s)
-                raise LabError(f"{s.spec.id}: {why}")
+                raise
         if not self.read_only:
             os.makedirs(s.workdir, exist_ok=True)
 

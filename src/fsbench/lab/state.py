@@ -188,6 +188,8 @@ def release(rec: StateRecord) -> list[str]:
         recorded = {(d, b) for d, b in rec.loops}
         for dev, back in loops.list_loops():
             if _under(back, rec.image_dir) or (dev, back) in recorded:
+                # A subject's own queue settings first: the device keeps them after detach.
+                notes += loops.restore_device(rec, dev)
                 why = loops.detach(dev)
                 notes.append(f"{FAILED}detach {dev}: {why}" if why else f"detached {dev}")
         if rec.restore:

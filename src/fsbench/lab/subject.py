@@ -10,6 +10,7 @@ from fsbench.errors import UsageError
 from fsbench.fuse.transports import DEFAULT as DEFAULT_TRANSPORT
 from fsbench.fuse.transports import TRANSPORTS
 from fsbench.lab.drivers import DRIVERS, Driver
+from fsbench.lab.loops import Knob
 
 # Mount options reach a command line: allow what real options use and nothing a shell or
 # mount(8) could read as something else (no spaces, quotes, leading dashes).
@@ -27,6 +28,10 @@ class SubjectSpec:
     # by a driver that offers several; "dev-fuse" for every other FUSE driver, "" in the kernel.
     transport: str = ""
     age: str = "none"  # the aging profile of its image (aging/recipe.py); "none": fresh
+    # Made for this subject only (`fsbench tune`'s mkfs and block-device remedies): mkfs
+    # options of its own image, and settings of its loop device or FUSE mount (lab/loops.py).
+    mkfs: tuple[str, ...] = ()
+    knobs: tuple[Knob, ...] = ()
 
     @property
     def slug(self) -> str:
@@ -76,6 +81,22 @@ def _transport(driver: Driver, opts: list[str], text: str) -> tuple[str, list[st
             f"{', '.join(offered)}"
         )
     return (named[0] if named else DEFAULT_TRANSPORT), [o for o in opts if o not in named]
+
+
+def with_lab_changes(
+    spec: SubjectSpec, mkfs: tuple[str, ...] = (), knobs: tuple[Knob, ...] = ()
+) -> SubjectSpec:
+    """The subject on an image formatted with more mkfs options and/or with block-device
+    settings of its own; its id says so ("exfat-fuse (mkfs -c 1M)"), in parentheses like an
+    aged subject's (rich reads brackets as markup)."""
+    from dataclasses import replace
+
+    mkfs, knobs = (*spec.mkfs, *mkfs), (*spec.knobs, *knobs)
+    said = [f"mkfs {' '.join(mkfs)}"] if mkfs else []
+    said += [k.text for k in knobs]
+    base = spec.id.rsplit(" (", 1)[0] if spec.mkfs or spec.knobs else spec.id
+    return replace(spec, id=f"{base} ({', '.join(said)})" if said else base, mkfs=mkfs,
+                   knobs=knobs)  # fmt: skip
 
 
 def parse_subjects(texts: list[str]) -> list[SubjectSpec]:

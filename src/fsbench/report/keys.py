@@ -14,7 +14,15 @@ PLACEMENT_WORDS = {
 
 
 def placement_of(res: Result) -> str:
-    return str(res.params.get("placement") or "free")
+    """Where its samples ran: its own placement (--placement), else what its samples recorded
+    (a run without --placement pins `same` by default), else free (runs stored before that)."""
+    if res.params.get("placement"):
+        return str(res.params["placement"])
+    for s in res.sample_details:
+        pinned = s.extra.get("pinned")
+        if isinstance(pinned, dict) and pinned.get("placement"):
+            return str(pinned["placement"])
+    return "free"
 
 
 def workload_key(res: Result) -> str:

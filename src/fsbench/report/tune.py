@@ -31,8 +31,13 @@ def pct(x: float | None) -> str:
 def label(c: TuneChange) -> str:
     if c.name == "combination":
         return "together: " + " + ".join(c.remedies)
-    other = c.subject.split(":")[0] != c.untuned.split(":")[0]
+    other = _driver(c.subject) != _driver(c.untuned)
     return f"{c.name} ({c.subject})" if other else c.name  # another driver: say which
+
+
+def _driver(subject: str) -> str:
+    """The driver of a subject id ("exfat-fuse (mkfs -c 1M)", "ntfs-3g:big_writes")."""
+    return subject.split(" (", 1)[0].split(":", 1)[0]
 
 
 def gap_lines(t: TuneRecord) -> list[str]:

@@ -117,6 +117,13 @@ def fit_budget(
         home = next(g for g in groups if c in g.cands)
         trial = [Group(g.size, list(g.cands)) for g in kept]
         mine = next((g for g in trial if g.size == home.size), None)
+        if mine is None and kept and c.score <= 0:
+            # Its factors stand for no measured share of the gap (context switches, readahead
+            # windows): worth a subject in a run made anyway, not a run of its own.
+            skipped.append(Skipped(c.remedy, "its factors account for no measured share of the "
+                                             "gap, and no run of its image size is made for "
+                                             "the others"))  # fmt: skip
+            continue
         if mine is None:
             trial.append(Group(home.size, [c]))
         else:

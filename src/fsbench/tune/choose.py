@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fsbench.lab.loops import WHERE
 from fsbench.probedefs.factor import Factor
 from fsbench.tune.remedies import (
     MEASURABLE,
@@ -116,6 +117,12 @@ def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int) -> Cand
         c.covers[wl] = (best.name, _share(best))
         share = f" {round(100 * _share(best))} % of the gap" if best.accounts is not None else ""
         c.addresses.append(f"{best.name}{share} ({wl}): {best.brief}")
+    if r.kind == "mkfs-option":
+        c.lab = f"its own image, formatted with mkfs {r.change} (the untuned subject's: without)"
+    elif r.kind == "block-device":
+        c.lab = f"{r.change} on {WHERE[r.where]} for it only (the others keep the lab's), " + (
+            "set after every mount" if r.where == "mount" else "put back before it is released"
+        )
     if r.min_volume and base_size < r.min_volume:
         c.size = r.min_volume + VOLUME_MARGIN
         c.lab = (

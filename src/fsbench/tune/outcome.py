@@ -13,6 +13,8 @@ import shlex
 from collections.abc import Sequence
 
 from fsbench.lab.drivers import DRIVERS
+from fsbench.lab.formats import FORMATS
+from fsbench.lab.loops import Knob
 from fsbench.lab.subject import SubjectSpec
 from fsbench.report.comparison import compare
 from fsbench.report.explain import Explanation, explain_result, workload_key
@@ -136,8 +138,10 @@ def versus_best(combo: TuneChange, singles: Sequence[TuneChange], run: Run) -> s
     return f"{compare(a, b).cell()} against {best.name} alone"
 
 
-def describe(c: TuneChange, cands: Sequence[Candidate], spec: SubjectSpec) -> TuneChange:
-    """The change's remedies' words and the commands to use it."""
+def describe(
+    c: TuneChange, cands: Sequence[Candidate], spec: SubjectSpec, cand: SubjectSpec
+) -> TuneChange:
+    """The change's remedies' words and the commands to use it (`cand`: the subject measured)."""
     rs = [x.remedy for x in cands if x.remedy.name in c.remedies] or []
     c.kind = "+".join(dict.fromkeys(r.kind for r in rs))
     c.change = ", ".join(r.change for r in rs)
@@ -145,18 +149,17 @@ def describe(c: TuneChange, cands: Sequence[Candidate], spec: SubjectSpec) -> Tu
     c.safety = worst[0] if worst else "safe"
     c.lab = "; ".join(x.lab for x in cands if x.remedy.name in c.remedies and x.lab)
     c.addresses = [a for x in cands if x.remedy.name in c.remedies for a in x.addresses]
-    c.use = use_lines(c.subject, c.placement, spec)
+    c.use = use_lines(cand, c.placement, spec)
     return c
 
 
-def use_lines(subject: str, placement: str, spec: SubjectSpec) -> list[str]:
-    """The command and fstab line that make the change outside fsbench."""
-    from fsbench.lab.subject import parse_subject
-
-    s = parse_subject(subject)
+def use_lines(s: SubjectSpec, placement: str, spec: SubjectSpec) -> list[str]:
+    """The commands and fstab line that make the change outside fsbench."""
     d = s.driver
     opts = s.options
     out = []
+    if s.mkfs:
+        out.append(f"{FORMATS[d.fs].tool} {' '.join(s.mkfs)} DEVICE  (formats it: data is lost)")
     if d.kind == "kernel":
         out.append(shlex.join(d.mount_argv("DEVICE", "MOUNTPOINT", opts)))
         out.append(f"fstab: DEVICE MOUNTPOINT {d.fstype} {opts or 'defaults'} 0 2")
@@ -166,12 +169,27 @@ def use_lines(subject: str, placement: str, spec: SubjectSpec) -> list[str]:
         if d.built is None and d.binary:
             fstype = _fstab_type(d.name)
             out.append(f"fstab: DEVICE MOUNTPOINT {fstype} {opts or 'defaults'} 0 0")
+    out += [line for k in s.knobs for line in knob_lines(k)]
     if placement == "same":
         daemon = (d.binary or d.name).split("/")[-1]
         out.append("taskset -c 0 APPLICATION")
         out.append(f"taskset -a -p -c 0 $(pidof {daemon})")
     if spec.driver.name != d.name:
         out.append(f"(another driver: {d.name}, {DRIVERS[d.name].description})")
+    return out
+
+
+def knob_lines(k: Knob) -> list[str]:
+    """A block-device setting as commands: now, and at every boot (udev) for a device."""
+    if k.where == "mount":  # the mount's own bdi: after every mount
+        return [
+            "after each mount: b=/sys/class/bdi/$(mountpoint -d MOUNTPOINT); "
+            f"[ -d $b-fuseblk ] && b=$b-fuseblk; echo {k.value} > $b/{k.name}"
+        ]
+    out = [f"echo {k.value} > /sys/block/DEVICE/queue/{k.name}"]
+    if k.name == "read_ahead_kb":
+        out.append(f"blockdev --setra {int(k.value) * 2} /dev/DEVICE  (the same, in sectors)")
+    out.append(f'udev: ACTION=="add|change", KERNEL=="DEVICE", ATTR{{queue/{k.name}}}="{k.value}"')
     return out
 
 

@@ -2,9 +2,9 @@
 
 A remedy names the drivers it applies to, the explanation factors it addresses (`Factor.name`
 of probedefs: "fuse WRITE", "wake-ups", "cpu", ...), the change itself (a mount option, another
-FUSE transport, a CPU placement, an mkfs option), what it requires (a volume of at least some
-size, a daemon built here), its safety class and where it is documented. `fsbench tune` reads
-this table only; adding a remedy is adding a record.
+FUSE transport, a CPU placement, an mkfs option, a block-device setting), what it requires (a
+volume of at least some size, a daemon built here), its safety class and where it is documented.
+`fsbench tune` reads this table only; adding a remedy is adding a record.
 
 Safety classes: `safe` changes nothing a program can see; `trades-durability` may lose or
 tear recent writes on power loss; `changes-semantics` changes what programs see (atime,
@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsbench.choices import by_name
+from fsbench.lab.loops import Knob
 
 GiB = 1024**3
 SAFE, DURABILITY, SEMANTICS = "safe", "trades-durability", "changes-semantics"
@@ -27,17 +28,15 @@ SAFETY_WORDS = {
 # What a change is; each kind says how the candidate subject and the command to use it are made.
 KINDS = ("mount-option", "transport", "placement", "mkfs-option", "block-device", "io-size")
 # Kinds this lab can make a candidate of; the others are listed and skipped with the reason.
-MEASURABLE = {"mount-option", "transport", "placement"}
+MEASURABLE = {"mount-option", "transport", "placement", "mkfs-option", "block-device"}
 NOT_MEASURABLE = {
-    "mkfs-option": "the lab formats one image per format for all subjects; a per-candidate mkfs "
-    "is not built yet",
-    "block-device": "the lab does not set block-device or bdi settings per subject yet",
     "io-size": "a workload fixes its own I/O size; change the application instead",
 }
 
 FUSE_LIBFUSE2 = ("fuse2fs", "exfat-fuse")  # Debian 12's builds link libfuse 2.9
 FUSE_ALL = ("ntfs-3g", "lowntfs-3g", "fuse2fs", "fuse2fs-3.18", "exfat-fuse")
 NTFS3G = ("ntfs-3g", "lowntfs-3g")
+KERNEL_DISK = ("ext4", "ext2", "xfs", "btrfs")
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,21 @@ class Remedy:
     source: str = ""
     min_volume: int = 0  # bytes the volume must have for the change to take effect
     driver: str = ""  # transport remedies: the driver that offers it (a build of fsbench's)
+    where: str = "device"  # block-device remedies: its loop device, or its FUSE mount's bdi
 
     def option_names(self) -> list[str]:
         """The mount options the change names (for the check that the driver accepts them)."""
         return [o for o in self.change.split(",") if o] if self.kind == "mount-option" else []
+
+    def mkfs_args(self) -> tuple[str, ...]:
+        return tuple(self.change.split()) if self.kind == "mkfs-option" else ()
+
+    def knobs(self) -> tuple[Knob, ...]:
+        """The block-device settings it makes (lab/loops.py)."""
+        if self.kind != "block-device":
+            return ()
+        pairs = [p.partition("=") for p in self.change.split(",") if p]
+        return tuple(Knob(self.where, k, v) for k, _, v in pairs)
 
 
 REMEDIES: dict[str, Remedy] = by_name(
@@ -133,17 +143,39 @@ REMEDIES: dict[str, Remedy] = by_name(
         ("fuse WRITE", "block write", "cpu"),
         "mkfs-option",
         "-c 1M",
-        "larger clusters: fewer allocations per byte written",
-        source="mkfs.exfat(8)",
+        "1 MiB clusters instead of mkfs.exfat's 32 KiB (volumes of 256 MiB-32 GiB): fewer "
+        "allocation-bitmap and FAT updates per byte written",
+        source="mkfs.exfat(8) --cluster-size",
     ),
     Remedy(
         "read_ahead_kb",
-        FUSE_ALL,
-        ("readahead",),
+        (*FUSE_ALL, *KERNEL_DISK),
+        ("readahead", "block read"),
         "block-device",
         "read_ahead_kb=1024",
-        "the FUSE mount's own readahead (/sys/class/bdi/<dev>-fuseblk/read_ahead_kb) at 1 MiB",
-        source="Documentation/ABI/testing/sysfs-class-bdi",
+        "the device reads ahead 1 MiB instead of 128 KiB (blockdev --setra): a FUSE daemon's "
+        "reads of the device, a kernel file system's reads of its files",
+        source="Documentation/ABI/stable/sysfs-block (queue/read_ahead_kb), blockdev(8)",
+    ),
+    Remedy(
+        "FUSE readahead 1 MiB",
+        FUSE_ALL,
+        ("readahead", "fuse READ"),
+        "block-device",
+        "read_ahead_kb=1024",
+        "the FUSE mount's own readahead (its bdi, /sys/class/bdi/MAJ:MIN[-fuseblk]) at 1 MiB "
+        "instead of 128 KiB: more READ requests in flight on a sequential read",
+        source="Documentation/ABI/testing/sysfs-class-bdi; fs/fuse/inode.c (ra_pages)",
+        where="mount",
+    ),
+    Remedy(
+        "scheduler mq-deadline",
+        (*FUSE_ALL, *KERNEL_DISK),
+        ("block write", "block read"),
+        "block-device",
+        "scheduler=mq-deadline",
+        "the device's I/O scheduler mq-deadline instead of none (loop devices' default)",
+        source="Documentation/block/deadline-iosched.rst; sysfs-block (queue/scheduler)",
     ),
     Remedy(
         "noatime",

@@ -28,7 +28,7 @@ from fsbench.dimensions.placement import PLACEMENTS, allowed_cpus
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, UsageError
 from fsbench.fuse import transports
 from fsbench.lab.drivers import DRIVERS, availability
-from fsbench.lab.subject import SubjectSpec, parse_subject
+from fsbench.lab.subject import SubjectSpec, parse_subject, with_lab_changes
 from fsbench.pipeline import execute, write_report_safely, write_results
 from fsbench.plan import Plan, plan_from_options
 from fsbench.report.keys import placement_of
@@ -88,6 +88,16 @@ def references(spec: SubjectSpec, against: str) -> list[SubjectSpec]:
     return [parse_subject(n) for n in names if n != spec.driver.name]
 
 
+def knob_problem(r: Remedy, sysfs: str = "/sys") -> str | None:
+    """A setting this kernel does not offer (a scheduler it lacks)."""
+    for k in r.knobs():
+        if k.name == "scheduler":
+            offered = [p.read_text() for p in Path(sysfs, "block").glob("loop*/queue/scheduler")]
+            if offered and k.value not in offered[0].replace("[", " ").replace("]", " ").split():
+                return f"this kernel's loop devices offer no {k.value} scheduler"
+    return None
+
+
 def candidate_spec(spec: SubjectSpec, r: Remedy) -> SubjectSpec:
     """The subject a remedy makes of the untuned one (placement: the subject itself)."""
     opts = [o for o in spec.options.split(",") if o]
@@ -95,13 +105,19 @@ def candidate_spec(spec: SubjectSpec, r: Remedy) -> SubjectSpec:
         return parse_subject(f"{spec.driver.name}:{','.join([*opts, *r.option_names()])}")
     if r.kind == "transport":
         return parse_subject(f"{r.driver or spec.driver.name}:{','.join([r.change, *opts])}")
+    if r.kind in ("mkfs-option", "block-device"):
+        return with_lab_changes(spec, r.mkfs_args(), r.knobs())
     return spec
 
 
-def problem(spec: SubjectSpec) -> Callable[[Remedy], str | None]:
+def problem(spec: SubjectSpec, backing: str = "ram") -> Callable[[Remedy], str | None]:
     """Why this machine cannot measure a remedy for `spec` (None: it can)."""
 
     def why(r: Remedy) -> str | None:
+        if r.kind in ("mkfs-option", "block-device") and backing == "device":
+            return "needs an image of its own: not on --backing device:"
+        if r.kind == "block-device":
+            return knob_problem(r)
         if r.kind == "placement":
             need = PLACEMENTS[r.change].min_cpus
             return f"needs {need} CPUs" if len(allowed_cpus()) < need else None
@@ -137,6 +153,10 @@ class Tuner:
         self.measured: list[tuple[Group, Run]] = []  # each candidates run and its group
         self.costs = Costs(overhead_s=30.0, per_cell_s=30.0)  # until the explain run says
         self.code = EXIT_OK
+
+    def _backing(self) -> str:
+        b = self.req.options.get("backing")
+        return str(getattr(b, "kind", "ram"))
 
     def step(self, msg: str) -> None:
         left = round(self.clock.left())
@@ -183,7 +203,7 @@ class Tuner:
         for r in REMEDIES.values():
             if not applies_to(r, self.spec.driver.name):
                 continue
-            why = why_not(r, self.req.allow_unsafe, problem(self.spec))
+            why = why_not(r, self.req.allow_unsafe, problem(self.spec, self._backing()))
             lab = f"; the lab makes {(r.min_volume + VOLUME_MARGIN) / GiB:g} GiB images for it" if (
                 r.min_volume > self.base_size) else ""  # fmt: skip
             remedies.append({
@@ -214,7 +234,7 @@ class Tuner:
             )
         cands, skipped = choose(
             self.spec.driver.name, [g for _, g in found], self.base_size,
-            self.req.allow_unsafe, problem(self.spec),
+            self.req.allow_unsafe, problem(self.spec, self._backing()),
         )  # fmt: skip
         groups, no_room = plan_groups(cands, self.base_size)
         n_wl = max(1, len(self.record.workloads))
@@ -254,7 +274,7 @@ class Tuner:
                 if ch is None:
                     continue
                 ch.remedies = [c.name]
-                self.record.changes.append(describe(ch, [c], self.spec))
+                self.record.changes.append(describe(ch, [c], self.spec, s))
 
     def _combine(self, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> None:
         """The winners together against the untuned subject. One option change with the
@@ -309,7 +329,7 @@ class Tuner:
             if ch is not None:
                 ch.remedies = names
                 ch.versus = versus_best(ch, self.record.changes, run)
-                self.record.combination.append(describe(ch, won, self.spec))
+                self.record.combination.append(describe(ch, won, self.spec, spec))
 
     def finish(self) -> tuple[Run, TuneRecord, int]:
         """The record onto the last run, written again (results.json, report.html, store),
@@ -351,5 +371,6 @@ def _merge(a: SubjectSpec, b: SubjectSpec) -> SubjectSpec:
     opts = list(dict.fromkeys(o for o in (*a.options.split(","), *b.options.split(",")) if o))
     transport = b.transport if b.transport not in ("", transports.DEFAULT) else a.transport
     shown = [transport] if transport not in ("", transports.DEFAULT) else []
-    merged = parse_subject(f"{b.driver.name}:{','.join([*shown, *opts])}")
-    return replace(merged, age=a.age)
+    merged = replace(parse_subject(f"{b.driver.name}:{','.join([*shown, *opts])}"), age=a.age)
+    mkfs = a.mkfs + (b.mkfs if b.mkfs != a.mkfs else ())
+    return with_lab_changes(merged, mkfs, tuple(dict.fromkeys((*a.knobs, *b.knobs))))
