@@ -59,7 +59,7 @@ def lab_targets(
     assert plan.subjects is not None
     guard = guard or Guard(enabled=False)
     on_step(
-        f"formatting {len({s.driver.fs for s in plan.subjects})} image(s) of "
+        f"formatting {len({(s.driver.fs, s.mkfs) for s in plan.subjects})} image(s) of "
         f"{format_size(plan.size)}"
     )
     lab_subjects = lab.prepare(plan.subjects)

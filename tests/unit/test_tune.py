@@ -6,6 +6,7 @@ untuned subject's samples, scaled by what each change is made to do)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +270,27 @@ def test_the_stored_tune_run_reads_back(tuned: Any, tmp_path: Path) -> None:
     t = tune_of(again)
     assert t is not None and t.combination and t.subject == "ntfs-3g"
     assert (tmp_path / "out-ntfs-3g-False" / "results.json").exists()
+
+
+def test_diff_sets_two_tunes_side_by_side(tuned: Any, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fsbench.cli import cli
+
+    safe, _, _ = tuned()
+    unsafe, _, _ = tuned(allow_unsafe=True)
+    db = str(tmp_path / "db.sqlite")
+    r = CliRunner().invoke(cli, ["diff", safe.run_id, unsafe.run_id, "--db", db, "--force"])
+    assert r.exit_code == 0, r.output
+    assert "tune: ntfs-3g (A) → ntfs-3g (B)" in r.output
+    assert "delay_mtime · seq-write/fsync: not measured → 1.00×" in r.output
+    assert "the change to use: together: big_writes + placement same → together" in r.output
+    assert "skipped in A only: delay_mtime: UNSAFE" in r.output
+    j = CliRunner().invoke(cli, ["diff", safe.run_id, unsafe.run_id, "--db", db, "--json",
+                                 "--force"])  # fmt: skip
+    rows = {(x["change"], x["workload"]): x for x in json.loads(j.output)["tune"]["rows"]}
+    big = rows["big_writes", "seq-write/fsync"]
+    assert big["outcome_a"] == big["outcome_b"] == "better" and not big["moved"]
 
 
 def test_subject_and_reference_are_checked_first() -> None:

@@ -167,8 +167,11 @@ def diff(
     with _store(db, [run_a, run_b]) as store:
         a = _load(store, run_a)
         b = _load(store, run_b)
+    from fsbench.report.tune import tune_diff
+
     d = diff_runs(a, b)
-    if not d.results:
+    tuned = tune_diff(a, b)  # two `fsbench tune` runs: their changes side by side too
+    if not d.results and tuned is None:
         raise UsageError(
             f"runs {a.run_id} and {b.run_id} share no result (same subject, workload and "
             "parameters): nothing to compare"
@@ -187,9 +190,16 @@ def diff(
     if info:
         click.echo(f"fsbench: note: also different (for information): {', '.join(info)}", err=True)
     if as_json:
-        click.echo(json.dumps(d.to_dict(), indent=2))
+        click.echo(json.dumps({**d.to_dict(), **({"tune": tuned} if tuned else {})}, indent=2))
     else:
-        _print_diff(d)
+        if d.results:
+            _print_diff(d)
+        if tuned:
+            from fsbench.report.tune import tune_diff_lines
+
+            con = Console(soft_wrap=False)
+            for line in tune_diff_lines(tuned):
+                con.print(line)
     _gate(d, gate)
 
 

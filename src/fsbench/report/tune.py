@@ -215,3 +215,62 @@ def markdown(run: Run) -> list[str]:
         out += ["", f"To use {label(use)}{unsafe}:", "", *(f"    {u}" for u in use.use)]
     out += ["", *(f"- not measured: {s.name} (`{s.change}`): {s.reason}" for s in t.skipped)]
     return [*out, *(f"- note: {n}" for n in t.notes), ""]
+
+
+# -- `fsbench diff` of two tune runs --------------------------------------------------------------
+def _key(c: TuneChange) -> tuple[str, str, str]:
+    return label(c), c.workload, c.placement
+
+
+def tune_diff(a: Run, b: Run) -> dict[str, Any] | None:
+    """Two tune records side by side: per change and workload both verdicts (each against its
+    own run's untuned subject, so the cells are set side by side, not divided), the change to
+    use in each, and what one measured that the other skipped. None unless both are tunes."""
+    ta, tb = tune_of(a), tune_of(b)
+    if ta is None or tb is None:
+        return None
+    ia = {_key(c): c for c in [*ta.changes, *ta.combination]}
+    ib = {_key(c): c for c in [*tb.changes, *tb.combination]}
+    rows = []
+    for k in dict.fromkeys([*ia, *ib]):
+        x, y = ia.get(k), ib.get(k)
+        rows.append({
+            "change": k[0], "workload": k[1], "placement": k[2],
+            "a": x.cell if x else None, "b": y.cell if y else None,
+            "outcome_a": x.outcome if x else None, "outcome_b": y.outcome if y else None,
+            "gain_a": x.gain if x else None, "gain_b": y.gain if y else None,
+            "moved": bool(x and y and x.outcome != y.outcome),
+        })  # fmt: skip
+    use_a, use_b = recommended(ta), recommended(tb)
+    return {
+        "subject_a": ta.subject, "subject_b": tb.subject,
+        "use_a": label(use_a) if use_a else None, "use_b": label(use_b) if use_b else None,
+        "rows": rows,
+        # What one tune skipped and the other measured: the runs asked different questions.
+        "skipped_a": {s.name: s.reason for s in ta.skipped if s.name in _names(tb)},
+        "skipped_b": {s.name: s.reason for s in tb.skipped if s.name in _names(ta)},
+    }  # fmt: skip
+
+
+def _names(t: TuneRecord) -> set[str]:
+    return {c.name for c in t.changes}
+
+
+def tune_diff_lines(d: dict[str, Any]) -> list[Text]:
+    """The tune part of `fsbench diff`, a line per change and workload: A's verdict → B's."""
+    out = [Text(f"tune: {d['subject_a']} (A) → {d['subject_b']} (B); each change against its "
+                "own run's untuned subject", style="bold")]  # fmt: skip
+    for r in d["rows"]:
+        where = f" [{r['placement']}]" if r["placement"] != "free" else ""
+        a, b = r["a"] or "not measured", r["b"] or "not measured"
+        moved = "  (verdict changed)" if r["moved"] else ""
+        out.append(Text(f"  {r['change']} · {r['workload']}{where}: {a} → {b}{moved}",
+                        style="yellow" if r["moved"] else ""))  # fmt: skip
+    same = d["use_a"] == d["use_b"]
+    out.append(Text(f"  the change to use: {d['use_a'] or 'none decided'} → "
+                    f"{d['use_b'] or 'none decided'}" + ("" if same else "  (changed)"),
+                    style="green" if same else "yellow"))  # fmt: skip
+    for side in ("a", "b"):
+        for name, why in d[f"skipped_{side}"].items():
+            out.append(Text(f"  skipped in {side.upper()} only: {name}: {why}", style="dim"))
+    return out
