@@ -35,6 +35,12 @@ from fsbench.verdict import (
 # Sample until an open comparison's interval would reach ×0.83–1.2 around its ratio (Stein's
 # target): narrow enough to decide a 1.5× difference with room, wide enough to be reachable.
 TARGET_HALF_LOG = math.log(1.2)
+# A decided comparison whose interval spans more than this is a mark without a size (a cell of
+# 3 samples judged at its own 2 degrees: ×0.1–1.5 is "▼" and says little more): it keeps
+# getting samples, planned to span WIDE_TARGET. Its n comes from variances, never from the
+# means, so the error rate is untouched (Stein).
+WIDE_SPAN = 3.0
+WIDE_TARGET_HALF_LOG = math.log(2.0) / 2.0
 
 
 def gmean(xs: Iterable[float]) -> float | None:
@@ -66,9 +72,19 @@ class TableLook:
     def open_pairs(self) -> list[tuple[str, str]]:
         return [k for k, v in self.verdicts.items() if v.mark in ("open", "none")]
 
+    def wide_pairs(self) -> list[tuple[str, str]]:
+        """Decided comparisons whose interval spans more than WIDE_SPAN."""
+        return [
+            k
+            for k, v in self.verdicts.items()
+            if v.decided and v.interval and v.interval[0] > 0
+            and v.interval[1] / v.interval[0] > WIDE_SPAN
+        ]  # fmt: skip
+
     def open_subjects(self) -> set[str]:
-        """Subjects that take part in a comparison the samples have not decided."""
-        return {s for pair in self.open_pairs() for s in pair}
+        """Subjects that take part in a comparison the samples have not decided, or have
+        decided with an interval too wide to say by how much."""
+        return {s for pair in self.open_pairs() + self.wide_pairs() for s in pair}
 
 
 def priors_by_kind(cells: Iterable[tuple[str, Sequence[float]]]) -> dict[str, Prior]:
@@ -118,13 +134,15 @@ def planned_n(
     target: float = TARGET_HALF_LOG,
 ) -> dict[str, int]:
     """Per subject in an open comparison, the samples it takes (at most ``n_max``) for that
-    comparison's interval to reach ``target`` half-width on the log scale, from the
-    variances measured so far (moderated as the verdict moderates them). A subject in
-    several open comparisons takes the largest."""
+    comparison's interval to reach ``target`` half-width on the log scale (a decided one
+    wider than WIDE_SPAN: WIDE_TARGET_HALF_LOG), from the variances measured so far
+    (moderated as the verdict moderates them). A subject in several takes the largest."""
     pri = priors or {}
     need: dict[str, int] = {}
     p = 1.0 - (1.0 - family.confidence) / 2.0
-    for a, b in tl.open_pairs():
+    goals = [(pair, target) for pair in tl.open_pairs()]
+    goals += [(pair, max(target, WIDE_TARGET_HALF_LOG)) for pair in tl.wide_pairs()]
+    for (a, b), goal in goals:
         la, lb = log_var(samples[a]), log_var(samples[b])
         if la is None or lb is None:
             n = n_max  # no variance yet: as many as allowed
@@ -142,7 +160,7 @@ def planned_n(
                 # The degrees of freedom grow with the samples as the verdict will count them.
                 fa, fb = da + (m - len(samples[a])), db + (m - len(samples[b]))
                 den = (qa * qa / fa if qa else 0.0) + (qb * qb / fb if qb else 0.0)
-                if _t_quantile(p, round((qa + qb) ** 2 / den, 6)) * se <= target:
+                if _t_quantile(p, round((qa + qb) ** 2 / den, 6)) * se <= goal:
                     n = m
                     break
         for s in (a, b):
@@ -161,15 +179,25 @@ def tables(results: Iterable[Result]) -> dict[str, list[Result]]:
     return out
 
 
-def stamp(results: Sequence[Result], kind_of: Mapping[str, str], looks: int, band: float) -> Family:
+def stamp(
+    results: Sequence[Result],
+    kind_of: Mapping[str, str],
+    looks: int,
+    band: float,
+    priors: Mapping[str, Prior] | None = None,
+) -> Family:
     """Record on every result the family of its table and its driver kind's variance prior
     (Result.verdict_family), so every renderer judges as the run did; returns the largest
-    table's family (what the legend states). Also after a VM stage merged guests' results
-    into the run: a table then spans kernels, and its family and priors span them too."""
+    table's family (what the legend states). ``priors`` (by kind) are the ones an adaptive
+    run fixed at its interim look: the final look moderates with the same prior that stopped
+    a cell, else a cell settled at the interim could be judged at 2 df instead of 20 at the
+    end. Kinds without one get a prior fitted here. Also after a VM stage merged guests'
+    results into the run: a table then spans kernels, and its family and priors span them."""
     per = tables(results)
     by_kind = priors_by_kind(
         (kind_of.get(r.subject, "?"), r.samples) for rs in per.values() for r in rs
     )
+    by_kind.update(priors or {})
     fams = {
         wid: table_family(len(rs), looks, band=band, columns=columns(rs)) for wid, rs in per.items()
     }

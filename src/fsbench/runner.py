@@ -70,6 +70,10 @@ class Runner:
     looks: int = 1
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
+    # The variance priors (by driver kind) fitted at the interim look, from the first rounds'
+    # equal samples; the final look moderates with these, so a cell stopped there is judged
+    # at the end as it was when it stopped (None: not fixed yet, fitted at the end).
+    frozen_priors: dict[str, Prior] | None = None
     # (subject, workload) -> the samples its open comparisons plan (decide.planned_n).
     planned: dict[tuple[str, str], int] = field(default_factory=dict)
     _orders: list[list[str]] = field(default_factory=list, init=False, repr=False)
@@ -164,11 +168,16 @@ class Runner:
         return {rt.subject.id: rt.subject.kind for rt in self.targets}
 
     def _priors(self) -> dict[str, Prior]:
-        """Each subject's variance prior: fitted over the run's cells of its driver kind."""
+        """Each subject's variance prior: fitted over the run's cells of its driver kind (at
+        the interim look, then kept: frozen_priors)."""
         kind = self._kinds()
-        by_kind = decide.priors_by_kind(
-            (kind.get(r.subject, "?"), r.samples) for r in self.results.values() if r.status == "ok"
-        )
+        by_kind = self.frozen_priors
+        if by_kind is None:
+            by_kind = decide.priors_by_kind(
+                (kind.get(r.subject, "?"), r.samples)
+                for r in self.results.values()
+                if r.status == "ok"
+            )
         return {sid: by_kind.get(k, NO_PRIOR) for sid, k in kind.items()}
 
     def _interim(self) -> None:
@@ -183,6 +192,10 @@ class Runner:
         cheapest = min(self._cost.values(), default=0.0)
         room = self.max_repeat > self.repeat and (spare is None or cheapest <= spare)
         self.looks = 2 if room else 1
+        kind = self._kinds()
+        self.frozen_priors = decide.priors_by_kind(
+            (kind.get(r.subject, "?"), r.samples) for r in self.results.values() if r.status == "ok"
+        )
         priors = self._priors()
         order = [rt.subject.id for rt in self.targets]
         tables = self._tables()
@@ -389,7 +402,9 @@ class Runner:
         family (also used after an interrupt); returns the largest table's family."""
         self.close_workloads()
         by_id = {workload_id(w): w for w in self.workloads}
-        largest = decide.stamp(list(self.results.values()), self._kinds(), self.looks, self.band)
+        largest = decide.stamp(
+            list(self.results.values()), self._kinds(), self.looks, self.band, self.frozen_priors
+        )
         for res in self.results.values():
             wl = by_id.get(res.workload_id or res.workload)
             aggregate(

@@ -135,6 +135,13 @@ class _Sampler:
 
 def run_once(design: Design, rng: np.random.Generator) -> dict[str, decide.Printed]:
     """One run of the design through the real Runner; the tables' printed comparisons."""
+    run = make_runner(design, rng).execute()
+    return decide.printed(run.results, [f"s{i}" for i in range(design.k)])
+
+
+def make_runner(design: Design, rng: np.random.Generator) -> Runner:
+    """The real Runner over the design's subjects and fake workloads, its sampler drawing
+    the design's values on a simulated clock."""
     d = design
     subjects = [
         Subject(id=f"s{i}", driver=f"s{i}", fs="x", kind=d.kind(i))  # type: ignore[arg-type]
@@ -159,8 +166,7 @@ def run_once(design: Design, rng: np.random.Generator) -> dict[str, decide.Print
     )
     drift = float(rng.uniform(-d.drift, d.drift)) if d.drift else 0.0
     runner._sampler = _Sampler(d, rng, drift, clock)  # type: ignore[assignment]
-    run = runner.execute()
-    return decide.printed(run.results, [s.id for s in subjects])
+    return runner
 
 
 @dataclass

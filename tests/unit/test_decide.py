@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simulate_verdicts import DESIGNS, POWER, Design, false_tables, power, run_once
+from simulate_verdicts import DESIGNS, POWER, Design, false_tables, make_runner, power, run_once
 
-from fsbench.decide import look, planned_n, priors_by_kind
+from fsbench import decide
+from fsbench.decide import WIDE_SPAN, look, planned_n, priors_by_kind
 from fsbench.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, verdict
 
 # The CI-sized simulation: a few hundred tables per design (bench/verdict_designs.py runs
@@ -100,9 +101,19 @@ def test_a_look_compares_with_the_baseline_and_the_fastest_and_plans_the_open() 
     assert tl.baseline == "ext4" and tl.best == "xfs"
     assert set(tl.verdicts) == {("ext4", "xfs"), ("ext4", "slow"), ("xfs", "slow")}
     assert tl.verdicts[("ext4", "slow")].mark == "below"
-    assert tl.open_subjects() == {"ext4", "xfs"}  # slow is decided against both
+    assert tl.open_pairs() == [("ext4", "xfs")]
+    # slow is decided against both, but against the wide xfs its interval spans more than
+    # WIDE_SPAN: a mark without a size, so it keeps getting samples; against ext4 it is narrow.
+    assert tl.verdicts[("xfs", "slow")].decided and tl.wide_pairs() == [("xfs", "slow")]
+    lo, hi = tl.verdicts[("ext4", "slow")].interval or (0, 0)
+    assert hi / lo < WIDE_SPAN
+    assert tl.open_subjects() == {"ext4", "xfs", "slow"}
     plan = planned_n(tl, samples, fam, n_max=10)
-    assert set(plan) == {"ext4", "xfs"} and all(3 <= n <= 10 for n in plan.values())
+    assert set(plan) == {"ext4", "xfs", "slow"} and all(3 < n <= 10 for n in plan.values())
+    # Without the wide pair, slow would stop: the open pair alone plans ext4 and xfs.
+    narrow = dict(samples, xfs=[120.0, 118.0, 122.0])
+    tl2 = look(narrow, ["ext4", "xfs", "slow"], True, fam)
+    assert not tl2.wide_pairs() and "slow" not in tl2.open_subjects()
     # Lower is better (a latency): the fastest is the lowest.
     assert look(samples, ["ext4", "xfs", "slow"], False, fam).best == "slow"
 
@@ -137,3 +148,25 @@ def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
     assert all(f["looks"] == 2 and f["band"] == 0.05 for f in fams)
     assert fams[0]["tails"] == 12 and fams[4]["tails"] == 2
     assert run.schedule is not None and run.schedule.verdict["subjects"] == 4
+
+
+def test_the_final_look_moderates_with_the_prior_the_interim_look_fitted() -> None:
+    """A cell stopped at the interim look is judged at the end with the prior that stopped it:
+    refitted over the later, larger cells, the prior moved and a settled cell of 3 samples
+    fell from the prior's degrees to its own 2 (README command 1 printed ext2 "settled" at
+    ×0.054–3.68)."""
+    from fsbench.verdict import prior_of
+
+    d = Design("interim", k=6, cells=2, spreads=(0.03, 0.12), rounds=(8, 8), effects=(1, 0.5))
+    runner = make_runner(d, np.random.default_rng(3))
+    run = runner.execute()
+    assert runner.frozen_priors is not None and "kernel" in runner.frozen_priors
+    first = decide.priors_by_kind(("kernel", r.samples[: d.n0]) for r in run.results)
+    assert runner.frozen_priors == first  # fitted on the first rounds' equal samples
+    assert any(len(r.samples) > d.n0 for r in run.results)  # later rounds happened
+    want = first["kernel"]
+    for r in run.results:
+        got = prior_of(r)
+        assert got.s0sq == want.s0sq and got.d0 == pytest.approx(want.d0, abs=1e-6)
+    # ... and a prior refitted over all samples would differ: the freeze is what holds it.
+    assert decide.priors_by_kind(("kernel", r.samples) for r in run.results) != first
