@@ -379,3 +379,25 @@ def test_hash_command_leaves_its_own_manifest_out(tmp_path: Path) -> None:
         proc = _fsbench("hash", str(tmp_path), "--manifest", str(manifest), "--relative")
         assert proc.returncode == 0, proc.stderr
     assert manifest.read_text() == "a96faf705af16834e6c632b61e964e1f  a\n"
+
+
+def test_an_empty_directory_argument_is_refused_not_taken_as_the_cwd(tmp_path: Path) -> None:
+    """Path("") is "." : `fsbench hash "$UNSET"` would hash wherever the user stands."""
+    (tmp_path / "a").write_bytes(b"a")
+    proc = _fsbench("hash", "", cwd=tmp_path)
+    assert proc.returncode == 2 and "DIRECTORY is empty" in proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+
+
+def test_hash_lines_reach_a_text_stdout_without_a_binary_buffer(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from fsbench.commands.verify import hash_tree
+
+    (tmp_path / "a").write_bytes(b"a")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+        hash_tree.main([str(tmp_path), "--relative"], standalone_mode=True)
+    assert done.value.code in (0, None)
+    assert out.getvalue() == "a96faf705af16834e6c632b61e964e1f  a\n"

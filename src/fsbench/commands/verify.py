@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -91,7 +92,7 @@ def verify(manifest: Path, root: Path | None, threads: int | None, as_json: bool
 
 
 @click.command("hash")
-@click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("directory", type=click.Path(file_okay=False))
 @click.option(
     "--manifest",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -113,9 +114,18 @@ def verify(manifest: Path, root: Path | None, threads: int | None, as_json: bool
     "there; without, the JSON's `lines` holds them).",
 )
 def hash_tree(
-    directory: Path, manifest: Path | None, relative: bool, threads: int | None, as_json: bool
+    directory: str, manifest: Path | None, relative: bool, threads: int | None, as_json: bool
 ) -> None:
     """XXH128 of every regular file under DIRECTORY, as `xxhsum -H2` would print it."""
+    if not directory:
+        # Path("") is ".": an empty argument (an unset shell variable) would hash the cwd.
+        raise UsageError("DIRECTORY is empty: name the directory to hash")
+    return _hash_tree(Path(directory), manifest, relative, threads, as_json)
+
+
+def _hash_tree(
+    directory: Path, manifest: Path | None, relative: bool, threads: int | None, as_json: bool
+) -> None:
     if not directory.is_dir():
         raise UsageError(f"{directory}: not a directory")
     if manifest is not None and manifest.parent and not manifest.parent.is_dir():
@@ -144,7 +154,9 @@ def hash_tree(
                 lines.append(os.fsdecode(format_line(d, os.fsencode(name))).rstrip("\n"))
         written = len(lines)
     else:
-        out = sys.stdout.buffer
+        # Bytes as they are (names need not be UTF-8); a text stream (a test's capture) without
+        # a buffer gets them decoded.
+        out = getattr(sys.stdout, "buffer", None) or _TextBytes(sys.stdout)
         for p, d in pairs:
             if d is not None:
                 name = os.path.relpath(p, root) if relative else p
@@ -178,3 +190,16 @@ def hash_tree(
             f"-> {manifest}"
         )
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+class _TextBytes:
+    """Writes bytes to a text stream that has no binary buffer."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(os.fsdecode(data))
+
+    def flush(self) -> None:
+        self.stream.flush()
