@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from fsbench.report.model import build
 from fsbench.report.plots import plan
 from fsbench.report.sections import write_report
 
@@ -84,7 +85,7 @@ def _script_errors(log: str) -> list[str]:
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     run = _synthetic().synthetic_run()
     out = tmp_path_factory.mktemp("report")
-    return write_report(run, out), len(plan(run).all())
+    return write_report(run, out), len(plan(build(run)).all())
 
 
 @pytest.mark.slow

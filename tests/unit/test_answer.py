@@ -174,7 +174,7 @@ def test_every_plot_is_drawn_at_the_pages_width_with_room_and_no_legend_over_a_p
 
     seen = set()
     for r in _runs(run):
-        planned = plan(r)
+        planned = plan(build(r))
         for p in planned.traces.values():  # captions say what was measured: the traced run
             assert "traced run (its last warm-up run" in p.caption, p.caption
             assert "timed samples" not in p.caption

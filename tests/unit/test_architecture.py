@@ -326,16 +326,58 @@ def test_no_issue_history_in_the_source() -> None:
     assert found == []
 
 
-# The renderers: the terminal, the page, the exports. They format report/model.py's records and
-# look outcomes up in report/style.py; none asks for a verdict or builds a ratio cell itself.
-RENDERERS = (
+# The formatters: the terminal, the page, the exports (markdown, CSV, JSON). They format
+# report/model.py's records and look each outcome up in report/style.py: they import nothing
+# of fsbench but the model, the style table, number formatting and each other. Whatever they
+# need (a record type, a legend, a verdict record) the model hands them.
+FORMATTERS = {
     "fsbench.report.table",
     "fsbench.report.html",
     "fsbench.report.html_views",
     "fsbench.report.export",
+    "fsbench.report.diskmark",
+    "fsbench.report.matrix_table",
+    "fsbench.report.integrity",
+}
+FORMATTER_MAY_IMPORT = {
+    "fsbench",  # the version on the page
+    "fsbench.report.model",
+    "fsbench.report.style",
+    "fsbench.units",  # numbers as every output writes them
+    "fsbench.errors",  # an unknown --format: one line, exit 2
+    "fsbench.report.plots",  # the page's figures (drawn by the plotters below)
+    "fsbench.report.tune",  # the tune record's own view
+}
+# From probedefs.numbers only the explanation's number words (fmt_pct, fmt_time).
+NUMBER_WORDS = "fsbench.probedefs.numbers"
+# The plotters draw what the model decided: they never ask for a verdict themselves.
+PLOTTERS = (
+    "fsbench.report.plots",
+    "fsbench.report.matrix_plots",
+    "fsbench.report.latency_plots",
+    "fsbench.report.scaling",
+    "fsbench.report.trace_plots",
+    "fsbench.report.figure",
 )
-# What decides: a renderer imports none of it (the legend's family is a record's reading).
-DECIDERS = ("fsbench.decide", "fsbench.stats", "fsbench.report.summary.compare")
+# What decides: the verdict procedure, its statistics, the records' internals.
+DECIDERS = ("fsbench.verdict", "fsbench.decide", "fsbench.stats", "fsbench.schema")
+# The calls that ask for a verdict.
+ASKS = {"verdict_of", "compare", "latency_verdict", "judge", "verdict", "samples_verdict"}
+# Where the report asks: the one place (comparison.py), the run's decided records
+# (decided.py), the model; and the modules the model is built from that still ask on their
+# own (each to be routed through the model; the set may only shrink).
+ASKERS = {
+    "fsbench.report.comparison",
+    "fsbench.report.decided",
+    "fsbench.report.model",
+    "fsbench.report.diff",  # the model of two runs side by side (its cells: comparison.py's)
+}
+KNOWN_ASKERS = {
+    "fsbench.report.answer",  # leaders(): who the data cannot tell from the fastest
+    "fsbench.report.explain",  # a placement against the same subject's other placement
+    "fsbench.report.summary",  # findings(): each subject against the fastest, per cell
+    "fsbench.report.aging",  # aged against fresh, per driver
+}
 
 
 def _imported_names(module: str) -> set[str]:
@@ -348,30 +390,69 @@ def _imported_names(module: str) -> set[str]:
     return out
 
 
-def test_renderers_format_the_model_and_never_decide() -> None:
-    for module in RENDERERS:
-        names = _imported_names(module)
+def _calls(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            out.add(
+                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            )
+    return out
+
+
+def test_formatters_import_only_the_model_and_the_style_table() -> None:
+    for module in FORMATTERS:
+        assert module in MODULES, module
+        wrong = [
+            t
+            for t in GRAPH[module]
+            if t not in FORMATTER_MAY_IMPORT
+            and t not in FORMATTERS
+            and t not in PLOTTERS
+            and t != NUMBER_WORDS
+        ]
+        assert wrong == [], (module, wrong)
+        words = {n for n in _imported_names(module) if n.startswith(NUMBER_WORDS + ".")}
+        assert all(n.rsplit(".", 1)[1].startswith("fmt_") for n in words), (module, words)
+        assert "fsbench.report.model" in GRAPH[module] or module == "fsbench.report.export", module
+
+
+def test_no_renderer_asks_for_a_verdict() -> None:
+    """Formatters and plotters alike: no call that asks for a verdict, no import of what
+    decides one; the ratio/mark cell and an outcome's look exist once (comparison.py,
+    style.py)."""
+    for module in [*FORMATTERS, *PLOTTERS]:
+        asked = _calls(module) & ASKS
+        assert not asked, (module, asked)
+        deciders = {t for t in GRAPH[module] if t.startswith(DECIDERS)} - {"fsbench.schema"}
+        assert not deciders, (module, deciders)
         source = MODULES[module].read_text()
-        assert any(n.startswith("fsbench.report.model.") for n in names), module
-        assert not {n for n in names if n.startswith(DECIDERS)}, module
-        # From the verdict procedure and the one place that asks it: records only.
-        asked = {
-            n for n in names if n.startswith(("fsbench.verdict.", "fsbench.report.comparison."))
-        }
-        assert asked <= {"fsbench.verdict.family_of", "fsbench.report.comparison.Comparison"}, (
-            module,
-            asked,
-        )
-        # The ratio/mark cell and the outcome's look exist once (comparison.py, style.py).
-        for made_here in ("verdict_of(", "compare(", "SYMBOLS[", "STYLES[", "ratio_cell("):
+        for made_here in ("SYMBOLS[", "STYLES[", "ratio_cell(", 'startswith("✗")'):
             assert made_here not in source, (module, made_here)
 
 
+def test_the_report_asks_for_verdicts_in_few_places() -> None:
+    askers = {m for m in MODULES if m.startswith("fsbench.report") and _calls(m) & ASKS}
+    assert askers - ASKERS - KNOWN_ASKERS == set(), "route these through the model"
+    assert KNOWN_ASKERS - askers == set(), "routed: take them off KNOWN_ASKERS"
+
+
 def test_one_place_asks_for_a_verdict() -> None:
-    """fsbench.verdict.judge is called from report/comparison.py alone in report/."""
+    """fsbench.verdict's procedure is called from report/comparison.py alone in report/."""
     callers = [
         m
         for m in MODULES
-        if m.startswith("fsbench.report") and "fsbench.verdict.judge" in _imported_names(m)
+        if m.startswith("fsbench.report")
+        and {"fsbench.verdict.judge", "fsbench.verdict.verdict"} & _imported_names(m)
     ]
     assert callers == ["fsbench.report.comparison"]
+
+
+def test_the_rules_see_a_formatter_that_decides() -> None:
+    """The formatter rule can fail: a formatter importing the verdict procedure is caught."""
+    node = ast.parse("from fsbench.verdict import family_of").body[0]
+    assert isinstance(node, ast.ImportFrom)
+    (target,) = _targets("fsbench.report.table", node)
+    assert target not in FORMATTER_MAY_IMPORT and target.startswith(DECIDERS)

@@ -410,6 +410,7 @@ def test_show_json_of_a_stored_run_carries_the_explanations(tmp_path: Path) -> N
 
 
 def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
+    from fsbench.report.model import build
     from fsbench.report.plots import plan
 
     r = ntfs_vs_ext4()
@@ -418,7 +419,7 @@ def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
         res.params = {**res.params, "op": "write", "variant": "write-1g-1m"}
         res.params.update(file_size=GiB, record_size=2**20)
     assert [e.subject for e in explain_run(r)] == ["ext4", "ntfs-3g"]
-    p = plan(r)
+    p = plan(build(r))
     assert p.traces == {} and p.placement is None
 
 

@@ -18,7 +18,7 @@ from fsbench.aggregate import aggregate
 from fsbench.baseline import ranked
 from fsbench.commands.report import with_driver_quirks
 from fsbench.notecodes import Note, legacy, words
-from fsbench.report.integrity import checked_subjects
+from fsbench.report.facts import checked_subjects
 from fsbench.report.naming import confidence_text
 from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.sections import render, render_html

@@ -14,11 +14,12 @@ from fsbench import latency
 from fsbench.errors import UsageError
 from fsbench.registry import resolve_workloads
 from fsbench.report.comparison import latency_verdict as judge
-from fsbench.report.diskmark import grid, label
+from fsbench.report.grids import kdiskmark_label as label
 from fsbench.report.latency_plots import cdf_points, latency_plots
 from fsbench.report.model import build
 from fsbench.report.table import workload_tables
 from fsbench.schema import Result, Sample
+from fsbench.units import fmt_value
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import parse_fio_json, parse_io_params
 
@@ -284,14 +285,14 @@ def test_latency_columns_only_where_latency_bound() -> None:
 def test_grid_and_cdf_of_a_run() -> None:
     base, other = _res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590], mib_s=10)
     run = _run(base, other)
-    g = grid(run)
+    g = build(run).diskmark
     assert g is not None and g.subjects == ["ext4", "ntfs-3g"]
     name, cells = g.rows[0]
     assert name == "RND4K Q1T1 read"
-    assert cells["ext4"].mb_s == pytest.approx(101 * 1.048576)  # the mean of the passes, MB/s
-    assert cells["ntfs-3g"].mark == "worse"
+    assert cells["ext4"].mb == fmt_value(101 * 1.048576, 1)  # the mean of the passes, MB/s
+    assert cells["ntfs-3g"].outcome == "worse"
     assert cdf_points(other)[-1] == (1200, 99.9)  # median of 1200, 1220, 1180
-    plots = latency_plots(run)
+    plots = latency_plots(build(run))
     assert len(plots) == 1 and "p99 6." in plots[0].svg
 
 
@@ -328,11 +329,11 @@ def test_every_report_names_the_latency_it_shows() -> None:
     for results, said in ((new, said_new), (old, said_old)):
         run = _run(*results)
         con = Console(width=120, record=True, color_system=None)
-        for part in grid_table(run) + workload_tables(build(run)):
+        for part in grid_table(build(run).diskmark) + workload_tables(build(run)):
             con.print(part)
         assert f"p99: fio's {said}" in con.export_text()
-        assert grid_view(run)["latency"] == said  # type: ignore[index]
-        (plot,) = latency_plots(run)
+        assert grid_view(build(run).diskmark)["latency"] == said  # type: ignore[index]
+        (plot,) = latency_plots(build(run))
         assert said in plot.title and said.split(",")[0] in plot.svg
 
 

@@ -11,11 +11,12 @@ import re
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from rich.console import Console, Group
 
 from fsbench import stats
 from fsbench.report import plots
-from fsbench.report.matrix_table import render_matrix
+from fsbench.report.matrix_table import matrix_tables
+from fsbench.report.model import build
 from fsbench.report.sections import render_html, write_report
 from fsbench.report.summary import findings, fmt_ratio
 from fsbench.schema import CPU, Environment, Result, Run, Subject
@@ -216,7 +217,7 @@ def page(run: Run) -> str:
 
 @pytest.fixture(scope="module")
 def planned(run: Run) -> plots.Plots:
-    return plots.plan(run)
+    return plots.plan(build(run))
 
 
 # -- self-contained ----------------------------------------------------------------------------
@@ -337,7 +338,7 @@ def test_ratio_format() -> None:
 # -- the terminal matrix table -----------------------------------------------------------------
 def test_matrix_table_groups_by_op_and_marks_the_best(run: Run) -> None:
     con = Console(record=True, width=120)
-    render_matrix(run, con)
+    con.print(Group(*matrix_tables(build(run).matrix)))
     text = con.export_text()
     for op in OPS:
         assert f"iozone {op}" in text
@@ -366,5 +367,5 @@ def test_matrix_runs_with_several_job_counts_stay_apart() -> None:
         ],
     )
     assert [g.label for g in groups(run)] == ["write", "write-j2"]
-    ids = [p.id for p in plots.plan(run).matrix]
+    ids = [p.id for p in plots.plan(build(run)).matrix]
     assert ids[:2] == ["matrix-write", "matrix-write-j2"]

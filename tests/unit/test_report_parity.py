@@ -140,7 +140,7 @@ def test_the_answer_is_the_same_everywhere(out: Outputs) -> None:
 
 
 def test_markdown_has_the_diskmark_grid_and_names_what_it_cannot_show(out: Outputs) -> None:
-    g = grid_view(out.run)
+    g = grid_view(out.model.diskmark)
     if g is not None:
         assert "### diskmark (KDiskMark's tests)" in out.markdown
         for row in g["rows"]:

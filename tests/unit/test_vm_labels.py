@@ -12,7 +12,7 @@ import pytest
 from fsbench import pipeline
 from fsbench.env import memory_notes
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
-from fsbench.report.table import schedule_line
+from fsbench.report.facts import schedule_line
 from fsbench.schema import VM, Result, Run, Schedule, Subject
 from fsbench.vm.guest import GuestGroup, GuestOutcome, merge
 from fsbench.vm.kernels import Kernel

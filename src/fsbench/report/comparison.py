@@ -15,7 +15,7 @@ from typing import Any
 
 from fsbench.report.style import glyph
 from fsbench.units import fmt_bound, fmt_ratio
-from fsbench.verdict import Verdict, judge
+from fsbench.verdict import Family, Verdict, judge, verdict
 
 _MEMO: dict[tuple[Any, ...], Verdict] = {}
 _MEMO_MAX = 8192
@@ -36,6 +36,12 @@ def verdict_of(base: Any, res: Any) -> Verdict:
             _MEMO.clear()
         got = _MEMO[key] = judge(base, res)
     return got
+
+
+def samples_verdict(a: Any, b: Any, family: Family) -> Verdict:
+    """The verdict on two sample sets of different runs (`diff`): the procedure itself, at the
+    family the diff spreads its error rate over, with no run's priors (they are per run)."""
+    return verdict(a, b, family)
 
 
 def outcome_of(v: Verdict, higher_is_better: bool) -> str:

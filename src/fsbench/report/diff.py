@@ -17,13 +17,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fsbench.errors import UsageError
+from fsbench.report.comparison import Comparison, samples_verdict
 from fsbench.report.explain import changed_figures
-from fsbench.report.integrity import changes as integrity_changes
+from fsbench.report.facts import changes as integrity_changes
 from fsbench.report.naming import confidence_text, result_title
+from fsbench.report.style import css, glyph
 from fsbench.report.summary import report_order, usable
 from fsbench.schema import Environment, Result, Run, Subject, WakeupCost
-from fsbench.units import fmt_bound, fmt_ratio
-from fsbench.verdict import Family, verdict
+from fsbench.verdict import Family
 
 # Parameters older runs stored that say how much work a sample was, not what was measured.
 _VOLATILE_PARAMS = frozenset({"bytes_per_sample", "seconds_per_sample"})
@@ -58,6 +59,20 @@ class ResultDiff:
     # Environment differences that change what this result means (kernel, its driver's
     # version, mkfs, ...): with any, B and A measured different things and get no verdict.
     not_comparable: list[str] = field(default_factory=list)
+    # The verdict as every table shows one (its cell, mark and class): comparison.py's.
+    comparison: Comparison | None = field(default=None, repr=False)
+
+    @property
+    def cell(self) -> str:
+        return ratio_text(self)
+
+    @property
+    def css(self) -> str:
+        return verdict_class(self)
+
+    @property
+    def words(self) -> str:
+        return test_text(self)
 
     @property
     def verdict(self) -> str:
@@ -129,7 +144,10 @@ class RunDiff:
             "run_a": self.run_a,
             "run_b": self.run_b,
             "environment_differences": [asdict(e) for e in self.environment],
-            "results": [{**asdict(r), "verdict": r.verdict} for r in self.results],
+            "results": [
+                {**{k: v for k, v in asdict(r).items() if k != "comparison"}, "verdict": r.verdict}
+                for r in self.results
+            ],
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
             "subject_changes": self.subject_changes,
@@ -172,9 +190,10 @@ def diff_results(
         n_b=len(b.samples),
     )
     if usable(a) and usable(b):
-        v = verdict(a.samples, b.samples, family)
+        v = samples_verdict(a.samples, b.samples, family or Family())
         d.ratio, d.ratio_ci95, d.confidence, d.mark = v.ratio, v.interval, v.confidence, v.mark
         d.band = v.band
+        d.comparison = Comparison.of(v, a.higher_is_better)
     if run_a is not None and run_b is not None and a.status == "ok" and b.status == "ok":
         d.probe_changes = changed_figures(a, run_a, b, run_b)
     return d
@@ -295,14 +314,14 @@ def _wakeups(w: WakeupCost) -> str:
 
 # -- shared text ---------------------------------------------------------------------------------
 def ratio_text(r: ResultDiff) -> str:
-    """'1.16× 1.08–1.24 ▲': as every table prints a ratio (report.naming.ratio_cell)."""
-    if r.ratio is None:
+    """'1.16× 1.08–1.24 ▲': the cell every table prints (comparison.Comparison.cell); without
+    its mark when the runs measured different things."""
+    c = r.comparison
+    if c is None or c.ratio is None:
         return "–"
-    text = fmt_ratio(r.ratio)
-    if r.ratio_ci95:
-        text += f" {fmt_bound(r.ratio_ci95[0], False)}–{fmt_bound(r.ratio_ci95[1], True)}"
-    mark = {"better": "▲", "worse": "▼", "same": "≈"}.get(r.verdict, "?")
-    return f"{text} {mark}" if not r.not_comparable else text
+    if r.not_comparable:
+        return c.cell().removesuffix(f" {glyph(c.outcome)}")
+    return c.cell()
 
 
 def test_text(r: ResultDiff) -> str:
@@ -320,6 +339,7 @@ def test_text(r: ResultDiff) -> str:
 
 
 def verdict_class(r: ResultDiff) -> str:
-    if r.not_comparable:
+    """The page's class of the verdict (the style table's)."""
+    if r.not_comparable or r.comparison is None:
         return "dim"
-    return {"better": "better", "worse": "worse", "same": "ns"}.get(r.verdict, "dim")
+    return css(r.comparison.outcome)

@@ -15,30 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsbench import latency
 from fsbench.errors import UsageError
-from fsbench.notecodes import words
-from fsbench.report.answer import answer_factor, answer_text, first_factor
 from fsbench.report.diskmark import grid_view
 from fsbench.report.html_views import missing_view
 from fsbench.report.model import (
+    Matrix,
     Report,
+    ResultFacts,
+    Run,
     Table,
-    baselines,
     build,
-    page_only,
-    verdict_key,
-    verdict_record,
+    result_facts,
     verdicts,
 )
-from fsbench.report.naming import centre_of, result_title
-from fsbench.report.notes import counted_lines
 from fsbench.report.style import glyph
-from fsbench.report.summary import report_order
 from fsbench.report.tune import markdown as tune_markdown
-from fsbench.schema import Result, Run
-from fsbench.units import size_text
-from fsbench.verdict import family_of
 
 # The CSV's columns, in order: identity, the number and its interval, what it cost, its state.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -123,12 +114,8 @@ def _cell(v: Any) -> Any:
     return "" if v is None else v
 
 
-def _verdict_cells(
-    res: Result, base: Result | None, stored: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The verdict record as CSV cells: the one the run stored (Run.verdicts), else the
-    model's now."""
-    rec = stored or verdict_record(res, base)
+def _verdict_cells(rec: dict[str, Any]) -> dict[str, Any]:
+    """A result's verdict record (decided.ResultFacts.verdict) as CSV cells."""
     if not rec:
         return {}
     said = rec["verdict"]
@@ -143,13 +130,11 @@ def _verdict_cells(
     return out
 
 
-def csv_row(
-    run_id: str, res: Result, base: Result | None = None, stored: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def csv_row(run_id: str, f: ResultFacts) -> dict[str, Any]:
+    res = f.result
     p = res.params
     per = res.cpu.per_gib or {}
     kop = res.cpu.per_kop_ms or {}
-    lat = latency.figures(res) if latency.latency_bound(res) else {}
     row = {
         "run_id": run_id,
         "subject": res.subject,
@@ -166,7 +151,7 @@ def csv_row(
         "unit": res.unit,
         "higher_is_better": res.higher_is_better,
         "median": res.median,
-        "center": centre_of(res),
+        "center": f.centre,
         "ci_low": res.ci95[0] if res.ci95 else None,
         "ci_high": res.ci95[1] if res.ci95 else None,
         "n": len(res.samples),
@@ -185,15 +170,15 @@ def csv_row(
         "status": res.status,
         "error": res.error,
         # Each note as every output words it (fsbench.notecodes), and its code.
-        "flags": "; ".join(words(n) for n in res.notes),
-        "note_codes": ";".join(dict.fromkeys(n.code for n in res.notes)),
-        "iops": lat.get("iops"),
-        "p99_us": lat.get("p99_us"),
+        "flags": "; ".join(f.notes),
+        "note_codes": ";".join(f.codes),
+        "iops": f.latency.get("iops"),
+        "p99_us": f.latency.get("p99_us"),
         "cpu_app_per_kop_ms": kop.get("app"),
         "cpu_driver_per_kop_ms": kop.get("driver"),
         "cpu_kernel_threads_per_kop_ms": kop.get("kernel_threads"),
         "samples": ";".join(f"{x:.6g}" for x in res.samples),
-        **_verdict_cells(res, base, stored),
+        **_verdict_cells(f.verdict),
     }
     return {k: _cell(row.get(k)) for k in CSV_COLUMNS}
 
@@ -202,11 +187,8 @@ def to_csv(run: Run) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     w.writeheader()
-    base = baselines(run)
-    stored = {str(v.get("key")): v for v in run.verdicts}  # what the run decided
-    for res in report_order(run):
-        row = csv_row(run.run_id, res, base.get(id(res)), stored.get(verdict_key(res)))
-        w.writerow({**row, "schema_version": run.schema_version})
+    for f in result_facts(run):
+        w.writerow({**csv_row(run.run_id, f), "schema_version": run.schema_version})
     return buf.getvalue()
 
 
@@ -215,7 +197,8 @@ def to_samples_csv(run: Run) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(SAMPLE_COLUMNS), lineterminator="\n")
     w.writeheader()
-    for res in report_order(run):
+    for f in result_facts(run):
+        res = f.result
         details = res.sample_details or []
         for i, value in enumerate(res.samples):
             d = details[i] if i < len(details) else None
@@ -225,7 +208,7 @@ def to_samples_csv(run: Run) -> str:
                 "subject": res.subject,
                 "workload": res.workload,
                 "variant": res.params.get("variant"),
-                "title": result_title(res),
+                "title": f.title,
                 "params": json.dumps(res.params, sort_keys=True, separators=(",", ":")),
                 "metric": res.metric,
                 "unit": res.unit,
@@ -250,22 +233,14 @@ def to_json(run: Run) -> str:
     return run.to_json() + "\n"
 
 
+def _schema(run: Run) -> str:
+    """The schema the export's figures are in; a run stored in an older one, migrated when
+    it was loaded (store.with_verdicts), says so: 'schema 5 (migrated from 4)'."""
+    old = (run.model_extra or {}).get("migrated_from")
+    return f"{run.schema_version}" + (f" (migrated from {old})" if old else "")
+
+
 # -- markdown: what a forum post or an issue needs ---------------------------------------------
-def environment_line(run: Run) -> str:
-    """The run's environment in one line: kernel, CPU, memory, backing, image, tools."""
-    e = run.environment
-    bits = [
-        f"Linux {e.kernel}" if e.kernel else "",
-        f"{e.cpu_model} × {e.cpus}" if e.cpus else e.cpu_model,
-        f"{size_text(e.memory_bytes)} RAM" if e.memory_bytes else "",
-        f"backing {e.backing}" if e.backing else "",
-        f"image {size_text(e.image_size)}" if e.image_size else "",
-        e.fio_version or "",
-        f"fsbench {e.fsbench_version}" if e.fsbench_version else "",
-    ]
-    return " · ".join(b for b in bits if b)
-
-
 def _md(text: object) -> str:
     return str(text).replace("|", "\\|")
 
@@ -282,11 +257,8 @@ def _answer_lines(report: Report) -> list[str]:
         out.append(f"- **{_md(a.title)}**: " + _md(" › ".join(items)))
         for w in a.whys:
             # The terminal's and the page's reason: the first that stands for time, time first.
-            e = w.explanation
-            f = answer_factor(e) if e is not None else None
-            said = w.words or (answer_text(e, f) if e is not None and f is not None else "")
-            if said:
-                out.append(f"  - {_md(w.subject)}: {_md(said)}")
+            if w.answer_reason:
+                out.append(f"  - {_md(w.subject)}: {_md(w.answer_reason)}")
     return out
 
 
@@ -330,19 +302,15 @@ def _workload_table(t: Table) -> list[str]:
 
 def _notes(t: Table) -> list[str]:
     """Under the table what the terminal says under it (the model's one decision)."""
-    said = [*counted_lines(t.notes), *(f"{sid}: {why}" for sid, why in t.notes.failures)]
-    for w in t.whys:
-        f = first_factor(w.explanation) if w.explanation is not None else None
-        text = w.words or (f.brief if f is not None else "")
-        if text:
-            said.append(f"{w.subject}: {text}")
+    said = [*t.note_lines(), *(f"{sid}: {why}" for sid, why in t.notes.failures)]
+    said += [f"{w.subject}: {w.brief}" for w in t.whys if w.brief]
     return [f"{_md(x)}  " for x in said]
 
 
-def _diskmark_lines(run: Run) -> list[str]:
+def _diskmark_lines(report: Report) -> list[str]:
     """The diskmark grid as the terminal and the page show it: per test and subject MB/s with
     its mark, IOPS and p99."""
-    g = grid_view(run)
+    g = grid_view(report.diskmark)
     if g is None:
         return []
     subjects = g["subjects"]
@@ -362,6 +330,45 @@ def _diskmark_lines(run: Run) -> list[str]:
     return out
 
 
+def _matrix_lines(m: Matrix | None) -> list[str]:
+    """The Iozone matrix's numbers as the terminal shows them: per operation a row per file
+    and record size, each subject's figure (★ the best of the row) and its ratio to the
+    first subject with the verdict's mark."""
+    if m is None:
+        return []
+    out = []
+    for t in m.tables:
+        heads = ["file", "record", *t.subjects, *(f"{s}/{t.baseline}" for s in t.subjects[1:])]
+        out += [f"### iozone {_md(t.op)} ({t.unit}, geometric mean; ★ best per row)", ""]
+        out += ["| " + " | ".join(_md(h) for h in heads) + " |", "|" + "---:|" * len(heads)]
+        for row in t.rows:
+            cells = [row.file, row.record]
+            cells += [f"{c.text} {glyph(c.outcome)}".strip() for c in row.cells]
+            cells += [r.comparison.cell(interval=False) if r.comparison else r.text
+                      for r in row.ratios]  # fmt: skip
+            out.append("| " + " | ".join(_md(x) for x in cells) + " |")
+        out.append("")
+    out += [f"Not run: {line}.  " for line in m.skipped]
+    return out + ([""] if m.skipped else [])
+
+
+def _facts_lines(report: Report) -> list[str]:
+    """Integrity failures first, as every output leads with them."""
+    i = report.integrity
+    out = [f"**integrity: failed** {_md(line)}  " for line in (i.failures if i else [])]
+    return out + [f"**note:** {_md(n)}  " for n in report.vm_notes]
+
+
+def _checks_lines(report: Report) -> list[str]:
+    """Integrity when all is well, and what each subject lacks, in a line each."""
+    i, s = report.integrity, report.semantics
+    out = [_md(i.all_ok or i.brief) + "  "] if i is not None and (i.all_ok or i.brief) else []
+    if s is not None:
+        said = "; ".join(s.lacks) or "every subject supports the same features"
+        out.append(f"Semantics: {_md(said)}.  ")
+    return out + ([""] if out else [])
+
+
 def write_figures(run: Run, out_dir: Path) -> list[tuple[str, Path]]:
     """The report's plots, in its order, as standalone PNG and SVG files in out_dir
     ('01-seq-write-fsync.png', ...): the same drawings the page inlines. Returns (title, PNG
@@ -372,7 +379,7 @@ def write_figures(run: Run, out_dir: Path) -> list[tuple[str, Path]]:
     from fsbench.report.scaling import scaling_plots
 
     with files():
-        plots = [*plan(run).all(), *scaling_plots(run)]
+        plots = [*plan(build(run)).all(), *scaling_plots(run)]
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for i, p in enumerate(plots, 1):
@@ -391,13 +398,17 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
     sections only the page can show are named, with where they are."""
     report = build(run)
     lines = [f"## fsbench {run.run_id}", ""]
+    banners = _facts_lines(report)
+    lines += [*banners, ""] if banners else []
     answer = _answer_lines(report)
     if answer:
         lines += ["Fastest first, each ratio to the fastest (reasons against the baseline):", ""]
         lines += [*answer, ""]
     lines += tune_markdown(run)
+    aging = [f"{_md(x)}  " for x in report.aging_effects + report.aging_notes]
+    lines += [*aging, ""] if aging else []
     # Not measured here, in the page's words (with the VM command and its caveat).
-    for m in missing_view(run):
+    for m in missing_view(report):
         how = f"; {m['how']} `{m['command']}`" if m["command"] else ""
         caveat = f" ({m['caveat']})" if m["caveat"] else ""
         lines += [f"Not measured here: {_md(m['ids'])} — {_md(m['why'])}{how}{caveat}", ""]
@@ -409,17 +420,23 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
             lines += [f"p99: fio's {t.latency_words}, µs, median over the samples  "]
         notes = _notes(t)
         lines += [*notes, ""] if notes else ([""] if t.latency else [])
-    lines += _diskmark_lines(run)
+    lines += _matrix_lines(report.matrix)
+    lines += _diskmark_lines(report)
+    lines += _checks_lines(report)
     lines += [
         # The terminal's legend, word for word.
-        f"vs: ratio to the baseline with its interval · {family_of(run).legend()} · "
+        f"vs: ratio to the baseline with its interval · {report.family.legend()} · "
         "CI: the geometric mean's 95 % interval (log scale) · CPU app+driver+kthreads.",
         "",
     ]
-    shown_elsewhere = page_only(run)
-    if shown_elsewhere:
-        lines += [f"Not in this export: {', '.join(shown_elsewhere)}: see report.html.", ""]
-    lines.append(f"Environment: {environment_line(run)} · results.json schema {run.schema_version}")
+    if report.page_only:
+        lines += [f"Not in this export: {', '.join(report.page_only)}: see report.html.", ""]
+    env = report.environment
+    assert env is not None
+    for said in (env.backing_note, env.noise and f"machine noise floor: {env.noise}",
+                 env.schedule, *(f"note: {n}" for n in env.notes)):  # fmt: skip
+        lines += [f"{_md(said)}  "] if said else []
+    lines.append(f"Environment: {env.line} · results.json schema {_schema(run)}")
     if run.command:
         lines += ["", f"Command: `{' '.join(['fsbench', *run.command[1:]])}`"]
     for title, path in figures or []:

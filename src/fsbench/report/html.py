@@ -7,33 +7,17 @@ Reads finished `Run` records only.
 
 from __future__ import annotations
 
-import json
-import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from fsbench.phases import phases_line
-from fsbench.report import diff as diffmod
-from fsbench.report.explain import (
-    Explanation,
-    fmt_pct,
-    fmt_time,
-    fmt_us,
-    wakeup_costs,
-    workload_key,
-)
-from fsbench.report.model import Report, Row, Why, best_of, vs_cell
-from fsbench.report.naming import centre_of, ci_text
-from fsbench.report.notes import counted_lines
+from fsbench.probedefs.numbers import fmt_pct, fmt_time
+from fsbench.report.model import Explanation, Matrix, Report, Row, RunDiff, Why
 from fsbench.report.plots import Plot, colours
 from fsbench.report.style import OUTCOMES, css
-from fsbench.report.summary import Group, fmt_value, measured_subjects, size_text, usable
-from fsbench.report.table import noise_line, schedule_line
-from fsbench.schema import Environment, Result, Run
-from fsbench.units import fmt_ratio
+from fsbench.units import fmt_ratio, fmt_value
 
 
 @dataclass
@@ -57,14 +41,6 @@ class MatrixView:
     plots: list[Plot]
     tables: list[dict[str, Any]]
     skipped: list[str]
-
-
-def _ratio(base: Result | None, res: Result) -> tuple[str, str, str]:
-    """(cell text, page class, words) of res against its baseline (model.vs_cell)."""
-    if base is None or not usable(base) or not usable(res):
-        return ("baseline" if base is res else "–"), css("empty"), ""
-    _, said, text, how = vs_cell(base, res)
-    return text, css(said), how
 
 
 def _explanation_view(e: Explanation) -> dict[str, Any]:
@@ -109,45 +85,28 @@ def _decided(e: Explanation, why: Why | None) -> dict[str, Any]:
 
 
 def workload_views(
-    report: Report,
-    gs: list[Group],
-    plots: dict[str, Plot],
-    traces: dict[str, Plot],
-    explained: dict[int, Explanation],
+    report: Report, plots: dict[str, Plot], traces: dict[str, Plot]
 ) -> list[WorkloadView]:
-    run = report.run
-    order = measured_subjects(run)
+    order = [s.id for s in report.run.subjects if s.status != "unavailable"]
     col = colours(order)
-    tables = {t.key: t for t in report.tables}
-    # A result no view shows (two placements under one title) is explained under its workload.
-    shown = {id(r) for g in gs for r in g.results()}
-    hidden: dict[str, list[Explanation]] = {}
-    for e in explained.values():
-        if id(run.results[e.index]) not in shown:
-            hidden.setdefault(e.title, []).append(e)
+    hidden = {k: list(v) for k, v in report.unshown.items()}
     views = []
-    for g in gs:
-        t = tables.get(g.key)
-        if g.matrix or t is None:
-            continue
-        whys = {w.subject: w for w in t.whys}
-        first = t.results[0]
-        exps = [
-            _decided(explained[id(r)], whys.get(r.subject)) for r in t.results if id(r) in explained
-        ]
-        exps += [_explanation_view(e) for e in hidden.pop(workload_key(first), [])]
+    for t in report.tables:
+        exps = [_decided(e, w) for e, w in t.explained]
+        # A result no view shows (two placements under one title) is explained under its workload.
+        exps += [_explanation_view(e) for e in hidden.pop(t.trace_key, [])]
         views.append(
             WorkloadView(
-                g.key,
-                g.title,
+                t.key,
+                t.title,
                 t.described,
-                g.unit,
+                t.unit,
                 t.rows,
-                plots.get(g.key),
+                plots.get(t.key),
                 [e for e in exps if e["factors"] or e["unavailable"] or e["words"]],
-                traces.get(workload_key(first)),
+                traces.get(t.trace_key),
                 # The terminal's notes with --verbose: one decision (notes.table_notes).
-                counted_lines(t.notes_detail),
+                t.note_lines(detail=True),
                 {s: col.get(s, "#888") for s in order},
                 t.cpu_unit,
                 t.latency,
@@ -156,136 +115,41 @@ def workload_views(
     return views
 
 
-def matrix_view(run: Run, gs: list[Group], matrix_plots: list[Plot]) -> MatrixView | None:
-    op_groups = [g for g in gs if g.matrix]
-    if not op_groups:
+def matrix_view(m: Matrix | None, matrix_plots: list[Plot]) -> MatrixView | None:
+    """The model's matrix with the page's class per cell; the plots above it."""
+    if m is None:
         return None
-    order = measured_subjects(run)
-    skipped: dict[str, int] = {}
     tables = []
-    for g in op_groups:
-        subjects = g.subjects(order)
-        rows = []
-        for (fs, rs), per in g.cells.items():  # type: ignore[misc]
-            if not any(usable(r) for r in per.values()):
-                for r in per.values():
-                    why = (r.error or r.status).split(";")[0]
-                    skipped[f"{r.status}: {why}"] = skipped.get(f"{r.status}: {why}", 0) + 1
-                continue
-            best = best_of(list(per.values()))
-            cells = []
-            for s in subjects:
-                r = per.get(s)
-                if r is None:
-                    cells.append({"text": "", "cls": "dim"})
-                elif not usable(r):
-                    cells.append({"text": r.status, "cls": "bad", "title": r.error or ""})
-                else:
-                    cells.append(
-                        {
-                            "text": fmt_value(centre_of(r)),
-                            "cls": "best" if r is best else "",
-                            "title": ci_text(r, "range"),
-                        }
-                    )
-            base = per.get(subjects[0]) if subjects else None
-            ratios = []
-            for s in subjects[1:]:
-                r = per.get(s)
-                if r is not None and base is not None:
-                    text, cls, _ = _ratio(base, r)
-                    ratios.append({"text": text, "cls": cls})
-            rows.append(
-                {"file": size_text(fs), "record": size_text(rs), "cells": cells, "ratios": ratios}
-            )
+    for mt in m.tables:
+        rows = [
+            {
+                "file": row.file,
+                "record": row.record,
+                "cells": [{"text": c.text, "cls": css(c.outcome), "title": c.interval}
+                          for c in row.cells],
+                "ratios": [{"text": r.text, "cls": css(r.outcome)} for r in row.ratios],
+            }
+            for row in mt.rows
+        ]  # fmt: skip
         tables.append(
             {
-                "op": g.label,
-                "unit": g.unit,
-                "subjects": subjects,
-                "ratio_heads": [f"{s} / {subjects[0]}" for s in subjects[1:]],
+                "op": mt.op,
+                "unit": mt.unit,
+                "subjects": mt.subjects,
+                "ratio_heads": [f"{s} / {mt.baseline}" for s in mt.subjects[1:]],
                 "rows": rows,
             }
         )
-    skipped_lines = [f"{n} results {why}" for why, n in skipped.items()]
-    return MatrixView(matrix_plots, tables, skipped_lines)
+    return MatrixView(matrix_plots, tables, m.skipped)
 
 
-def env_rows(run: Run) -> list[tuple[str, str]]:
-    env = run.environment
-    rows = [
-        ("kernel", env.kernel),
-        ("CPU", f"{env.cpu_model} × {env.cpus}" if env.cpus else env.cpu_model),
-        ("memory", size_text(env.memory_bytes) if env.memory_bytes else ""),
-        ("backing", env.backing),
-        ("image size", size_text(env.image_size) if env.image_size else ""),
-        ("fio", env.fio_version or ""),
-        ("host", env.hostname),
-        ("Python", env.python),
-        ("fsbench", env.fsbench_version),
-        ("wake-up cost", wakeup_text(env)),
-        ("noise floor", noise_line(env.noise_floor) or ""),
-    ]
-    rows += [(f"tool: {k}", v or "missing") for k, v in sorted(env.tools.items()) if k != "fio"]
-    rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]
-    rows += [(f"{k} cache", size_text(v)) for k, v in env.cpu_caches.items() if v]
-    rows += [("note", n) for n in env.notes]
-    if run.schedule is not None:
-        rows.append(("samples", schedule_line(run).removeprefix("samples: ")))
-        if run.schedule.phases:
-            line = phases_line(run.schedule.phases, run.schedule.spent_s, label=False)
-            rows.append(("measuring time", line))
-    rows += [("interrupted by", env.interrupted_by or ""), ("report", env.report_error or "")]
-    for k, v in sorted((env.model_extra or {}).items()):
-        rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
-    return [(k, str(v)) for k, v in rows if v not in (None, "")]
-
-
-def wakeup_text(env: Environment) -> str:
-    """'1.3 µs on one CPU, 25 µs across CPUs (19×)': the probe's figures as measured."""
-    costs = wakeup_costs(env)
-    if costs is None:
-        return ""
-    w = env.wakeup_us
-    if w is None or w.cross_cpu is None or w.cross_cpu_end is None or w.same_cpu_end is None:
-        same, cross = costs
-        return f"{fmt_us(same)} on one CPU, {fmt_us(cross)} across CPUs ({fmt_ratio(cross / same)})"
-    # Measured twice: both, and which one the explanation uses (the calmer).
-    used = "the end's" if costs == (w.same_cpu_end, w.cross_cpu_end) else "the start's"
-    return (
-        f"{fmt_us(w.same_cpu)} on one CPU, {fmt_us(w.cross_cpu)} across CPUs at the start; "
-        f"{fmt_us(w.same_cpu_end)} and {fmt_us(w.cross_cpu_end)} after the last sample "
-        f"(the explanation uses {used}, the calmer)"
-    )
-
-
-def subject_rows(run: Run) -> list[dict[str, str]]:
+def comparisons(diffs: list[RunDiff]) -> list[dict[str, Any]]:
+    """This run against others (report/diff.py's records), for the page."""
     out = []
-    for s in run.subjects:
+    for d in diffs:
         out.append(
             {
-                "id": s.id,
-                "driver": s.driver,
-                "fs": s.fs,
-                "kind": s.kind,
-                "version": s.driver_version or "",
-                "options": s.mount_options or "(defaults)",
-                "effective": s.effective_mount_options or "",
-                "mkfs": shlex.join(s.mkfs_command) if s.mkfs_command else "",
-                "status": s.status,
-                "error": s.error or "",
-            }
-        )
-    return out
-
-
-def comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
-    out = []
-    for other in others:
-        d = diffmod.diff_runs(run, other)
-        out.append(
-            {
-                "run_id": other.run_id,
+                "run_id": d.run_b,
                 "env": [
                     {
                         "what": e.what,
@@ -302,9 +166,9 @@ def comparisons(run: Run, others: list[Run]) -> list[dict[str, Any]]:
                         "a": fmt_value(r.median_a),
                         "b": fmt_value(r.median_b),
                         "unit": r.unit,
-                        "ratio": diffmod.ratio_text(r),
-                        "cls": diffmod.verdict_class(r),
-                        "test": diffmod.test_text(r),
+                        "ratio": r.cell,
+                        "cls": r.css,
+                        "test": r.words,
                         "probes": "; ".join(r.probe_changes),
                     }
                     for r in d.results

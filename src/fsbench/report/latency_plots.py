@@ -6,9 +6,9 @@ completion (a run stored before it: completion only, clat; the axis says which).
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
 
 from fsbench import latency
-from fsbench.report.comparison import latency_verdict
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -18,10 +18,14 @@ from fsbench.report.figure import (
     slug,
     styled,
 )
-from fsbench.report.naming import SYMBOLS, baseline_result, outcome, result_title
+from fsbench.report.naming import baseline_result, result_title
+from fsbench.report.style import glyph
 from fsbench.report.summary import is_matrix, measured_subjects, usable
-from fsbench.schema import Result, Run
+from fsbench.schema import Result
 from fsbench.units import fmt_ratio
+
+if TYPE_CHECKING:
+    from fsbench.report.model import Report
 
 
 def cdf_points(res: Result) -> list[tuple[float, float]]:
@@ -44,8 +48,9 @@ def _random(res: Result) -> bool:
 
 
 @styled
-def latency_plots(run: Run) -> list[Plot]:
+def latency_plots(report: Report) -> list[Plot]:
     """One CDF plot per random fio workload whose samples carry fio's percentiles."""
+    run = report.run
     subjects = measured_subjects(run)
     col = colours(subjects)
     by_title: dict[str, list[Result]] = {}
@@ -59,10 +64,10 @@ def latency_plots(run: Run) -> list[Plot]:
         ax = fig.subplots(1, 1)
         for r in results:
             pts = cdf_points(r)
-            v = latency_verdict(base, r, "p99")
+            v = report.p99_of(r)  # the table's p99 comparison
             said = ""
             if v is not None and v.ratio is not None:
-                said = f" — p99 {fmt_ratio(v.ratio)} {SYMBOLS[outcome(v, False)]}"
+                said = f" — p99 {fmt_ratio(v.ratio)} {glyph(v.outcome)}"
             if r.cache == "direct-not-honored":
                 said += " (buffered: O_DIRECT not honoured)"  # its fast reads are cache hits
             ax.plot(

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from fsbench.report.comparison import verdict_of
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -25,7 +25,7 @@ from fsbench.report.figure import (
     styled,
     ylog_err,
 )
-from fsbench.report.naming import SYMBOLS, outcome
+from fsbench.report.style import glyph
 from fsbench.report.summary import (
     Group,
     size_text,
@@ -33,6 +33,9 @@ from fsbench.report.summary import (
 )
 from fsbench.schema import Environment, Result
 from fsbench.units import fmt_ratio
+
+if TYPE_CHECKING:
+    from fsbench.report.model import Report
 
 
 # -- knees ------------------------------------------------------------------------------------
@@ -197,7 +200,7 @@ def stride_plot(group: Group, subjects: Sequence[str]) -> Plot | None:
 
 
 @styled
-def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
+def ratio_heatmap(op_groups: list[Group], base: str, other: str, report: Report) -> Plot | None:
     """other / base per cell of every op: green faster, red slower, '~' not significant."""
     panels = []
     for g in op_groups:
@@ -222,16 +225,14 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str) -> Plot | None:
         records = sorted({c[1] for c in cells})  # type: ignore[index]
         grid = [[math.nan] * len(records) for _ in files]
         for (fs, rs), (b, o) in cells.items():  # type: ignore[misc]
-            cmp_ = verdict_of(b, o)
-            if cmp_.ratio is None or cmp_.ratio <= 0:
+            cmp_ = report.comparison_of(b, o)  # the matrix table's own
+            if cmp_ is None or cmp_.ratio is None or cmp_.ratio <= 0:
                 continue
             r, c = files.index(fs), records.index(rs)
             grid[r][c] = math.log2(cmp_.ratio)
             # The cell's mark from the one verdict procedure: ▲/▼ decided, ≈ within ±2 %, ? open.
-            said = outcome(cmp_, o.higher_is_better)
-            label = fmt_ratio(cmp_.ratio).rstrip("×") + (
-                "" if said in ("better", "worse") else SYMBOLS[said]
-            )
+            said = cmp_.outcome
+            label = fmt_ratio(cmp_.ratio).rstrip("×") + ("" if cmp_.decided else glyph(said))
             ax.text(
                 c,
                 r,

@@ -14,36 +14,79 @@ explained. A subject not separated from its reference gets no reason, only the v
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from fsbench import latency
-from fsbench.report.answer import answer_factor, answers, leaders, missing, rank
-from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
+from fsbench.report.aging import aging_lines, effect_lines
+from fsbench.report.answer import (
+    answer_factor,
+    answer_text,
+    answers,
+    first_factor,
+    first_why,
+    missing,
+    missing_pieces,
+    why_lines,
+)
+from fsbench.report.comparison import Comparison, compare, latency_verdict
+from fsbench.report.decided import (
+    ResultFacts,
+    baselines,
+    decider,
+    result_facts,
+    verdict_key,
+    verdict_record,
+    verdicts,
+    vs_cell,
+)
+from fsbench.report.diff import RunDiff, diff_runs
 from fsbench.report.explain import Explanation, explain_run
+from fsbench.report.facts import (
+    EnvironmentView,
+    IntegrityRow,
+    IntegrityView,
+    SemanticsCell,
+    SemanticsView,
+    environment,
+    integrity,
+    page_only,
+    semantics,
+)
+from fsbench.report.grids import (
+    DiskmarkCell,
+    DiskmarkGrid,
+    Matrix,
+    MatrixTable,
+    SummaryGrid,
+    best_of,
+    diskmark,
+    matrix,
+    summary,
+)
+from fsbench.report.keys import workload_key
 from fsbench.report.naming import (
+    amp_text,
     baseline_result,
     centre_of,
     ci_text,
-    placement_text,
+    cpu_text,
+    ctx_text,
+    describe,
+    per_run,
     ranked,
-    result_title,
 )
-from fsbench.report.notes import TableNotes, table_notes
-from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS, words
+from fsbench.report.notes import TableNotes, counted_lines, table_notes
+from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS
 from fsbench.report.summary import (
     by_title,
-    groups,
-    is_matrix,
     measured_subjects,
-    report_order,
-    usable,
 )
-from fsbench.schema import Result, Run
+from fsbench.report.vm_notes import vm_notes
+from fsbench.schema import SCHEMA_VERSION, Result, Run
 from fsbench.units import fmt_value
-from fsbench.units import size_text as format_size
+from fsbench.verdict import Family, family_of
 
 
 @dataclass
@@ -54,6 +97,28 @@ class Why:
     subject: str
     explanation: Explanation | None  # factors to give (None: nothing measured to say)
     words: str = ""  # 'not separated: within ×0.52–2.43 against ext4' (undecided)
+
+    def lines(self, width: int) -> list[str]:
+        """The factors under a table, wrapped to `width`, the first never dropped."""
+        e = self.explanation
+        return why_lines(e, min(width, 100)) if e is not None and e.factors else []
+
+    def answer_lines(self, width: int) -> list[str]:
+        """The answer's reason (its time first), wrapped to `width`."""
+        return first_why(self.explanation, width, answer=True) if self.explanation else []
+
+    @property
+    def answer_reason(self) -> str:
+        """The answer's reason in one string, or the verdict's words."""
+        e = self.explanation
+        f = answer_factor(e) if e is not None else None
+        return self.words or (answer_text(e, f) if e is not None and f is not None else "")
+
+    @property
+    def brief(self) -> str:
+        """The first-ranked reason's brief, or the verdict's words."""
+        f = first_factor(self.explanation) if self.explanation is not None else None
+        return self.words or (f.brief if f is not None else "")
 
 
 @dataclass
@@ -104,6 +169,15 @@ class Table:
     notes_detail: TableNotes  # and in detail (--verbose, the page)
     whys: list[Why]  # reasons under the table, in row order
     results: list[Result]  # the rows' results (the page's plots and explanations)
+    # Each row's explanation with what the model decided of it (None: nothing decided to
+    # hide), in row order; and the key of the workload's traces (placement left out).
+    explained: list[tuple[Explanation, Why | None]] = field(default_factory=list)
+    trace_key: str = ""
+
+    def note_lines(self, detail: bool = False) -> list[str]:
+        """The counted kinds in one line with the advice (notes.counted_lines), brief or in
+        detail: the same words under every output's table."""
+        return counted_lines(self.notes_detail if detail else self.notes)
 
 
 @dataclass
@@ -133,57 +207,88 @@ class Answer:
 
 @dataclass
 class Report:
+    """Everything a reader sees of a run, decided: renderers format it."""
+
     run: Run
     tables: list[Table]
     answers: list[Answer]
+    matrix: Matrix | None = None
+    diskmark: DiskmarkGrid | None = None
+    integrity: IntegrityView | None = None
+    semantics: SemanticsView | None = None
+    environment: EnvironmentView | None = None
+    page_only: list[str] = field(default_factory=list)  # what only report.html shows
+    summary: SummaryGrid | None = None  # workloads × subjects (the page's)
+    unshown: dict[str, list[Explanation]] = field(default_factory=dict)  # model.unshown
+    vm_notes: list[str] = field(default_factory=list)  # what makes the answer unrepresentative
+    aging_effects: list[str] = field(default_factory=list)  # what aging changed, per workload
+    aging_notes: list[str] = field(default_factory=list)  # how each aged image was made
+    decide: Any = field(default=None, repr=False)  # decided.decider(run): pairs not in a view
+
+    def comparison_of(self, base: Result, res: Result) -> Comparison | None:
+        """The comparison of `res` against `base` as the run decided it (Run.verdicts), else
+        decided now, once: what a plot marks beside a pair the tables compare too."""
+        return (self.decide or decider(self.run))(base, res)[0]
+
+    def p99_of(self, res: Result) -> Comparison | None:
+        """The p99 comparison of a latency-bound result's row against its table's baseline."""
+        return self._rows.get(id(res))
+
+    @cached_property
+    def _rows(self) -> dict[int, Comparison | None]:
+        return {
+            id(r): row.p99_comparison
+            for t in self.tables
+            for r, row in zip(t.results, t.rows, strict=True)
+        }
 
     @cached_property
     def missing(self):  # type: ignore[no-untyped-def]
         return missing(self.run)
 
+    @cached_property
+    def family(self) -> Family:
+        """The verdicts' family (confidence, error rate, band) the legends state."""
+        return family_of(self.run)
 
-CPU_PARTS = ("app", "driver", "kernel_threads")
-
-
-# -- rows ------------------------------------------------------------------------------------------
-def _per_run(res: Result) -> bool:
-    return res.params.get("engine") == "command"
-
-
-def cpu_text(res: Result) -> str:
-    """app+driver+kernel threads, per GiB; per 1000 operations (ms) when no bytes moved; per run
-    (s) for a user's command."""
-    parts = CPU_PARTS
-    per = res.cpu.per_gib
-    if per:
-        return "+".join(f"{per.get(k, 0):.1f}" for k in parts)
-    per_kop = res.cpu.per_kop_ms
-    if per_kop and _per_run(res):
-        return "+".join(f"{per_kop.get(k, 0) / 1e6:.2f}" for k in parts)
-    if per_kop:
-        return "+".join(f"{per_kop.get(k, 0):.1f}" for k in parts)
-    return "–"
+    def missing_lines(self, width: int) -> list[list[str]]:
+        """The subjects not measured, per line its pieces (answer.missing_pieces)."""
+        return missing_pieces(self.run, width)
 
 
-def vs_cell(
-    base: Result | None, res: Result, stored: dict[str, Any] | None = None
-) -> tuple[Comparison | None, str, str, str]:
-    """(comparison, outcome, cell text, words) of res against the table's baseline: the one
-    the run stored (`stored`, a Run.verdicts record) when it has one, else decided now."""
-    if not ranked(res):
-        return None, "unranked", "not ranked", "integrity failed"
-    if base is None or base is res or not base.samples or not res.samples:
-        return (
-            None,
-            ("baseline" if base is res else "empty"),
-            ("baseline" if base is res else "–"),
-            "",
-        )
-    c = (Comparison.from_record(stored) if stored else None) or compare(base, res)
-    how = words(c.outcome)
-    if c.interval is not None:
-        how += f" ({confidence_text(c.confidence)} % interval)"
-    return c, c.outcome, c.cell(), how
+# Records a renderer reads (it imports them from here: the model is its one source).
+__all__ = [
+    "SCHEMA_VERSION",
+    "Answer",
+    "AnswerItem",
+    "DiskmarkCell",
+    "DiskmarkGrid",
+    "EnvironmentView",
+    "Explanation",
+    "IntegrityRow",
+    "IntegrityView",
+    "Matrix",
+    "MatrixTable",
+    "Report",
+    "Result",
+    "ResultFacts",
+    "Row",
+    "Run",
+    "RunDiff",
+    "SemanticsCell",
+    "SemanticsView",
+    "SummaryGrid",
+    "Table",
+    "Why",
+    "baselines",
+    "build",
+    "diff_runs",
+    "result_facts",
+    "verdict_key",
+    "verdict_record",
+    "verdicts",
+    "vs_cell",
+]
 
 
 def _row(res: Result, base: Result | None, lat: bool, stored: dict[str, Any] | None) -> Row:
@@ -208,8 +313,8 @@ def _row(res: Result, base: Result | None, lat: bool, stored: dict[str, Any] | N
         )
         if res.cpu.per_gib
         else "",
-        ctx=_ctx(res),
-        amp=_amp(res),
+        ctx=ctx_text(res),
+        amp=amp_text(res),
         cache=CACHE_TEXT.get(res.cache, res.cache),
         n=len(res.samples),
         stop_mark=STOP_MARKS.get(res.stopped or "", ""),
@@ -228,55 +333,7 @@ def _row(res: Result, base: Result | None, lat: bool, stored: dict[str, Any] | N
     return row
 
 
-def _ctx(res: Result) -> str:
-    """The subject's context switches per GiB (app + daemon); an older run has only the whole
-    machine's, and says so."""
-    if res.subject_ctx_switches_per_gib is not None:
-        return f"{res.subject_ctx_switches_per_gib:,.0f}"
-    if res.ctx_switches_per_gib is not None:
-        return f"{res.ctx_switches_per_gib:,.0f} (machine)"
-    return ""
-
-
-def _amp(res: Result) -> str:
-    bits = []
-    if res.read_amplification is not None:
-        bits.append(f"read {res.read_amplification:.2f}")
-    if res.write_amplification is not None:
-        bits.append(f"write {res.write_amplification:.2f}")
-    return ", ".join(bits)
-
-
-def best_of(results: list[Result]) -> Result | None:
-    """The fastest to star: none when fewer than two ranked, or when the leaders are not
-    separated (answer.leaders, the answer line's rule)."""
-    ok = rank(results)
-    if len(ok) < 2 or len(leaders(ok)) > 1:
-        return None
-    return ok[0]
-
-
-def describe(res: Result) -> str:
-    """A workload's parameters in a few words: 'bs=1M, file=409 MiB, final fsync'."""
-    p = res.params
-    bits = []
-    if "block_size" in p:
-        bits.append(f"bs={p['block_size']}")
-    if isinstance(p.get("file_size"), int) and p["file_size"]:
-        bits.append(f"file={format_size(p['file_size'])}")
-    if p.get("numjobs", 1) not in (1, None):
-        bits.append(f"{p['numjobs']} jobs")
-    if p.get("clients") is not None:
-        bits.append(f"{p['clients']} clients")
-    if p.get("fsync") == "end":
-        bits.append("final fsync")
-    if p.get("direct"):
-        bits.append("O_DIRECT")
-    if p.get("placement"):
-        bits.append(placement_text(p["placement"]))
-    return ", ".join(bits)
-
-
+# -- rows ----------------------------------------------------------------------------------------
 # -- reasons: only what was decided ----------------------------------------------------------------
 def _decided_placements(e: Explanation) -> Explanation:
     """The explanation's placement remarks whose verdict is ▲ or ▼ (they compare the subject
@@ -315,13 +372,17 @@ def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
         rows = [_row(r, base, lat, stored.get(verdict_key(r))) for r in results]
         per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
         cpu_unit = (
-            ("s/run" if all(_per_run(r) for r in results) else "ms/kop") if per_kop else "s/GiB"
+            ("s/run" if all(per_run(r) for r in results) else "ms/kop") if per_kop else "s/GiB"
         )
         whys = []
         for r, row in zip(results, rows, strict=True):
             w = why(explained.get(id(r)), row.comparison, base.subject if base else None)
             if w is not None:
                 whys.append(w)
+        by_subject = {w.subject: w for w in whys}
+        exps = [
+            (explained[id(r)], by_subject.get(r.subject)) for r in results if id(r) in explained
+        ]
         detail = table_notes(results, run.schedule, detail=True)
         best = best_of(results)
         for r, row in zip(results, rows, strict=True):
@@ -343,8 +404,21 @@ def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
                 notes_detail=detail,
                 whys=whys,
                 results=results,
+                explained=exps,
+                trace_key=workload_key(results[0]),
             )
         )
+    return out
+
+
+def unshown(tables: list[Table], explained: dict[int, Explanation]) -> dict[str, list[Explanation]]:
+    """Explanations of results no table shows (two placements under one title), by their
+    workload: the page explains them under it."""
+    shown = {id(r) for t in tables for r in t.results}
+    out: dict[str, list[Explanation]] = {}
+    for rid, e in explained.items():
+        if rid not in shown:
+            out.setdefault(e.title, []).append(e)
     return out
 
 
@@ -403,75 +477,28 @@ def _answer_cell(top: Result, r: Result, c: Comparison) -> tuple[str, str]:
 
 
 def build(run: Run, explained: dict[int, Explanation] | None = None) -> Report:
-    """The report of a finished run: every table and the answer, decided once."""
+    """The report of a finished run: every table, the answer, the grids, integrity,
+    semantics and the environment, decided once."""
     if explained is None:
         explained = {id(run.results[e.index]): e for e in explain_run(run)}
-    return Report(run, tables(run, explained), answer_list(run, explained))
-
-
-# -- every result's verdict, as the exports and results.json carry it ----------------------------
-def baselines(run: Run) -> dict[int, Result | None]:
-    """Each result's baseline: the first subject that finished in its table (id(result) ->
-    baseline; the matrix: per cell)."""
-    order = measured_subjects(run)
-    out: dict[int, Result | None] = {}
-    for g in groups(run):
-        for per in g.cells.values():
-            base = baseline_result(list(per.values()), order)
-            out.update({id(r): base for r in per.values()})
-    return out
-
-
-def verdict_key(res: Result) -> str:
-    """What names a result across a store's round trip: subject, workload, parameters."""
-    return json.dumps([res.subject, res.workload, res.params], sort_keys=True, default=str)
-
-
-def verdict_record(res: Result, base: Result | None) -> dict[str, Any]:
-    """A result against its table's baseline, as every output shows it: the outcome, the
-    ratio with its interval and confidence, the cell text, the verdict's words; for a
-    latency-bound result also its p99's ({} when there is no baseline)."""
-    if base is None or not usable(res) or not usable(base):
-        return {}
-    c, said, cell, _ = vs_cell(base, res)
-    rec: dict[str, Any] = {"baseline": base.subject, "verdict": said, "cell": cell}
-    if c is not None:
-        rec.update(c.to_dict())
-        rec["verdict"] = said
-    if latency.latency_bound(res):
-        v = latency_verdict(base, res)
-        if v is not None:
-            rec["p99"] = Comparison.of(v, False).to_dict()
-    return rec
-
-
-def verdicts(run: Run) -> list[dict[str, Any]]:
-    """Every result's verdict record, in the report's order, with its index in run.results."""
-    base = baselines(run)
-    index = {id(r): i for i, r in enumerate(run.results)}
-    out = []
-    for res in report_order(run):
-        rec = verdict_record(res, base.get(id(res)))
-        if rec:
-            out.append({"index": index[id(res)], "key": verdict_key(res),
-                        "subject": res.subject, "title": result_title(res), **rec})  # fmt: skip
-    return out
-
-
-def page_only(run: Run) -> list[str]:
-    """The run's sections that only the page (report.html) can show: plots, the Iozone
-    matrix's grids, placements and clients' scaling; an export names them, never drops them."""
-    out = []
-    if any(is_matrix(r) for r in run.results):
-        out.append("the Iozone matrix")
-    if any(r.params.get("placement") for r in run.results):
-        out.append("placement plots")
-    if any(r.params.get("clients") is not None for r in run.results):
-        out.append("client scaling")
-    if any(usable(r) for r in run.results):
-        out.append("plots of rates and CPU")
-    if any(s.integrity is not None for s in run.subjects):
-        out.append("integrity checks per subject")
-    if any(s.semantics for s in run.subjects):
-        out.append("the semantics table")
-    return out
+    decide = decider(run)
+    said = answer_list(run, explained)
+    open_titles = {a.title for a in said if not a.separated}
+    shown = tables(run, explained)
+    return Report(
+        run,
+        shown,
+        said,
+        matrix(run, decide),
+        diskmark(run, decide),
+        integrity(run),
+        semantics(run),
+        environment(run),
+        page_only(run),
+        summary(run, decide, open_titles),
+        unshown(shown, explained),
+        vm_notes(run),
+        effect_lines(run),
+        aging_lines(run),
+        decide,
+    )

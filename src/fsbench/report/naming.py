@@ -12,7 +12,7 @@ from fsbench.report.comparison import Comparison, confidence_text
 from fsbench.report.comparison import outcome_of as outcome
 from fsbench.report.style import OUTCOMES, STOP_MARKS, STOP_WORDS, VERDICT_OUTCOMES
 from fsbench.schema import Result
-from fsbench.units import fmt_halfwidth, fmt_value
+from fsbench.units import fmt_halfwidth, fmt_value, size_text
 from fsbench.verdict import Verdict
 
 __all__ = [
@@ -99,3 +99,66 @@ def styled_ratio(v: Verdict, higher_is_better: bool, interval: bool = True) -> T
     """ratio_cell, green better, red worse, yellow ≈, dim open or untested."""
     style = STYLES[outcome(v, higher_is_better)]
     return Text(ratio_cell(v, higher_is_better, interval), style=style)
+
+
+# -- a result's figures in words ------------------------------------------------------------
+CPU_PARTS = ("app", "driver", "kernel_threads")
+
+
+def per_run(res: Result) -> bool:
+    return res.params.get("engine") == "command"
+
+
+def cpu_text(res: Result) -> str:
+    """app+driver+kernel threads, per GiB; per 1000 operations (ms) when no bytes moved; per run
+    (s) for a user's command."""
+    parts = CPU_PARTS
+    per = res.cpu.per_gib
+    if per:
+        return "+".join(f"{per.get(k, 0):.1f}" for k in parts)
+    per_kop = res.cpu.per_kop_ms
+    if per_kop and per_run(res):
+        return "+".join(f"{per_kop.get(k, 0) / 1e6:.2f}" for k in parts)
+    if per_kop:
+        return "+".join(f"{per_kop.get(k, 0):.1f}" for k in parts)
+    return "–"
+
+
+def ctx_text(res: Result) -> str:
+    """The subject's context switches per GiB (app + daemon); an older run has only the whole
+    machine's, and says so."""
+    if res.subject_ctx_switches_per_gib is not None:
+        return f"{res.subject_ctx_switches_per_gib:,.0f}"
+    if res.ctx_switches_per_gib is not None:
+        return f"{res.ctx_switches_per_gib:,.0f} (machine)"
+    return ""
+
+
+def amp_text(res: Result) -> str:
+    bits = []
+    if res.read_amplification is not None:
+        bits.append(f"read {res.read_amplification:.2f}")
+    if res.write_amplification is not None:
+        bits.append(f"write {res.write_amplification:.2f}")
+    return ", ".join(bits)
+
+
+def describe(res: Result) -> str:
+    """A workload's parameters in a few words: 'bs=1M, file=409 MiB, final fsync'."""
+    p = res.params
+    bits = []
+    if "block_size" in p:
+        bits.append(f"bs={p['block_size']}")
+    if isinstance(p.get("file_size"), int) and p["file_size"]:
+        bits.append(f"file={size_text(p['file_size'])}")
+    if p.get("numjobs", 1) not in (1, None):
+        bits.append(f"{p['numjobs']} jobs")
+    if p.get("clients") is not None:
+        bits.append(f"{p['clients']} clients")
+    if p.get("fsync") == "end":
+        bits.append("final fsync")
+    if p.get("direct"):
+        bits.append("O_DIRECT")
+    if p.get("placement"):
+        bits.append(placement_text(p["placement"]))
+    return ", ".join(bits)

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
+from typing import TYPE_CHECKING
 
 from matplotlib.ticker import (
     FuncFormatter,
     NullFormatter,
 )
 
-from fsbench.report.comparison import verdict_of
 from fsbench.report.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
@@ -32,7 +32,8 @@ from fsbench.report.figure import (
 )
 from fsbench.report.keys import placement_of, workload_key
 from fsbench.report.matrix_plots import knees, matrix_op_plot, ratio_heatmap, stride_plot
-from fsbench.report.naming import SYMBOLS, baseline_result, outcome
+from fsbench.report.naming import baseline_result
+from fsbench.report.style import glyph
 from fsbench.report.summary import (
     Group,
     groups,
@@ -42,12 +43,17 @@ from fsbench.report.summary import (
 )
 from fsbench.report.trace_plots import trace_plots
 from fsbench.schema import Result, Run
+
+if TYPE_CHECKING:
+    from fsbench.report.model import Report
 from fsbench.units import fmt_ratio
 
 
 # -- per workload -----------------------------------------------------------------------------
 @styled
-def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Plot | None:
+def workload_plot(
+    group: Group, subjects: Sequence[str], base: str | None, report: Report
+) -> Plot | None:
     """Median with 95 % CI per subject; beside it, the ratio to the baseline with its
     interval (fsbench.verdict; hollow and marked ≈ or ? where not decided ▲/▼)."""
     per = next(iter(group.cells.values()), {})
@@ -80,11 +86,11 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
             r = per[s]
             if s == base or not usable(r):
                 continue
-            c = verdict_of(per[base], r)
-            if c.ratio is None:
+            c = report.comparison_of(per[base], r)  # the tables' own
+            if c is None or c.ratio is None:
                 continue
             lo, hi = c.interval or (c.ratio, c.ratio)
-            said = outcome(c, r.higher_is_better)
+            said = c.outcome
             ns = said not in ("better", "worse")
             rx.errorbar(
                 c.ratio,
@@ -96,7 +102,7 @@ def workload_plot(group: Group, subjects: Sequence[str], base: str | None) -> Pl
                 color=col[s],
                 mfc="white" if ns else col[s],
             )
-            tag = SYMBOLS[said]
+            tag = glyph(said)
             if tag:
                 rx.annotate(
                     tag,
@@ -330,8 +336,9 @@ class Plots:
         return [*self.matrix, *self.workloads.values(), *self.traces.values(), *extra, *self.costs]
 
 
-def plan(run: Run) -> Plots:
-    """Every plot of the run's report, in report order."""
+def plan(report: Report) -> Plots:
+    """Every plot of the run's report, in report order; each mark the model's."""
+    run = report.run
     subjects = measured_subjects(run)
     gs = groups(run)
     base = _baseline(run, subjects)
@@ -348,14 +355,14 @@ def plan(run: Run) -> Plots:
     if base is not None:
         for other in subjects:
             if other != base:
-                p = ratio_heatmap(op_groups, base, other)
+                p = ratio_heatmap(op_groups, base, other, report)
                 if p:
                     matrix.append(p)
     per_workload: dict[str, Plot] = {}
     for g in gs:
         if not g.matrix:
             first = baseline_result(next(iter(g.cells.values()), {}).values(), subjects)
-            p = workload_plot(g, subjects, first.subject if first else None)
+            p = workload_plot(g, subjects, first.subject if first else None, report)
             if p:
                 per_workload[g.key] = p
     rows = cost_rows(run)

@@ -23,35 +23,29 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from fsbench import __version__
-from fsbench.phases import phases_line
 from fsbench.report import table as term
 from fsbench.report import tune as tune_view
-from fsbench.report.aging import aging_lines, effect_lines
 from fsbench.report.diskmark import grid_table as diskmark_table
 from fsbench.report.diskmark import grid_view as diskmark_view
 from fsbench.report.explain import Explanation, explain_run
 from fsbench.report.html_views import (
     answer_view,
-    integrity_line,
+    integrity_view,
     missing_view,
     semantics_view,
     summary_table,
 )
 from fsbench.report.integrity import (
-    failure_lines,
+    failure_banners,
     integrity_lines,
-    integrity_rows,
     semantics_line,
     semantics_table,
 )
-from fsbench.report.matrix_table import has_matrix, matrix_tables
-from fsbench.report.model import Report, build
+from fsbench.report.matrix_table import matrix_tables
+from fsbench.report.model import Report, build, diff_runs
 from fsbench.report.naming import result_title
-from fsbench.report.summary import Group as ResultGroup
-from fsbench.report.summary import findings, groups, measured_subjects
-from fsbench.report.vm_notes import vm_notes
+from fsbench.report.summary import measured_subjects
 from fsbench.schema import Run
-from fsbench.verdict import family_of
 
 if TYPE_CHECKING:
     from fsbench.report.plots import Plot, Plots
@@ -81,14 +75,10 @@ class View:
         return build(self.run, self.explained)
 
     @cached_property
-    def groups(self) -> list[ResultGroup]:
-        return groups(self.run)
-
-    @cached_property
     def plots(self) -> Plots:
         from fsbench.report.plots import plan
 
-        return plan(self.run)
+        return plan(self.model)
 
     @cached_property
     def scaling(self) -> list[Plot]:
@@ -100,7 +90,7 @@ class View:
     def latency_plots(self) -> list[Plot]:
         from fsbench.report.latency_plots import latency_plots
 
-        return latency_plots(self.run)
+        return latency_plots(self.model)
 
 
 Terminal = Callable[[View], list[RenderableType]]
@@ -130,19 +120,19 @@ def _banners_terminal(v: View) -> list[RenderableType]:
     )
     # A volume that came back damaged is the first thing a reader must see; then what makes
     # the answer unrepresentative (an emulated VM).
-    out: list[RenderableType] = [head]
-    out += [ln for ln in integrity_lines(v.run) if ln.plain.startswith("✗")]
-    out += [Text(f"note: {n}", style="bold yellow") for n in vm_notes(v.run)]
+    out: list[RenderableType] = [head, *failure_banners(v.model.integrity)]
+    out += [Text(f"note: {n}", style="bold yellow") for n in v.model.vm_notes]
     return out
 
 
 def _banners_html(v: View) -> dict[str, Any]:
-    return {"integrity_failures": failure_lines(v.run), "vm_notes": vm_notes(v.run)}
+    i = v.model.integrity
+    return {"integrity_failures": i.failures if i else [], "vm_notes": v.model.vm_notes}
 
 
 def _answer_terminal(v: View) -> list[RenderableType]:
     out: list[RenderableType] = list(term.answer_lines(v.model, v.width))
-    return out + list(term.subject_lines(v.run, v.width))
+    return out + list(term.subject_lines(v.model, v.width))
 
 
 def _answer_html(v: View) -> dict[str, Any]:
@@ -153,53 +143,51 @@ def _answer_html(v: View) -> dict[str, Any]:
     ]
     return {
         "answer": answer_view(v.model),
-        "integrity_line": integrity_line(v.run),
-        "missing": missing_view(v.run),
+        "integrity_line": v.model.integrity.all_ok if v.model.integrity else "",
+        "missing": missing_view(v.model),
         "problems": problems,
     }
 
 
 def _aging_terminal(v: View) -> list[RenderableType]:
     return [
-        *(Text(line, style="cyan") for line in effect_lines(v.run)),
-        *(Text(line, style="dim") for line in aging_lines(v.run)),
+        *(Text(line, style="cyan") for line in v.model.aging_effects),
+        *(Text(line, style="dim") for line in v.model.aging_notes),
     ]
 
 
 def _aging_html(v: View) -> dict[str, Any] | None:
-    lines = effect_lines(v.run) + aging_lines(v.run)
+    lines = v.model.aging_effects + v.model.aging_notes
     return {"aging_lines": lines} if lines else None
 
 
 def _run_notes_terminal(v: View) -> list[RenderableType]:
     """How the run went (the page has them in its environment table)."""
-    env, sc = v.run.environment, v.run.schedule
+    env = v.model.environment
+    assert env is not None
     out: list[RenderableType] = []
     if env.backing_note:
         out.append(Text(env.backing_note, style="dim"))
-    noise = term.noise_line(env.noise_floor)
-    if noise:
-        out.append(Text(f"machine noise floor: {noise}", style="dim"))
-    if sc is not None:
-        out.append(Text(term.schedule_line(v.run), style="dim"))
-        if v.verbose and sc.phases:
-            out.append(Text(phases_line(sc.phases, sc.spent_s), style="dim"))
+    if env.noise:
+        out.append(Text(f"machine noise floor: {env.noise}", style="dim"))
+    if env.schedule:
+        out.append(Text(env.schedule, style="dim"))
+    if v.verbose and env.phases:
+        out.append(Text(env.phases, style="dim"))
     out += [Text(f"note: {n}", style="yellow") for n in env.notes]
     return out
 
 
 def _summary_html(v: View) -> dict[str, Any]:
-    subjects = measured_subjects(v.run)
-    return {
-        "summary": summary_table(v.run, subjects),
-        "findings": [f for f in findings(v.run) if f.problems],
-    }
+    g = v.model.summary
+    problems = [{"title": t, "problems": p} for t, p in (g.problems if g else [])]
+    return {"summary": summary_table(g), "findings": problems}
 
 
 def _workloads_terminal(v: View) -> list[RenderableType]:
     tables = list(term.workload_tables(v.model, v.width, v.verbose))
     # What the tables' columns and marks mean, under them.
-    return [*tables, Text(term.legend(v.run), style="dim")] if tables else []
+    return [*tables, Text(term.legend(v.model), style="dim")] if tables else []
 
 
 def _page() -> Any:
@@ -210,21 +198,25 @@ def _page() -> Any:
 
 def _workloads_html(v: View) -> dict[str, Any] | None:
     page, p = _page(), v.plots
-    views = page.workload_views(v.model, v.groups, p.workloads, p.traces, v.explained)
+    views = page.workload_views(v.model, p.workloads, p.traces)
     return {"workloads": views} if views else None
 
 
 def _matrix_terminal(v: View) -> list[RenderableType]:
-    return list(matrix_tables(v.run)) if has_matrix(v.run) else []
+    return list(matrix_tables(v.model.matrix))
 
 
 def _matrix_html(v: View) -> dict[str, Any] | None:
-    m = _page().matrix_view(v.run, v.groups, v.plots.matrix)
+    m = _page().matrix_view(v.model.matrix, v.plots.matrix)
     return {"matrix": m} if m else None
 
 
+def _latency_terminal(v: View) -> list[RenderableType]:
+    return list(diskmark_table(v.model.diskmark))
+
+
 def _latency_html(v: View) -> dict[str, Any] | None:
-    grid, plots = diskmark_view(v.run), v.latency_plots
+    grid, plots = diskmark_view(v.model.diskmark), v.latency_plots
     return {"diskmark": grid, "latency_plots": plots} if grid or plots else None
 
 
@@ -250,28 +242,31 @@ def _costs_html(v: View) -> dict[str, Any] | None:
 
 def _integrity_terminal(v: View) -> list[RenderableType]:
     out: list[RenderableType] = []
+    m = v.model
     # The table with --verbose; otherwise what differs, in a line.
-    sem = semantics_table(v.run, v.width) if v.verbose else semantics_line(v.run)
+    sem = semantics_table(m.semantics, v.width) if v.verbose else semantics_line(m.semantics)
     if sem is not None:
         out.append(sem)
-    out += [ln for ln in integrity_lines(v.run, v.verbose) if not ln.plain.startswith("✗")]
-    return out
+    return out + integrity_lines(m.integrity, v.verbose)
 
 
 def _integrity_html(v: View) -> dict[str, Any] | None:
-    rows, sem = integrity_rows(v.run), semantics_view(v.run)
+    m = v.model
+    rows, sem = integrity_view(m.integrity), semantics_view(m.semantics)
     if not rows and not sem["rows"]:
         return None
-    return {"integrity": rows, "semantics": sem, "integrity_line": integrity_line(v.run)}
+    line = m.integrity.all_ok if m.integrity else ""
+    return {"integrity": rows, "semantics": sem, "integrity_line": line}
 
 
 def _environment_html(v: View) -> dict[str, Any]:
-    page = _page()
-    return {"env_rows": page.env_rows(v.run), "subject_rows": page.subject_rows(v.run)}
+    env = v.model.environment
+    assert env is not None
+    return {"env_rows": env.rows, "subject_rows": env.subjects}
 
 
 def _comparison_html(v: View) -> dict[str, Any] | None:
-    c = _page().comparisons(v.run, v.compare_with)
+    c = _page().comparisons([diff_runs(v.run, other) for other in v.compare_with])
     return {"comparisons": c} if c else None
 
 
@@ -298,7 +293,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("summary", "Summary", None, _summary_html),
     Section("workloads", "Workloads", _workloads_terminal, _workloads_html),
     Section("matrix", "Iozone matrix", _matrix_terminal, _matrix_html),
-    Section("latency", "Queue depth and latency", lambda v: diskmark_table(v.run), _latency_html),
+    Section("latency", "Queue depth and latency", _latency_terminal, _latency_html),
     Section("definitions", "Your workloads", None, _definitions_html),
     Section("placement", "Placement", None, _placement_html),
     Section("clients", "Clients", None, _clients_html),
@@ -337,7 +332,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         "command": shlex.join(run.command[1:]) if run.command else "",
         "subjects": [{"id": s, "colour": col[s]} for s in subjects],
         "baseline": baseline(run),
-        "verdict_legend": family_of(run).legend(),
+        "verdict_legend": v.model.family.legend(),
         "version": __version__,
         "result_title": result_title,
     }

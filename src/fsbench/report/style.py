@@ -29,6 +29,9 @@ OUTCOMES: dict[str, Look] = {
     "baseline": Look("", "dim", "dim", "baseline"),
     "unranked": Look("", "red", "bad", "not ranked"),
     "empty": Look("", "dim", "dim", ""),
+    # A figure among others: the best of its row (★), or one like any other.
+    "best": Look("★", "bold green", "best", "the best of its row"),
+    "plain": Look("", "", "", ""),
 }
 # A comparison's outcomes (the five a verdict can give).
 VERDICT_OUTCOMES = ("better", "worse", "same", "open", "none")

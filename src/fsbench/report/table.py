@@ -5,30 +5,46 @@ under the table the measured reasons each subject differs from the baseline (exp
 
 from __future__ import annotations
 
-import statistics as _st
 from collections.abc import Iterable
 
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.report.answer import first_why, missing_pieces, pack, why_lines
 from fsbench.report.model import Report, Row, Why
-from fsbench.report.notes import TableNotes, counted_lines
+from fsbench.report.model import Table as Workload
 from fsbench.report.style import colour
-from fsbench.report.summary import is_matrix
-from fsbench.schema import Run
-from fsbench.verdict import family_of
 
 
 def _styled(text: str, outcome: str) -> Text:
     return Text(text, style=colour(outcome))
 
 
-def _note_lines(t: TableNotes, verbose: bool, width: int = 100) -> list[Text]:
+def pack(
+    items: list[Text], width: int, head: Text | str = "", indent: str = "  ", sep: str = " · "
+) -> list[Text]:
+    """Items joined by `sep` into lines of at most `width` columns, breaking only between
+    items (a ratio is never split from its subject); an item wider than a line gets its own."""
+    lines: list[Text] = []
+    line = Text(head) if isinstance(head, str) else head.copy()
+    fresh = True  # nothing but the head or the indent on this line yet
+    for item in items:
+        glue = "" if fresh else sep
+        if not fresh and line.cell_len + len(glue) + item.cell_len > width:
+            lines.append(line)
+            line, glue = Text(indent), ""
+        line.append(glue)
+        line.append_text(item)
+        fresh = False
+    lines.append(line)
+    return lines
+
+
+def _note_lines(tb: Workload, verbose: bool, width: int = 100) -> list[Text]:
     """What the model decided the table says: failures subject by subject, the kinds many
     subjects share as a count, each subject's own notes when verbose."""
+    t = tb.notes_detail if verbose else tb.notes
     lines = [Text(f"  ✗ {s}: {why}", style="red") for s, why in t.failures]
-    for line in counted_lines(t):
+    for line in tb.note_lines(verbose):
         # Where each subject's own words are, when it fits the line (the HTML shows them).
         hint = "" if verbose or len(line) + 15 > width else " (--verbose)"
         lines.append(Text("  " + line + hint, style="yellow"))
@@ -41,10 +57,8 @@ def _note_lines(t: TableNotes, verbose: bool, width: int = 100) -> list[Text]:
 
 def _why_lines(w: Why, width: int) -> list[Text]:
     out = [Text(f"  {w.subject}: {w.words}", style="dim")] if w.words else []
-    if w.explanation is not None and w.explanation.factors:
-        # Wrapped, never dropped: at 80 columns a first factor can be wider than a line.
-        out += [Text(line) for line in why_lines(w.explanation, min(width, 100))]
-    return out
+    # Wrapped, never dropped: at 80 columns a first factor can be wider than a line.
+    return out + [Text(line) for line in w.lines(width)]
 
 
 def _p99(row: Row) -> Text:
@@ -90,19 +104,19 @@ def workload_tables(report: Report, width: int = 100, verbose: bool = False) -> 
         out.append(t)
         if tb.latency:
             out.append(Text(f"  p99: fio's {tb.latency_words}, µs, median over the samples", "dim"))
-        out += _note_lines(tb.notes_detail if verbose else tb.notes, verbose, width)
+        out += _note_lines(tb, verbose, width)
         for w in tb.whys:
             out += _why_lines(w, width)
     return out
 
 
-def subject_lines(run: Run, width: int = 100) -> Iterable[Text]:
+def subject_lines(report: Report, width: int = 100) -> Iterable[Text]:
     """Failed subjects one by one; those not measured in as few lines as their reasons allow,
     with the command that measures them in a VM where a known kernel has them."""
-    for s in run.subjects:
+    for s in report.run.subjects:
         if s.status == "failed":
             yield Text(f"✗ {s.id}: {s.error}", style="red")
-    for pieces in missing_pieces(run, width):
+    for pieces in report.missing_lines(width):
         for line in pack([Text(p) for p in pieces], width, "· ", indent="  ", sep=" "):
             line.stylize("dim")
             yield line
@@ -137,8 +151,8 @@ def answer_lines(report: Report, width: int = 100) -> list[Text]:
         for w in a.whys:
             if w.words:
                 out.append(Text(f"  {w.subject}: {w.words}", style="dim"))
-            elif w.explanation is not None:
-                out += [Text(line) for line in first_why(w.explanation, width, answer=True)]
+            else:
+                out += [Text(line) for line in w.answer_lines(width)]
     if out:
         out.insert(0, Text(answer_head(report), style="dim"))
     return out
@@ -152,50 +166,10 @@ def answer_head(report: Report) -> str:
     return f"ratios to the fastest: ▲▼ decided, ≈ same, ? not separated{against}:"
 
 
-def schedule_line(run: Run) -> str:
-    """How many samples were taken and why they stopped, in one line."""
-    sc = run.schedule
-    assert sc is not None
-    spent = f", {sc.spent_s:.0f} s measuring" if sc.spent_s is not None else ""
-    if not sc.adaptive:
-        return f"samples: {sc.repeat} per result (--repeat {sc.repeat}){spent}"
-    budget = f", budget {sc.time_budget_s:g} s" if sc.time_budget_s is not None else ""
-    why: dict[str, int] = {}
-    for r in run.results:
-        if r.stopped and not is_matrix(r):
-            why[r.stopped] = why.get(r.stopped, 0) + 1
-    told = {"settled": "settled ✓", "budget": "open at the budget …"}
-    told["max-repeat"] = f"open at --max-repeat {sc.max_repeat} …"
-    told["planned"] = "open at their planned precision …"
-    counts = " · ".join(f"{n} {told[k]}" for k, n in why.items())
-    return f"samples: auto, {sc.repeat}–{sc.max_repeat} per result{budget}{spent}" + (
-        f" · {counts}" if counts else ""
-    )
-
-
-def noise_line(floor: dict | None) -> str | None:
-    """The machine's noise floor at the start of the run and, re-measured, at its end (a move
-    beyond their intervals is also one of the run's notes: env.remeasure_noise_floor)."""
-    if not floor or floor.get("cv") is None or not floor.get("mib_s"):
-        return None
-    text = (
-        f"CV {floor['cv'] * 100:.1f} % over {floor['runs']} identical raw fio runs at the "
-        f"start ({_st.median(floor['mib_s']):,.0f} MiB/s)"
-    )
-    if floor.get("cv_end") is not None and floor.get("mib_s_end"):
-        text += (
-            f", {floor['cv_end'] * 100:.1f} % at the end "
-            f"({_st.median(floor['mib_s_end']):,.0f} MiB/s)"
-        )
-    elif floor.get("end_not_measured"):
-        text += f", not measured again at the end ({floor['end_not_measured']})"
-    return text + ": a spread no subject can beat here"
-
-
-def legend(run: Run) -> str:
+def legend(report: Report) -> str:
     """What the tables' columns mean, one line under them (the marks are explained beside the
     answer): the interval's confidence and the error rate it holds (fsbench.verdict)."""
-    fam = family_of(run)
+    fam = report.family
     scope = "a table" if getattr(fam, "tails", 0) else "the run"
     return (
         f"vs: ratio to the baseline, its interval at {fam.confidence_text()} % (any false ▲/▼ "

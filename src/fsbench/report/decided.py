@@ -1,0 +1,136 @@
+"""What the run decided, as every output shows it: each result against its table's baseline
+(the first subject that finished, per Iozone cell), as a cell ('0.44× 0.24–0.80 ▼'), an outcome
+and words, and as results.json stores it (Run.verdicts, schema 5: decided once at the end of a
+run, or once when an older run is loaded). report/model.py builds every view from these.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fsbench import latency
+from fsbench.notecodes import words as note_words
+from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
+from fsbench.report.naming import baseline_result, centre_of, ranked, result_title
+from fsbench.report.style import words
+from fsbench.report.summary import groups, measured_subjects, report_order, usable
+from fsbench.schema import Result, Run
+
+
+def vs_cell(
+    base: Result | None, res: Result, stored: dict[str, Any] | None = None
+) -> tuple[Comparison | None, str, str, str]:
+    """(comparison, outcome, cell text, words) of res against the table's baseline: the one
+    the run stored (`stored`, a Run.verdicts record) when it has one, else decided now."""
+    if not ranked(res):
+        return None, "unranked", "not ranked", "integrity failed"
+    if base is None or base is res or not base.samples or not res.samples:
+        return (
+            None,
+            ("baseline" if base is res else "empty"),
+            ("baseline" if base is res else "–"),
+            "",
+        )
+    c = (Comparison.from_record(stored) if stored else None) or compare(base, res)
+    how = words(c.outcome)
+    if c.interval is not None:
+        how += f" ({confidence_text(c.confidence)} % interval)"
+    return c, c.outcome, c.cell(), how
+
+
+def baselines(run: Run) -> dict[int, Result | None]:
+    """Each result's baseline: the first subject that finished in its table (id(result) ->
+    baseline; the matrix: per cell)."""
+    order = measured_subjects(run)
+    out: dict[int, Result | None] = {}
+    for g in groups(run):
+        for per in g.cells.values():
+            base = baseline_result(list(per.values()), order)
+            out.update({id(r): base for r in per.values()})
+    return out
+
+
+def verdict_key(res: Result) -> str:
+    """What names a result across a store's round trip: subject, workload, parameters."""
+    return json.dumps([res.subject, res.workload, res.params], sort_keys=True, default=str)
+
+
+def verdict_record(res: Result, base: Result | None) -> dict[str, Any]:
+    """A result against its table's baseline, as every output shows it: the outcome, the
+    ratio with its interval and confidence, the cell text, the verdict's words; for a
+    latency-bound result also its p99's ({} when there is no baseline)."""
+    if base is None or not usable(res) or not usable(base):
+        return {}
+    c, said, cell, _ = vs_cell(base, res)
+    rec: dict[str, Any] = {"baseline": base.subject, "verdict": said, "cell": cell}
+    if c is not None:
+        rec.update(c.to_dict())
+        rec["verdict"] = said
+    if latency.latency_bound(res):
+        v = latency_verdict(base, res)
+        if v is not None:
+            rec["p99"] = Comparison.of(v, False).to_dict()
+    return rec
+
+
+def verdicts(run: Run) -> list[dict[str, Any]]:
+    """Every result's verdict record, in the report's order, with its index in run.results."""
+    base = baselines(run)
+    index = {id(r): i for i, r in enumerate(run.results)}
+    out = []
+    for res in report_order(run):
+        rec = verdict_record(res, base.get(id(res)))
+        if rec:
+            out.append({"index": index[id(res)], "key": verdict_key(res),
+                        "subject": res.subject, "title": result_title(res), **rec})  # fmt: skip
+    return out
+
+
+def decider(run: Run) -> Callable[[Result | None, Result], tuple[Any, str, str, str]]:
+    """vs_cell with what the run decided (Run.verdicts) where it decided this very pair."""
+    stored = {str(v.get("key")): v for v in run.verdicts}
+
+    def decide(base: Result | None, res: Result) -> tuple[Any, str, str, str]:
+        rec = stored.get(verdict_key(res))
+        same = rec is not None and base is not None and rec.get("baseline") == base.subject
+        return vs_cell(base, res, rec if same else None)
+
+    return decide
+
+
+@dataclass
+class ResultFacts:
+    """One result as the exports list it, in the report's order: its title and centre, its
+    notes in words and codes, its IOPS and p99 when latency-bound, and its verdict record
+    against its table's baseline (what the run stored, else decided now; {} without one)."""
+
+    result: Result
+    title: str
+    centre: float | None
+    notes: list[str]
+    codes: list[str]
+    latency: dict[str, float]
+    verdict: dict[str, Any]
+
+
+def result_facts(run: Run) -> list[ResultFacts]:
+    base = baselines(run)
+    stored = {str(v.get("key")): v for v in run.verdicts}
+    out = []
+    for res in report_order(run):
+        rec = stored.get(verdict_key(res)) or verdict_record(res, base.get(id(res)))
+        out.append(
+            ResultFacts(
+                res,
+                result_title(res),
+                centre_of(res),
+                [note_words(n) for n in res.notes],
+                list(dict.fromkeys(n.code for n in res.notes)),
+                latency.figures(res) if latency.latency_bound(res) else {},
+                rec,
+            )
+        )
+    return out
