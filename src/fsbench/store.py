@@ -493,11 +493,16 @@ class Store:
 def with_verdicts(run: Run) -> Run:
     """A run stored before schema 5 (no Run.verdicts), loaded: its comparisons decided once
     now, as the end of a run decides them (report.model.verdicts); a run that has them keeps
-    what it decided."""
+    what it decided. An older run so migrated is at the current schema (its centres, notes
+    and verdicts are filled in on load) and says what it was: `migrated_from`, which every
+    export names beside the schema version."""
     if not run.verdicts and run.results:
         from fsbench.report.model import verdicts
 
         run.verdicts = verdicts(run)
+    if run.schema_version < SCHEMA_VERSION:
+        run.migrated_from = run.schema_version  # an extra field, kept in JSON
+        run.schema_version = SCHEMA_VERSION
     return run
 
 

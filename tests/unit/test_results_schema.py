@@ -89,3 +89,24 @@ def test_csv_and_markdown_carry_the_schema_version() -> None:
         rows = list(csv.DictReader(io.StringIO(export(run, "csv"))))
         assert rows and {r["schema_version"] for r in rows} == {str(run.schema_version)}
         assert f"results.json schema {run.schema_version}" in export(run, "markdown")
+
+
+def test_an_older_run_loaded_exports_as_migrated() -> None:
+    """A schema 3 or 4 results.json, loaded (its verdicts decided on load), exports at the
+    current schema and says what it was migrated from: never 'schema 4' beside schema 5's
+    verdicts."""
+    from fsbench.schema import SCHEMA_VERSION
+    from fsbench.store import _read_results_json
+
+    for path in FIXTURES:
+        old = json.loads(path.read_text())["schema_version"]
+        if old == SCHEMA_VERSION:
+            continue
+        run = _read_results_json(path)
+        rows = list(csv.DictReader(io.StringIO(export(run, "csv"))))
+        assert {r["schema_version"] for r in rows} == {str(SCHEMA_VERSION)}
+        said = f"results.json schema {SCHEMA_VERSION} (migrated from {old})"
+        assert said in export(run, "markdown")
+        doc = json.loads(export(run, "json"))
+        assert doc["schema_version"] == SCHEMA_VERSION and doc["migrated_from"] == old
+        assert doc["verdicts"]

@@ -558,7 +558,9 @@ def test_a_run_renders_the_verdicts_it_stored(tmp_path: Path) -> None:
     (out / "results.json").write_text(fixture.read_text())
     with Store(tmp_path / "r.db") as db:
         old = db.load_run(str(out))
-    assert old.schema_version == 3 and len(old.verdicts) == 16
+    # Migrated on load: at the current schema, and saying what it was (every export names it).
+    assert old.schema_version == 5 and old.model_extra == {"migrated_from": 3}
+    assert len(old.verdicts) == 16
     xfs = next(v for v in old.verdicts if v["subject"] == "xfs" and "write" in v["title"])
     assert xfs["baseline"] == "ext4" and xfs["verdict"] == "open" and xfs["cell"].endswith("?")
     # Stored as schema 5 and read back: the same records, no second decision.
@@ -566,7 +568,7 @@ def test_a_run_renders_the_verdicts_it_stored(tmp_path: Path) -> None:
         db.begin_run(old, None)
         db.finish_run(old)
         again = db.load_run(old.run_id)
-    assert again.verdicts == old.verdicts
+    assert again.verdicts == old.verdicts and again.model_extra == {"migrated_from": 3}
     # What the run decided is what every output shows, even where a decision now would differ.
     xfs.update(ratio=1.5, ratio_low=1.2, ratio_high=1.9, verdict="better")
     row = next(
