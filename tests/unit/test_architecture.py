@@ -456,3 +456,27 @@ def test_the_rules_see_a_formatter_that_decides() -> None:
     assert isinstance(node, ast.ImportFrom)
     (target,) = _targets("fsbench.report.table", node)
     assert target not in FORMATTER_MAY_IMPORT and target.startswith(DECIDERS)
+
+
+def test_the_model_is_free_of_rich_jinja_and_matplotlib() -> None:
+    """report/model.py and everything it imports: records and decisions, nothing that draws."""
+    seen, todo = set(), ["fsbench.report.model"]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in MODULES:
+            continue
+        seen.add(m)
+        todo += GRAPH[m]
+    drawing = ("rich", "jinja2", "matplotlib", "markupsafe")
+    wrong = []
+    for m in seen:
+        for node in ast.walk(ast.parse(MODULES[m].read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            wrong += [f"{m}: {n}" for n in names if n.split(".")[0] in drawing]
+    assert wrong == []

@@ -227,10 +227,10 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
     splitting a name or a figure: subject, both medians, B / A with its interval and mark; the
     verdict's words from 100 columns. Under each table the figures that moved, broken between
     figures only."""
-    from fsbench.report.answer import pack
     from fsbench.report.diff import ratio_text, verdict_class
     from fsbench.report.naming import confidence_text
     from fsbench.report.summary import fmt_value
+    from fsbench.report.table import pack
 
     con = con or Console()
     wide = con.width >= 100

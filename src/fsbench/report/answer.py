@@ -1,19 +1,14 @@
-"""The answer first, as every renderer leads with it: per workload the fastest subject and the
-ranking of the others (the renderers mark each ratio with their own helpers, so the marks are
-the tables' marks), per subject the first-ranked reason it differs (explain.py's first factor),
-and the drivers this machine lacks with the command that measures them in a VM.
-
-Reads finished `Run` records only; the terminal (table.py) and the HTML (html.py) share it, so
-both say the same thing.
-"""
+"""The answer first, as every output leads with it: per workload the fastest subject and the
+ranking of the others (report/model.py adds each one's comparison to the fastest, so the marks
+are the tables' marks), per subject the first-ranked reason it differs (explain.py's first
+factor) in the words and line widths the outputs print, and the drivers this machine lacks
+with the command that measures them in a VM. Free of rich: the model reads it."""
 
 from __future__ import annotations
 
 import re
 import textwrap
 from dataclasses import dataclass, field
-
-from rich.text import Text
 
 from fsbench.probedefs.numbers import fmt_pct, fmt_time
 from fsbench.report.comparison import verdict_of
@@ -191,26 +186,6 @@ def why_lines(e: Explanation, width: int = 100) -> list[str]:
     return first_why(e, width) + [
         ("    " + ln.split(": ", 1)[-1]) if ln.startswith("  ") else ln for ln in rest
     ]
-
-
-def pack(
-    items: list[Text], width: int, head: Text | str = "", indent: str = "  ", sep: str = " · "
-) -> list[Text]:
-    """Items joined by `sep` into lines of at most `width` columns, breaking only between
-    items (a ratio is never split from its subject); an item wider than a line gets its own."""
-    lines: list[Text] = []
-    line = Text(head) if isinstance(head, str) else head.copy()
-    fresh = True  # nothing but the head or the indent on this line yet
-    for item in items:
-        glue = "" if fresh else sep
-        if not fresh and line.cell_len + len(glue) + item.cell_len > width:
-            lines.append(line)
-            line, glue = Text(indent), ""
-        line.append(glue)
-        line.append_text(item)
-        fresh = False
-    lines.append(line)
-    return lines
 
 
 # -- drivers this machine lacks -------------------------------------------------------------------

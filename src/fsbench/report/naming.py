@@ -5,8 +5,6 @@ and plot prints a ratio through these, so a mark never disagrees with its printe
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from fsbench.baseline import baseline_result, ranked
 from fsbench.report.comparison import Comparison, confidence_text
 from fsbench.report.comparison import outcome_of as outcome
@@ -29,13 +27,11 @@ __all__ = [
     "ranked",
     "ratio_cell",
     "result_title",
-    "styled_ratio",
 ]
 
 # What a verdict tells the reader, by outcome: the style table's (report/style.py).
 SYMBOLS = {k: OUTCOMES[k].glyph for k in VERDICT_OUTCOMES}
 OUTCOME_WORDS = {k: OUTCOMES[k].words for k in VERDICT_OUTCOMES}
-STYLES = {k: OUTCOMES[k].colour for k in VERDICT_OUTCOMES}
 
 
 def result_title(res: Result) -> str:
@@ -93,12 +89,6 @@ def interval_text(v: Verdict) -> str:
 def ratio_cell(v: Verdict, higher_is_better: bool, interval: bool = True) -> str:
     """'1.16× 1.08–1.24 ▲': the ratio, its interval and the mark the interval gives."""
     return Comparison.of(v, higher_is_better).cell(interval)
-
-
-def styled_ratio(v: Verdict, higher_is_better: bool, interval: bool = True) -> Text:
-    """ratio_cell, green better, red worse, yellow ≈, dim open or untested."""
-    style = STYLES[outcome(v, higher_is_better)]
-    return Text(ratio_cell(v, higher_is_better, interval), style=style)
 
 
 # -- a result's figures in words ------------------------------------------------------------
