@@ -139,6 +139,9 @@ def fake_run(plan: Plan) -> Run:
             gain /= EFFECT["big_writes"]
         bases = [r for r in src.results if r.subject == spec.driver.name
                  and f"{r.workload}/{r.params.get('variant')}" in wanted]  # fmt: skip
+        bases += [_as(r, w) for w in sorted(wanted) if w in AS for r in src.results
+                  if r.subject == spec.driver.name and f"{r.workload}/{r.params.get('variant')}"
+                  == AS[w][0]]  # fmt: skip
         for base, place in ((b, p) for b in bases for p in placements):
             g = gain * (SAME if place == "same" and spec.driver.kind == "fuse" else 1.0)
             params = dict(base.params) | ({"placement": place} if place != "free" else {})
@@ -149,6 +152,21 @@ def fake_run(plan: Plan) -> Run:
         if spec.id not in {s.id for s in run.subjects}:
             run.subjects.append(run.subjects[0].model_copy(update={"id": spec.id}))
     return run
+
+
+# Workloads the fixture lacks, made from one it has (name, speed-up over it).
+AS = {"rand-write/4k-buffered": ("seq-write/fsync", 1.0),
+      "rand-write/8k-buffered": ("seq-write/fsync", 6.0)}  # fmt: skip
+
+
+def _as(r: Any, wl: str) -> Any:
+    name, variant = wl.split("/")
+    g = AS[wl][1]
+    return r.model_copy(update={
+        "workload": name, "workload_id": wl, "variant": variant,
+        "params": {**r.params, "variant": variant},
+        "samples": [x * g for x in r.samples], "median": (r.median or 0) * g,
+    })  # fmt: skip
 
 
 @pytest.fixture
@@ -379,3 +397,22 @@ def test_a_lab_made_change_is_measured_and_combined_with_what_the_lab_makes(
     (both,) = [s for s in combo if s.mkfs]
     assert both.mkfs == ("-c", "1M") and [k.where for k in both.knobs] == ["mount"]
     assert {c.run_id for c in t.combination} == {t.runs["combination"]}
+
+
+def test_an_io_size_change_is_the_workloads_larger_records_beside_its_own(tuned: Any) -> None:
+    run, plans, _ = tuned(subject="fuse2fs", workloads="rand-write/4k-buffered")
+    (io,) = [p for p in plans if [s.id for s in p.subjects or []] == ["fuse2fs"]]
+    assert {workload_id(w).split("@")[0] for w in io.workloads} == {
+        "rand-write/4k-buffered", "rand-write/8k-buffered"
+    }  # fmt: skip
+    t = tune_of(run)
+    assert t is not None
+    (rec,) = [c for c in t.changes if c.name == "records 8 KiB"]
+    assert rec.workload == "rand-write/4k-buffered" and rec.gain == pytest.approx(6.0)
+    assert rec.outcome == "better" and rec.use[0].startswith("the application: 8k records")
+    assert "8k variant beside its 4k one" in rec.lab
+    assert all("records 8 KiB" not in c.remedies for c in t.combination)  # the app's own
+    # On 1 MiB records there is nothing to resize: said, not measured.
+    n = len(plans)
+    _, plans2, _ = tuned(subject="fuse2fs", workloads="seq-write/fsync")
+    assert all("8k" not in workload_id(w) for p in plans2[n:] for w in p.workloads)

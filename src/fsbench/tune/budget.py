@@ -28,6 +28,8 @@ class Group:
 
     size: int
     cands: list[Candidate]
+    # io-size: the untuned subject alone, each workload beside its resized variant
+    io: bool = False
 
     @property
     def placements(self) -> list[str]:
@@ -49,7 +51,8 @@ def plan_groups(
     out: list[Group] = []
     skipped: list[Skipped] = []
     placed = [c for c in cands if c.remedy.kind == "placement"]
-    for c in [c for c in cands if c.remedy.kind != "placement"]:
+    resized = [c for c in cands if c.remedy.kind == "io-size"]
+    for c in [c for c in cands if c.remedy.kind not in ("placement", "io-size")]:
         size = c.size or base_size
         group = next((g for g in out if g.size == size and fits(size, len(g.cands) + 2)), None)
         if group is not None:
@@ -64,6 +67,8 @@ def plan_groups(
             out[0].cands += placed
         else:
             out.append(Group(base_size, placed))
+    if resized:  # a run of its own: other workloads, one subject
+        out.append(Group(base_size, resized, io=True))
     return out, skipped
 
 
@@ -79,9 +84,10 @@ class Costs:
     def run(self, groups: list[Group], n_workloads: int) -> float:
         total = 0.0
         for g in groups:
-            subjects = 1 + sum(c.remedy.kind != "placement" for c in g.cands)
+            subjects = 1 if g.io else 1 + sum(c.remedy.kind != "placement" for c in g.cands)
+            cells = subjects * len(g.placements) * n_workloads * (2 if g.io else 1)
             total += self.overhead_s + self.image_s_per_gib * g.size / GiB * (subjects + 1)
-            total += subjects * len(g.placements) * n_workloads * self.per_cell_s
+            total += cells * self.per_cell_s
         return total
 
     def combination(self, size: int, n_workloads: int) -> float:
@@ -115,8 +121,8 @@ def fit_budget(
     skipped: list[Skipped] = []
     for c in order:
         home = next(g for g in groups if c in g.cands)
-        trial = [Group(g.size, list(g.cands)) for g in kept]
-        mine = next((g for g in trial if g.size == home.size), None)
+        trial = [Group(g.size, list(g.cands), g.io) for g in kept]
+        mine = next((g for g in trial if (g.size, g.io) == (home.size, home.io)), None)
         if mine is None and kept and c.score <= 0:
             # Its factors stand for no measured share of the gap (context switches, readahead
             # windows): worth a subject in a run made anyway, not a run of its own.
@@ -125,10 +131,10 @@ def fit_budget(
                                              "the others"))  # fmt: skip
             continue
         if mine is None:
-            trial.append(Group(home.size, [c]))
+            trial.append(Group(home.size, [c], home.io))
         else:
             mine.cands.append(c)
-        options = sum(x.remedy.kind != "placement" for g in trial for x in g.cands)
+        options = sum(x.remedy.kind not in ("placement", "io-size") for g in trial for x in g.cands)
         size = max(g.size for g in trial)
         combination = costs.combination(size, n_workloads) if options > 1 else 0.0
         need = costs.run(trial, n_workloads) + combination

@@ -23,6 +23,7 @@ from fsbench.tune.remedies import (
     SAFETY_WORDS,
     Remedy,
     applies_to,
+    resized,
     unsafe,
 )
 
@@ -85,6 +86,12 @@ def choose(
         if not applies_to(r, driver):
             continue
         hits = {g.workload: _addressed(r, g) for g in gaps}
+        if r.kind == "io-size":  # only where the workload's records are the ones it replaces
+            hits = {w: f for w, f in hits.items() if resized(r, w)}
+            if not hits:
+                skipped.append(Skipped(r, f"no workload of this tune has {r.replaces} records "
+                                          "with a larger-record variant"))  # fmt: skip
+                continue
         if explained and not any(hits.values()):
             named = ", ".join(r.factors)
             skipped.append(Skipped(r, f"the explanation names none of the factors it addresses "
@@ -117,6 +124,8 @@ def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int) -> Cand
         c.covers[wl] = (best.name, _share(best))
         share = f" {round(100 * _share(best))} % of the gap" if best.accounts is not None else ""
         c.addresses.append(f"{best.name}{share} ({wl}): {best.brief}")
+    if r.kind == "io-size":
+        c.lab = f"the workload's {r.change.partition('=')[2]} variant beside its {r.replaces} one"
     if r.kind == "mkfs-option":
         c.lab = f"its own image, formatted with mkfs {r.change} (the untuned subject's: without)"
     elif r.kind == "block-device":

@@ -94,10 +94,12 @@ def change(
     run: Run,
     wl: str,
     gap: TuneGap | None,
+    cand_wl: str | None = None,
 ) -> TuneChange | None:
-    """One candidate's result against the untuned subject (free placement) in `run`."""
+    """One candidate's result against the untuned subject (free placement) in `run`; an
+    io-size candidate's on its own workload (`cand_wl`) against the untuned one's on `wl`."""
     base = result_of(run, untuned, wl)
-    mine = result_of(run, cand_subject, wl, placement)
+    mine = result_of(run, cand_subject, cand_wl or wl, placement)
     if base is None or mine is None:
         return None
     v = compare(base, mine)
@@ -150,6 +152,11 @@ def describe(
     c.lab = "; ".join(x.lab for x in cands if x.remedy.name in c.remedies and x.lab)
     c.addresses = [a for x in cands if x.remedy.name in c.remedies for a in x.addresses]
     c.use = use_lines(cand, c.placement, spec)
+    for r in rs:
+        if r.kind == "io-size":  # the application's change: the mount stays as it is
+            new = r.change.partition("=")[2]
+            c.use = [f"the application: {new} records instead of {r.replaces} (fio --bs={new}, "
+                     f"dd bs={new}, a program's read/write buffer)"]  # fmt: skip
     return c
 
 

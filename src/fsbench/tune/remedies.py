@@ -28,10 +28,8 @@ SAFETY_WORDS = {
 # What a change is; each kind says how the candidate subject and the command to use it are made.
 KINDS = ("mount-option", "transport", "placement", "mkfs-option", "block-device", "io-size")
 # Kinds this lab can make a candidate of; the others are listed and skipped with the reason.
-MEASURABLE = {"mount-option", "transport", "placement", "mkfs-option", "block-device"}
-NOT_MEASURABLE = {
-    "io-size": "a workload fixes its own I/O size; change the application instead",
-}
+MEASURABLE = set(KINDS)
+NOT_MEASURABLE: dict[str, str] = {}
 
 FUSE_LIBFUSE2 = ("fuse2fs", "exfat-fuse")  # Debian 12's builds link libfuse 2.9
 FUSE_ALL = ("ntfs-3g", "lowntfs-3g", "fuse2fs", "fuse2fs-3.18", "exfat-fuse")
@@ -52,6 +50,7 @@ class Remedy:
     min_volume: int = 0  # bytes the volume must have for the change to take effect
     driver: str = ""  # transport remedies: the driver that offers it (a build of fsbench's)
     where: str = "device"  # block-device remedies: its loop device, or its FUSE mount's bdi
+    replaces: str = ""  # io-size remedies: the record size it replaces (change: "bs=8k")
 
     def option_names(self) -> list[str]:
         """The mount options the change names (for the check that the driver accepts them)."""
@@ -178,6 +177,17 @@ REMEDIES: dict[str, Remedy] = by_name(
         source="Documentation/block/deadline-iosched.rst; sysfs-block (queue/scheduler)",
     ),
     Remedy(
+        "records 8 KiB",
+        (*FUSE_ALL, *KERNEL_DISK),
+        ("fuse WRITE", "fuse READ", "block write", "block read", "cpu", "context switches"),
+        "io-size",
+        "bs=8k",
+        "the application reads and writes 8 KiB records instead of 4 KiB: half the requests per "
+        "byte (measured as the workload's 8 KiB variant beside its 4 KiB one, same subject)",
+        source="fio(1) bs=, dd(1) bs=: the application's own buffer size",
+        replaces="4k",
+    ),
+    Remedy(
         "noatime",
         ("ext4", "xfs", "btrfs"),
         ("block write", "writeback"),
@@ -235,3 +245,16 @@ def applies_to(remedy: Remedy, driver: str) -> bool:
 
 def unsafe(remedy: Remedy) -> bool:
     return remedy.safety != SAFE
+
+
+def resized(r: Remedy, workload: str) -> str | None:
+    """An io-size remedy's workload: the same workload's variant with the larger records
+    (`rand-write/4k-buffered` -> `rand-write/8k-buffered`), when the registry has it."""
+    from fsbench.registry import WORKLOADS
+
+    name, _, variant = workload.partition("/")
+    old = f"{r.replaces}-"
+    if r.kind != "io-size" or not r.replaces or not variant.startswith(old):
+        return None
+    new = f"{name}/{r.change.partition('=')[2]}-{variant[len(old) :]}"
+    return new if new in WORKLOADS else None

@@ -37,7 +37,7 @@ from fsbench.store import Store
 from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
 from fsbench.tune.choose import VOLUME_MARGIN, Candidate, Skipped, choose, why_not
 from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
-from fsbench.tune.remedies import REMEDIES, Remedy, applies_to
+from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized
 from fsbench.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
 
 GiB = 1024**3
@@ -163,12 +163,15 @@ class Tuner:
         self.on_step(f"tune {self.phase} · {msg} · budget {left // 60}:{left % 60:02d} left")
 
     def plan(self, name: str, specs: list[SubjectSpec], size: int, placements: list[str],
-             share: float) -> Plan:  # fmt: skip
+             share: float, workloads: list[str] | None = None) -> Plan:  # fmt: skip
         """One step's plan: compare's checked options with this step's subjects, image size,
-        placements, output directory and share of the budget left."""
+        placements, workloads (an io-size run's own), output directory and share of the
+        budget left."""
         from fsbench.dimensions.placement import parse_placements
 
         o = dict(self.req.options)
+        if workloads:
+            o["workloads"], o["suite"] = ",".join(workloads), None
         o["out"] = self.req.out_dir / name
         o["placement"] = parse_placements(",".join(placements))
         o["time_budget"] = max(1.0, self.clock.left() * share)
@@ -178,12 +181,12 @@ class Tuner:
             integrity=not o["no_integrity"],
         )  # fmt: skip
 
-    def measure(
-        self, name: str, specs: list[SubjectSpec], size: int, placements: list[str], share: float
-    ) -> Run:
+    def measure(self, name: str, specs: list[SubjectSpec], size: int, placements: list[str],
+                share: float, workloads: list[str] | None = None) -> Run:  # fmt: skip
         """One lab run through the pipeline, with its share of the budget left."""
         self.phase = name
-        run, code = execute(self.plan(name, specs, size, placements, share), on_step=self.step)
+        plan = self.plan(name, specs, size, placements, share, workloads)
+        run, code = execute(plan, on_step=self.step)
         self.record.runs[name] = run.run_id
         self.last = run
         if code == 130:
@@ -259,6 +262,8 @@ class Tuner:
                                                 reason=s.reason))  # fmt: skip
 
     def _measure_group(self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float) -> None:
+        if g.io:
+            return self._measure_resized(name, g, gap_of, share)
         specs = [self.spec]
         for c in g.cands:
             s = candidate_spec(self.spec, c.remedy)
@@ -276,10 +281,28 @@ class Tuner:
                 ch.remedies = [c.name]
                 self.record.changes.append(describe(ch, [c], self.spec, s))
 
+    def _measure_resized(
+        self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float
+    ) -> None:
+        """io-size: the untuned subject alone, each workload beside its larger-record variant
+        (same image, interleaved rounds); the change is the variant against the workload."""
+        pairs = {(wl, w2): c for c in g.cands for wl in c.covers if (w2 := resized(c.remedy, wl))}
+        names = list(dict.fromkeys(w for pair in pairs for w in pair))
+        run = self.measure(name, [self.spec], g.size, g.placements, share, names)
+        self.measured.append((g, run))
+        for (wl, w2), c in pairs.items():
+            ch = change(c.name, self.spec.id, self.spec.id, "free", run, wl, gap_of.get(wl), w2)
+            if ch is not None:
+                ch.remedies = [c.name]
+                self.record.changes.append(describe(ch, [c], self.spec, self.spec))
+
     def _combine(self, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> None:
         """The winners together against the untuned subject. One option change with the
         placement was measured pinned in its candidates run (same images, same rounds): read
         there; more option or transport changes get a run with all of them in one subject."""
+        # An io-size change is the application's, measured on another workload: not one to
+        # merge into a subject (its verdict stands alone).
+        cands = [c for c in cands if c.remedy.kind != "io-size"]
         won = [c for c in cands if _won(c.name, self.record.changes)]
         # Changes interact: one not separated alone but faster in its median joins the winners
         # (big_writes makes fewer requests, and each crosses CPUs or not).
