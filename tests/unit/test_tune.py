@@ -301,7 +301,7 @@ def test_diff_sets_two_tunes_side_by_side(tuned: Any, tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["diff", safe.run_id, unsafe.run_id, "--db", db, "--force"])
     assert r.exit_code == 0, r.output
     assert "tune: ntfs-3g (A) → ntfs-3g (B)" in r.output
-    assert "delay_mtime · seq-write/fsync: not measured → 1.00×" in r.output
+    assert "delay_mtime (UNSAFE: semantics) · seq-write/fsync: not measured → 1.00×" in r.output
     assert "the change to use: together: big_writes + placement same → together" in r.output
     assert "skipped in A only: delay_mtime: UNSAFE" in r.output
     j = CliRunner().invoke(cli, ["diff", safe.run_id, unsafe.run_id, "--db", db, "--json",

@@ -240,6 +240,7 @@ def tune_diff(a: Run, b: Run) -> dict[str, Any] | None:
             "outcome_a": x.outcome if x else None, "outcome_b": y.outcome if y else None,
             "gain_a": x.gain if x else None, "gain_b": y.gain if y else None,
             "moved": bool(x and y and x.outcome != y.outcome),
+            "safety": (x or y).safety if (x or y) else "safe",
         })  # fmt: skip
     use_a, use_b = recommended(ta), recommended(tb)
     return {
@@ -264,7 +265,8 @@ def tune_diff_lines(d: dict[str, Any]) -> list[Text]:
         where = f" [{r['placement']}]" if r["placement"] != "free" else ""
         a, b = r["a"] or "not measured", r["b"] or "not measured"
         moved = "  (verdict changed)" if r["moved"] else ""
-        out.append(Text(f"  {r['change']} · {r['workload']}{where}: {a} → {b}{moved}",
+        unsafe = f" ({SAFETY.get(r['safety'], r['safety'])})" if r["safety"] != "safe" else ""
+        out.append(Text(f"  {r['change']}{unsafe} · {r['workload']}{where}: {a} → {b}{moved}",
                         style="yellow" if r["moved"] else ""))  # fmt: skip
     same = d["use_a"] == d["use_b"]
     out.append(Text(f"  the change to use: {d['use_a'] or 'none decided'} → "
