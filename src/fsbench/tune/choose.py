@@ -124,21 +124,28 @@ def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int) -> Cand
         c.covers[wl] = (best.name, _share(best))
         share = f" {round(100 * _share(best))} % of the gap" if best.accounts is not None else ""
         c.addresses.append(f"{best.name}{share} ({wl}): {best.brief}")
-    if r.kind == "io-size":
-        c.lab = f"the workload's {r.change.partition('=')[2]} variant beside its {r.replaces} one"
-    if r.kind == "mkfs-option":
-        c.lab = f"its own image, formatted with mkfs {r.change} (the untuned subject's: without)"
-    elif r.kind == "block-device":
-        c.lab = f"{r.change} on {WHERE[r.where]} for it only (the others keep the lab's), " + (
-            "set after every mount" if r.where == "mount" else "put back before it is released"
-        )
+    c.size, c.lab = lab_change(r, base_size)
+    return c
+
+
+def lab_change(r: Remedy, base_size: int) -> tuple[int, str]:
+    """The image size a remedy needs (0: the run's) and what the lab makes for it, in words."""
     if r.min_volume and base_size < r.min_volume:
-        c.size = r.min_volume + VOLUME_MARGIN
-        c.lab = (
-            f"image {c.size / GiB:g} GiB instead of {base_size / GiB:g} GiB: {r.name} needs a "
+        size = r.min_volume + VOLUME_MARGIN
+        return size, (
+            f"image {size / GiB:g} GiB instead of {base_size / GiB:g} GiB: {r.name} needs a "
             f"volume of at least {r.min_volume / GiB:g} GiB"
         )
-    return c
+    if r.kind == "io-size":
+        new, old = r.change.partition("=")[2], r.replaces
+        return 0, f"the workload's {new} variant beside its {old} one (workloads of {old} only)"
+    if r.kind == "mkfs-option":
+        return 0, f"its own image, formatted with mkfs {r.change} (the untuned subject's: without)"
+    if r.kind == "block-device":
+        return 0, f"{r.change} on {WHERE[r.where]} for it only (the others keep the lab's), " + (
+            "set after every mount" if r.where == "mount" else "put back before it is released"
+        )
+    return 0, ""
 
 
 def _until_spent(

@@ -35,7 +35,7 @@ from fsbench.report.keys import placement_of
 from fsbench.schema import Run
 from fsbench.store import Store
 from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
-from fsbench.tune.choose import VOLUME_MARGIN, Candidate, Skipped, choose, why_not
+from fsbench.tune.choose import Candidate, Skipped, choose, lab_change, why_not
 from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized
 from fsbench.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
@@ -207,8 +207,9 @@ class Tuner:
             if not applies_to(r, self.spec.driver.name):
                 continue
             why = why_not(r, self.req.allow_unsafe, problem(self.spec, self._backing()))
-            lab = f"; the lab makes {(r.min_volume + VOLUME_MARGIN) / GiB:g} GiB images for it" if (
-                r.min_volume > self.base_size) else ""  # fmt: skip
+            size, made = lab_change(r, self.base_size)
+            lab = f"; the lab makes {size / GiB:g} GiB images for it" if size else (
+                f"; the lab: {made}" if made else "")  # fmt: skip
             remedies.append({
                 "name": r.name, "change": r.change, "kind": r.kind, "safety": r.safety,
                 "addresses": list(r.factors),
