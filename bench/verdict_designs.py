@@ -39,7 +39,7 @@ def main() -> int:
         r = false_tables(d, runs, seed=args.seed)
         if d.promised:
             worst = max(worst, r.interval()[1])
-        tag = "" if d.promised else "  (outside the promise: the lab controls it)"
+        tag = "" if d.promised else f"  (outside the promise: {d.why})"
         print(f"{d.name:58s} {r.text()}{tag}", flush=True)
     for d, want in POWER:
         if args.only not in d.name:

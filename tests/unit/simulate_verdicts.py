@@ -50,9 +50,15 @@ class Design:
     effects: Sequence[float] = ()  # per subject true ratio (default 1: A/A)
     shape: float = 0.0  # Student-t noise of these degrees (heavy tails); 0: normal
     bimodal: float = 0.0  # each sample from one of two modes this ratio apart (0: one mode)
+    round_sd: float = 0.0  # log sd of an effect shared by every subject of a round (load)
+    linear: bool = False  # normal noise on the linear scale (spread = CV), not log-normal
+    # A subject wandering on its own (AR(1) across its samples: rho, log sd): samples that
+    # are not independent, which no interval from within one run can cover.
+    wander: tuple[float, float] = (0.0, 0.0)
     # False: outside the promise, simulated to say so (a bimodal factor the run leaves free
     # defeats any interval from 3 samples: the lab controls it, docs/verdicts.md).
     promised: bool = True
+    why: str = "the lab controls it"  # why a design is outside the promise
 
     def spread(self, i: int) -> float:
         return self.spreads[i % len(self.spreads)]
@@ -84,6 +90,8 @@ class _Sampler:
     clock: list[float]
     count: dict[tuple[str, str], int] = field(default_factory=dict)
     trace: Any = None
+    rounds: dict[tuple[int, int], float] = field(default_factory=dict)
+    walk: dict[tuple[int, int], float] = field(default_factory=dict)
 
     def warmups(self, wl: Any) -> int:
         return 0
@@ -100,7 +108,21 @@ class _Sampler:
             return centre
         z = self.rng.standard_t(d.shape) / math.sqrt(d.shape / (d.shape - 2)) if d.shape else 0.0
         z = z or self.rng.normal()
-        x = centre * math.exp(d.spread(i) * z)
+        if d.linear:
+            x = centre * max(0.05, 1.0 + d.spread(i) * z)
+        else:
+            x = centre * math.exp(d.spread(i) * z)
+        if d.round_sd:
+            # A subject's n-th sample is in the n-th round: the first rounds take every
+            # subject, later ones every subject still sampling.
+            if (cell, rnd) not in self.rounds:
+                self.rounds[(cell, rnd)] = math.exp(d.round_sd * self.rng.normal())
+            x *= self.rounds[(cell, rnd)]
+        rho, sd = d.wander
+        if sd:
+            w = rho * self.walk.get((i, cell), 0.0) + math.sqrt(1 - rho * rho) * self.rng.normal()
+            self.walk[(i, cell)] = w
+            x *= math.exp(sd * w)
         if d.bimodal and self.rng.random() < 0.5:
             x *= d.bimodal  # the daemon on the other CPU: a second mode, for every subject
         x *= (1.0 + self.drift) ** rnd
@@ -318,6 +340,40 @@ DESIGNS = [
         spreads=(0.05, 0.15),
         n0=2,
         rounds=(2, 10),
+    ),
+    Design(
+        "4 subjects, round effects 10 % (a loaded machine), 3 %",
+        k=4,
+        spreads=(0.03,),
+        round_sd=0.10,
+        rounds=(3, 10),
+    ),
+    Design(
+        "2 subjects, 3/12 %, round effects 20 %, 2 cells",
+        k=2,
+        cells=2,
+        spreads=(0.03, 0.12),
+        round_sd=0.20,
+        rounds=(3, 10),
+    ),
+    Design("3 subjects, linear-normal CV 30 %", k=3, spreads=(0.3,), linear=True, rounds=(3, 10)),
+    Design(
+        "12 subjects, n=2 adaptive, 2 kinds, one 10x noisier each",
+        k=12,
+        cells=2,
+        spreads=(0.02, 0.02, 0.02, 0.02, 0.02, 0.2),
+        kinds=("kernel",) * 6 + ("fuse",) * 6,
+        n0=2,
+        rounds=(2, 10),
+    ),
+    Design(
+        "3 subjects, each wandering on its own (AR .6, 5 %)",
+        k=3,
+        spreads=(0.02,),
+        wander=(0.6, 0.05),
+        rounds=(3, 10),
+        promised=False,
+        why="samples not independent: A/A across setups is the check",
     ),
     Design(
         "5 subjects, 10 % stalls, 2 kinds, fixed n=4",
