@@ -1,8 +1,9 @@
-"""Every output formats the same decided cells (report/model.py): one stored default run and
-one stored diskmark run rendered as terminal, HTML, markdown, CSV and JSON carry the same
-ratio, interval, mark, CPU, n and notes; the markdown carries IOPS/p99 and the diskmark grid;
-CSV has a row per result and, in its long format, a row per sample; what an output cannot show
-is named in it."""
+"""Every output formats the same decided cells (report/model.py): stored runs (a default run,
+a diskmark run, an Iozone matrix run, a run with a damaged volume), loaded as `show` loads them
+and rendered as terminal, HTML, markdown, CSV and JSON, carry the same ratio, interval, mark,
+CPU, n and notes; the same matrix cells and ratios, diskmark grid, integrity and semantics
+lines; CSV has a row per result and, in its long format, a row per sample; what an output
+cannot show is named in it."""
 
 from __future__ import annotations
 
@@ -23,14 +24,35 @@ from fsbench.report.notes import counted_lines
 from fsbench.report.sections import render, render_html
 from fsbench.report.style import glyph
 from fsbench.schema import Run
+from fsbench.store import _read_results_json
+from fsbench.units import size_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
-RUNS = ("default_compare.json", "diskmark_compare.json")
+RUNS = ("default_compare.json", "diskmark_compare.json", "matrix", "damaged")
+
+
+def _stored(name: str, tmp: Path) -> Run:
+    """The run as `show` loads a results.json: a fixture; the Iozone matrix run of
+    test_report.py; the default run with ntfs-3g's volume found damaged."""
+    if name == "matrix":
+        from test_report import synthetic_run
+
+        text = synthetic_run().to_json()
+    elif name == "damaged":
+        doc = json.loads((FIXTURES / "default_compare.json").read_text())
+        s = next(s for s in doc["subjects"] if s["id"] == "ntfs-3g")
+        s["integrity"].update(status="failed", problems=["$MFT and $MFTMirr differ"])
+        text = json.dumps(doc)
+    else:
+        text = (FIXTURES / name).read_text()
+    path = tmp / f"{name}.json"
+    path.write_text(text)
+    return _read_results_json(path)
 
 
 class Outputs:
-    def __init__(self, name: str) -> None:
-        self.run = Run.model_validate_json((FIXTURES / name).read_text()).with_centres()
+    def __init__(self, name: str, run: Run) -> None:
+        self.name, self.run = name, run
         self.model: Report = build(self.run)
         con = Console(width=200, record=True, color_system=None)
         render(self.run, con)
@@ -43,8 +65,12 @@ class Outputs:
 
 
 @pytest.fixture(scope="module", params=RUNS)
-def out(request: pytest.FixtureRequest) -> Outputs:
-    return Outputs(request.param)
+def out(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outputs:
+    return Outputs(request.param, _stored(request.param, tmp_path_factory.mktemp("runs")))
+
+
+def _params(p: dict) -> str:
+    return json.dumps(p, sort_keys=True, separators=(",", ":"))
 
 
 def _terminal_rows(text: str, t: Table) -> dict[str, str]:
@@ -81,7 +107,7 @@ def _markdown_rows(md: str, t: Table) -> dict[str, list[str]]:
 
 
 def test_every_output_carries_the_same_cells(out: Outputs) -> None:
-    csv_by = {(r["subject"], r["workload"], r["variant"]): r for r in out.csv}
+    csv_by = {(r["subject"], r["workload"], r["params"]): r for r in out.csv}
     verdicts = {v["index"]: v for v in out.json["verdicts"]}
     index = {id(r): i for i, r in enumerate(out.run.results)}
     checked = 0
@@ -107,7 +133,7 @@ def test_every_output_carries_the_same_cells(out: Outputs) -> None:
             if t.latency:
                 assert row.iops in cells and row.p99 in cells
             # CSV and JSON: the numbers the cells print.
-            r = csv_by[(res.subject, res.workload, str(res.params.get("variant") or ""))]
+            r = csv_by[(res.subject, res.workload, _params(res.params))]
             v = verdicts[index[id(res)]]
             assert int(r["n"]) == row.n
             if c is not None:
@@ -125,7 +151,7 @@ def test_every_output_carries_the_same_cells(out: Outputs) -> None:
             assert line in out.markdown
         for line in counted_lines(t.notes_detail):
             assert line in out.page
-    assert checked >= 2 * len(out.model.tables)
+    assert checked >= 2 * len(out.model.tables) - 1
 
 
 def test_the_answer_is_the_same_everywhere(out: Outputs) -> None:
@@ -164,3 +190,98 @@ def test_csv_rows_per_result_and_per_sample(out: Outputs) -> None:
     lat = [r for r in out.csv if r["iops"]]
     if any(r.workload == "diskmark" for r in out.run.results):
         assert lat and all(r["p99_us"] for r in lat)
+
+
+def test_matrix_cells_are_the_same_everywhere(out: Outputs) -> None:
+    """Each Iozone row: the same figures (★ the same best) and the same ratio with its mark
+    in the terminal, the page and the markdown; CSV and JSON carry the ratio and outcome."""
+    m = out.model.matrix
+    if m is None:
+        assert "iozone" not in out.markdown
+        return
+    assert m.tables and m.skipped
+    decided = {}
+    for t in m.tables:
+        term = out.terminal[out.terminal.index(f"iozone {t.op}  (") :]
+        md = out.markdown[out.markdown.index(f"### iozone {t.op} (") :]
+        page = out.page[out.page.index(f"<h3>{t.op}</h3>") :]
+        for row in t.rows:
+            figures = [f"{c.text} {glyph(c.outcome)}".strip() for c in row.cells]
+            ratios = [r.comparison.cell(interval=False) if r.comparison else r.text
+                      for r in row.ratios]  # fmt: skip
+            line = r"\s+".join(re.escape(x) for x in [row.record, *figures, *ratios])
+            assert re.search(line, term.split("\n\n\n", 1)[0]), (t.op, line)
+            cells = " | ".join([row.file, row.record, *figures, *ratios])
+            assert f"| {cells} |" in md, (t.op, cells)
+            page_row = "".join(f">{c.text}</td>" for c in row.cells)
+            assert page_row in re.sub(r"<td[^>]*", "", page), (t.op, page_row)
+            for r in row.ratios:
+                assert f">{r.text}<" in page
+            for s, r in zip(t.subjects[1:], row.ratios, strict=True):
+                if r.comparison is not None:
+                    decided[(t.op, row.file, row.record, s)] = r.comparison
+    assert decided
+    verdicts = {v["index"]: v for v in out.json["verdicts"]}
+    for i, res in enumerate(out.run.results):
+        p = res.params
+        c = decided.get(
+            (p.get("op"), size_text(p.get("file_size", 0)), size_text(p.get("record_size", 0)),
+             res.subject)
+        )  # fmt: skip
+        if res.workload != "iozone" or c is None:
+            continue
+        row = next(r for r in out.csv if r["params"] == _params(p) and r["subject"] == res.subject)
+        assert row["verdict"] == verdicts[i]["verdict"] == c.outcome
+        assert float(row["ratio"]) == pytest.approx(c.ratio) == verdicts[i]["ratio"]
+
+
+def test_the_diskmark_grid_is_the_same_everywhere(out: Outputs) -> None:
+    g = out.model.diskmark
+    if g is None:
+        return
+    view = grid_view(g)
+    assert view is not None
+    for (test, cells), row in zip(g.rows, view["rows"], strict=True):
+        term = next(ln for ln in out.terminal.splitlines() if ln.startswith(f"│ {test} "))
+        page = out.page[out.page.index(f"<td>{test}</td>") :].split("</tr>", 1)[0]
+        for s, v in zip(g.subjects, row["cells"], strict=True):
+            c = cells[s]
+            shown = f"{c.mb} {glyph(c.outcome)}".strip()
+            assert shown in term and c.iops in term and c.p99 in term, (test, s)
+            assert c.mb in page and c.iops in page and c.p99 in page, (test, s)
+            assert v["mark"] == glyph(c.outcome) and (not v["mark"] or v["mark"] in page)
+
+
+def test_integrity_and_semantics_are_the_same_everywhere(out: Outputs) -> None:
+    """Damaged volumes lead every output with the same words; when all is well, the same
+    line; what each subject lacks in the same words."""
+    i, sem = out.model.integrity, out.model.semantics
+    if i is None:
+        return
+    top = out.terminal.split("\n")[: 3 + len(i.failures)]
+    for line in i.failures:
+        assert f"✗ {line}" in top
+        assert f"integrity: failed</strong> {line}" in out.page
+        assert f"**integrity: failed** {line}" in out.markdown
+    assert bool(i.failures) == (out.name == "damaged")
+    if i.all_ok:
+        assert i.brief in out.terminal and i.all_ok in out.page and i.all_ok in out.markdown
+    else:
+        assert "Integrity: ok" not in out.page and "Integrity: ok" not in out.markdown
+    if sem is not None:
+        flat = " ".join(out.terminal.split())  # the line wraps at the console's width
+        for said in sem.lacks:
+            assert said in flat and said in out.markdown
+        for head in sem.heads:
+            assert f"<th>{head}</th>" in out.page
+
+
+def test_what_an_output_cannot_show_is_named(out: Outputs) -> None:
+    """The markdown names every section only the page shows; nothing is dropped silently."""
+    named = out.markdown.split("Not in this export: ", 1)[1].split(": see report.html", 1)[0]
+    assert named == ", ".join(out.model.page_only)
+    if out.model.matrix is not None:
+        assert "the Iozone matrix's plots" in named
+    if out.run.model_extra.get("migrated_from"):
+        old = out.run.model_extra["migrated_from"]
+        assert f"results.json schema {out.run.schema_version} (migrated from {old})" in out.markdown
