@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from run_parts import fsbench_cli, subject
 
 from fsbench import stats
 from fsbench.commands.report import _print_diff
@@ -21,7 +22,7 @@ from fsbench.errors import UsageError
 from fsbench.report.diff import diff_runs, environment_differences, ratio_text
 from fsbench.report.diff import test_text as words_of
 from fsbench.report.export import CSV_COLUMNS, export, to_csv
-from fsbench.schema import CPU, Environment, Result, Run, Subject
+from fsbench.schema import CPU, Environment, Result, Run
 from fsbench.store import Store
 
 MiB = 1024**2
@@ -61,21 +62,8 @@ def _run(
             kernel=kernel, fio_version="fio-3.33", backing="ram", cpus=2, hostname=run_id
         ),
         subjects=[
-            Subject(
-                id="ext4",
-                driver="ext4",
-                fs="ext4",
-                kind="kernel",
-                mkfs_command=["mkfs.ext4", "-q", f"/dev/loop{len(run_id) % 7}"],
-            ),
-            Subject(
-                id="ntfs-3g",
-                driver="ntfs-3g",
-                fs="ntfs",
-                kind="fuse",
-                driver_version=ntfs_version,
-                mount_options=options,
-            ),
+            subject("ext4", mkfs_command=["mkfs.ext4", "-q", f"/dev/loop{len(run_id) % 7}"]),
+            subject("ntfs-3g", driver_version=ntfs_version, mount_options=options),
         ],
         results=[_result(k.split("/")[0], k.split("/")[1], v) for k, v in values.items()],
     )
@@ -198,14 +186,7 @@ def test_json_export_is_the_results_document() -> None:
 
 # -- the commands --------------------------------------------------------------------------------
 def _fsbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fsbench", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return fsbench_cli(*args, env=env)
 
 
 Stored = tuple[dict[str, str], Path, Path]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from run_parts import subject
 
 from fsbench import stats
 from fsbench.lab.formats import FORMATS
@@ -24,7 +25,6 @@ from fsbench.schema import (
     Integrity,
     Result,
     Run,
-    Subject,
 )
 
 
@@ -133,21 +133,8 @@ def _run(damaged: bool, fallocate: bool = True) -> Run:
         started="now",
         status="complete",
         subjects=[
-            Subject(
-                id="ext4",
-                driver="ext4",
-                fs="ext4",
-                kind="kernel",
-                integrity=bad if damaged else good,
-            ),
-            Subject(
-                id="ntfs-3g",
-                driver="ntfs-3g",
-                fs="ntfs",
-                kind="fuse",
-                integrity=good,
-                semantics=sem,
-            ),
+            subject("ext4", integrity=bad if damaged else good),
+            subject("ntfs-3g", integrity=good, semantics=sem),
         ],
         results=[_result("ext4", [900.0, 910.0, 905.0], flag), _result("ntfs-3g", [90.0, 91, 92])],
     )

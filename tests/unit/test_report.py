@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console, Group
+from run_parts import subject
 
 from fsbench import stats
 from fsbench.report import plots
@@ -105,31 +106,18 @@ CELLS = [(MiB, 8 * KiB), (MiB, 128 * KiB), (64 * MiB, 8 * KiB), (64 * MiB, 128 *
 
 def synthetic_run(run_id: str = "20250101-000000-abcd", kernel: str = "6.1.0") -> Run:
     subjects = [
-        Subject(
-            id="ext4",
-            driver="ext4",
-            fs="ext4",
-            kind="kernel",
+        subject(
+            "ext4",
             driver_version="Linux 6.1",
             mkfs_command=["mkfs.ext4", "-q", "/dev/loop3"],
             effective_mount_options="rw",
         ),
-        Subject(
-            id="ntfs-3g",
-            driver="ntfs-3g",
-            fs="ntfs",
-            kind="fuse",
+        subject(
+            "ntfs-3g",
             driver_version="ntfs-3g 2022.10.3",
             mkfs_command=["mkntfs", "-Q", "/dev/loop4"],
         ),
-        Subject(
-            id="exfat-fuse",
-            driver="exfat-fuse",
-            fs="exfat",
-            kind="fuse",
-            status="unavailable",
-            error="mount.exfat-fuse not found",
-        ),
+        subject("exfat-fuse", status="unavailable", error="mount.exfat-fuse not found"),
     ]
     results = [
         result("ext4", "seq-write", fio("fsync", "write", fsync="end"), [600, 610, 620], 2.0),

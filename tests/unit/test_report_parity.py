@@ -13,6 +13,7 @@ import io
 import json
 import re
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from rich.console import Console
@@ -21,7 +22,8 @@ from fsbench.report.diskmark import grid_view
 from fsbench.report.export import export
 from fsbench.report.model import Report, Table, build
 from fsbench.report.notes import counted_lines
-from fsbench.report.sections import render, render_html
+from fsbench.report.plots import Plots
+from fsbench.report.sections import View, render, render_html
 from fsbench.report.style import glyph
 from fsbench.schema import Run
 from fsbench.store import _read_results_json
@@ -57,7 +59,15 @@ class Outputs:
         con = Console(width=200, record=True, color_system=None)
         render(self.run, con)
         self.terminal = con.export_text()
-        self.page = html.unescape(render_html(self.run))
+        # The cells, not the figures (the plotters' own tests draw those): a page without
+        # plots renders in a fraction of the time.
+        nothing = property(lambda v: [])
+        with (
+            patch.object(View, "plots", property(lambda v: Plots([], {}, []))),
+            patch.object(View, "scaling", nothing),
+            patch.object(View, "latency_plots", nothing),
+        ):
+            self.page = html.unescape(render_html(self.run))
         self.markdown = export(self.run, "markdown")
         self.csv = list(csv.DictReader(io.StringIO(export(self.run, "csv"))))
         self.samples = list(csv.DictReader(io.StringIO(export(self.run, "csv-samples"))))

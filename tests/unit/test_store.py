@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from run_parts import subject as make_subject
 
 from fsbench import store as store_mod
 from fsbench.errors import UsageError
@@ -21,15 +22,8 @@ from fsbench.store import Store, default_db_path, result_key
 
 def _subjects() -> list[Subject]:
     return [
-        Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel", driver_version="6.8"),
-        Subject(
-            id="fuse2fs:ro",
-            driver="fuse2fs",
-            fs="ext4",
-            kind="fuse",
-            mount_options="ro",
-            effective_mount_options="ro,relatime",
-        ),
+        make_subject("ext4", driver_version="6.8"),
+        make_subject("fuse2fs:ro", mount_options="ro", effective_mount_options="ro,relatime"),
     ]
 
 
