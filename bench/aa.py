@@ -39,9 +39,9 @@ from pathlib import Path
 
 from scipy.stats import beta
 
-from fsbench import decide
+from fsbench.records.schema import Run
 from fsbench.report.comparison import outcome_of
-from fsbench.schema import Run
+from fsbench.stats import decide
 
 # Options that restate a default: every subject of a set mounts exactly what the first does.
 # (fsbench manages rw/ro itself and refuses them in a subject.)
@@ -82,7 +82,7 @@ def compare_run(
 def tables(run: Run) -> list[tuple[str, list[tuple[str, str]]]]:
     """Per workload table: (workload, [(comparison, outcome)]) for every comparison it prints —
     each subject against the baseline (the table) and against the fastest (the answer line),
-    in every column that shows a mark — judged as the run recorded (fsbench.decide.printed,
+    in every column that shows a mark — judged as the run recorded (fsbench.stats.decide.printed,
     what compare, diff and judge print)."""
     order = [s.id for s in run.subjects]
     by_table = decide.tables(run.results)

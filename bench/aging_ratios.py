@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fsbench.records.schema import Run
 from fsbench.report.aging import aging_lines, effect_lines
-from fsbench.schema import Run
 
 
 def compare(args: argparse.Namespace, out: Path, cache: Path, workloads: str) -> float:

@@ -40,7 +40,7 @@ from pathlib import Path
 from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
-from fsbench.phases import phases_line
+from fsbench.schedule.phases import phases_line
 from fsbench.workloads.iozone import (
     QUICK_FILE_SIZES,
     QUICK_JOBS,

@@ -52,14 +52,14 @@ from typing import Any
 
 from treehash_vs_xxhsum import run_xxhsum, run_xxhsum_parallel
 
-from fsbench.dimensions.placement import pin
-from fsbench.env import memory_notes
+from fsbench.host.environment import memory_notes
 from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
-from fsbench.manifest import default_threads, walk_tree
 from fsbench.probes.procfs import ProcFS
-from fsbench.targets import FILE_FRACTION
+from fsbench.schedule.dimensions.placement import pin
+from fsbench.schedule.targets import FILE_FRACTION
+from fsbench.treehash import default_threads, walk_tree
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import RANDOM_IO_BYTES, parse_fio_json
 from fsbench.workloads.treehash import TREE_DIR, plan_tree, write_tree

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.verdict import verdict
+from fsbench.stats.verdict import verdict
 
 DRIVERS = ("ext4", "ntfs-3g")
 TARGET = 0.97

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from fsbench import _xxhtree
-from fsbench.manifest import default_threads, walk_tree
+from fsbench.treehash import default_threads, walk_tree
 from fsbench.workloads.treehash import TreeFile, write_tree
 
 MiB = 1024 * 1024

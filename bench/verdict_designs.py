@@ -2,7 +2,7 @@
 subjects, 1-20 cells, n >= 2, fixed or adaptive; subjects consistently noisier than others,
 spreads 10x apart, constant and quantized values, 5 % stalls, drift), the share of A/A tables
 with any false ▲/▼ in any printed column, with its Monte-Carlo 95 % interval; then the power
-the tests state. Each run goes through fsbench.runner.Runner's real schedule and the real
+the tests state. Each run goes through fsbench.schedule.runner.Runner's real schedule and the real
 verdict code (tests/unit/simulate_verdicts.py).
 
     uv run python bench/verdict_designs.py [--runs 1200] [--only SUBSTRING]

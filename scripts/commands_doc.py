@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fsbench.cli import cli
-from fsbench.commands.docs import with_reference
+from fsbench.cli.app import cli
+from fsbench.cli.commands.docs import with_reference
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "commands.md"
 

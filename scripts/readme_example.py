@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from fsbench.records.schema import Run
 from fsbench.report.sections import render
-from fsbench.schema import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -1,6 +1,6 @@
 """Rewrite docs/results.schema.json, the JSON Schema of results.json, from the pydantic records
-that write it (fsbench.schema). tests/unit/test_results_schema.py fails when the file differs
-from what this writes.
+that write it (fsbench.records.schema). tests/unit/test_results_schema.py fails when the file
+differs from what this writes.
 
     uv run python scripts/results_schema.py
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fsbench.commands.docs import results_schema_text
+from fsbench.cli.commands.docs import results_schema_text
 
 PATH = Path(__file__).resolve().parents[1] / "docs" / "results.schema.json"
 

@@ -8,7 +8,7 @@ import sys
 
 def main() -> None:
     try:
-        from fsbench.cli import main as cli_main
+        from fsbench.cli.app import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("fsbench: interrupted\n")
         sys.exit(130)

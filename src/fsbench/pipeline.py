@@ -15,17 +15,6 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import decide
-from fsbench.dimensions.clients import check_clients
-from fsbench.env import (
-    NO_NOISE_FLOOR_NOTE,
-    capture,
-    memory_notes,
-    noise_floor,
-    noise_floor_wanted,
-    remeasure_noise_floor,
-    remeasure_wakeups,
-)
 from fsbench.errors import (
     EXIT_FAILED,
     EXIT_INTEGRITY,
@@ -34,17 +23,28 @@ from fsbench.errors import (
     EnvironmentProblem,
     UsageError,
 )
+from fsbench.host.environment import (
+    NO_NOISE_FLOOR_NOTE,
+    capture,
+    memory_notes,
+    noise_floor,
+    noise_floor_wanted,
+    remeasure_noise_floor,
+    remeasure_wakeups,
+)
 from fsbench.lab.drivers import built_daemons
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
-from fsbench.plan import Plan, vm_hint
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
-from fsbench.runner import Runner, RunTarget, workload_id
-from fsbench.schema import Result, Run
-from fsbench.store import Store
-from fsbench.targets import dir_target, lab_targets, scratch_dir, workdir_of
+from fsbench.records.schema import Result, Run
+from fsbench.records.store import Store
+from fsbench.schedule.dimensions.clients import check_clients
+from fsbench.schedule.plan import Plan, vm_hint
+from fsbench.schedule.runner import Runner, RunTarget, workload_id
+from fsbench.schedule.targets import dir_target, lab_targets, scratch_dir, workdir_of
+from fsbench.stats import decide
 from fsbench.workloads.base import Workload, hook
 
 
@@ -310,7 +310,7 @@ def _after_measuring(
 
 def restamp(run: Run, band: float) -> None:
     """After guests' results joined the run, a table spans kernels: its family and the
-    variance priors are made again over all its results (fsbench.decide.stamp)."""
+    variance priors are made again over all its results (fsbench.stats.decide.stamp)."""
     looks = max((int((r.verdict_family or {}).get("looks", 1)) for r in run.results), default=1)
     kinds = {s.id: s.kind for s in run.subjects}
     largest = decide.stamp(run.results, kinds, looks, band)

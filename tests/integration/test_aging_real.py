@@ -34,8 +34,8 @@ from fsbench.lab.backing import Backing
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subjects, with_ages
-from fsbench.schema import Subject
-from fsbench.targets import _lab_target, aged_tree
+from fsbench.records.schema import Subject
+from fsbench.schedule.targets import _lab_target, aged_tree
 from fsbench.workloads.agedtree import AGED_JOBS
 
 pytestmark = pytest.mark.root

@@ -24,8 +24,8 @@ from conftest import (
 )
 from rich.console import Console
 
-from fsbench.env import NO_NOISE_FLOOR_NOTE
 from fsbench.errors import EXIT_FAILED
+from fsbench.host.environment import NO_NOISE_FLOOR_NOTE
 from fsbench.lab.backing import Backing
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
@@ -212,7 +212,7 @@ def _nobody_python() -> str:
     """
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is missing: cannot drop to user nobody")
-    probe = "import fsbench.cli, fsbench.pipeline, numpy, scipy, pydantic, psutil"
+    probe = "import fsbench.cli.app, fsbench.pipeline, numpy, scipy, pydantic, psutil"
     proc = subprocess.run(
         [*AS_NOBODY, str(VENV_PYTHON), "-c", probe],
         capture_output=True,

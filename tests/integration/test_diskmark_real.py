@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 from conftest import REPO, MiB, fsbench_released, need_drivers
 
-from fsbench.probedefs.depth import device_depth
-from fsbench.schema import Result
+from fsbench.records.probes.depth import device_depth
+from fsbench.records.schema import Result
 
 TESTS = ("rnd4k-q32t1-read", "rnd4k-q1t1-write", "seq1m-q8t1-read")
 DEPTH = {"rnd4k-q32t1-read": 32, "rnd4k-q1t1-write": 1, "seq1m-q8t1-read": 8}

@@ -16,10 +16,10 @@ from fsbench.lab.backing import Backing
 from fsbench.lab.integrity import DAMAGE_HOOK_ENV, INTEGRITY_DIR, SET_SIZES
 from fsbench.lab.subject import parse_subject
 from fsbench.pipeline import Plan
+from fsbench.records.schema import Run
 from fsbench.registry import resolve_workloads
 from fsbench.report.naming import baseline_result, ranked
 from fsbench.report.summary import findings
-from fsbench.schema import Run
 
 # The file of the integrity set whose byte the hook flips (its largest: many blocks).
 FLIPPED = f"{INTEGRITY_DIR}/f{len(SET_SIZES) - 1}-{SET_SIZES[-1]}.bin"

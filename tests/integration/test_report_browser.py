@@ -175,9 +175,9 @@ def test_default_comparison_answers_on_the_first_screen_and_nothing_is_wider(
     import json
     import re
 
+    from fsbench.records.schema import Run
     from fsbench.report.answer import answer_factor, answer_text, answers
     from fsbench.report.model import build
-    from fsbench.schema import Run
 
     run = Run.model_validate_json((UNIT / "fixtures" / "default_compare.json").read_text())
     page = write_report(run, tmp_path / "out")

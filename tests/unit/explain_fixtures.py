@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fsbench import stats
 from fsbench.lab.drivers import DRIVERS, Driver
-from fsbench.schema import CPU, Environment, Result, Run, Sample, Subject
+from fsbench.records.schema import CPU, Environment, Result, Run, Sample, Subject
+from fsbench.stats import describe as stats
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 PARAMS = {"engine": "fio", "variant": "fsync", "rw": "write", "block_size": "1M", "numjobs": 1}

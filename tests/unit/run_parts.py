@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from fsbench.schema import Subject
+from fsbench.records.schema import Subject
 
 # driver -> (on-disk format, kind); a driver not listed is a kernel driver of its own format.
 _DRIVERS = {

@@ -5,9 +5,9 @@ per subject), the minimum rounds, fixed (`--repeat N`) or adaptive within a budg
 and how the samples behave — each subject's spread (consistent across its workloads, so a
 subject can be noisier than the rest), stalls (a sample halved), drift per round (the machine
 slowing for everyone), quantized or constant values, a p99 column beside the rate. `run_once`
-drives `fsbench.runner.Runner` itself (its rounds, interim look, planned samples and budget,
-on a simulated clock) with a sampler that draws the values, then reads the printed verdicts
-with `fsbench.decide.printed`, exactly as the reports do. Used by tests/unit/test_decide.py
+drives `fsbench.schedule.runner.Runner` itself (its rounds, interim look, planned samples and
+budget, on a simulated clock) with a sampler that draws the values, then reads the printed verdicts
+with `fsbench.stats.decide.printed`, exactly as the reports do. Used by tests/unit/test_decide.py
 (small) and bench/verdict_designs.py (full size).
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from fsbench import decide
-from fsbench.latency import LAT_TOTAL
-from fsbench.runner import Runner
-from fsbench.sampler import RunTarget
-from fsbench.schema import Result, Run, Sample, Subject
+from fsbench.records.schema import Result, Run, Sample, Subject
+from fsbench.schedule.runner import Runner
+from fsbench.schedule.sampler import RunTarget
+from fsbench.stats import decide
+from fsbench.stats.latency import LAT_TOTAL
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -81,8 +81,8 @@ def fio_bucket(v: float) -> float:
 
 @dataclass
 class _Sampler:
-    """Stands in for fsbench.sampler.Sampler: each sample is a draw, each costs one second of
-    the simulated clock."""
+    """Stands in for fsbench.schedule.sampler.Sampler: each sample is a draw, each costs one
+    second of the simulated clock."""
 
     design: Design
     rng: np.random.Generator

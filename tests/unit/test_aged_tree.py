@@ -147,7 +147,7 @@ def test_lab_side_roots_and_integrity(tmp_path: Path) -> None:
     from fsbench.lab.integrity import aged_tree_expected
     from fsbench.lab.lab import LabSubject
     from fsbench.lab.subject import parse_subjects, with_ages
-    from fsbench.targets import aged_tree
+    from fsbench.schedule.targets import aged_tree
 
     fresh_spec, aged_spec = with_ages(parse_subjects(["ext4"]), ["none", "light"])
     rec = {"profile": "light", "dirs": ["d"], "files": [["d/f", 5, "ab"]]}
@@ -164,7 +164,7 @@ def test_lab_side_roots_and_integrity(tmp_path: Path) -> None:
 
 
 def _result(subject: str, per_gib: dict[str, float], extents: float, reads: int) -> object:
-    from fsbench.schema import CPU, Result, Sample
+    from fsbench.records.schema import CPU, Result, Sample
 
     sample = Sample(value=100.0, seconds=1.0, bytes=1 << 30, extra={"extents_per_file": extents})
     return Result(
@@ -177,8 +177,8 @@ def _result(subject: str, per_gib: dict[str, float], extents: float, reads: int)
 
 
 def test_what_changed_with_age_figure_by_figure() -> None:
+    from fsbench.records.schema import Run, Subject
     from fsbench.report.aging_why import age_changes, why_line
-    from fsbench.schema import Run, Subject
 
     run = Run(run_id="r", started="", command=[])
     run.subjects = [Subject(id=s, driver="ext4", fs="ext4", kind="kernel") for s in ("a", "b")]

@@ -249,7 +249,7 @@ def test_profiles_are_documented() -> None:
 
 def test_aged_budget_is_the_same_for_every_subject() -> None:
     from fsbench.lab.lab import LabSubject
-    from fsbench.targets import FILE_FRACTION, MiB, aged_budget
+    from fsbench.schedule.targets import FILE_FRACTION, MiB, aged_budget
 
     specs = with_ages(parse_subjects(["ext4"]), ["none", "light"])
     fresh, aged = (LabSubject(s, "/x") for s in specs)
@@ -259,8 +259,8 @@ def test_aged_budget_is_the_same_for_every_subject() -> None:
 
 
 def test_report_says_ratio_and_ranking() -> None:
+    from fsbench.records.schema import Aging, Result, Run, Subject
     from fsbench.report.aging import age_effects, aging_lines, effect_lines
-    from fsbench.schema import Aging, Result, Run, Subject
 
     def subj(sid: str, driver: str, fs: str, age: str | None) -> Subject:
         aging = None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from fsbench.records.schema import Run
 from fsbench.report.answer import (
     answer_factor,
     answer_text,
@@ -24,7 +25,6 @@ from fsbench.report.comparison import compare
 from fsbench.report.explain import explain_run
 from fsbench.report.model import build
 from fsbench.report.sections import render
-from fsbench.schema import Run
 
 STORED = Path(__file__).parent / "fixtures" / "default_compare.json"
 

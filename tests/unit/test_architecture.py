@@ -10,33 +10,29 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-# Top to bottom, as ARCHITECTURE draws them: cli/commands > pipeline > runner (with what it
-# drives beside it) > lab/workloads/probes > results and reports > records, statistics, units.
-# A module belongs to the first layer with a matching prefix.
+# Top to bottom, as ARCHITECTURE draws them: cli > pipeline (the plan and its targets) > the
+# runner (with what it drives beside it) > lab/workloads/probes > results and reports > records,
+# statistics, units. A module belongs to the first layer with a matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "cli",
-        (
-            "fsbench.cli",
-            "fsbench.commands",
-            "fsbench.options",
-            "fsbench.vm.options",
-            "fsbench._entry",
-            "fsbench.__main__",
-        ),
-    ),
+    ("cli", ("fsbench.cli", "fsbench.vm.options", "fsbench._entry", "fsbench.__main__")),
     (
         "pipeline",
-        ("fsbench.pipeline", "fsbench.plan", "fsbench.targets", "fsbench.dryrun", "fsbench.tune"),
+        (
+            "fsbench.pipeline",
+            "fsbench.schedule.plan",
+            "fsbench.schedule.targets",
+            "fsbench.schedule.dryrun",
+            "fsbench.tune",
+        ),
     ),
     (
         "runner",
         (
-            "fsbench.runner",
-            "fsbench.sampler",
-            "fsbench.samplemerge",
+            "fsbench.schedule.runner",
+            "fsbench.schedule.sampler",
+            "fsbench.schedule.merge",
             "fsbench.registry",
-            "fsbench.env",
+            "fsbench.host.environment",
             "fsbench.vm",
         ),
     ),
@@ -46,36 +42,28 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.lab",
             "fsbench.aging",
             "fsbench.fuse",
-            "fsbench.dimensions",
-            "fsbench.aptsource",
+            "fsbench.schedule.dimensions",
+            "fsbench.host.apt",
             "fsbench.workloads",
             "fsbench.probes",
             "fsbench.services",
         ),
     ),
-    ("results", ("fsbench.store", "fsbench.report")),
+    ("results", ("fsbench.records.store", "fsbench.report")),
     (
         "records",
         (
-            "fsbench.schema",
-            "fsbench.tunerecord",
-            "fsbench.aggregate",
-            "fsbench.latency",
+            "fsbench.records",  # schema, notecodes, tunerecord, choices, probes/ (store: above)
             "fsbench.stats",
-            "fsbench.notecodes",
-            "fsbench.verdict",
-            "fsbench.decide",
+            "fsbench.schedule.phases",
             "fsbench.units",
             "fsbench.errors",
-            "fsbench.baseline",
-            "fsbench.phases",
-            "fsbench.probedefs",
-            "fsbench.manifest",
-            "fsbench.choices",
+            "fsbench.treehash",
             "fsbench._",  # the native extensions (fsbench._xxhtree, ...)
         ),
     ),
-    ("package", ("fsbench",)),  # fsbench/__init__.py: the version
+    # fsbench/__init__.py (the version) and the faces of fsbench.schedule and fsbench.host
+    ("package", ("fsbench",)),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}  # 0 is the top
 
@@ -195,7 +183,7 @@ def test_no_import_cycle() -> None:
 def test_the_runner_and_registry_know_workloads_only_by_their_contract() -> None:
     """Capabilities are data (workloads/base.py HOOKS): the runner imports no workload but the
     contract, and the registry asks no workload for its class."""
-    for core in ("fsbench.runner", "fsbench.sampler", "fsbench.samplemerge"):
+    for core in ("fsbench.schedule.runner", "fsbench.schedule.sampler", "fsbench.schedule.merge"):
         assert {t for t in GRAPH[core] if t.startswith("fsbench.workloads")} <= {
             "fsbench.workloads",
             "fsbench.workloads.base",
@@ -222,8 +210,8 @@ OVERSIZED: set[str] = set()
 
 
 def test_the_sampler_only_measures() -> None:
-    """What makes a sample of its iterations is samplemerge.py: the sampler stays a page."""
-    assert len(MODULES["fsbench.sampler"].read_text().splitlines()) <= 400
+    """What makes a sample of its iterations is schedule/merge.py: the sampler stays a page."""
+    assert len(MODULES["fsbench.schedule.sampler"].read_text().splitlines()) <= 400
 
 
 def test_modules_fit_a_reader() -> None:
@@ -284,7 +272,7 @@ LAYOUT: dict[str, set[str]] = {
     # how a FUSE daemon talks to the kernel, and the daemons built from source
     "fsbench.fuse": {"transports", "stacked", "sourcebuild", "libfuse", "fuse2fs"},
     # the schedule's dimensions beside a workload's variants
-    "fsbench.dimensions": {"placement", "clients", "fio_clients"},
+    "fsbench.schedule.dimensions": {"placement", "clients", "fio_clients"},
 }
 MAX_LAB_MODULES = 13
 
@@ -303,12 +291,12 @@ def test_each_folder_holds_its_own_concept() -> None:
 
 
 def test_apt_fetching_is_neutral() -> None:
-    """aptsource serves vm/, the FUSE builds and the lab's fetched NTFS checker alike: it
+    """host/apt.py serves vm/, the FUSE builds and the lab's fetched NTFS checker alike: it
     imports none of them."""
-    assert {t for t in GRAPH["fsbench.aptsource"] if t.startswith("fsbench.")} <= {
-        t for t in GRAPH["fsbench.aptsource"] if layer(t) == "records"
+    assert {t for t in GRAPH["fsbench.host.apt"] if t.startswith("fsbench.")} <= {
+        t for t in GRAPH["fsbench.host.apt"] if layer(t) == "records"
     }
-    users = {m for m, targets in GRAPH.items() if "fsbench.aptsource" in targets}
+    users = {m for m, targets in GRAPH.items() if "fsbench.host.apt" in targets}
     fetchers = ("fsbench.vm", "fsbench.fuse", "fsbench.lab.ntfsck")
     assert users and all(m.startswith(fetchers) for m in users), users
 
@@ -349,7 +337,7 @@ FORMATTER_MAY_IMPORT = {
     "fsbench.report.tune",  # the tune record's own view
 }
 # From probedefs.numbers only the explanation's number words (fmt_pct, fmt_time).
-NUMBER_WORDS = "fsbench.probedefs.numbers"
+NUMBER_WORDS = "fsbench.records.probes.numbers"
 # The plotters draw what the model decided: they never ask for a verdict themselves.
 PLOTTERS = (
     "fsbench.report.plots",
@@ -360,7 +348,12 @@ PLOTTERS = (
     "fsbench.report.figure",
 )
 # What decides: the verdict procedure, its statistics, the records' internals.
-DECIDERS = ("fsbench.verdict", "fsbench.decide", "fsbench.stats", "fsbench.schema")
+DECIDERS = (
+    "fsbench.stats.verdict",
+    "fsbench.stats.decide",
+    "fsbench.stats.describe",
+    "fsbench.records.schema",
+)
 # The calls that ask for a verdict.
 ASKS = {"verdict_of", "compare", "latency_verdict", "judge", "verdict", "samples_verdict"}
 # Where the report asks: the one place (comparison.py), the run's decided records
@@ -426,7 +419,7 @@ def test_no_renderer_asks_for_a_verdict() -> None:
     for module in [*FORMATTERS, *PLOTTERS]:
         asked = _calls(module) & ASKS
         assert not asked, (module, asked)
-        deciders = {t for t in GRAPH[module] if t.startswith(DECIDERS)} - {"fsbench.schema"}
+        deciders = {t for t in GRAPH[module] if t.startswith(DECIDERS)} - {"fsbench.records.schema"}
         assert not deciders, (module, deciders)
         source = MODULES[module].read_text()
         for made_here in ("SYMBOLS[", "STYLES[", "ratio_cell(", 'startswith("✗")'):
@@ -440,19 +433,19 @@ def test_the_report_asks_for_verdicts_in_few_places() -> None:
 
 
 def test_one_place_asks_for_a_verdict() -> None:
-    """fsbench.verdict's procedure is called from report/comparison.py alone in report/."""
+    """fsbench.stats.verdict's procedure is called from report/comparison.py alone in report/."""
     callers = [
         m
         for m in MODULES
         if m.startswith("fsbench.report")
-        and {"fsbench.verdict.judge", "fsbench.verdict.verdict"} & _imported_names(m)
+        and {"fsbench.stats.verdict.judge", "fsbench.stats.verdict.verdict"} & _imported_names(m)
     ]
     assert callers == ["fsbench.report.comparison"]
 
 
 def test_the_rules_see_a_formatter_that_decides() -> None:
     """The formatter rule can fail: a formatter importing the verdict procedure is caught."""
-    node = ast.parse("from fsbench.verdict import family_of").body[0]
+    node = ast.parse("from fsbench.stats.verdict import family_of").body[0]
     assert isinstance(node, ast.ImportFrom)
     (target,) = _targets("fsbench.report.table", node)
     assert target not in FORMATTER_MAY_IMPORT and target.startswith(DECIDERS)

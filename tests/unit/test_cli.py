@@ -392,7 +392,7 @@ def test_a_commands_exit_code_reaches_the_shell(monkeypatch: pytest.MonkeyPatch)
     failed step exited 0. main() exits with it."""
     import click
 
-    from fsbench import cli as climod
+    from fsbench.cli import app as climod
 
     @climod.cli.command("x-exits-one", hidden=True)
     def _one() -> None:

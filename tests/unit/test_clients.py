@@ -12,7 +12,11 @@ from typing import Any
 
 import pytest
 
-from fsbench.dimensions.clients import (
+from fsbench.cli.options import option
+from fsbench.errors import UsageError
+from fsbench.records.schema import SCHEMA_VERSION, Result, Run, Sample
+from fsbench.registry import resolve_workloads
+from fsbench.schedule.dimensions.clients import (
     Client,
     ClientsJob,
     apply_clients,
@@ -21,12 +25,8 @@ from fsbench.dimensions.clients import (
     parse_clients,
     parse_probe,
 )
-from fsbench.errors import UsageError
-from fsbench.options import option
-from fsbench.registry import resolve_workloads
-from fsbench.runner import aggregate
-from fsbench.samplemerge import merge_extras
-from fsbench.schema import SCHEMA_VERSION, Result, Run, Sample
+from fsbench.schedule.merge import merge_extras
+from fsbench.schedule.runner import aggregate
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fio import FIO_JOBS
 
@@ -263,7 +263,7 @@ def test_old_results_still_load() -> None:
 
 # -- the probe before the first sample: a fake fio stands in for the servers ------------------
 def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fsbench.dimensions import clients as mod
+    from fsbench.schedule.dimensions import clients as mod
 
     fake = tmp_path / "fio"
     # Client "old" answers with another fio version; client "silent" never answers.
@@ -297,9 +297,9 @@ def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_report_plots_scaling_and_lists_clients() -> None:
+    from fsbench.records.schema import ClientInfo, Subject
     from fsbench.report.diff import environment_differences
     from fsbench.report.sections import render_html
-    from fsbench.schema import ClientInfo, Subject
 
     run = Run(run_id="r", started="t")
     run.subjects.append(Subject(id="/mnt/nfs", driver="directory", fs="nfs", kind="directory"))

@@ -11,9 +11,9 @@ import pytest
 
 from fsbench.lab import cold
 from fsbench.probes.sample import ProbeDelta
-from fsbench.runner import Runner, RunTarget
-from fsbench.sampler import CacheState, eviction_failed, prepare_cache
-from fsbench.schema import Device, Run, Subject
+from fsbench.records.schema import Device, Run, Subject
+from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.sampler import CacheState, eviction_failed, prepare_cache
 from fsbench.workloads.base import Measurement, Target
 from fsbench.workloads.fake import FakeWorkload
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from fsbench.cli import cli
-from fsbench.commands.docs import EXAMPLES, reference, with_reference
+from fsbench.cli.app import cli
+from fsbench.cli.commands.docs import EXAMPLES, reference, with_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "commands.md"

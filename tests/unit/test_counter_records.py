@@ -13,17 +13,23 @@ from typing import Any
 import pytest
 from explain_fixtures import GiB, run
 
-from fsbench import probedefs
-from fsbench.probedefs import depth
-from fsbench.probedefs.costs import amplification_factors, cpu_factors, ctx_factors
-from fsbench.probedefs.counter import Counted, CounterProbe, ProbeSpec, ProcReader, factor_functions
-from fsbench.probedefs.factor import Factor, FactorInput, differs, ratio_weight
-from fsbench.probedefs.numbers import fmt_pct
 from fsbench.probes import ProbeDelta, ProcFS, Snapshot, diff, kthread_patterns_for, take_snapshot
+from fsbench.records import probes as probedefs
+from fsbench.records.probes import depth
+from fsbench.records.probes.costs import amplification_factors, cpu_factors, ctx_factors
+from fsbench.records.probes.counter import (
+    Counted,
+    CounterProbe,
+    ProbeSpec,
+    ProcReader,
+    factor_functions,
+)
+from fsbench.records.probes.factor import Factor, FactorInput, differs, ratio_weight
+from fsbench.records.probes.numbers import fmt_pct
+from fsbench.records.schema import Result
 from fsbench.report.explain import explain_run, factor_sources
-from fsbench.runner import aggregate
-from fsbench.samplemerge import Iteration, build_sample, merge_iterations
-from fsbench.schema import Result
+from fsbench.schedule.merge import Iteration, build_sample, merge_iterations
+from fsbench.schedule.runner import aggregate
 from fsbench.workloads.base import Measurement
 from fsbench.workloads.fake import FakeWorkload
 

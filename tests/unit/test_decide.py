@@ -1,6 +1,7 @@
 """The verdict procedure as a whole, proved by simulation (tests/unit/simulate_verdicts.py runs
-fsbench.decide and fsbench.verdict exactly as the runner schedules them): valid (a family-wise
-rate of false ▲/▼ per table at most 5 %) and decisive (power where the issue asks for it)."""
+fsbench.stats.decide and fsbench.stats.verdict exactly as the runner schedules them): valid (a
+family-wise rate of false ▲/▼ per table at most 5 %) and decisive (power where the issue asks
+for it)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 from simulate_verdicts import DESIGNS, POWER, Design, false_tables, make_runner, power, run_once
 
-from fsbench import decide
-from fsbench.decide import WIDE_SPAN, look, planned_n, priors_by_kind
-from fsbench.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, verdict
+from fsbench.stats import decide
+from fsbench.stats.decide import WIDE_SPAN, look, planned_n, priors_by_kind
+from fsbench.stats.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, verdict
 
 # The CI-sized simulation: a few hundred tables per design (bench/verdict_designs.py runs
 # them at full size). A design passes when its Monte-Carlo interval's lower end is within the
@@ -122,7 +123,7 @@ def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
     """After a VM stage merged guests' results, a table spans kernels: the pipeline stamps
     every result again with its table's size and its kind's prior (pipeline.restamp)."""
     from fsbench.pipeline import restamp
-    from fsbench.schema import Result, Run, Schedule, Subject
+    from fsbench.records.schema import Result, Run, Schedule, Subject
 
     def res(sid: str, wid: str, xs: list[float], fam: dict | None = None) -> Result:
         return Result(subject=sid, workload=wid, workload_id=wid, metric="m", unit="MiB/s",
@@ -155,7 +156,7 @@ def test_the_final_look_moderates_with_the_prior_the_interim_look_fitted() -> No
     refitted over the later, larger cells, the prior moved and a settled cell of 3 samples
     fell from the prior's degrees to its own 2 (README command 1 printed ext2 "settled" at
     ×0.054–3.68)."""
-    from fsbench.verdict import prior_of
+    from fsbench.stats.verdict import prior_of
 
     d = Design("interim", k=6, cells=2, spreads=(0.03, 0.12), rounds=(8, 8), effects=(1, 0.5))
     runner = make_runner(d, np.random.default_rng(3))

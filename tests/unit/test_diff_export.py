@@ -16,14 +16,14 @@ import pytest
 from rich.console import Console
 from run_parts import fsbench_cli, subject
 
-from fsbench import stats
-from fsbench.commands.report import _print_diff
+from fsbench.cli.commands.report import _print_diff
 from fsbench.errors import UsageError
+from fsbench.records.schema import CPU, Environment, Result, Run
+from fsbench.records.store import Store
 from fsbench.report.diff import diff_runs, environment_differences, ratio_text
 from fsbench.report.diff import test_text as words_of
 from fsbench.report.export import CSV_COLUMNS, export, to_csv
-from fsbench.schema import CPU, Environment, Result, Run
-from fsbench.store import Store
+from fsbench.stats import describe as stats
 
 MiB = 1024**2
 
@@ -87,7 +87,7 @@ def test_diff_matches_results_and_tests_each() -> None:
     assert set(rows) == {("ext4", "seq-write/fsync"), ("ntfs-3g", "seq-write/fsync")}
     same = rows[("ext4", "seq-write/fsync")]
     assert same.median_a == 605.0 and same.median_b == 606.0
-    # The ratio of geometric means (fsbench.verdict), near the ratio of medians.
+    # The ratio of geometric means (fsbench.stats.verdict), near the ratio of medians.
     assert same.ratio == pytest.approx(606 / 605, abs=0.002)
     # Two comparisons in the diff: each interval at 97.5 %, within ±2 % of 1.
     assert same.confidence == pytest.approx(0.975) and same.verdict == "same"

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from fsbench import options
+from fsbench.cli import options
 from fsbench.errors import UsageError
 from fsbench.lab.backing import Backing
 from fsbench.lab.subject import parse_subject
-from fsbench.plan import plan_from_options
 from fsbench.registry import resolve_workloads
+from fsbench.schedule.plan import plan_from_options
 from fsbench.workloads.base import Target
 from fsbench.workloads.diskmark import MIX_IDS, MIX_READ_PCT, RUNTIME_S, DiskmarkTest
 from fsbench.workloads.fiojson import parse_fio_json
@@ -140,8 +140,8 @@ def test_a_mix_pass_is_direct_when_each_direction_reaches_the_device() -> None:
     """A mixed pass moves reads and writes: O_DIRECT is proven per direction (the device read
     the reads and wrote the writes), not by one direction against both."""
     from fsbench.probes.sample import ProbeDelta
-    from fsbench.samplemerge import verify_cache
-    from fsbench.schema import Device
+    from fsbench.records.schema import Device
+    from fsbench.schedule.merge import verify_cache
     from fsbench.workloads.base import Measurement
 
     mix = {"read": {"bytes": 7 * MiB}, "write": {"bytes": 3 * MiB}}
@@ -158,7 +158,7 @@ def test_a_mix_pass_is_direct_when_each_direction_reaches_the_device() -> None:
 
 
 def test_the_dry_run_says_the_choices(tmp_path: Path) -> None:
-    from fsbench.dryrun import describe, lines
+    from fsbench.schedule.dryrun import describe, lines
 
     plan = _plan(tmp_path, suite="diskmark-mix", diskmark_size="64M", diskmark_runtime="10")
     desc = describe(plan)

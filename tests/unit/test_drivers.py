@@ -57,8 +57,8 @@ def test_kernel_drivers_built_in_or_as_a_module(machine) -> None:
 def test_a_kernel_lack_is_a_field_of_the_record() -> None:
     """The report tells a driver this kernel lacks by `Subject.unavailable`; records written
     before the field get it from their words once, when read."""
+    from fsbench.records.schema import Run, Subject
     from fsbench.report.answer import missing
-    from fsbench.schema import Run, Subject
 
     base = {"fs": "x", "kind": "kernel", "status": "unavailable"}
     new = Subject(id="a", driver="a", error="reworded", unavailable="kernel", **base)
@@ -123,7 +123,7 @@ def test_ntfs_declares_its_mount_options() -> None:
     assert {"windows_names", "disable_sparse", "acl", "discard", "iocharset="} <= set(opts)
     from click.testing import CliRunner
 
-    from fsbench.cli import cli
+    from fsbench.cli.app import cli
 
     out = CliRunner().invoke(cli, ["list", "drivers", "--json"])
     assert out.exit_code == 0, out.output

@@ -23,6 +23,7 @@ from explain_fixtures import (
 from rich.console import Console
 
 from fsbench.lab.drivers import Driver
+from fsbench.records.schema import Quirk, Run
 from fsbench.report.diff import diff_runs
 from fsbench.report.explain import (
     Explanation,
@@ -31,7 +32,6 @@ from fsbench.report.explain import (
     run_json,
 )
 from fsbench.report.sections import render, render_html
-from fsbench.schema import Quirk, Run
 
 
 def explained(r: Run, subject: str = "ntfs-3g", placement: str = "free") -> Explanation:
@@ -326,7 +326,7 @@ def test_diff_names_the_probe_figures_that_changed() -> None:
 
 
 def test_diff_prints_the_changed_figures_under_its_table(capsys: pytest.CaptureFixture) -> None:
-    from fsbench.commands.report import _print_diff
+    from fsbench.cli.commands.report import _print_diff
 
     a = ntfs_vs_ext4()
     b = ntfs_vs_ext4(requests=8192, size=131072, latency_total_us=2e6, seconds=2.5)
@@ -394,8 +394,8 @@ def test_malformed_probe_data_gives_no_claim_and_no_crash() -> None:
 def test_show_json_of_a_stored_run_carries_the_explanations(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from fsbench.cli import cli
-    from fsbench.store import Store
+    from fsbench.cli.app import cli
+    from fsbench.records.store import Store
 
     r = ntfs_vs_ext4()
     db = tmp_path / "results.db"

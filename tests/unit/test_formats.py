@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from fsbench.choices import by_name
 from fsbench.lab.formats import FORMATS
+from fsbench.records.choices import by_name
 
 
 def test_ext4_writes_its_inode_tables_and_journal_at_mkfs() -> None:

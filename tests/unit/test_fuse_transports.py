@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import aptsource
 from fsbench.errors import UsageError
 from fsbench.fuse import libfuse, sourcebuild, transports
 from fsbench.fuse.fuse2fs import FUSE2FS
 from fsbench.fuse.libfuse import LIBFUSE
+from fsbench.host import apt as aptsource
 from fsbench.lab import state
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import parse_subject, parse_subjects

@@ -17,11 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsbench import cli, options, pipeline
-from fsbench.schema import Run
+from fsbench import pipeline
+from fsbench.cli import app as cli
+from fsbench.cli import options
+from fsbench.records.schema import Run
 
 # Every command and every option of every command, from the commands themselves (the
-# measuring ones from fsbench.options' table): a new option is fuzzed without anyone listing it.
+# measuring ones from fsbench.cli.options' table): a new option is fuzzed without anyone listing it.
 COMMANDS = [*sorted(cli.cli.commands), "bogus", ""]
 OPTIONS = sorted(
     {
@@ -97,7 +99,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(pipeline, "execute", no_measuring)
     # Keep doctor and cleanup cheap and harmless: they are exercised by their own tests.
     monkeypatch.setattr(
-        "fsbench.env.doctor",
+        "fsbench.host.environment.doctor",
         lambda: {
             "drivers": [],
             "formats": [],

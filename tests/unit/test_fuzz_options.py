@@ -1,5 +1,5 @@
 """Every option of every command, drawn from the commands themselves (the measuring ones from
-fsbench.options' table), alone, twice, and in each pair the table declares (a need left out, a
+fsbench.cli.options' table), alone, twice, and in each pair the table declares (a need left out, a
 conflict given): never a traceback, only documented exit codes, a refusal is one line naming the
 option, and a pair the table says cannot go together is never run in silence.
 
@@ -15,8 +15,10 @@ from pathlib import Path
 import click
 import pytest
 
-from fsbench import cli, options, pipeline
-from fsbench.schema import Run
+from fsbench import pipeline
+from fsbench.cli import app as cli
+from fsbench.cli import options
+from fsbench.records.schema import Run
 
 EXIT_CODES = (0, 1, 2, 3, 4)
 

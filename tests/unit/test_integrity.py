@@ -9,15 +9,10 @@ from pathlib import Path
 from rich.console import Console
 from run_parts import subject
 
-from fsbench import stats
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.integrity import KmsgRecord, kernel_lines, notable, set_files, verify, write_set
 from fsbench.probes.semantics import FEATURES, capabilities, probe
-from fsbench.report.diff import diff_runs
-from fsbench.report.naming import baseline_result
-from fsbench.report.sections import render, render_html
-from fsbench.report.summary import findings
-from fsbench.schema import (
+from fsbench.records.schema import (
     INTEGRITY_FAILED_FLAG,
     SCHEMA_VERSION,
     Checker,
@@ -26,6 +21,11 @@ from fsbench.schema import (
     Result,
     Run,
 )
+from fsbench.report.diff import diff_runs
+from fsbench.report.naming import baseline_result
+from fsbench.report.sections import render, render_html
+from fsbench.report.summary import findings
+from fsbench.stats import describe as stats
 
 
 def test_kernel_lines_name_the_device_and_tell_damage_from_notes() -> None:

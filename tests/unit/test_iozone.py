@@ -238,7 +238,7 @@ def test_switching_file_size_drops_the_previous_fileset(tmp_path: Path) -> None:
 
 def test_clients_mode_runs_the_cells_fio_form() -> None:
     """--clients keeps the matrix on fio: each cell becomes the FioJob it composes."""
-    from fsbench.dimensions.clients import Client, ClientsJob, apply_clients
+    from fsbench.schedule.dimensions.clients import Client, ClientsJob, apply_clients
     from fsbench.workloads.fio import FioJob
 
     cells = [iozone.make_job("rewrite", MiB, 8 * KiB), iozone.make_job("stride-read", MiB, 8 * KiB)]

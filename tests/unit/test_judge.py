@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from fsbench.cli import cli
+from fsbench.cli.app import cli
+from fsbench.records.schema import Run
 from fsbench.report.naming import ratio_cell
 from fsbench.report.sections import render
-from fsbench.schema import Run
-from fsbench.verdict import Verdict
+from fsbench.stats.verdict import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CSV = """run,workload,subject,value,round

@@ -14,20 +14,20 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import fsbench
-from fsbench import env as env_mod
 from fsbench import registry
-from fsbench.cli import cli
+from fsbench.cli.app import cli
 from fsbench.errors import EXIT_FAILED, UsageError
+from fsbench.host import environment as env_mod
 from fsbench.lab import state
 from fsbench.probes.sample import ProbeDelta
+from fsbench.records.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.report.diff import diff_runs
 from fsbench.report.diff import ratio_text as diff_ratio_text
 from fsbench.report.explain import explain_result, profile
 from fsbench.report.sections import render as render_table
 from fsbench.report.sections import render_html
-from fsbench.runner import Runner, RunTarget, aggregate
-from fsbench.samplemerge import build_sample
-from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject
+from fsbench.schedule.merge import build_sample
+from fsbench.schedule.runner import Runner, RunTarget, aggregate
 from fsbench.units import GiB, MiB, fmt_ratio
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.copy import COPY_JOBS

@@ -9,9 +9,9 @@ import re
 import numpy as np
 from rich.console import Console
 
+from fsbench.records.schema import Result, Run, Subject
 from fsbench.report.diff import diff_runs, ratio_text
 from fsbench.report.sections import render, render_html
-from fsbench.schema import Result, Run, Subject
 
 CELL = re.compile(r"([\d.]+)× ([\d.e-]+)–([\d.e-]+) ([▲▼≈?])")
 

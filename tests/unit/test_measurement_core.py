@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from fsbench.probes.sample import ProbeDelta
-from fsbench.runner import Runner, RunTarget, aggregate
-from fsbench.samplemerge import Iteration, build_sample, merge_iterations
-from fsbench.samplemerge import verify_cache as verify
-from fsbench.sampler import sized
-from fsbench.schema import Device, Result, Run, Sample, Subject
+from fsbench.records.schema import Device, Result, Run, Sample, Subject
+from fsbench.schedule.merge import Iteration, build_sample, merge_iterations
+from fsbench.schedule.merge import verify_cache as verify
+from fsbench.schedule.runner import Runner, RunTarget, aggregate
+from fsbench.schedule.sampler import sized
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fake import FakeWorkload
 
@@ -149,7 +149,7 @@ def test_adaptive_goes_on_to_max_repeat_while_unsettled_and_says_so(
 def test_adaptive_time_budget_ends_the_extra_rounds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fsbench.runner as runner_mod
+    import fsbench.schedule.runner as runner_mod
 
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=50,150,80,120,60,140")
     clock = iter(float(i * 10) for i in range(1000))  # every reading 10 s later

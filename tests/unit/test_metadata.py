@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from fsbench import _metaops
+from fsbench.records.schema import Run, Subject
 from fsbench.registry import WORKLOADS, resolve_workloads
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Run, Subject
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads import metadata
 from fsbench.workloads.base import Target, Unsupported, WorkloadFailed, unmet_need
 from fsbench.workloads.metadata import (

@@ -1,5 +1,5 @@
 """Two subjects the run does not separate (ext4 against ext4:relatime, samples within each
-other's noise): no output crowns a fastest, and each says "not separated" in fsbench.verdict's
+other's noise): no output crowns a fastest, and each says "not separated" in fsbench.stats.verdict's
 words; a third, clearly slower, is still ranked below them with its mark."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import re
 from explain_fixtures import fuse_trace, kernel_trace, result, run
 from rich.console import Console
 
+from fsbench.records.schema import Run
 from fsbench.report.answer import answers
 from fsbench.report.export import to_markdown
 from fsbench.report.sections import render, render_html
-from fsbench.schema import Run
 
 
 def _tie(third: bool = False) -> Run:

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fsbench.aggregate import aggregate
-from fsbench.baseline import ranked
-from fsbench.commands.report import with_driver_quirks
-from fsbench.notecodes import Note, legacy, words
+from fsbench.cli.commands.report import with_driver_quirks
+from fsbench.records.notecodes import Note, legacy, words
+from fsbench.records.schema import SCHEMA_VERSION, Integrity, Result, Run, Sample, Schedule
 from fsbench.report.facts import checked_subjects
 from fsbench.report.naming import confidence_text
 from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.sections import render, render_html
 from fsbench.report.summary import groups
-from fsbench.schema import SCHEMA_VERSION, Integrity, Result, Run, Sample, Schedule
+from fsbench.stats.aggregate import aggregate
+from fsbench.stats.baseline import ranked
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 

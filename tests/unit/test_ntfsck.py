@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.aptsource import file_sha256
+from fsbench.host.apt import file_sha256
 from fsbench.lab import integrity, ntfsck
 from fsbench.lab.formats import FORMATS
 

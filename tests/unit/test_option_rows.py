@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from fsbench import cli, pipeline
-from fsbench.schema import Run
+from fsbench import pipeline
+from fsbench.cli import app as cli
+from fsbench.records.schema import Run
 
 
 @pytest.fixture
@@ -230,7 +231,7 @@ def test_a_kernel_driver_this_host_lacks_names_the_kernel_that_has_it(tmp_path: 
 
     from fsbench.lab.drivers import DRIVERS, availability
     from fsbench.lab.subject import parse_subject
-    from fsbench.plan import vm_hint
+    from fsbench.schedule.plan import vm_hint
 
     if availability(DRIVERS["ntfs"]).available:
         pytest.skip("not applicable here: this kernel has the ntfs driver")

@@ -1,4 +1,4 @@
-"""The options table (fsbench.options) drives both click and validation: every option of
+"""The options table (fsbench.cli.options) drives both click and validation: every option of
 `compare` and `run` is a table entry, refuses its declared bad inputs with one line and exit 2
 (nothing created), and accepts its default."""
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import cli, options, pipeline
+from fsbench import pipeline
+from fsbench.cli import app as cli
+from fsbench.cli import options
 from fsbench.errors import UsageError
-from fsbench.schema import Run
+from fsbench.records.schema import Run
 
 
 def _files(root: Path) -> set[str]:

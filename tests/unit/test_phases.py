@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import fsbench.runner as runner_mod
-from fsbench.phases import PhaseClock, phases_line
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Run, Subject
+import fsbench.schedule.runner as runner_mod
+from fsbench.records.schema import Run, Subject
+from fsbench.schedule.phases import PhaseClock, phases_line
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -95,8 +95,8 @@ def test_the_runner_reports_what_each_phase_cost(
 def test_the_phases_show_with_verbose_and_in_the_html() -> None:
     from rich.console import Console
 
+    from fsbench.records.schema import Schedule
     from fsbench.report.sections import render, render_html
-    from fsbench.schema import Schedule
 
     r = Run(run_id="t", started="2025-01-01T00:00:00")
     r.schedule = Schedule(spent_s=100.0, phases={"run": 40.0, "cache": 35.0, "other": 25.0})

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import pipeline, targets
+from fsbench import pipeline
 from fsbench.lab.backing import parse_backing
+from fsbench.schedule import targets
 from fsbench.workloads.fake import FakeWorkload
 
 
@@ -58,7 +59,7 @@ def test_read_only_volume_is_walked_once_not_before_every_sample(
     would warm the caches the timed run wants cold, so it happens at the first mount only."""
     from types import SimpleNamespace
 
-    from fsbench.schema import Subject
+    from fsbench.records.schema import Subject
 
     walks: list[str] = []
 

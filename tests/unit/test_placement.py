@@ -20,8 +20,14 @@ from explain_fixtures import fuse_trace, kernel_trace, result, run
 from rich.console import Console
 from test_cli import Sandbox, assert_usage_error
 
-from fsbench import schema
-from fsbench.dimensions.placement import (
+from fsbench.errors import UsageError
+from fsbench.probes import wakeup
+from fsbench.probes.procfs import ProcFS
+from fsbench.records import schema
+from fsbench.records.schema import Environment, Run, Subject, WakeupCost
+from fsbench.report.diff import environment_differences, match_key
+from fsbench.report.sections import render, render_html
+from fsbench.schedule.dimensions.placement import (
     DEFAULT,
     PARTIAL_FLAG,
     PLACEMENTS,
@@ -31,13 +37,7 @@ from fsbench.dimensions.placement import (
     pin,
     with_placements,
 )
-from fsbench.errors import UsageError
-from fsbench.probes import wakeup
-from fsbench.probes.procfs import ProcFS
-from fsbench.report.diff import environment_differences, match_key
-from fsbench.report.sections import render, render_html
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Environment, Run, Subject, WakeupCost
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed
 from fsbench.workloads.fake import FakeWorkload
 from polling import wait_until
@@ -421,7 +421,7 @@ def test_wakeup_verdict_follows_the_numbers(
 
 
 def test_doctor_reports_wakeups_with_their_verdict() -> None:
-    from fsbench import env
+    from fsbench.host import environment as env
 
     w, why = env.measure_wakeups()
     d = env.doctor_wakeups(w, why)
@@ -448,7 +448,7 @@ def test_the_environment_records_the_wakeup_costs_and_old_runs_still_load() -> N
 def test_the_wakeup_cost_is_measured_again_after_the_last_sample(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from fsbench import env
+    from fsbench.host import environment as env
 
     e = Environment(wakeup_us=WakeupCost(same_cpu=1.3, cross_cpu=279.0))
     monkeypatch.setattr(

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.dimensions.placement import Watch, split_note, two_groups, with_placements
-from fsbench.notecodes import words
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Run, Subject
+from fsbench.records.notecodes import words
+from fsbench.records.schema import Run, Subject
+from fsbench.schedule.dimensions.placement import Watch, split_note, two_groups, with_placements
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -135,8 +135,8 @@ def test_the_watch_sees_whether_daemon_and_app_share_a_cpu(apart: bool, want_sam
 
 def test_the_split_is_told_under_the_table_without_verbose() -> None:
     """A finding, not a caveat: every output shows it beside its subject (report/notes.py)."""
+    from fsbench.records.schema import Result
     from fsbench.report.notes import table_notes
-    from fsbench.schema import Result
 
     note = split_note([480.0, 490.0, 820.0, 840.0], [None] * 4, "MiB/s")
     assert note is not None

@@ -1,6 +1,6 @@
-"""A probe is one record (fsbench/probedefs/): a test's own probe and a test's own driver quirk,
-each added as one record, reach the bpftrace script, the result's trace, the explanation, the
-terminal table and diff's figures, with nothing else told their names."""
+"""A probe is one record (fsbench/records/probes/): a test's own probe and a test's own driver
+quirk, each added as one record, reach the bpftrace script, the result's trace, the explanation,
+the terminal table and diff's figures, with nothing else told their names."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 from explain_fixtures import GiB, fuse_trace, kernel_trace, result, run
 from rich.console import Console
 
-from fsbench import probedefs
 from fsbench.lab.drivers import Driver
-from fsbench.probedefs.factor import Factor, FactorInput, Profile, differs, ratio_weight
-from fsbench.probedefs.numbers import fmt_count, number
-from fsbench.probedefs.record import Figure, Maps, Probe, SubjectKeys, rows
 from fsbench.probes import trace as T
+from fsbench.records import probes as probedefs
+from fsbench.records.probes.factor import Factor, FactorInput, Profile, differs, ratio_weight
+from fsbench.records.probes.numbers import fmt_count, number
+from fsbench.records.probes.record import Figure, Maps, Probe, SubjectKeys, rows
+from fsbench.records.schema import Quirk
 from fsbench.report.explain import explain_run
 from fsbench.report.sections import render
-from fsbench.schema import Quirk
 
 
 # -- the test's own probe: lock contention of the subject's tasks, one record --------------------

@@ -30,7 +30,7 @@ from fsbench.probes import (
     parse_status_ctxt,
     take_snapshot,
 )
-from fsbench.schema import CPU, Device
+from fsbench.records.schema import CPU, Device
 
 FIXTURES = Path(__file__).parent / "fixtures" / "proc"
 BEFORE = FIXTURES / "before"

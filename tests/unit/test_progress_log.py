@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fsbench.commands.progress import LogLines, shown
-from fsbench.plan import Plan
+from fsbench.cli.commands.progress import LogLines, shown
+from fsbench.schedule.plan import Plan
 
 
 def _run(tmp_path: Path, values: str, *args: str) -> subprocess.CompletedProcess:

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fsbench import latency
 from fsbench.errors import UsageError
+from fsbench.records.schema import Result, Sample
 from fsbench.registry import resolve_workloads
 from fsbench.report.comparison import latency_verdict as judge
 from fsbench.report.grids import kdiskmark_label as label
 from fsbench.report.latency_plots import cdf_points, latency_plots
 from fsbench.report.model import build
 from fsbench.report.table import workload_tables
-from fsbench.schema import Result, Sample
+from fsbench.stats import latency
 from fsbench.units import fmt_value
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import parse_fio_json, parse_io_params
@@ -238,8 +238,8 @@ def test_a_six_times_longer_p99_is_marked_worse() -> None:
 
 
 def test_the_latency_verdict_is_the_throughput_procedure_on_the_p99s() -> None:
-    from fsbench.latency import FIO_RESOLUTION
-    from fsbench.verdict import Family, verdict
+    from fsbench.stats.latency import FIO_RESOLUTION
+    from fsbench.stats.verdict import Family, verdict
 
     base = _res("ext4", [100, 130, 90])
     other = _res("xfs", [110, 120, 95])
@@ -252,12 +252,12 @@ def test_the_latency_verdict_is_the_throughput_procedure_on_the_p99s() -> None:
 def test_a_bucket_step_alone_makes_no_mark() -> None:
     from dataclasses import replace
 
-    from fsbench.latency import FIO_RESOLUTION
+    from fsbench.stats.latency import FIO_RESOLUTION
 
     """Two identical subjects whose p99 sit in neighbouring fio buckets, every sample: the
     issue's 89.6 against 91.648 was ▲ at a zero-width interval; at the histogram's resolution
     it is not separated."""
-    from fsbench.verdict import table_family, verdict
+    from fsbench.stats.verdict import table_family, verdict
 
     fam = table_family(8, 2)
     assert verdict([89.6] * 3, [91.648] * 3, fam).mark == "above"  # exact values: it is a step
@@ -297,7 +297,7 @@ def test_grid_and_cdf_of_a_run() -> None:
 
 
 def _run(*results: Result):
-    from fsbench.schema import Environment, Run, Subject
+    from fsbench.records.schema import Environment, Run, Subject
 
     return Run(
         run_id="20261126-100000-abcd",
@@ -338,7 +338,7 @@ def test_every_report_names_the_latency_it_shows() -> None:
 
 
 def test_a_stored_run_with_completion_latency_loads_as_before(tmp_path: Path) -> None:
-    from fsbench.store import Store
+    from fsbench.records.store import Store
 
     old = _res("ext4", [100, 300, 200], basis=None)
     run = _run(old)
@@ -359,7 +359,7 @@ def test_a_stored_run_with_completion_latency_loads_as_before(tmp_path: Path) ->
 
 # -- the explanation at depth -------------------------------------------------------------------
 def _inp(res: Result, kind: str, measured: dict, base_res: Result | None = None):
-    from fsbench.probedefs.factor import FactorInput, Profile
+    from fsbench.records.probes.factor import FactorInput, Profile
 
     def prof(r: Result, k: str, m: dict) -> Profile:
         return Profile(result=r, per="GiB", amount=1.0, seconds=2.0, kind=k, driver=k, measured=m)
@@ -369,8 +369,8 @@ def _inp(res: Result, kind: str, measured: dict, base_res: Result | None = None)
 
 
 def test_a_qd32_run_reaching_depth_1_is_the_finding() -> None:
-    from fsbench.probedefs import depth
-    from fsbench.probedefs.factor import OpFigures
+    from fsbench.records.probes import depth
+    from fsbench.records.probes.factor import OpFigures
 
     res = _res("ntfs-3g", [600, 610, 590])
     res.params = {**res.params, "iodepth": 32}

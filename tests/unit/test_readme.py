@@ -68,8 +68,8 @@ def test_a_two_driver_comparison_fits_one_screen() -> None:
     at most 45 lines at 100 columns, none wider."""
     from rich.console import Console
 
+    from fsbench.records.schema import Run
     from fsbench.report.sections import render
-    from fsbench.schema import Run
 
     run = Run.model_validate_json(
         (ROOT / "tests/unit/fixtures/compare_ext4_ntfs3g.json").read_text()

@@ -14,9 +14,9 @@ import pytest
 
 from fsbench.errors import UsageError
 from fsbench.pipeline import write_results
+from fsbench.records.schema import Run, Subject
 from fsbench.report.diff import FAIL_ON, check_fail_on, gate_failures, verdict_word
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Run, Subject
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 

@@ -14,13 +14,13 @@ import pytest
 from rich.console import Console, Group
 from run_parts import subject
 
-from fsbench import stats
+from fsbench.records.schema import CPU, Environment, Result, Run, Subject
 from fsbench.report import plots
 from fsbench.report.matrix_table import matrix_tables
 from fsbench.report.model import build
 from fsbench.report.sections import render_html, write_report
 from fsbench.report.summary import findings, fmt_ratio
-from fsbench.schema import CPU, Environment, Result, Run, Subject
+from fsbench.stats import describe as stats
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 OPS = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")

@@ -18,6 +18,8 @@ from unittest.mock import patch
 import pytest
 from rich.console import Console
 
+from fsbench.records.schema import Run
+from fsbench.records.store import _read_results_json
 from fsbench.report.diskmark import grid_view
 from fsbench.report.export import export
 from fsbench.report.model import Report, Table, build
@@ -25,8 +27,6 @@ from fsbench.report.notes import counted_lines
 from fsbench.report.plots import Plots
 from fsbench.report.sections import View, render, render_html
 from fsbench.report.style import glyph
-from fsbench.schema import Run
-from fsbench.store import _read_results_json
 from fsbench.units import size_text
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from fsbench.records.schema import Run
 from fsbench.report.sections import render
-from fsbench.schema import Run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = {

@@ -17,9 +17,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from fsbench.commands.docs import results_schema_text
+from fsbench.cli.commands.docs import results_schema_text
+from fsbench.records.schema import SCHEMA_VERSION, Run
 from fsbench.report.export import export
-from fsbench.schema import SCHEMA_VERSION, Run
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "docs" / "results.schema.json"
@@ -39,7 +39,7 @@ def _validator() -> jsonschema.protocols.Validator:
 
 def test_the_published_schema_is_what_the_records_generate() -> None:
     assert SCHEMA.read_text() == results_schema_text(), (
-        "docs/results.schema.json differs from fsbench.schema: run "
+        "docs/results.schema.json differs from fsbench.records.schema: run "
         "`uv run python scripts/results_schema.py`"
     )
     assert json.loads(SCHEMA.read_text())["x-fsbench-schema-version"] == SCHEMA_VERSION
@@ -95,8 +95,8 @@ def test_an_older_run_loaded_exports_as_migrated() -> None:
     """A schema 3 or 4 results.json, loaded (its verdicts decided on load), exports at the
     current schema and says what it was migrated from: never 'schema 4' beside schema 5's
     verdicts."""
-    from fsbench.schema import SCHEMA_VERSION
-    from fsbench.store import _read_results_json
+    from fsbench.records.schema import SCHEMA_VERSION
+    from fsbench.records.store import _read_results_json
 
     for path in FIXTURES:
         old = json.loads(path.read_text())["schema_version"]

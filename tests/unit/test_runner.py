@@ -15,9 +15,9 @@ import pytest
 
 from fsbench.errors import LabError
 from fsbench.probes.procfs import ProcFS
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Result, Run, Sample, Subject
-from fsbench.store import Store
+from fsbench.records.schema import Result, Run, Sample, Subject
+from fsbench.records.store import Store
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -444,7 +444,7 @@ def test_sync_before_every_sample_without_cold_preparation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: str
 ) -> None:
     """Writeback of the previous workload must land before the next sample, not inside it."""
-    import fsbench.sampler as sampler_mod
+    import fsbench.schedule.sampler as sampler_mod
 
     wl = FakeWorkload(cache=cache)
     monkeypatch.setattr(sampler_mod.os, "sync", lambda: wl.calls.append(("sync", "")))
@@ -457,7 +457,7 @@ def test_sync_before_every_sample_without_cold_preparation(
 def test_iteration_extras_merge_honestly() -> None:
     """Amounts add up, rates are over the whole sample, percentiles say they are a median over
     iterations, and a figure that is only the last iteration's says so."""
-    from fsbench.samplemerge import merge_extras
+    from fsbench.schedule.merge import merge_extras
     from fsbench.workloads.base import IO_EXTRAS, Measurement
 
     a = Measurement(
@@ -490,7 +490,7 @@ def test_a_merged_sample_keeps_each_iterations_value() -> None:
     """The sample's rate is total work over total time; each iteration's own rate stays beside
     it, so a stall in one iteration is told from a sample slow throughout."""
     from fsbench.probes.sample import ProbeDelta
-    from fsbench.samplemerge import Iteration, merge_iterations
+    from fsbench.schedule.merge import Iteration, merge_iterations
     from fsbench.workloads.base import Measurement
 
     runs = [
@@ -508,7 +508,7 @@ def test_adaptive_settling_spends_samples_only_where_the_answer_is_open(
 ) -> None:
     """subj-b is clearly half as fast (settled at the look after the first three rounds),
     subj-c wobbles around the baseline (its ratio's interval straddles 1): subj-c and the
-    baseline get the samples subj-c's variance plans (fsbench.decide), subj-b none."""
+    baseline get the samples subj-c's variance plans (fsbench.stats.decide), subj-b none."""
     monkeypatch.setenv(
         "FSBENCH_FAKE_VALUES",
         "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
@@ -582,7 +582,7 @@ def test_adaptive_open_answer_gets_samples_until_the_time_budget_ends(
     subjects take 90 s; then subj-b (settled, half as fast) gets nothing more, while subj-c
     (open, so noisy that its variance plans more than fit) and the baseline share what is
     left: 3 more rounds of 20 s, and none that would end after the budget."""
-    import fsbench.runner as runner_mod
+    import fsbench.schedule.runner as runner_mod
 
     clock = _Clock(10.0)
     monkeypatch.setattr(runner_mod.time, "monotonic", clock)
@@ -613,7 +613,7 @@ def test_the_time_budget_counts_from_the_commands_start(
     """The same run as above, but 30 s went on images and the noise floor before the first
     sample: of the 150 s budget, 120 are left; the minimum rounds take 90, one more of the open
     answers' (20 s) fits, a second would end at 160 s."""
-    import fsbench.runner as runner_mod
+    import fsbench.schedule.runner as runner_mod
 
     clock = _Clock(10.0)
     clock.now = 30.0
@@ -635,7 +635,7 @@ def test_the_time_budget_counts_from_the_commands_start(
 def test_adaptive_settled_answer_ends_the_run_before_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fsbench.runner as runner_mod
+    import fsbench.schedule.runner as runner_mod
 
     clock = _Clock(10.0)
     monkeypatch.setattr(runner_mod.time, "monotonic", clock)
@@ -687,8 +687,8 @@ def test_progress_total_shrinks_as_answers_settle(
 def test_a_ratio_is_settled_exactly_when_its_verdict_is_decided() -> None:
     """Settled is the verdict the table prints: ▲/▼ (the interval excludes 1) or ≈ (within
     ±2 %); three wild baseline samples above three others are still open."""
-    from fsbench.runner import ratio_settled
-    from fsbench.verdict import verdict
+    from fsbench.schedule.runner import ratio_settled
+    from fsbench.stats.verdict import verdict
 
     def res(values: list[float]) -> Result:
         return Result(subject="s", workload="w", metric="m", unit="MiB/s", samples=values)

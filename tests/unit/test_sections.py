@@ -12,12 +12,12 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from fsbench.commands.report import with_driver_quirks
+from fsbench.cli.commands.report import with_driver_quirks
+from fsbench.records.schema import Run
 from fsbench.report import html as page
 from fsbench.report import sections
 from fsbench.report.answer import gap_share
 from fsbench.report.sections import SECTIONS, Section, render, render_html
-from fsbench.schema import Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 TEMPLATES = Path(sections.__file__).parent / "templates"

@@ -12,15 +12,15 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from fsbench.cli import cli
-from fsbench.commands.report import with_driver_quirks
+from fsbench.cli.app import cli
+from fsbench.cli.commands.report import with_driver_quirks
+from fsbench.records.schema import Run
 from fsbench.report.answer import answers
 from fsbench.report.comparison import verdict_of
 from fsbench.report.export import to_csv, to_markdown, write_figures
 from fsbench.report.naming import result_title
 from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.summary import groups, report_order
-from fsbench.schema import Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 
@@ -117,7 +117,7 @@ def test_export_command_markdown_and_figures(tmp_path: Path) -> None:
 def _diff_text(width: int) -> tuple[str, list[str]]:
     from rich.console import Console
 
-    from fsbench.commands.report import _print_diff
+    from fsbench.cli.commands.report import _print_diff
     from fsbench.report.diff import diff_runs
 
     a = _run()

@@ -1,4 +1,4 @@
-"""Known-value tests for fsbench.stats: every expected number is derived by hand below."""
+"""Known-value tests for fsbench.stats.describe: every expected number is derived by hand below."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from fsbench.stats import (
+from fsbench.stats.describe import (
     Summary,
     median_ci,
     needs_more_samples,

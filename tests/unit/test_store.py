@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from run_parts import subject as make_subject
 
-from fsbench import store as store_mod
 from fsbench.errors import UsageError
-from fsbench.notecodes import words
-from fsbench.schema import CPU, Device, Environment, Result, Run, Sample, Subject
-from fsbench.store import Store, default_db_path, result_key
+from fsbench.records import store as store_mod
+from fsbench.records.notecodes import words
+from fsbench.records.schema import CPU, Device, Environment, Result, Run, Sample, Subject
+from fsbench.records.store import Store, default_db_path, result_key
 
 
 def _subjects() -> list[Subject]:
@@ -240,8 +240,8 @@ def test_samples_survive_a_killed_process(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import os
-        from fsbench.schema import Result, Run, Sample
-        from fsbench.store import Store
+        from fsbench.records.schema import Result, Run, Sample
+        from fsbench.records.store import Store
         db = Store({str(tmp_path / "r.db")!r})
         db.begin_run(Run(run_id="crash-0001", started="2024-01-01T00:00:00Z"), None)
         r = Result(subject="ext4", workload="w", metric="m", unit="u")
@@ -495,8 +495,8 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys
-        from fsbench.schema import Result, Run, Sample
-        from fsbench.store import Store
+        from fsbench.records.schema import Result, Run, Sample
+        from fsbench.records.store import Store
         run_id = sys.argv[2]
         with Store(sys.argv[1]) as db:
             db.begin_run(Run(run_id=run_id, started="2024-01-01T00:00:00Z"), None)
@@ -524,7 +524,7 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
 def test_concurrent_first_open_applies_migrations_once(tmp_path: Path) -> None:
     # Processes, not threads: switching a new db to WAL raced only across processes.
     db_path = tmp_path / "fresh" / "r.db"
-    script = "import sys; from fsbench.store import Store; Store(sys.argv[1]).close()"
+    script = "import sys; from fsbench.records.store import Store; Store(sys.argv[1]).close()"
     procs = [
         subprocess.Popen([sys.executable, "-c", script, str(db_path)], stderr=subprocess.PIPE)
         for _ in range(6)

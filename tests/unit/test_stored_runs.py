@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fsbench.commands.report import with_driver_quirks
+from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.lab.drivers import DRIVERS
+from fsbench.records.schema import Quirk, Run
 from fsbench.report.explain import explain_run
-from fsbench.schema import Quirk, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from explain_fixtures import result, run
 from rich.console import Console
 
-from fsbench.notecodes import Note
+from fsbench.records.notecodes import Note
 from fsbench.report.sections import render
 
 SUBJECTS = ("ext4", "xfs", "ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse", "btrfs", "ext2")
@@ -60,7 +60,7 @@ def test_verbose_lists_each_subjects_notes() -> None:
 
 
 def test_adaptive_run_shows_why_sampling_stopped_in_100_columns() -> None:
-    from fsbench.schema import Schedule
+    from fsbench.records.schema import Schedule
 
     r = _eight()
     for i, res in enumerate(r.results):  # type: ignore[attr-defined]

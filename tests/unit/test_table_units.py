@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from fsbench.records.schema import CPU, Result, Run, Subject
 from fsbench.report.model import build
 from fsbench.report.table import workload_tables
-from fsbench.schema import CPU, Result, Run, Subject
 
 
 def _render(results: list[Result]) -> str:

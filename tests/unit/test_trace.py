@@ -16,8 +16,8 @@ from usdt_fixtures import libfuse_daemon
 from fsbench.lab import state
 from fsbench.probes import processes
 from fsbench.probes import trace as T
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import Run, Subject
+from fsbench.records.schema import Run, Subject
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 from polling import wait_until

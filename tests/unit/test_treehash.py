@@ -17,14 +17,14 @@ import xxhash
 
 from fsbench import _xxhtree
 from fsbench.errors import UsageError
-from fsbench.manifest import (
+from fsbench.registry import resolve_workloads
+from fsbench.treehash import (
     format_line,
     read_manifest,
     verify_manifest,
     walk_tree,
     write_manifest,
 )
-from fsbench.registry import resolve_workloads
 from fsbench.workloads.base import Target, WorkloadFailed
 from fsbench.workloads.treehash import (
     TreeHash,
@@ -393,7 +393,7 @@ def test_hash_lines_reach_a_text_stdout_without_a_binary_buffer(tmp_path: Path) 
     import contextlib
     import io
 
-    from fsbench.commands.verify import hash_tree
+    from fsbench.cli.commands.verify import hash_tree
 
     (tmp_path / "a").write_bytes(b"a")
     out = io.StringIO()

@@ -13,21 +13,21 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from fsbench.commands.tune import _options
+from fsbench.cli.commands.tune import _options
 from fsbench.lab.subject import parse_subject
-from fsbench.plan import Plan
-from fsbench.probedefs.factor import Factor
+from fsbench.records.probes.factor import Factor
+from fsbench.records.schema import Run
+from fsbench.records.store import Store
+from fsbench.records.tunerecord import tune_of
 from fsbench.report.export import export
 from fsbench.report.sections import render_html
 from fsbench.report.tune import terminal
-from fsbench.runner import workload_id
-from fsbench.schema import Run
-from fsbench.store import Store
+from fsbench.schedule.plan import Plan
+from fsbench.schedule.runner import workload_id
 from fsbench.tune import budget, session
 from fsbench.tune.choose import Gap, choose
 from fsbench.tune.outcome import gaps
 from fsbench.tune.remedies import KINDS, REMEDIES, SAFE, SAFETY_WORDS
-from fsbench.tunerecord import tune_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 GiB = 1024**3
@@ -293,7 +293,7 @@ def test_the_stored_tune_run_reads_back(tuned: Any, tmp_path: Path) -> None:
 def test_diff_sets_two_tunes_side_by_side(tuned: Any, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from fsbench.cli import cli
+    from fsbench.cli.app import cli
 
     safe, _, _ = tuned()
     unsafe, _, _ = tuned(allow_unsafe=True)
@@ -336,7 +336,7 @@ def test_the_budget_keeps_the_best_candidates_and_says_what_it_left() -> None:
 def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from fsbench.cli import cli
+    from fsbench.cli.app import cli
 
     out = tmp_path / "out"
     args = ["tune", "ntfs-3g", "--dry-run", "--out", str(out), "--db", str(tmp_path / "db")]
@@ -351,8 +351,8 @@ def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_pat
 
 
 def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() -> None:
+    from fsbench.records.tunerecord import TuneChange, TuneRecord
     from fsbench.report.tune import answer_lines, recommended
-    from fsbench.tunerecord import TuneChange, TuneRecord
 
     def ch(name: str, gain: float, **kw: Any) -> TuneChange:
         return TuneChange(name=name, subject="ntfs-3g:x", untuned="ntfs-3g", workload="w",

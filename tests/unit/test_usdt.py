@@ -10,10 +10,10 @@ import pytest
 from explain_fixtures import fuse_trace, kernel_trace, result, run
 from usdt_fixtures import libfuse_daemon, write_elf
 
-from fsbench.probedefs import libfuse
-from fsbench.probedefs.record import SubjectKeys
 from fsbench.probes import trace as T
 from fsbench.probes import usdt
+from fsbench.records.probes import libfuse
+from fsbench.records.probes.record import SubjectKeys
 from fsbench.report.explain import explain_run
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from fsbench.errors import UsageError
 from fsbench.pipeline import definitions
+from fsbench.records.schema import SCHEMA_VERSION, Run, Subject
 from fsbench.registry import resolve_workloads
-from fsbench.runner import Runner, RunTarget
-from fsbench.schema import SCHEMA_VERSION, Run, Subject
+from fsbench.schedule.runner import Runner, RunTarget
 from fsbench.workloads import command as cmdmod
 from fsbench.workloads import fiofile
 from fsbench.workloads.base import Target, WorkloadFailed
@@ -366,7 +366,7 @@ def test_subprocess_not_left_behind_by_a_child_of_the_tests() -> None:
 
 
 def _user_run(run_id: str, seconds: list[float], definitions_: list[dict]) -> Run:
-    from fsbench.schema import Result
+    from fsbench.records.schema import Result
 
     params = {"engine": "command", "variant": "make", "command": "make"}
     return Run(

@@ -1,4 +1,4 @@
-"""The ▲/▼/≈ verdict (fsbench.verdict): one procedure for the interval and the mark, an error
+"""The ▲/▼/≈ verdict (fsbench.stats.verdict): one procedure for the interval and the mark, an error
 rate kept across looks and comparisons, and a seeded, recorded round order."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_runner import _by_subject, _runner
 
-from fsbench.runner import Runner
-from fsbench.verdict import SETTLE_BAND, Family, judge, mark_of, table_family, verdict
+from fsbench.schedule.runner import Runner
+from fsbench.stats.verdict import SETTLE_BAND, Family, judge, mark_of, table_family, verdict
 from fsbench.workloads.fake import FakeWorkload
 
 

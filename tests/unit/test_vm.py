@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fsbench.cli import cli
+from fsbench.cli.app import cli
 from fsbench.errors import EnvironmentProblem, UsageError
 from fsbench.lab import state
 from fsbench.probes import processes
+from fsbench.records.schema import Result, Run, Subject
 from fsbench.report.vm_notes import vm_notes
-from fsbench.schema import Result, Run, Subject
 from fsbench.vm import group_subjects
 from fsbench.vm.guest import (
     BASE_MEMORY,
@@ -195,7 +195,7 @@ def _kernel() -> Kernel:
 
 
 def test_merge_tags_ids_and_flags_emulated_results() -> None:
-    from fsbench.schema import VM
+    from fsbench.records.schema import VM
 
     host = Run(run_id="host", started="now")
     vm = VM(kernel="debian-6.12", virtualization="emulated", why_emulated="no /dev/kvm")
@@ -214,7 +214,7 @@ def test_merge_tags_ids_and_flags_emulated_results() -> None:
 
 
 def test_merge_fails_each_subject_of_a_vm_that_did_not_boot() -> None:
-    from fsbench.schema import VM
+    from fsbench.records.schema import VM
 
     host = Run(run_id="host", started="now")
     vm = VM(kernel="debian-6.12", virtualization="kvm")

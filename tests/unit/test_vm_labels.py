@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 
 from fsbench import pipeline
-from fsbench.env import memory_notes
+from fsbench.host.environment import memory_notes
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
+from fsbench.records.schema import VM, Result, Run, Schedule, Subject
 from fsbench.report.facts import schedule_line
-from fsbench.schema import VM, Result, Run, Schedule, Subject
 from fsbench.vm.guest import GuestGroup, GuestOutcome, merge
 from fsbench.vm.kernels import Kernel
 

@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.choices import by_name, parse_choices
 from fsbench.lab.drivers import DRIVERS, Driver, availability
+from fsbench.records.choices import by_name, parse_choices
 
 KiB = 1024
 MiB = 1024 * KiB

@@ -3,7 +3,7 @@
 Debian 12's fuse2fs (e2fsprogs 1.47.0) is linked with libfuse 2, which has neither io_uring nor
 passthrough. e2fsprogs 1.47.4 (Debian's unstable suite) builds fuse2fs with libfuse 3 (its
 configure asks pkg-config for fuse3), so it is fetched as a source package with apt under a
-private configuration (aptsource.py), and built against fsbench's own libfuse 3.18 build
+private configuration (host/apt.py), and built against fsbench's own libfuse 3.18 build
 (fuse/libfuse.py: the same verified source, installed as a static library into this build's
 directory). The daemon carries libfuse, with io_uring and its USDT probes; its sha256 is
 recorded in build.json and checked on every reuse. It serves an image, not a directory, so
@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fsbench import aptsource
 from fsbench.fuse import libfuse, sourcebuild
 from fsbench.fuse.sourcebuild import Built, SourceBuild
+from fsbench.host import apt as aptsource
 
 
 def _make(

@@ -17,10 +17,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fsbench import aptsource
-from fsbench.aptsource import BuildFailed, file_sha256
 from fsbench.fuse import sourcebuild
 from fsbench.fuse.sourcebuild import Built, SourceBuild
+from fsbench.host import apt as aptsource
+from fsbench.host.apt import BuildFailed, file_sha256
 
 # meson options: only what the floor needs (the library and one example), static, with
 # io_uring and the USDT probes (libfuse's request_receive/process/reply).

@@ -1,6 +1,6 @@
 """A FUSE daemon fsbench builds from a Debian source package, as one record (`SourceBuild`),
 and the one path every such build takes: fetched with apt under a private configuration
-(aptsource.py), built once into $XDG_CACHE_HOME/fsbench/<name>/<key>/ under a lock, its record
+(host/apt.py), built once into $XDG_CACHE_HOME/fsbench/<name>/<key>/ under a lock, its record
 (`build.json`: the .dsc and tarball sha256, each daemon's sha256) written last, each daemon
 checked against it on every reuse; a failed fetch or build leaves `failed.json` (the reason and
 the build log) for `fsbench doctor` and the next run.
@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from fsbench import aptsource
-from fsbench.aptsource import BuildFailed, file_sha256
+from fsbench.host import apt as aptsource
+from fsbench.host.apt import BuildFailed, file_sha256
 
 __all__ = ["BuildFailed", "Built", "SourceBuild", "ensure", "last_failure", "load"]
 

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench.choices import by_name
 from fsbench.probes.procfs import ProcFS
+from fsbench.records.choices import by_name
 
 DEFAULT = "dev-fuse"
 ENABLE_URING = "/sys/module/fuse/parameters/enable_uring"

@@ -1,4 +1,4 @@
-"""Cold caches, two ways, both checked afterwards by the device's read counter (samplemerge).
+"""Cold caches, two ways, both checked afterwards by the device's read counter (schedule/merge.py).
 
 - **evict** (the default where it fits): the workload's files written back and dropped from
   the page cache (fdatasync, POSIX_FADV_DONTNEED), the block device's buffers flushed and

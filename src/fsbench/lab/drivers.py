@@ -13,14 +13,14 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from fsbench.choices import by_name
 from fsbench.fuse import sourcebuild
 from fsbench.fuse.fuse2fs import FUSE2FS
 from fsbench.fuse.libfuse import LIBFUSE
 from fsbench.fuse.sourcebuild import SourceBuild
 from fsbench.lab.formats import FORMATS
 from fsbench.probes.procfs import ProcFS
-from fsbench.schema import Quirk, Unavailable
+from fsbench.records.choices import by_name
+from fsbench.records.schema import Quirk, Unavailable
 
 SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

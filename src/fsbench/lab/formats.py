@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.choices import by_name
+from fsbench.records.choices import by_name
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.system import tool
-from fsbench.notecodes import Note
 from fsbench.probes.semantics import o_direct_measured
-from fsbench.schema import INTEGRITY_FAILED_FLAG, Integrity, Run, Subject
-from fsbench.schema import Checker as CheckerRecord
+from fsbench.records.notecodes import Note
+from fsbench.records.schema import INTEGRITY_FAILED_FLAG, Integrity, Run, Subject
+from fsbench.records.schema import Checker as CheckerRecord
 
 KiB = 1024
 MiB = 1024 * KiB

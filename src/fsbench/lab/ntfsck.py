@@ -5,7 +5,7 @@ ntfsprogs-plus's `ntfsck -n` walks every MFT record, the system files, the index
 orphaned records without changing anything. Debian 12 has no ntfsprogs-plus, and unstable's
 binary needs glibc 2.38 (its `__isoc23_strtol`) where Debian 12 has 2.36, and unstable's source
 package is not reachable here. So the binary package and unstable's libc6 are fetched with apt
-under a private configuration (fsbench/aptsource.py: signature and SHA256 checked by apt), each at
+under a private configuration (fsbench/host/apt.py: signature and SHA256 checked by apt), each at
 the version unstable pins, unpacked into $XDG_CACHE_HOME/fsbench/ntfsprogs-plus/, and ntfsck
 runs through unstable's own dynamic loader with unstable's libc (a wrapper script,
 `bin/ntfsck`): nothing of the system's is replaced. The record (`build.json`: packages, versions,
@@ -22,8 +22,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fsbench import aptsource
-from fsbench.aptsource import BuildFailed, file_sha256
+from fsbench.host import apt as aptsource
+from fsbench.host.apt import BuildFailed, file_sha256
 from fsbench.lab.formats import Checker
 
 __all__ = ["Build", "BuildFailed", "checker", "ensure", "load"]

@@ -1,13 +1,12 @@
 """Probes: cumulative counters from /proc and /sys, snapshotted around each sample.
 
 `ProcFS` is the only reader of /proc and /sys; `take_snapshot` and `diff` run the /proc probe
-records (`probedefs.COUNTERS`) to turn two readings into the CPU, context-switch, device and
+records (`records/probes/` COUNTERS) to turn two readings into the CPU, context-switch, device and
 memory figures a Sample records.
 """
 
 from __future__ import annotations
 
-from fsbench.probedefs.kthreads import kthread_group
 from fsbench.probes.procfs import (
     KTHREADD_PID,
     MEMINFO_KEYS,
@@ -29,6 +28,7 @@ from fsbench.probes.procfs import (
     parse_status_ctxt,
 )
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, Snapshot, diff, take_snapshot
+from fsbench.records.probes.kthreads import kthread_group
 
 __all__ = [
     "KTHREADD_PID",

@@ -2,7 +2,7 @@
 
 The caller takes one snapshot before and one after a sample, both outside fio's timed
 region, and calls `diff`. What is read and how it is subtracted is each probe's record
-(`probedefs.COUNTERS`, `probedefs/counter.py`); this module only runs the catalogue. Processes
+(`records/probes/`: COUNTERS, counter.py); this module only runs the catalogue. Processes
 and threads may come and go in between; nothing raises for that: it is counted as well as can
 be and noted in `ProbeDelta.flags`.
 """
@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from fsbench import probedefs
-from fsbench.probedefs.counter import ProbeSpec
 from fsbench.probes.procfs import ProcFS
-from fsbench.schema import CPU, Device
+from fsbench.records import probes as probedefs
+from fsbench.records.probes.counter import ProbeSpec
+from fsbench.records.schema import CPU, Device
 
 __all__ = ["ProbeDelta", "ProbeSpec", "Snapshot", "diff", "take_snapshot"]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS
-from fsbench.schema import FEATURES, Feature
+from fsbench.records.schema import FEATURES, Feature
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -331,7 +331,7 @@ def probe(
 
 
 def o_direct_measured(results: list[Any], subject: str) -> Feature | None:
-    """What the run's own O_DIRECT samples proved (samplemerge.verify_cache), if it had any."""
+    """What the run's own O_DIRECT samples proved (merge.verify_cache), if it had any."""
     for res in results:
         if res.subject != subject or res.status != "ok":
             continue

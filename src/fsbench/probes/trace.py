@@ -15,7 +15,7 @@ order the events were emitted, and fsbench waits for each marker's acknowledgeme
 figures are exactly the events between the two markers (plus what arrives in the few
 milliseconds bpftrace's user space takes to read the maps).
 
-Probes are records (`fsbench/probedefs/`, `PROBES`): a name, the tracepoints it needs, what it
+Probes are records (`fsbench/records/probes/`, `PROBES`): a name, the tracepoints it needs, what it
 yields, its bpftrace fragment and how its maps are parsed. The script is assembled from the
 probes this kernel can serve; the others are reported unavailable with the reason, and the run
 goes on.
@@ -40,14 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench.probedefs import PROBES
-from fsbench.probedefs.numbers import hist_percentile
-from fsbench.probedefs.numbers import percentiles as _percentiles
-from fsbench.probedefs.record import Probe, SubjectKeys
 from fsbench.probes import usdt
 from fsbench.probes.procfs import ProcFS
+from fsbench.records.probes import PROBES
+from fsbench.records.probes.numbers import hist_percentile
+from fsbench.records.probes.numbers import percentiles as _percentiles
+from fsbench.records.probes.record import Probe, SubjectKeys
 
-# The probe records (what each collects, parses and explains) are in fsbench/probedefs/; these
+# The probe records (what each collects, parses and explains) are in fsbench/records/probes/; these
 # names stay here for the runner and the tests that reach them through this module.
 __all__ = ["PROBES", "Probe", "SubjectKeys", "_percentiles", "hist_percentile"]
 

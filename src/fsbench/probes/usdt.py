@@ -1,6 +1,6 @@
 """USDT probes in FUSE daemons: which daemon binaries carry one (their ELF notes) and the
 attach points of a probe record that uses them (`Probe.usdt`; the record is
-probedefs/libfuse.py: a FUSE request's time split into waiting for the daemon and the daemon's
+records/probes/libfuse.py: a FUSE request's time split into waiting for the daemon and the daemon's
 work, for daemons built with libfuse's probes: fsbench's passthrough_hp and fuse2fs-3.18).
 
 libfuse 3.18 (built with -Denable-usdt) has three static probes, provider `libfuse`:
@@ -28,7 +28,7 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from fsbench.probedefs.libfuse import NO_DAEMON
+from fsbench.records.probes.libfuse import NO_DAEMON
 
 
 def stapsdt_notes(path: str | Path) -> list[tuple[str, str]]:

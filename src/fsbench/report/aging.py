@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsbench.baseline import ranked
+from fsbench.records.schema import Aging, Result, Run, Subject
 from fsbench.report.aging_why import age_changes, why_line
 from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import ratio_cell
 from fsbench.report.summary import by_title
-from fsbench.schema import Aging, Result, Run, Subject
+from fsbench.stats.baseline import ranked
+from fsbench.stats.verdict import Verdict
 from fsbench.units import size_text
-from fsbench.verdict import Verdict
 
 __all__ = ["age_effects", "aged_subjects", "aging_lines", "effect_lines"]
 

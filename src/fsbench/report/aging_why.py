@@ -14,9 +14,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fsbench.probedefs.factor import differs
+from fsbench.records.probes.factor import differs
+from fsbench.records.schema import Result, Run
 from fsbench.report.explain import fmt_figure, profile
-from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio
 
 __all__ = ["AgeChange", "age_changes", "change_text", "why_line"]

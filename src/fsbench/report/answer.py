@@ -10,13 +10,13 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
-from fsbench.probedefs.numbers import fmt_pct, fmt_time
+from fsbench.records.probes.numbers import fmt_pct, fmt_time
+from fsbench.records.schema import Result, Run, Subject
 from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import Explanation, Factor, brief_lines
 from fsbench.report.naming import baseline_result, ranked
 from fsbench.report.summary import gmean, groups, measured_subjects, usable
 from fsbench.report.vm_notes import SMALL_FLAGS, caveat_pieces
-from fsbench.schema import Result, Run, Subject
 
 
 @dataclass

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsbench.report.style import glyph
+from fsbench.stats.verdict import Family, Verdict, judge, verdict
 from fsbench.units import fmt_bound, fmt_ratio
-from fsbench.verdict import Family, Verdict, judge, verdict
 
 _MEMO: dict[tuple[Any, ...], Verdict] = {}
 _MEMO_MAX = 8192
@@ -154,7 +154,7 @@ def latency_verdict(base: Any, res: Any, key: str = "p99") -> Verdict | None:
     """The verdict on ``key`` (p50, p99, p99.9 or iops) of ``res`` against ``base`` by the same
     procedure as a rate's (fsbench.latency.view: the per-sample figures as samples, lower
     better); None when either lacks it or ``res`` is the baseline."""
-    from fsbench import latency
+    from fsbench.stats import latency
 
     if base is None or base is res:
         return None

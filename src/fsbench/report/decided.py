@@ -11,13 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench import latency
-from fsbench.notecodes import words as note_words
+from fsbench.records.notecodes import words as note_words
+from fsbench.records.schema import Result, Run
 from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
 from fsbench.report.naming import baseline_result, centre_of, ranked, result_title
 from fsbench.report.style import words
 from fsbench.report.summary import groups, measured_subjects, report_order, usable
-from fsbench.schema import Result, Run
+from fsbench.stats import latency
 
 
 def vs_cell(

@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fsbench import probedefs
-from fsbench.probedefs.counter import factor_functions
-from fsbench.probedefs.factor import (
+from fsbench.records import probes as probedefs
+from fsbench.records.probes.counter import factor_functions
+from fsbench.records.probes.factor import (
     SAME_WITHIN,
     Factor,
     FactorInput,
@@ -34,7 +34,7 @@ from fsbench.probedefs.factor import (
     Profile,
     differs,
 )
-from fsbench.probedefs.numbers import (
+from fsbench.records.probes.numbers import (
     as_dict,
     fmt_count,
     fmt_pct,
@@ -43,7 +43,8 @@ from fsbench.probedefs.numbers import (
     fmt_us,
     number,
 )
-from fsbench.probedefs.sched import wakeup_costs
+from fsbench.records.probes.sched import wakeup_costs
+from fsbench.records.schema import Result, Run
 from fsbench.report.comparison import verdict_of
 from fsbench.report.floor import floor_factors
 from fsbench.report.keys import PLACEMENT_WORDS, placement_of, workload_key
@@ -55,7 +56,6 @@ from fsbench.report.naming import (
     outcome,
 )
 from fsbench.report.summary import fmt_ratio, measured_subjects, size_text, usable
-from fsbench.schema import Result, Run
 
 # Renderers import these from here: the explanation's vocabulary in one place.
 __all__ = [

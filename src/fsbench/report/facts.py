@@ -12,11 +12,11 @@ import shlex
 import statistics as _st
 from dataclasses import dataclass, field
 
-from fsbench import latency
-from fsbench.phases import phases_line
+from fsbench.records.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
 from fsbench.report.explain import fmt_us, wakeup_costs
 from fsbench.report.summary import is_matrix, usable
-from fsbench.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
+from fsbench.schedule.phases import phases_line
+from fsbench.stats import latency
 from fsbench.units import fmt_ratio, size_text
 
 

@@ -22,10 +22,10 @@ from matplotlib.ticker import (
     NullLocator,
 )
 
+from fsbench.records.schema import Result
 from fsbench.report.summary import (
     size_text,
 )
-from fsbench.schema import Result
 
 P = ParamSpec("P")
 R = TypeVar("R")

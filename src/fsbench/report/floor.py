@@ -11,11 +11,11 @@ changes). Nothing is said when the run has no floor result or a figure was not m
 
 from __future__ import annotations
 
-from fsbench.probedefs.factor import Factor, FactorInput, OpFigures
-from fsbench.probedefs.fuse import fuse_ops
-from fsbench.probedefs.numbers import fmt_count, fmt_pct, fmt_us
+from fsbench.records.probes.factor import Factor, FactorInput, OpFigures
+from fsbench.records.probes.fuse import fuse_ops
+from fsbench.records.probes.numbers import fmt_count, fmt_pct, fmt_us
+from fsbench.records.schema import Result, Run
 from fsbench.report.keys import placement_of, workload_key
-from fsbench.schema import Result, Run
 from fsbench.units import fmt_ratio, size_text
 
 FLOOR_DRIVER = "passthrough_hp"

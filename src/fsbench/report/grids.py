@@ -11,12 +11,12 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fsbench import latency
+from fsbench.records.schema import Result, Run
 from fsbench.report.answer import leaders, rank
 from fsbench.report.comparison import Comparison
 from fsbench.report.naming import baseline_result, centre_of, ci_text
 from fsbench.report.summary import Finding, findings, groups, measured_subjects, usable
-from fsbench.schema import Result, Run
+from fsbench.stats import latency
 from fsbench.units import fmt_ratio, fmt_value, size_text
 
 # (comparison, outcome, cell text, words) of a result against a baseline: model.decided.

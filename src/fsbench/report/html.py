@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from fsbench.probedefs.numbers import fmt_pct, fmt_time
+from fsbench.records.probes.numbers import fmt_pct, fmt_time
 from fsbench.report.model import Explanation, Matrix, Report, Row, RunDiff, Why
 from fsbench.report.plots import Plot, colours
 from fsbench.report.style import OUTCOMES, css

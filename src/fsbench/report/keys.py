@@ -3,8 +3,8 @@ the same placement."""
 
 from __future__ import annotations
 
+from fsbench.records.schema import Result
 from fsbench.report.naming import result_title
-from fsbench.schema import Result
 
 PLACEMENT_WORDS = {
     "same": "on one CPU",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
-from fsbench import latency
+from fsbench.records.schema import Result
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -21,7 +21,7 @@ from fsbench.report.figure import (
 from fsbench.report.naming import baseline_result, result_title
 from fsbench.report.style import glyph
 from fsbench.report.summary import is_matrix, measured_subjects, usable
-from fsbench.schema import Result
+from fsbench.stats import latency
 from fsbench.units import fmt_ratio
 
 if TYPE_CHECKING:

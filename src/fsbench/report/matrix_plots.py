@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
+from fsbench.records.schema import Environment, Result
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -31,7 +32,6 @@ from fsbench.report.summary import (
     size_text,
     usable,
 )
-from fsbench.schema import Environment, Result
 from fsbench.units import fmt_ratio
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from fsbench import latency
+from fsbench.records.schema import SCHEMA_VERSION, Result, Run
 from fsbench.report.aging import aging_lines, effect_lines
 from fsbench.report.answer import (
     answer_factor,
@@ -84,9 +84,9 @@ from fsbench.report.summary import (
     measured_subjects,
 )
 from fsbench.report.vm_notes import vm_notes
-from fsbench.schema import SCHEMA_VERSION, Result, Run
+from fsbench.stats import latency
+from fsbench.stats.verdict import Family, family_of
 from fsbench.units import fmt_value
-from fsbench.verdict import Family, family_of
 
 
 @dataclass

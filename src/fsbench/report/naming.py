@@ -5,13 +5,13 @@ and plot prints a ratio through these, so a mark never disagrees with its printe
 
 from __future__ import annotations
 
-from fsbench.baseline import baseline_result, ranked
+from fsbench.records.schema import Result
 from fsbench.report.comparison import Comparison, confidence_text
 from fsbench.report.comparison import outcome_of as outcome
 from fsbench.report.style import OUTCOMES, STOP_MARKS, STOP_WORDS, VERDICT_OUTCOMES
-from fsbench.schema import Result
+from fsbench.stats.baseline import baseline_result, ranked
+from fsbench.stats.verdict import Verdict
 from fsbench.units import fmt_halfwidth, fmt_value, size_text
-from fsbench.verdict import Verdict
 
 __all__ = [
     "OUTCOME_WORDS",

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fsbench import stats
-from fsbench.notecodes import KINDS, level, words
-from fsbench.schema import Result, Schedule
+from fsbench.records.notecodes import KINDS, level, words
+from fsbench.records.schema import Result, Schedule
+from fsbench.stats import describe as stats
 
 
 def advice(schedule: Schedule | None) -> str:

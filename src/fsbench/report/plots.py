@@ -16,6 +16,7 @@ from matplotlib.ticker import (
     NullFormatter,
 )
 
+from fsbench.records.schema import Result, Run
 from fsbench.report.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
@@ -42,7 +43,6 @@ from fsbench.report.summary import (
     usable,
 )
 from fsbench.report.trace_plots import trace_plots
-from fsbench.schema import Result, Run
 
 if TYPE_CHECKING:
     from fsbench.report.model import Report

@@ -23,6 +23,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from fsbench import __version__
+from fsbench.records.schema import Run
 from fsbench.report import table as term
 from fsbench.report import tune as tune_view
 from fsbench.report.diskmark import grid_table as diskmark_table
@@ -45,7 +46,6 @@ from fsbench.report.matrix_table import matrix_tables
 from fsbench.report.model import Report, build, diff_runs
 from fsbench.report.naming import result_title
 from fsbench.report.summary import measured_subjects
-from fsbench.schema import Run
 
 if TYPE_CHECKING:
     from fsbench.report.plots import Plot, Plots

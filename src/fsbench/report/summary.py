@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fsbench.decide import gmean
+from fsbench.records.schema import Result, Run
 from fsbench.report.comparison import verdict_of
 from fsbench.report.naming import (
     OUTCOME_WORDS,
@@ -21,9 +21,9 @@ from fsbench.report.naming import (
     ranked,
     result_title,
 )
-from fsbench.schema import Result, Run
+from fsbench.stats.decide import gmean
+from fsbench.stats.verdict import Verdict
 from fsbench.units import fmt_ratio, fmt_value, size_text
-from fsbench.verdict import Verdict
 
 MATRIX_WORKLOAD = "iozone"
 OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
+from fsbench.records.schema import Run
 from fsbench.report.explain import OpFigures, Profile, placement_of, profile, workload_key
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
@@ -25,7 +26,6 @@ from fsbench.report.figure import (
     styled,
 )
 from fsbench.report.summary import is_matrix, measured_subjects, usable
-from fsbench.schema import Run
 
 # A colour per series inside a panel (opcode or direction); the subject is the panel's title.
 SERIES_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")

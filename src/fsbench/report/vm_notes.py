@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fsbench.schema import Run
+from fsbench.records.schema import Run
 from fsbench.units import fmt_value
 
 # The small check docs/vm-kernels.md recommends where VMs are emulated (about 2 minutes on a

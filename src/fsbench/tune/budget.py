@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from fsbench.schema import Run
+from fsbench.records.schema import Run
 from fsbench.tune.choose import Candidate, Skipped
 from fsbench.tune.remedies import REMEDIES
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fsbench.lab.loops import WHERE
-from fsbench.probedefs.factor import Factor
+from fsbench.records.probes.factor import Factor
 from fsbench.tune.remedies import (
     MEASURABLE,
     NOT_MEASURABLE,

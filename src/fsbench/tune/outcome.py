@@ -16,13 +16,13 @@ from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.loops import Knob
 from fsbench.lab.subject import SubjectSpec
+from fsbench.records.schema import Result, Run
+from fsbench.records.tunerecord import TuneChange, TuneGap
 from fsbench.report.comparison import compare
 from fsbench.report.explain import Explanation, explain_result, workload_key
 from fsbench.report.keys import placement_of
 from fsbench.report.summary import usable
-from fsbench.schema import Result, Run
 from fsbench.tune.choose import Candidate, Gap
-from fsbench.tunerecord import TuneChange, TuneGap
 
 
 def result_of(run: Run, subject: str, workload: str, placement: str = "free") -> Result | None:

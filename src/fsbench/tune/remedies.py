@@ -1,7 +1,7 @@
 """Remedies as data: each record is one change that may close a gap the explanation names.
 
 A remedy names the drivers it applies to, the explanation factors it addresses (`Factor.name`
-of probedefs: "fuse WRITE", "wake-ups", "cpu", ...), the change itself (a mount option, another
+of a probe: "fuse WRITE", "wake-ups", "cpu", ...), the change itself (a mount option, another
 FUSE transport, a CPU placement, an mkfs option, a block-device setting), what it requires (a
 volume of at least some size, a daemon built here), its safety class and where it is documented.
 `fsbench tune` reads this table only; adding a remedy is adding a record.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.choices import by_name
 from fsbench.lab.loops import Knob
+from fsbench.records.choices import by_name
 
 GiB = 1024**3
 SAFE, DURABILITY, SEMANTICS = "safe", "trades-durability", "changes-semantics"

@@ -24,21 +24,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fsbench.dimensions.placement import PLACEMENTS, allowed_cpus
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, UsageError
 from fsbench.fuse import transports
 from fsbench.lab.drivers import DRIVERS, availability
 from fsbench.lab.subject import SubjectSpec, parse_subject, with_lab_changes
 from fsbench.pipeline import execute, write_report_safely, write_results
-from fsbench.plan import Plan, plan_from_options
+from fsbench.records.schema import Run
+from fsbench.records.store import Store
+from fsbench.records.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
 from fsbench.report.keys import placement_of
-from fsbench.schema import Run
-from fsbench.store import Store
+from fsbench.schedule.dimensions.placement import PLACEMENTS, allowed_cpus
+from fsbench.schedule.plan import Plan, plan_from_options
 from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
 from fsbench.tune.choose import Candidate, Skipped, choose, lab_change, why_not
 from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized
-from fsbench.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
 
 GiB = 1024**3
 PROMISING = 1.05  # a median speed-up this large joins the combination though not separated
@@ -48,7 +48,7 @@ PROMISING = 1.05  # a median speed-up this large joins the combination though no
 class Request:
     subject: str
     against: str  # a subject, or "fastest"
-    options: dict[str, Any]  # compare's options, checked (fsbench.options.parse)
+    options: dict[str, Any]  # compare's options, checked (fsbench.cli.options.parse)
     argv: list[str]
     budget_s: float
     allow_unsafe: bool
@@ -167,7 +167,7 @@ class Tuner:
         """One step's plan: compare's checked options with this step's subjects, image size,
         placements, workloads (an io-size run's own), output directory and share of the
         budget left."""
-        from fsbench.dimensions.placement import parse_placements
+        from fsbench.schedule.dimensions.placement import parse_placements
 
         o = dict(self.req.options)
         if workloads:
@@ -199,7 +199,7 @@ class Tuner:
         """`--dry-run`: the explain step's plan and every remedy for the driver with what would
         become of it; nothing is created or measured (the candidates depend on what the
         explanation will find)."""
-        from fsbench.dryrun import describe
+        from fsbench.schedule.dryrun import describe
 
         plan = self.plan("explain", [self.spec, *self.refs], self.base_size, ["free"], 0.3)
         remedies = []

@@ -15,8 +15,8 @@ from fsbench.lab import ntfsck
 from fsbench.lab.drivers import availability
 from fsbench.lab.state import release
 from fsbench.lab.subject import SubjectSpec, parse_subject
-from fsbench.schema import VM, Run, Subject
-from fsbench.store import Store
+from fsbench.records.schema import VM, Run, Subject
+from fsbench.records.store import Store
 from fsbench.vm import images
 from fsbench.vm.guest import (
     GuestGroup,

@@ -27,10 +27,10 @@ from fsbench.errors import EnvironmentProblem
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.lab import PRISTINE_DIR_ENV
 from fsbench.lab.state import StateRecord, release
-from fsbench.notecodes import Note
 from fsbench.probes import processes
 from fsbench.probes.procfs import ProcFS
-from fsbench.schema import VM, Run, Subject
+from fsbench.records.notecodes import Note
+from fsbench.records.schema import VM, Run, Subject
 from fsbench.vm.kernels import Kernel, cache_root, slug
 
 MiB = 1024 * 1024

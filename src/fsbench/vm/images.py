@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fsbench.aptsource import file_sha256
 from fsbench.errors import EnvironmentProblem
+from fsbench.host.apt import file_sha256
 from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import PRISTINE_MANIFEST as MANIFEST

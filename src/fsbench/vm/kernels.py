@@ -19,11 +19,11 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fsbench import aptsource
-from fsbench.aptsource import file_sha256
-from fsbench.choices import by_name
 from fsbench.errors import EnvironmentProblem, UsageError
+from fsbench.host import apt as aptsource
+from fsbench.host.apt import file_sha256
 from fsbench.lab.drivers import DRIVERS, availability
+from fsbench.records.choices import by_name
 
 HOST = "host"
 _TIMEOUT = 600  # apt and dpkg: a 100 MB package on a slow mirror

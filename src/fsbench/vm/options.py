@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fsbench.cli.options import HOST, PASS, options_for
 from fsbench.errors import UsageError
 from fsbench.lab.subject import parse_subject
-from fsbench.options import HOST, PASS, options_for
 from fsbench.vm import plan, stage
 from fsbench.vm.guest import VMSettings
 
@@ -37,7 +37,7 @@ def guest_args(o: dict[str, Any], raw: dict[str, Any]) -> list[str]:
 
 def refuse_in_vm(o: dict[str, Any]) -> None:
     """What a guest cannot do, refused (also by `--dry-run`, which plans no VM): any backing
-    but ram, and each option typed whose `guest` (fsbench.options) says why not."""
+    but ram, and each option typed whose `guest` (fsbench.cli.options) says why not."""
     if o["backing"].kind != "ram":
         raise UsageError("--kernel runs its images in the VM's RAM: use --backing ram")
     for opt in options_for("compare"):
@@ -49,7 +49,7 @@ def plan_fields(
     subjects: tuple[str, ...], o: dict[str, Any], raw: dict[str, Any]
 ) -> dict[str, Any] | None:
     """Plan fields for a run with guest kernels; None if every subject is on the host's.
-    `o` holds the checked options (fsbench.options.parse), `raw` them as typed; what is refused
+    `o` holds the checked options (fsbench.cli.options.parse), `raw` them as typed; what is refused
     here is what a VM cannot do: each option whose `guest` says why, and any backing but ram."""
     p = plan(list(subjects), o["kernel"])
     if p is None:

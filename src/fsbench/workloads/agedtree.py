@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import xxhash
 
-from fsbench.manifest import default_threads
+from fsbench.treehash import default_threads
 from fsbench.workloads.base import (
     OPS,
     AgedTree,

@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from fsbench.latency import LAT_COMPLETION, LAT_TOTAL
+from fsbench.stats.latency import LAT_COMPLETION, LAT_TOTAL
 from fsbench.workloads.base import WorkloadFailed
 
 LAT_ARGS = ("--lat_percentiles=1",)

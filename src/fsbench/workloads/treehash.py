@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import xxhash
 
 from fsbench.errors import UsageError
-from fsbench.manifest import default_threads, walk_tree, write_manifest
+from fsbench.treehash import default_threads, walk_tree, write_manifest
 from fsbench.workloads.base import (
     Declared,
     Measurement,

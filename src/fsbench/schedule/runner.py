@@ -1,0 +1,514 @@
+"""The schedule: subjects x workloads x repeats, interleaved (A B C, A B C, ...) so drift hits
+all alike; the warm-up pass before the first round; adaptive rounds, the time budget and why
+each result stopped.
+
+Measurement only: the runner asks fsbench.schedule.sampler for each sample, hands it to the store as
+soon as it exists and never formats output; aggregate.py turns the samples into a Result.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol, TypeVar
+
+from fsbench.errors import FsbenchError
+from fsbench.probes import trace as ktrace
+from fsbench.probes.procfs import ProcFS
+from fsbench.records.notecodes import words
+from fsbench.records.schema import Result, Run, Sample, Schedule, StopReason, Subject
+from fsbench.schedule.dimensions.placement import FREE, default_note, placement_of, split_note
+from fsbench.schedule.phases import PhaseClock
+from fsbench.schedule.sampler import RunTarget, Sampler
+from fsbench.stats import decide, verdict
+from fsbench.stats import describe as stats
+from fsbench.stats.aggregate import aggregate
+from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
+from fsbench.workloads.base import Unsupported, Workload, WorkloadFailed, hook
+
+
+class SampleSink(Protocol):
+    def save_subject(self, run_id: str, subject: Subject) -> None: ...
+    def save_sample(self, run_id: str, result: Result, sample: Sample) -> None: ...
+    def save_result(self, run_id: str, result: Result) -> None: ...
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Runner:
+    run: Run
+    targets: list[RunTarget]
+    workloads: list[Workload]
+    repeat: int = 3
+    sink: SampleSink | None = None
+    on_step: Callable[[str], None] = lambda _msg: None
+    on_sample: Callable[[], None] = lambda: None
+    procfs: ProcFS = field(default_factory=ProcFS)
+    results: dict[tuple[str, str], Result] = field(default_factory=dict)
+    # Adaptive repeats: after `repeat` rounds, go on while some result's 95 % CI half-width
+    # is above the target, up to max_repeat rounds or the time budget.
+    adaptive: bool = False
+    max_repeat: int = 10
+    time_budget_s: float | None = None
+    # time.monotonic() the budget counts from (the command's start); None: execute's start.
+    budget_origin: float | None = None
+    target_rel_halfwidth: float = 0.05
+    # With adaptive: one look after the minimum rounds (_interim, fsbench.stats.decide): a subject
+    # none of whose table's comparisons (with the baseline, with the fastest) is open stops;
+    # the others get samples up to the n their variance plans, --max-repeat or the budget.
+    settle: bool = False
+    # The seed of every round's subject order (None: the order as given, every round).
+    order_seed: int | None = None
+    # The equivalence band of ≈ (--equivalence).
+    band: float = SETTLE_BAND
+    # The looks the verdicts' error rate is spread over: 1, or 2 for an adaptive run that has
+    # room for a round after the minimum (fixed at the interim look from costs alone).
+    looks: int = 1
+    # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
+    settled: set[tuple[str, str]] = field(default_factory=set)
+    # The variance priors (by driver kind) fitted at the interim look, from the first rounds'
+    # equal samples; the final look moderates with these, so a cell stopped there is judged
+    # at the end as it was when it stopped (None: not fixed yet, fitted at the end).
+    frozen_priors: dict[str, Prior] | None = None
+    # (subject, workload) -> the samples its open comparisons plan (decide.planned_n).
+    planned: dict[tuple[str, str], int] = field(default_factory=dict)
+    _orders: list[list[str]] = field(default_factory=list, init=False, repr=False)
+    # Progress: the number of samples still expected (the bar's total grows or shrinks).
+    on_remaining: Callable[[int], None] = lambda _n: None
+    # Progress: seconds of measuring left (None until the first round has costed each sample).
+    on_eta: Callable[[float | None], None] = lambda _s: None
+    # Progress: a sample finished (its result, its sample appended) or failed (status, error).
+    on_result: Callable[[Result], None] = lambda _r: None
+    # Wall seconds of each (subject, workload)'s last sample with its preparation (not the
+    # first sample's warm-up and traced run): what its next one will cost (the budget check
+    # and the ETA use it).
+    _cost: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
+    _t0: float = field(default=0.0, init=False, repr=False)
+    _rep: int = field(default=0, init=False, repr=False)
+    # What one sample needs (fsbench.schedule.sampler.Sampler, built from these).
+    # A sample lasts at least this long (iterations are added until it does).
+    min_sample_s: float = 1.0
+    # Discarded iterations before the first sample of each subject and workload.
+    warmup: int = 1
+    # Discard the first iteration of a sample that takes several (Sampler.iterations).
+    rewarm: bool = True
+    # The run's kernel trace probes (bpftrace for each traced run), None: not traced.
+    tracer: ktrace.Tracer | None = None
+    # The clock the budget and sample costs are read from (a simulation gives its own).
+    now: Callable[[], float] = lambda: time.monotonic()
+    # Where the measuring time goes (Schedule.phases).
+    clock: PhaseClock = field(default_factory=PhaseClock)
+    _sampler: Sampler = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._sampler = Sampler(
+            procfs=self.procfs,
+            clock=self.clock,
+            tracer=self.tracer,
+            min_sample_s=self.min_sample_s,
+            warmup=self.warmup,
+            rewarm=self.rewarm,
+            space_share=self.space_share,
+        )
+
+    def execute(self) -> Run:
+        for rt in self.targets:
+            if not any(s.id == rt.subject.id for s in self.run.subjects):
+                self.run.subjects.append(rt.subject)
+        note = default_note(self.workloads)
+        if note and self.run.environment is not None:
+            self.run.environment.notes.append(note)
+        self._t0 = self.now()
+        self._warm_up_pass()
+        rep = 0
+        while True:
+            todo = self._workloads_for_round(rep)
+            if not todo:
+                break
+            if self.adaptive and rep >= self.repeat and not self._round_fits(todo):
+                self._stop_open("budget")
+                break
+            self._rep = rep
+            self._round(todo, rep)
+            rep += 1
+        spent = self.now() - self._t0
+        largest = self.finish()
+        self.run.schedule = Schedule(
+            adaptive=self.adaptive,
+            repeat=self.repeat,
+            max_repeat=self.max_repeat if self.adaptive else None,
+            time_budget_s=self.time_budget_s if self.adaptive else None,
+            spent_s=round(spent, 1),
+            phases=self.clock.report(spent),
+            verdict=decide.schedule_record(largest),
+            order_seed=self.order_seed,
+            orders=self._orders,
+        )
+        return self.run
+
+    def family_for(self, subjects: int, columns: int = 1) -> Family:
+        """The family of a table of ``subjects`` with ``columns`` marked columns
+        (fsbench.stats.verdict.table_family) at this run's looks and band."""
+        return table_family(subjects, looks=self.looks, band=self.band, columns=columns)
+
+    def _tables(self) -> dict[str, dict[str, Result]]:
+        """Per workload, the results its table compares, by subject in run order."""
+        order = {rt.subject.id: i for i, rt in enumerate(self.targets)}
+        out = decide.tables(self.results.values())
+        return {
+            wid: {r.subject: r for r in sorted(rs, key=lambda r: order.get(r.subject, 99))}
+            for wid, rs in out.items()
+        }
+
+    def _kinds(self) -> dict[str, str]:
+        return {rt.subject.id: rt.subject.kind for rt in self.targets}
+
+    def _priors(self) -> dict[str, Prior]:
+        """Each subject's variance prior: fitted over the run's cells of its driver kind (at
+        the interim look, then kept: frozen_priors)."""
+        kind = self._kinds()
+        by_kind = self.frozen_priors
+        if by_kind is None:
+            by_kind = decide.priors_by_kind(
+                (kind.get(r.subject, "?"), r.samples)
+                for r in self.results.values()
+                if r.status == "ok"
+            )
+        return {sid: by_kind.get(k, NO_PRIOR) for sid, k in kind.items()}
+
+    def _interim(self) -> None:
+        """The one look before the end (an adaptive run, after the minimum rounds). First the
+        looks, from what samples cost and the budget, never from what they measured: 2 if a
+        further round can fit, else this look is the last. Then per table the verdicts of the
+        comparisons it needs (decide.look): a subject in none that is open stops; the others
+        get the samples their variances plan (decide.planned_n)."""
+        spare = None
+        if self.time_budget_s is not None:
+            spare = self.time_budget_s - self._elapsed()
+        cheapest = min(self._cost.values(), default=0.0)
+        room = self.max_repeat > self.repeat and (spare is None or cheapest <= spare)
+        self.looks = 2 if room else 1
+        kind = self._kinds()
+        self.frozen_priors = decide.priors_by_kind(
+            (kind.get(r.subject, "?"), r.samples) for r in self.results.values() if r.status == "ok"
+        )
+        priors = self._priors()
+        order = [rt.subject.id for rt in self.targets]
+        tables = self._tables()
+        for wl in self.workloads:
+            wid = workload_id(wl)
+            per = tables[wid]
+            samples = {sid: r.samples for sid, r in per.items()}
+            fam = self.family_for(len(per), decide.columns(list(per.values())))
+            tl = decide.look(samples, order, wl.higher_is_better, fam, priors)
+            going = tl.open_subjects() if len(per) > 1 else set(per)
+            for sid, r in per.items():
+                if sid not in going:
+                    self.settled.add((sid, wid))
+                    r.stopped = "settled"
+            plan = decide.planned_n(tl, samples, fam, priors, n_max=self.max_repeat)
+            if len(per) == 1:
+                plan = {sid: self.max_repeat for sid in per}  # alone: its own interval decides
+            for sid, n in plan.items():
+                self.planned[(sid, wid)] = n
+
+    def _round_fits(self, todo: list[Workload]) -> bool:
+        """Another round ends within the time budget, judged by what its samples cost last
+        time (so the budget is a bound on the measuring time, not a point past which the
+        last round started)."""
+        if self.time_budget_s is None:
+            return True
+        return self._elapsed() + self._round_cost(todo) <= self.time_budget_s
+
+    def _elapsed(self) -> float:
+        """Seconds of the time budget used."""
+        origin = self._t0 if self.budget_origin is None else min(self.budget_origin, self._t0)
+        return self.now() - origin
+
+    def _round_cost(self, todo: list[Workload]) -> float:
+        wids = {workload_id(wl) for wl in todo}
+        return sum(
+            c for (sid, wid), c in self._cost.items() if wid in wids and self._open(sid, wid)
+        )
+
+    def _open(self, sid: str, wid: str) -> bool:
+        """Still wants samples: not settled, not failed, and short of its planned n."""
+        res = self.results.get((sid, wid))
+        if (sid, wid) in self.settled or (res is not None and res.status != "ok"):
+            return False
+        plan = self.planned.get((sid, wid))
+        return plan is None or res is None or len(res.samples) < plan
+
+    def _eta_s(self) -> float | None:
+        """Seconds of measuring left: the minimum rounds still to do, and for adaptive runs
+        the open answers' rounds up to --max-repeat, bounded by the time budget."""
+        if self._rep == 0:
+            return None  # the first round is where each sample's cost is learnt
+        every = sum(self._cost.values())
+        open_ = sum(c for (sid, wid), c in self._cost.items() if self._open(sid, wid))
+        rep = self._rep + 1  # rounds begun
+        left = every * max(0, self.repeat - rep)
+        if self.adaptive:
+            left += open_ * max(0, self.max_repeat - max(rep, self.repeat))
+            if self.time_budget_s is not None:
+                left = min(left, max(0.0, self.time_budget_s - self._elapsed()))
+        return left
+
+    def _samples_left(self) -> int:
+        """Samples still expected, for the progress bar: the minimum rounds for every pair,
+        then the open pairs' rounds that fit the budget (at their last cost)."""
+        pairs = len(self.targets) * len(self.workloads)
+        done_min = sum(min(len(r.samples), self.repeat) for r in self.results.values())
+        done_min += sum(1 for r in self.results.values() if r.status != "ok") * self.repeat
+        left = max(0, pairs * self.repeat - done_min)
+        if not self.adaptive or left:
+            return left
+        open_ = [k for k in self._cost if self._open(*k)]
+        done = {k: len(self.results[k].samples) for k in open_ if k in self.results}
+        want = {k: self.planned.get(k, self.max_repeat) - done.get(k, 0) for k in open_}
+        left = sum(max(0, w) for w in want.values())
+        cost = sum(self._cost[k] for k in open_)
+        if self.time_budget_s is not None and cost > 0 and open_:
+            spare = self.time_budget_s - self._elapsed()
+            left = min(left, len(open_) * max(0, int(spare // cost)))
+        return left
+
+    def _workloads_for_round(self, rep: int) -> list[Workload]:
+        if rep < self.repeat:
+            return self.workloads
+        if not self.adaptive:
+            self._stop_open("repeat")
+            return []
+        if not self.settle:
+            todo = self._wide_workloads()
+            if not todo:
+                self._stop_open("settled")
+            elif rep >= self.max_repeat:
+                self._stop_open("max-repeat")
+                return []
+            return todo
+        if rep == self.repeat:
+            self._interim()
+        todo = [wl for wl in self.workloads if self._open_cells(workload_id(wl))]
+        if not todo:
+            self._stop_open("planned")
+            return []
+        if rep >= self.max_repeat:
+            self._stop_open("max-repeat")
+            return []
+        if self.looks == 1:
+            self._stop_open("budget")  # the interim look was counted as the last
+            return []
+        return todo
+
+    def _open_cells(self, wid: str) -> list[str]:
+        return [sid for (sid, w) in self.results if w == wid and self._open(sid, wid)]
+
+    def _wide_workloads(self) -> list[Workload]:
+        """Without settling: a workload gets another round, for every subject (keeping the
+        interleaving), while any subject's interval is wider than the target."""
+        todo = []
+        for wl in self.workloads:
+            wid = workload_id(wl)
+            mine = [r for (_, w), r in self.results.items() if w == wid]
+            if any(self._unsettled(r) for r in mine):
+                todo.append(wl)
+            else:
+                self.settled.update((r.subject, wid) for r in mine)
+        return todo
+
+    def _stop_open(self, reason: StopReason) -> None:
+        """Why the results still getting samples got no more."""
+        for (sid, wid), res in self.results.items():
+            if res.status == "ok" and res.samples and res.stopped is None:
+                res.stopped = "settled" if (sid, wid) in self.settled else reason
+
+    def _unsettled(self, res: Result) -> bool:
+        if res.status != "ok" or not res.samples:
+            return False
+        return stats.needs_more_samples(
+            stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
+        )
+
+    def _round_order(self, rep: int) -> list[RunTarget]:
+        """This round's subject order: shuffled with a seeded generator per round (recorded),
+        so whatever slows the n-th subject of a round (in an A/A test the last read 20-28 %
+        slower cold, and drew false verdicts) hits every subject alike, as noise."""
+        targets = list(self.targets)
+        if self.order_seed is not None:
+            random.Random(f"{self.order_seed}:{rep}").shuffle(targets)
+        self._orders.append([rt.subject.id for rt in targets])
+        return targets
+
+    def _round(self, workloads: list[Workload], rep: int) -> None:
+        for rt in self._round_order(rep):
+            if rt.subject.status != "ok":
+                continue
+            for wl in workloads:
+                if rt.subject.status != "ok":
+                    break  # failed during this turn: its first cause stays the reported one
+                self._one(rt, wl, rep)
+            self._release(rt)
+
+    def _release(self, rt: RunTarget) -> None:
+        if rt.release is not None:
+            # One device shared by subjects: give it back between turns, failed or not.
+            try:
+                rt.release()
+            except FsbenchError as e:
+                if rt.subject.status == "ok":
+                    self._fail_subject(rt, f"releasing the device: {e}")
+
+    def _warm_up_pass(self) -> None:
+        """Every subject's warm-ups in turn (Sampler.warm_up), before the first round; the
+        last of each is the traced run, under the one bpftrace of the pass (TraceSession). A
+        round interleaves the subjects anyway, so a sample never follows its own warm-up
+        directly; the warm-up is for first touches (page cache, daemon heaps, the image's
+        memory), which stay."""
+        if not any(self._sampler.warmups(wl) > 0 for wl in self.workloads):
+            return  # no warm-up, no traced run: each result says why (_result)
+        with self._sampler.trace.warm_up_pass():
+            for rt in self.targets:
+                if rt.subject.status != "ok":
+                    continue
+                for wl in self.workloads:
+                    if rt.subject.status != "ok":
+                        break
+                    res = self._result(rt, wl)
+                    self.on_step(f"{rt.subject.id} · {workload_id(wl)} · warm-up")
+                    self._guarded(rt, wl, res, partial(self._sampler.warm_up, rt, wl, res))
+                self._release(rt)
+
+    def close_workloads(self) -> None:
+        """Give workloads their clean-up (scratch areas outside the target), once."""
+        for wl in self.workloads:
+            close = hook(wl, "close")
+            if callable(close):
+                close()
+
+    def space_share(self, wl: Workload) -> float:
+        """The part of the file budget this workload may fill: the budget is split between the
+        workloads whose files stay on the target (fio jobs of one fileset share theirs)."""
+        groups = {space_group(w) for w in self.workloads} - {None}
+        group = space_group(wl)
+        return 1.0 if group is None or not groups else 1.0 / len(groups)
+
+    def finish(self) -> Family:
+        """Aggregate every result from its samples, each stamped with its table's verdict
+        family (also used after an interrupt); returns the largest table's family."""
+        self.close_workloads()
+        by_id = {workload_id(w): w for w in self.workloads}
+        largest = decide.stamp(
+            list(self.results.values()), self._kinds(), self.looks, self.band, self.frozen_priors
+        )
+        for res in self.results.values():
+            wl = by_id.get(res.workload_id or res.workload)
+            aggregate(
+                res, bool(hook(wl, "is_write")), hook(wl, "summarize_samples") if wl else None
+            )
+            if wl is not None and placement_of(wl) == FREE:
+                seen = [s.extra.get("pinned") for s in res.sample_details]
+                if note := split_note(res.samples, seen, res.unit):
+                    res.notes.append(note)
+                    res.warnings.append(words(note))
+            if self.sink:
+                self.sink.save_result(self.run.run_id, res)
+        self.run.results = list(self.results.values())
+        return largest
+
+    def _result(self, rt: RunTarget, wl: Workload) -> Result:
+        key = (rt.subject.id, workload_id(wl))
+        if key not in self.results:
+            self.results[key] = Result(
+                subject=rt.subject.id,
+                workload=wl.name,
+                workload_id=workload_id(wl),
+                variant=hook(wl, "variant"),
+                params={},
+                metric=wl.metric,
+                unit=wl.unit,
+                higher_is_better=wl.higher_is_better,
+            )
+            self._sampler.untraced(self.results[key], wl)
+        return self.results[key]
+
+    def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
+        known = self.results.get((rt.subject.id, workload_id(wl)))
+        if known is not None and known.status != "ok":
+            return  # failed or unsupported once: the same error again teaches nothing
+        if rep >= self.repeat and not self._open(rt.subject.id, workload_id(wl)):
+            return  # settled, or sampled as planned: the time goes to the open ones
+        of = "" if self.adaptive else f"/{self.repeat}"
+        self.on_eta(self._eta_s())
+        self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
+        res = known or self._result(rt, wl)
+        began = self.now()
+        its = self._guarded(rt, wl, res, lambda: self._sampler.iterations(rt, wl, res))
+        if its is None:
+            return
+        sample = self._sampler.sample(its, wl)
+        res.samples.append(sample.value)
+        res.sample_details.append(sample)
+        if self.sink:
+            self.sink.save_sample(self.run.run_id, res, sample)
+        self._cost[(rt.subject.id, workload_id(wl))] = self.now() - began
+        self.on_sample()
+        self.on_result(res)
+        self.on_remaining(self._samples_left())
+
+    def _guarded(self, rt: RunTarget, wl: Workload, res: Result, step: Callable[[], T]) -> T | None:
+        """Run a step of this subject and workload; what it cannot do is recorded on the
+        result (unsupported, failed), and a lab failure fails the subject alone. None: it did
+        not complete."""
+        try:
+            return step()
+        except Unsupported as e:
+            res.status, res.error = "unsupported", str(e)
+        except (WorkloadFailed, OSError) as e:
+            # OSError: the file system refused (ENOSPC, EIO, EROFS) outside fio's own reporting.
+            msg = str(e) if isinstance(e, WorkloadFailed) else f"{e.strerror or e}"
+            res.status, res.error = "failed", msg
+            broken = rt.health() if rt.health else None
+            if broken:
+                # Not the workload's fault: the driver died under it. The subject fails alone.
+                self._fail_subject(rt, f"{broken} during {workload_id(wl)}: {e}")
+        except FsbenchError as e:
+            # The lab failed under this subject (remount, daemon gone): it fails alone.
+            res.status, res.error = "failed", str(e)
+            self._fail_subject(rt, f"during {workload_id(wl)}: {e}")
+        finally:
+            self._sampler.unplace()  # also when the run failed: no pin outlives it
+        self.on_sample()
+        self.on_result(res)
+        return None
+
+    def _fail_subject(self, rt: RunTarget, why: str) -> None:
+        rt.subject.status, rt.subject.error = "failed", why
+        if rt.discard is not None:
+            try:
+                rt.discard()
+            except FsbenchError as e:
+                rt.subject.error += f" (teardown: {e})"
+        if self.sink:
+            self.sink.save_subject(self.run.run_id, rt.subject)
+
+
+def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bool:
+    """The comparison's verdict is decided (▲, ▼ or ≈): the one procedure of fsbench.stats.verdict,
+    whose interval the table prints, at the run's family of looks and comparisons."""
+    return verdict.verdict(base.samples, res.samples, family).decided
+
+
+def workload_id(wl: Workload) -> str:
+    return str(hook(wl, "id"))
+
+
+def space_group(wl: Workload) -> str | None:
+    """Which files a workload keeps on the target (None: too few to count)."""
+    group = hook(wl, "space_group")
+    return None if group is None else str(group)

@@ -1,0 +1,304 @@
+"""The run's targets: one per lab subject (mounted, probed, its integrity set written, its
+file budget, how to release it and bring it back), or one directory (`run --target`).
+
+The pipeline builds them inside the lab and hands them to the runner.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from fsbench.aging.recipe import AGED_DIR
+from fsbench.errors import EnvironmentProblem, LabError, UsageError
+from fsbench.lab.backing import format_size
+from fsbench.lab.drivers import driver_version, serving_proof
+from fsbench.lab.integrity import Guard, directory_integrity
+from fsbench.lab.lab import Lab, LabSubject, drop_caches
+from fsbench.probes.procfs import ProcFS
+from fsbench.probes.semantics import capabilities, probe_semantics
+from fsbench.records.schema import Aging, Feature, Run, Subject
+from fsbench.records.store import Store
+from fsbench.schedule.plan import Plan
+from fsbench.schedule.runner import RunTarget
+from fsbench.workloads.agedtree import MIRROR_DIR
+from fsbench.workloads.base import FILE_FRACTION, AgedTree, Target, free_bytes
+
+MiB = 1024 * 1024
+
+
+def _subject_record(ls: LabSubject) -> Subject:
+    d = ls.spec.driver
+    return Subject(
+        id=ls.spec.id,
+        driver=d.name,
+        fs=d.fs,
+        kind=d.kind,
+        mount_options=ls.spec.options,
+        transport=ls.spec.transport or None,
+        driver_version=driver_version(d),
+        mkfs_command=ls.mkfs_command,
+        image_sha256=ls.image_sha256,
+        quirks=list(d.quirks),
+        aging=Aging.model_validate(ls.aging) if ls.aging else None,
+    )
+
+
+def lab_targets(
+    plan: Plan,
+    lab: Lab,
+    run: Run,
+    store: Store,
+    on_step: Callable[[str], None],
+    guard: Guard | None = None,
+) -> list[RunTarget]:
+    assert plan.subjects is not None
+    guard = guard or Guard(enabled=False)
+    on_step(
+        f"formatting {len({(s.driver.fs, s.mkfs) for s in plan.subjects})} image(s) of "
+        f"{format_size(plan.size)}"
+    )
+    lab_subjects = lab.prepare(plan.subjects)
+    # --scale grows every workload's files alike (longer samples; > 2.5 fills the image).
+    file_size = max(MiB, int(plan.size * FILE_FRACTION * plan.scale) // MiB * MiB)
+    file_size = aged_budget(lab_subjects, file_size)
+    targets = []
+    rejected: list[str] = []
+    for ls in lab_subjects:
+        rec = _subject_record(ls)
+        # Listed before mounting: an interrupt during the mount still names the subject.
+        run.subjects.append(rec)
+        on_step(f"mounting {ls.spec.id}")
+        try:
+            guard.before_mount(ls, rec)
+            lab.mount(ls)
+            rec.effective_mount_options = ls.entry.effective_options if ls.entry else None
+            if ls.entry:
+                try:
+                    rec.served_by = serving_proof(ls.spec.driver, ls.entry.fstype)
+                except ValueError as e:
+                    raise LabError(str(e)) from None
+            rec.semantics = probe_semantics(ls.mountpoint, ls.block_device, lab.read_only)
+            guard.after_mount(ls, lab.read_only)
+        except LabError as e:
+            rec.status, rec.error = "failed", f"mount failed: {e}"
+            # mount(8) says "bad option" whatever went wrong, so ask the driver instead: a
+            # subject that mounts once its options are left out was refused for its options.
+            if plan.explicit and ls.spec.options and lab.mounts_without_options(ls):
+                rejected.append(f"{ls.spec.id}: {e}")
+        store.save_subject(run.run_id, rec)
+        tree = aged_tree(ls)
+        targets.append(
+            RunTarget(
+                rec,
+                _lab_target(lab, ls, file_size, plan.scale, semantics=rec.semantics, tree=tree),
+                ensure=_ensurer(lab, ls, file_size, rec, plan.scale, tree),
+                release=_releaser(lab, ls, rec) if plan.backing.kind == "device" else None,
+                health=lambda ls=ls: lab.health(ls),
+                discard=lambda ls=ls: lab.discard(ls),
+            )
+        )
+    if rejected:
+        # The user named an option the driver refuses: bad input, not a measurement failure.
+        raise UsageError(f"mount option rejected by the driver: {rejected[0]}")
+    return targets
+
+
+def aged_budget(subjects: list[LabSubject], file_size: int) -> int:
+    """An aged image leaves less room: every subject's file budget is cut to what the fullest
+    aged image can hold (FILE_FRACTION of its free space, like the fresh images' share of their
+    size), so fresh and aged subjects do the same work and their ratio means something."""
+    free = [s.aging["free_space"].get("free_bytes", 0) for s in subjects if s.aging]
+    if not free:
+        return file_size
+    return max(MiB, min(file_size, int(min(free) * FILE_FRACTION) // MiB * MiB))
+
+
+def aged_tree(ls: LabSubject) -> AgedTree | None:
+    """The aging's files for this subject's workloads: on an aged image where they are, on a
+    fresh one where their fresh copy goes (workloads/agedtree.py)."""
+    t = ls.aged_tree
+    if not t:
+        return None
+    mirror = bool(t.get("mirror"))
+    root = os.path.join(ls.workdir, MIRROR_DIR) if mirror else os.path.join(ls.mountpoint, AGED_DIR)
+    files = tuple((str(f[0]), int(f[1]), str(f[2])) for f in t.get("files", ()))
+    return AgedTree(str(t["profile"]), root, mirror, files, tuple(t.get("dirs", ())))
+
+
+def _releaser(lab: Lab, ls: LabSubject, rec: Subject) -> Callable[[], None]:
+    """Between subjects on one device: unmount, and in --read-only prove nothing was written."""
+    start = lab.device_writes()
+
+    def release() -> None:
+        nonlocal start
+        lab.unmount(ls)
+        written = lab.device_writes() - start
+        if lab.read_only and written:
+            rec.status = "failed"
+            rec.error = f"the device was written ({written} bytes) during a --read-only run"
+        start = lab.device_writes()
+
+    return release
+
+
+def _existing_file(root: str, limit: int = 20000) -> str | None:
+    """The largest file among the first `limit` entries: what a read-only fio job reads."""
+    best, best_size, seen = None, 0, 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            seen += 1
+            p = os.path.join(dirpath, f)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > best_size:
+                best, best_size = p, st.st_size
+        if seen >= limit:
+            break
+    return best
+
+
+def _lab_target(
+    lab: Lab,
+    ls: LabSubject,
+    file_size: int,
+    scale: float = 1.0,
+    existing: str | None = None,
+    semantics: dict[str, Feature] | None = None,
+    tree: AgedTree | None = None,
+) -> Target:
+    return Target(
+        aged_tree=tree,
+        read_only=lab.read_only,
+        existing_file=existing,
+        scale=scale,
+        mountpoint=ls.mountpoint,
+        subject_id=ls.spec.id,
+        workdir=ls.workdir,
+        kind=ls.spec.driver.kind,
+        size=file_size,
+        block_device=ls.block_device,
+        daemon_pid=ls.daemon_pid,
+        fs=ls.spec.driver.fs,
+        make_cold=lambda: lab.make_cold(ls),
+        evict=lambda: lab.evict(ls),
+        # The driver record's claims, overridden by what was probed on this mount.
+        capabilities=capabilities(
+            semantics,
+            {
+                "posix_permissions": ls.spec.driver.posix_permissions,
+                "symlinks": ls.spec.driver.symlinks,
+                "direct_io": ls.spec.driver.direct_io,
+            },
+        ),
+    )
+
+
+def _ensurer(
+    lab: Lab,
+    ls: LabSubject,
+    file_size: int,
+    rec: Subject,
+    scale: float = 1.0,
+    tree: AgedTree | None = None,
+) -> Callable[[], Target]:
+    chosen: list[str | None] = []  # the existing file a --read-only run reads, chosen once
+
+    def ensure() -> Target:
+        broken = lab.health(ls) if ls.mounted else None
+        if broken:
+            raise LabError(broken)
+        if not ls.mounted:
+            lab.mount(ls)
+        if ls.spec.driver.kind == "fuse" and ls.daemon_pid is None:
+            raise LabError(f"{ls.spec.driver.name} daemon not found after mounting")
+        if rec.effective_mount_options is None and ls.entry:
+            rec.effective_mount_options = ls.entry.effective_options
+        if lab.read_only and not chosen:
+            # Walking the volume reads its metadata: done once, at the first mount, never
+            # again after make_cold (it would warm the very caches the sample wants cold).
+            chosen.append(_existing_file(ls.mountpoint))
+        existing = chosen[0] if chosen else None
+        return _lab_target(lab, ls, file_size, scale, existing, semantics=rec.semantics, tree=tree)
+
+    return ensure
+
+
+def workdir_of(plan: Plan) -> Path:
+    assert plan.target_dir is not None
+    return plan.target_dir / f".fsbench-{os.getpid()}"
+
+
+@contextmanager
+def scratch_dir(plan: Plan) -> Iterator[None]:
+    """A directory target gets fsbench's files in one scratch directory, removed at the end."""
+    try:
+        yield None
+    finally:
+        shutil.rmtree(workdir_of(plan), ignore_errors=True)
+
+
+def dir_target(plan: Plan) -> RunTarget:
+    assert plan.target_dir is not None
+    d = plan.target_dir
+    workdir = workdir_of(plan)
+    free = free_bytes(str(d))
+    size = int(min(1024 * MiB * plan.scale, free * FILE_FRACTION)) // MiB * MiB
+    if size < 16 * MiB:
+        raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
+    rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")
+    rec.semantics = probe_semantics(str(workdir), _device_of(d), False)
+    if plan.integrity:
+        rec.integrity = directory_integrity()
+    make_cold, why_not = _dir_cold(rec.fs)
+    target = Target(
+        subject_id=str(d),
+        workdir=str(workdir),
+        kind="directory",
+        size=size,
+        block_device=_device_of(d),
+        fs=rec.fs,
+        make_cold=make_cold,
+        cold_impossible=why_not,
+        scale=plan.scale,
+        mountpoint=str(d),
+        capabilities=capabilities(rec.semantics, {}),
+    )
+    return RunTarget(rec, target)
+
+
+def _dir_cold(fstype: str) -> tuple[Callable[[], None] | None, str | None]:
+    """How to make an existing directory cold, or why it cannot be."""
+    if fstype in ("tmpfs", "ramfs", "devtmpfs"):
+        return None, f"{fstype} lives in the page cache: it cannot be made cold"
+    if os.geteuid() != 0:
+        return None, "dropping caches needs root"
+    # On FUSE, drop_caches leaves the daemon's own caches: the device counters will tell.
+    return drop_caches, None
+
+
+def _fstype_of(path: Path) -> str:
+    from fsbench.lab.mounts import mountinfo
+
+    best = None
+    for e in mountinfo():
+        if (
+            str(path.resolve()).startswith(e.mountpoint.rstrip("/") + "/")
+            or str(path.resolve()) == e.mountpoint
+        ) and (best is None or len(e.mountpoint) >= len(best.mountpoint)):
+            best = e
+    return best.fstype if best else "unknown"
+
+
+def _device_of(path: Path) -> str | None:
+    dev = os.stat(path).st_dev
+    fs = ProcFS()
+    if not fs.exists(f"sys/dev/block/{os.major(dev)}:{os.minor(dev)}"):
+        return None
+    return fs.block_name(os.major(dev), os.minor(dev))

@@ -1,0 +1,269 @@
+"""What one look at a table decides, and where the samples go next.
+
+A workload's table needs two kinds of comparison (fsbench.stats.verdict): each subject against the
+baseline, and each against the fastest (the answer line). At a look every such comparison gets
+its verdict; a subject none of whose comparisons is open needs no more samples. For those
+still open, the variance the first rounds measured fixes how many samples it takes to reach a
+useful precision (Stein's two-stage idea: the first stage's variance, not its means, sets n),
+so the open comparisons, not the decided ones, get the budget.
+
+Pure functions over samples: the runner and the simulation in tests/unit/test_decide.py call
+the same code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fsbench.records.schema import Result
+from fsbench.stats import latency
+from fsbench.stats.baseline import ranked
+from fsbench.stats.verdict import (
+    NO_PRIOR,
+    Family,
+    Prior,
+    Verdict,
+    _t_quantile,
+    fit_prior,
+    log_var,
+    table_family,
+    verdict,
+)
+
+# Sample until an open comparison's interval would reach ×0.83–1.2 around its ratio (Stein's
+# target): narrow enough to decide a 1.5× difference with room, wide enough to be reachable.
+TARGET_HALF_LOG = math.log(1.2)
+# A decided comparison whose interval spans more than this is a mark without a size (a cell of
+# 3 samples judged at its own 2 degrees: ×0.1–1.5 is "▼" and says little more): it keeps
+# getting samples, planned to span WIDE_TARGET. Its n comes from variances, never from the
+# means, so the error rate is untouched (Stein).
+WIDE_SPAN = 3.0
+WIDE_TARGET_HALF_LOG = math.log(2.0) / 2.0
+
+
+def gmean(xs: Iterable[float]) -> float | None:
+    """The geometric mean of the positive, finite values (None: none): the verdict's ratio is
+    a ratio of geometric means, so rankings use it too."""
+    vals = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else None
+
+
+@dataclass
+class TableLook:
+    """One table at one look: its baseline, its fastest and the verdicts of the comparisons it
+    needs, keyed (reference, subject): subject against reference."""
+
+    baseline: str | None
+    best: str | None
+    verdicts: dict[tuple[str, str], Verdict] = field(default_factory=dict)
+
+    def against(self, ref: str | None, subject: str) -> Verdict | None:
+        """``subject`` against ``ref`` as a table prints it: the stored comparison, or the
+        one the other way round inverted (the baseline's row in the fastest's column)."""
+        if ref is None or ref == subject:
+            return None
+        if (ref, subject) in self.verdicts:
+            return self.verdicts[(ref, subject)]
+        v = self.verdicts.get((subject, ref))
+        return v.inverse() if v is not None else None
+
+    def open_pairs(self) -> list[tuple[str, str]]:
+        return [k for k, v in self.verdicts.items() if v.mark in ("open", "none")]
+
+    def wide_pairs(self) -> list[tuple[str, str]]:
+        """Decided comparisons whose interval spans more than WIDE_SPAN."""
+        return [
+            k
+            for k, v in self.verdicts.items()
+            if v.decided and v.interval and v.interval[0] > 0
+            and v.interval[1] / v.interval[0] > WIDE_SPAN
+        ]  # fmt: skip
+
+    def open_subjects(self) -> set[str]:
+        """Subjects that take part in a comparison the samples have not decided, or have
+        decided with an interval too wide to say by how much."""
+        return {s for pair in self.open_pairs() + self.wide_pairs() for s in pair}
+
+
+def priors_by_kind(cells: Iterable[tuple[str, Sequence[float]]]) -> dict[str, Prior]:
+    """A variance prior per driver kind from the run's cells (kind, samples): a FUSE
+    subject's spread is not a kernel driver's, so neither lends to the other."""
+    by: dict[str, list[tuple[float, int]]] = {}
+    for kind, samples in cells:
+        lv = log_var(samples)
+        if lv is not None:
+            by.setdefault(kind, []).append(lv)
+    return {kind: fit_prior(vs) for kind, vs in by.items()}
+
+
+def look(
+    samples: Mapping[str, Sequence[float]],
+    order: Sequence[str],
+    higher_is_better: bool,
+    family: Family,
+    priors: Mapping[str, Prior] | None = None,
+) -> TableLook:
+    """The comparisons a table needs at ``family``: each against the baseline (the first
+    subject in ``order`` with samples) and each against the fastest (by geometric mean, as
+    the answer ranks). ``priors`` maps a subject to its variance prior."""
+    pri = priors or {}
+    present = [s for s in order if s in samples and len(samples[s]) > 0]
+    if not present:
+        return TableLook(None, None)
+    base = present[0]
+    best = (max if higher_is_better else min)(present, key=lambda s: gmean(samples[s]) or 0.0)
+    out = TableLook(base, best)
+    for ref in dict.fromkeys((base, best)):
+        for s in present:
+            if s == ref or (s, ref) in out.verdicts:
+                continue
+            out.verdicts[(ref, s)] = verdict(
+                samples[ref], samples[s], family, pri.get(ref, NO_PRIOR), pri.get(s, NO_PRIOR)
+            )
+    return out
+
+
+def planned_n(
+    tl: TableLook,
+    samples: Mapping[str, Sequence[float]],
+    family: Family,
+    priors: Mapping[str, Prior] | None = None,
+    n_max: int = 10,
+    target: float = TARGET_HALF_LOG,
+) -> dict[str, int]:
+    """Per subject in an open comparison, the samples it takes (at most ``n_max``) for that
+    comparison's interval to reach ``target`` half-width on the log scale (a decided one
+    wider than WIDE_SPAN: WIDE_TARGET_HALF_LOG), from the variances measured so far
+    (moderated as the verdict moderates them). A subject in several takes the largest."""
+    pri = priors or {}
+    need: dict[str, int] = {}
+    p = 1.0 - (1.0 - family.confidence) / 2.0
+    goals = [(pair, target) for pair in tl.open_pairs()]
+    goals += [(pair, max(target, WIDE_TARGET_HALF_LOG)) for pair in tl.wide_pairs()]
+    for (a, b), goal in goals:
+        la, lb = log_var(samples[a]), log_var(samples[b])
+        if la is None or lb is None:
+            n = n_max  # no variance yet: as many as allowed
+        else:
+            va, da = pri.get(a, NO_PRIOR).moderate(*la)
+            vb, db = pri.get(b, NO_PRIOR).moderate(*lb)
+            n = n_max
+            start = max(len(samples[a]), len(samples[b]))
+            for m in range(start, n_max + 1):
+                qa, qb = va / m, vb / m
+                se = math.sqrt(qa + qb)
+                if se == 0.0:
+                    n = m
+                    break
+                # The degrees of freedom grow with the samples as the verdict will count them.
+                fa, fb = da + (m - len(samples[a])), db + (m - len(samples[b]))
+                den = (qa * qa / fa if qa else 0.0) + (qb * qb / fb if qb else 0.0)
+                if _t_quantile(p, round((qa + qb) ** 2 / den, 6)) * se <= goal:
+                    n = m
+                    break
+        for s in (a, b):
+            need[s] = max(need.get(s, 0), n)
+    return need
+
+
+def tables(results: Iterable[Result]) -> dict[str, list[Result]]:
+    """Per workload, the results its table compares: finished, with samples, ranked."""
+    out: dict[str, list[Result]] = {}
+    for r in results:
+        key = r.workload_id or r.workload
+        out.setdefault(key, [])
+        if r.status == "ok" and r.samples and ranked(r):
+            out[key].append(r)
+    return out
+
+
+def stamp(
+    results: Sequence[Result],
+    kind_of: Mapping[str, str],
+    looks: int,
+    band: float,
+    priors: Mapping[str, Prior] | None = None,
+) -> Family:
+    """Record on every result the family of its table and its driver kind's variance prior
+    (Result.verdict_family), so every renderer judges as the run did; returns the largest
+    table's family (what the legend states). ``priors`` (by kind) are the ones an adaptive
+    run fixed at its interim look: the final look moderates with the same prior that stopped
+    a cell, else a cell settled at the interim could be judged at 2 df instead of 20 at the
+    end. Kinds without one get a prior fitted here. Also after a VM stage merged guests'
+    results into the run: a table then spans kernels, and its family and priors span them."""
+    per = tables(results)
+    by_kind = priors_by_kind(
+        (kind_of.get(r.subject, "?"), r.samples) for rs in per.values() for r in rs
+    )
+    by_kind.update(priors or {})
+    fams = {
+        wid: table_family(len(rs), looks, band=band, columns=columns(rs)) for wid, rs in per.items()
+    }
+    for r in results:
+        fam = fams.get(r.workload_id or r.workload) or table_family(0, looks, band=band)
+        prior = by_kind.get(kind_of.get(r.subject, "?"), NO_PRIOR)
+        r.verdict_family = fam.record() | prior.record()
+    return max(fams.values(), key=lambda f: f.n_tails, default=table_family(1, looks, band=band))
+
+
+def columns(rs: Sequence[Result]) -> int:
+    """The columns of a table that show marks: its rate, and a p99 beside it when the table
+    is latency-bound (random I/O of small records): one family for both."""
+    return 2 if any(latency.latency_bound(r) for r in rs) else 1
+
+
+def schedule_record(fam: Family) -> dict[str, object]:
+    """The run's record of its verdicts (Schedule.verdict): the largest table's family."""
+    rec = {"method": "welch-log-moderated", **fam.record(), "confidence": fam.confidence}
+    return rec | {"per": "table"}
+
+
+@dataclass
+class Printed:
+    """What a finished table prints and marks: each column's look ("rate", and "p99" for a
+    latency-bound table), at the family and priors the run recorded on its results."""
+
+    workload: str
+    looks: dict[str, TableLook] = field(default_factory=dict)
+
+    def marks(self) -> dict[tuple[str, str, str], Verdict]:
+        """Every printed comparison, keyed (column, reference, subject)."""
+        return {(c, *k): v for c, tl in self.looks.items() for k, v in tl.verdicts.items()}
+
+
+def printed(
+    results: Sequence[Result],
+    order: Sequence[str],
+    orders: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Printed]:
+    """Per workload, the comparisons its finished table prints — each subject against the
+    baseline and against the fastest, in every column that shows a mark — judged as the run
+    recorded (Result.verdict_family): the one place compare, diff, judge and the simulation
+    read final verdicts from. ``orders`` gives a workload its own subject order (its
+    baseline first), else ``order``."""
+    from fsbench.stats.verdict import Family, prior_of
+
+    out: dict[str, Printed] = {}
+    for wid, rs in tables(results).items():
+        if not rs:
+            continue
+        p = out[wid] = Printed(wid)
+        views = {"rate": {r.subject: r for r in rs}}
+        if columns(rs) > 1:
+            lat = {r.subject: latency.view(r, "p99") for r in rs}
+            views["p99"] = {s: v for s, v in lat.items() if v is not None}
+        for col, per in views.items():
+            if not per:
+                continue
+            any_r = next(iter(per.values()))
+            fam = Family.from_record(any_r.verdict_family)
+            p.looks[col] = look(
+                {s: r.samples for s, r in per.items()},
+                (orders or {}).get(wid, order),
+                any_r.higher_is_better,
+                fam,
+                {s: prior_of(r) for s, r in per.items()},
+            )
+    return out

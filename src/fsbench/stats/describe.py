@@ -1,0 +1,297 @@
+"""Statistics over repeated samples: a subject's centre and interval, spread and outliers.
+Comparisons between subjects (the ratio, its interval and the ▲/▼/≈ mark) are
+fsbench.stats.verdict's alone.
+
+One model with the verdicts: a rate is positive and multiplicative, so a subject's centre is
+the geometric mean of its samples (the one a comparison's ratio divides) and its interval is
+Student's t on the logarithms, with the variance moderated by the run's prior exactly as the
+verdict moderates it: it is never negative, and a printed ratio is the ratio of the printed
+centres. The spread's warnings and the outliers stay robust (median, MAD).
+
+The ideas follow pyperf (warn when the stdev exceeds 10 % of the mean, report the median)
+and hyperfine (flag statistical outliers and say what to do about them).
+
+Every function is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from fsbench.records.notecodes import Note, words
+from fsbench.stats.verdict import NO_PRIOR, Prior, log_var
+
+
+def _scipy_stats():
+    # scipy costs ~2 s to import; only comparisons and intervals need it.
+    from scipy import stats
+
+    return stats
+
+
+__all__ = [
+    "CV_WARN_THRESHOLD",
+    "OUTLIER_THRESHOLD",
+    "Summary",
+    "log_interval",
+    "median_ci",
+    "needs_more_samples",
+    "summarize",
+]
+
+# Iglewicz & Hoaglin (1993): |modified z| > 3.5 marks a likely outlier.
+OUTLIER_THRESHOLD = 3.5
+# "1 outlier among 3 samples" is noise: outliers are flagged from this many samples on.
+MIN_OUTLIER_N = 5
+# 0.6745 is the 0.75 quantile of the standard normal: MAD / 0.6745 estimates sigma.
+_MAD_TO_Z = 0.6745
+# sqrt(pi/2): for normal data, mean absolute deviation * sqrt(pi/2) estimates sigma.
+_MEANAD_TO_SIGMA = 1.253314
+
+# pyperf's rule of thumb: above 10 % the run is too unstable to trust small differences.
+CV_WARN_THRESHOLD = 0.10
+DEFAULT_TARGET_REL_HALFWIDTH = 0.05
+
+CIMethod = Literal["log-t", "order-statistic", "t", "none"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a set of repeated samples says, and what to distrust about it.
+
+    ``center`` is the geometric mean (the median where a sample is not positive); ``ci95``
+    its 95 % interval (:func:`log_interval`; ``ci_method`` says how it was made).
+    ``ci_halfwidth_rel`` is the larger distance from the centre to either end of ``ci95``,
+    relative to the centre: a log-scale interval is asymmetric and the larger side is the
+    honest "±".
+    """
+
+    n: int
+    # None: not defined for these samples (none at all, or one for the spread).
+    center: float | None = None
+    median: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+    cv: float | None = None
+    mad: float | None = None
+    ci95: tuple[float, float] | None = None
+    ci_halfwidth_rel: float | None = None
+    outliers: list[int] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # what to distrust, as data (notecodes)
+    ci_method: CIMethod = "none"
+
+    @property
+    def warnings(self) -> list[str]:
+        return [words(n) for n in self.notes]
+
+
+def _as_array(samples: Sequence[float]) -> np.ndarray:
+    x = np.asarray(samples, dtype=float).reshape(-1)
+    # A NaN or inf means a broken measurement; silently propagating it would corrupt every
+    # statistic, so refuse it and let the caller record the sample as failed.
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples must be finite numbers (found NaN or infinity)")
+    return x
+
+
+def _order_statistic_rank(n: int, confidence: float) -> int:
+    """1-based rank j such that [x_(j), x_(n+1-j)] covers the median with >= confidence.
+
+    The number of samples below the true median is Binomial(n, 1/2), so the interval between
+    the j-th smallest and j-th largest sample misses the median with probability
+    2 * P(B <= j - 1). The largest j keeping that <= 1 - confidence gives the tightest valid
+    interval (what ``binom.ppf`` finds, counted exactly here). Returns 0 if none exists.
+    """
+    tail = (1.0 - confidence) / 2.0
+    cdf = _scipy_stats().binom.cdf(np.arange(n + 1), n, 0.5)
+    return int(np.count_nonzero(cdf <= tail))
+
+
+def _median_ci_sorted(
+    x_sorted: np.ndarray, confidence: float
+) -> tuple[CIMethod, tuple[float, float] | None]:
+    n = int(x_sorted.size)
+    if n < 2:
+        return "none", None
+    j = _order_statistic_rank(n, confidence)
+    if j >= 1:
+        return "order-statistic", (float(x_sorted[j - 1]), float(x_sorted[n - j]))
+    # Too few samples for a distribution-free interval (n < 6 at 95 %). The min..max range
+    # would be the next distribution-free choice, but it covers the median only 50 % of the
+    # time at n=2 and 75 % at n=3, which would make adaptive repeats stop far too early.
+    # A Student-t interval reaches the nominal level under roughly normal noise and is
+    # honestly wide at tiny n; centring it on the median keeps the reported value inside.
+    # An outlier inflates s and so widens it, which keeps adaptive repeats going until n >= 6,
+    # where the outlier-proof order-statistic interval takes over.
+    med = float(np.median(x_sorted))
+    sd = 0.0 if x_sorted[0] == x_sorted[-1] else float(np.std(x_sorted, ddof=1))
+    half = float(_scipy_stats().t.ppf((1.0 + confidence) / 2.0, n - 1)) * sd / math.sqrt(n)
+    return "t", (med - half, med + half)
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Confidence interval of the median; None when n < 2.
+
+    - When the distribution-free order-statistic interval exists at this confidence
+      (n >= 6 at 95 %), return ``(x_(j), x_(n+1-j))`` with the largest j such that
+      ``2 * BinomCDF(j - 1; n, 1/2) <= 1 - confidence``. Its coverage is at least
+      ``confidence`` whatever the noise distribution.
+    - Otherwise (2 <= n < 6 at 95 %) return ``median ± t_{n-1} * s / sqrt(n)``: a Student-t
+      interval, which assumes roughly normal noise, centred on the median. It is preferred
+      over the min..max range, whose coverage at n = 2, 3, 4, 5 is only 50, 75, 88, 94 %.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    return _median_ci_sorted(np.sort(_as_array(samples)), confidence)[1]
+
+
+def log_interval(
+    samples: Sequence[float], confidence: float = 0.95, prior: Prior = NO_PRIOR
+) -> tuple[float, float] | None:
+    """The interval of the geometric mean: Student's t on the logarithms, exponentiated, the
+    log variance moderated by ``prior`` as fsbench.stats.verdict moderates it. None with fewer
+    than 2 samples or a sample that is not positive (no logarithm)."""
+    lv = log_var(samples)
+    if lv is None:
+        return None
+    lx = np.log(np.asarray(samples, dtype=float))
+    m = float(lx.mean())
+    var, df = prior.moderate(*lv)
+    if var == 0.0:
+        x = float(np.asarray(samples, dtype=float).reshape(-1)[0])
+        return x, x  # exactly, not exp(log(x))
+    half = float(_scipy_stats().t.ppf((1.0 + confidence) / 2.0, df)) * math.sqrt(var / lx.size)
+    return math.exp(m - half), math.exp(min(m + half, 700.0))
+
+
+def _outliers(x: np.ndarray, med: float, mad: float) -> list[int]:
+    dev = x - med
+    if mad > 0.0:
+        score = _MAD_TO_Z * dev / mad
+    else:
+        # MAD is 0 whenever more than half the samples are identical, as happens when a
+        # coarse timer or a deterministic count quantizes the results. The modified z-score
+        # would then be infinite for every differing sample and flag ordinary quantization
+        # steps. The mean absolute deviation uses every sample, so it stays > 0 if anything
+        # differs; scaled by sqrt(pi/2) it estimates sigma. One lone deviant is then flagged
+        # only with n >= 5, and a second sample at the same value is treated as a level,
+        # not an outlier.
+        mean_ad = float(np.mean(np.abs(dev)))
+        if mean_ad == 0.0:
+            return []
+        score = dev / (_MEANAD_TO_SIGMA * mean_ad)
+    return [int(i) for i in np.flatnonzero(np.abs(score) > OUTLIER_THRESHOLD)]
+
+
+def _spread(
+    x: np.ndarray, mean: float, constant: bool, notes: list[Note]
+) -> tuple[float | None, float | None]:
+    """Sample standard deviation and CV (None for one sample), with their notes."""
+    stdev: float | None = None
+    cv: float | None = None
+    if x.size >= 2:
+        # Exactly 0 for identical samples: floating-point rounding in the mean must not
+        # invent noise that was never measured.
+        stdev = 0.0 if constant else float(np.std(x, ddof=1))
+        cv = stdev / abs(mean) if mean != 0.0 else None
+    else:
+        notes.append(Note(code="one-sample"))
+    if cv is not None and cv > CV_WARN_THRESHOLD:
+        notes.append(Note(code="cv-high", params={"cv": cv}))
+    return stdev, cv
+
+
+def _relative_halfwidth(ci: tuple[float, float] | None, med: float) -> float | None:
+    """The interval's larger half over the median (None: no interval, or a median of 0)."""
+    if ci is None:
+        return None
+    lo, hi = ci
+    if lo == hi:
+        return 0.0  # a zero-width interval is perfectly precise, even around 0
+    return max(med - lo, hi - med) / abs(med) if med != 0.0 else None
+
+
+def summarize(
+    samples: Sequence[float],
+    *,
+    target_rel_halfwidth: float = DEFAULT_TARGET_REL_HALFWIDTH,
+    prior: Prior = NO_PRIOR,
+) -> Summary:
+    """Summarize repeated samples of one metric.
+
+    ``stdev`` is the sample standard deviation (ddof=1); ``cv`` is ``stdev / |mean|``;
+    ``mad`` is the raw (unscaled) median absolute deviation. ``outliers`` are indices whose
+    modified z-score ``0.6745 * (x - median) / MAD`` exceeds 3.5 in absolute value
+    (Iglewicz-Hoaglin); when MAD is 0 the score uses the mean absolute deviation instead,
+    ``(x - median) / (1.253314 * meanAD)``. ``notes`` are what to distrust, as data
+    (``warnings``: in words); the CI one fires when ``ci_halfwidth_rel`` exceeds
+    ``target_rel_halfwidth``. ``prior``: the run's variance prior for this subject's kind
+    (the interval borrows as the verdict does).
+    """
+    x = _as_array(samples)
+    n = int(x.size)
+    if n == 0:
+        return Summary(n=0, notes=[Note(code="no-samples")])
+
+    x_sorted = np.sort(x)
+    med = float(np.median(x_sorted))
+    mean = float(np.mean(x))
+    mad = float(np.median(np.abs(x - med)))
+    constant = bool(x_sorted[0] == x_sorted[-1])
+    notes: list[Note] = []
+
+    stdev, cv = _spread(x, mean, constant, notes)
+
+    # Among fewer than 5 samples no sample can be told from the spread: not flagged.
+    outliers = _outliers(x, med, mad) if n >= MIN_OUTLIER_N else []
+    if outliers:
+        notes.append(Note(code="outliers", params={"indices": outliers, "n": n}))
+
+    positive = bool(x_sorted[0] > 0)
+    center = float(np.exp(np.log(x).mean())) if positive else med
+    if positive and constant:
+        center = float(x_sorted[0])  # exactly, not exp(log(x))
+    if positive and n >= 2:
+        ci_method, ci = "log-t", log_interval(x, 0.95, prior)
+    else:
+        ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
+    rel = _relative_halfwidth(ci, center)
+    if rel is not None and rel > target_rel_halfwidth:
+        notes.append(
+            Note(code="ci-wide", params={"halfwidth_rel": rel, "target_rel": target_rel_halfwidth})
+        )
+
+    return Summary(
+        n=n,
+        center=center,
+        median=med,
+        mean=mean,
+        stdev=stdev,
+        cv=cv,
+        mad=mad,
+        ci95=ci,
+        ci_halfwidth_rel=rel,
+        outliers=outliers,
+        notes=notes,
+        ci_method=ci_method,
+    )
+
+
+def needs_more_samples(
+    summary: Summary,
+    target_rel_halfwidth: float = DEFAULT_TARGET_REL_HALFWIDTH,
+    min_samples: int = 3,
+) -> bool:
+    """Adaptive repeats: True while n < min_samples or the median's CI is not yet tight.
+
+    "Not tight" means ``ci_halfwidth_rel`` is None (no CI, or a median of 0) or above
+    ``target_rel_halfwidth``. The caller must cap the number of repeats itself.
+    """
+    if summary.n < min_samples:
+        return True
+    return summary.ci_halfwidth_rel is None or summary.ci_halfwidth_rel > target_rel_halfwidth
