@@ -15,6 +15,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.aging import prepare as aged_images
 from fsbench.errors import (
     EXIT_FAILED,
     EXIT_INTEGRITY,
@@ -193,6 +194,7 @@ def _lab(plan: Plan, on_step: Callable[[str], None]) -> Lab | None:
         plan.tune,
         age_seed=plan.age_seed,
         on_step=on_step,
+        aged_images=aged_images,
     )
 
 

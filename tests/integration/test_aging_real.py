@@ -29,7 +29,7 @@ from conftest import (
     wait_until,
 )
 
-from fsbench.aging import imagecache
+from fsbench.aging import imagecache, prepare
 from fsbench.lab.backing import Backing
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
@@ -52,7 +52,7 @@ def digest(path: Path) -> str:
 
 def prepare_once(run_id: str) -> list:
     specs = with_ages(parse_subjects(["ext4", "ext4:noatime"]), ["light"])
-    with Lab(run_id, Backing("ram"), SIZE, tune_memory=False) as lab:
+    with Lab(run_id, Backing("ram"), SIZE, tune_memory=False, aged_images=prepare) as lab:
         lab.check(specs)
         subjects = lab.prepare(specs)
         images = [digest(s.image) for s in subjects]
@@ -64,7 +64,7 @@ def aged_workloads(run_id: str) -> tuple[dict, dict, dict]:
     specs = with_ages(parse_subjects(["ext4"]), ["none", "light"])
     guard = Guard()
     got = {}
-    with Lab(run_id, Backing("ram"), SIZE, tune_memory=False) as lab:
+    with Lab(run_id, Backing("ram"), SIZE, tune_memory=False, aged_images=prepare) as lab:
         lab.check(specs)
         subjects = lab.prepare(specs)
         for ls in subjects:

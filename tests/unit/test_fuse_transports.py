@@ -96,10 +96,10 @@ def test_the_old_value_is_recorded_before_enable_uring_is_changed(
         save()
 
     monkeypatch.setattr(rec, "save", spy)
-    said = transports.hold_uring(rec)
+    said = state.hold_uring(rec)
     assert seen == [("N", {str(param): "N"})]
     assert param.read_text() == "Y" and said and "N -> Y" in said
-    assert transports.hold_uring(rec) is None  # on already: nothing to hold
+    assert state.hold_uring(rec) is None  # on already: nothing to hold
 
 
 def test_a_daemon_without_rings_is_not_uring(tmp_path: Path) -> None:

@@ -28,11 +28,12 @@ import xxhash
 
 from fsbench.aging import measure
 from fsbench.aging.formats import AGED_FORMATS, supported
-from fsbench.aging.recipe import AGED_DIR, PROFILES, reference_driver
+from fsbench.aging.recipe import PROFILES, reference_driver
 from fsbench.errors import LabError
 from fsbench.lab import loops, mounts
 from fsbench.lab.drivers import Driver, driver_version
 from fsbench.lab.state import StateRecord
+from fsbench.lab.subject import AGED_DIR
 from fsbench.lab.system import run
 from fsbench.probes import processes
 

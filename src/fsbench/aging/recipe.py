@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsbench.lab.drivers import DRIVERS, Driver, availability
+from fsbench.lab.subject import AGED_DIR, NONE
 from fsbench.records.choices import by_name, parse_choices
 
 KiB = 1024
@@ -45,7 +46,6 @@ class Profile:
     description: str
 
 
-NONE = "none"
 PROFILES: dict[str, Profile] = by_name(
     Profile(NONE, 0.0, 0.0, "today's fresh image: formatted, nothing written"),
     Profile(
@@ -88,7 +88,6 @@ DEPTHS: tuple[tuple[int, int, int], ...] = (
     (15, 1, 1),
 )  # fmt: skip
 FILES_PER_DIR = 10  # directories made: expected files / this (Agrawal et al.: ~10 per dir)
-AGED_DIR = "aged"  # the aged tree's root on the volume
 _BUF = 1 * MiB  # the content buffer; longer writes repeat it
 
 SYNC_EVERY = 64  # operations between two fsyncs of the tree's root (a journal commit on ext4)
@@ -106,11 +105,6 @@ def reference_driver(fs: str) -> Driver | None:
         (d for d in DRIVERS.values() if d.fs == fs), key=lambda d: d.kind != "kernel"
     )
     return next((d for d in candidates if availability(d).available), None)
-
-
-def aged_id(base_id: str, profile: str) -> str:
-    # Parentheses, not brackets: rich reads "[...]" in a table cell as markup.
-    return base_id if profile == NONE else f"{base_id} (aged:{profile})"
 
 
 # -- the distributions ------------------------------------------------------------------------

@@ -132,18 +132,6 @@ def uring_enabled(fs: ProcFS | None = None) -> bool | None:
         return None
 
 
-def hold_uring(rec) -> str | None:  # rec: lab.state.StateRecord (no import cycle)
-    """Turn enable_uring on for the run (`state.hold`: the old value saved in the run's record
-    before the change, so `fsbench cleanup` puts it back after a SIGKILL). Returns what was
-    done in words, or None when it was on already."""
-    from fsbench.lab import state
-
-    old = state.hold(rec, ENABLE_URING, "Y", lambda v: v in ("Y", "1"))
-    if old is None:
-        return None
-    return f"FUSE over io_uring enabled for the run ({ENABLE_URING} {old} -> Y, restored after)"
-
-
 def subject_problem(spec) -> str:  # spec: lab.subject.SubjectSpec (no import cycle)
     """Why a subject cannot run with its transport here ("" when it can). A daemon from
     fsbench's libfuse build is built now if it is not yet (fuse/sourcebuild.py)."""

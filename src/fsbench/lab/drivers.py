@@ -71,7 +71,7 @@ class Driver:
         self, device: str, mountpoint: str, options: str, transport: str = ""
     ) -> list[str]:
         """The mount command; for a driver with a `lower` one, `device` is the directory the
-        daemon serves (fuse/stacked.py mounts it)."""
+        daemon serves (lab/stacked.py mounts it)."""
         if self.kind == "kernel":
             # -i: never a /sbin/mount.TYPE helper. Where ntfs-3g is installed, mount.ntfs is
             # ntfs-3g, and `mount -t ntfs` would measure it instead of the kernel's ntfs.

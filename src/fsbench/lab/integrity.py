@@ -30,11 +30,11 @@ from pathlib import Path
 import xxhash
 
 from fsbench.errors import FsbenchError
-from fsbench.fuse import stacked
-from fsbench.lab import mounts, ntfsck
+from fsbench.lab import mounts, ntfsck, stacked
 from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
+from fsbench.lab.subject import AGED_DIR
 from fsbench.lab.system import tool
 from fsbench.probes.semantics import o_direct_measured
 from fsbench.records.notecodes import Note
@@ -168,8 +168,6 @@ def tree_hash_expected(mountpoint: str) -> dict[str, str]:
 def aged_tree_expected(ls: LabSubject) -> dict[str, str]:
     """On an aged image, every file the aging left, as the reference mount read it right after
     aging: a driver that damaged what was already on the volume is caught too."""
-    from fsbench.aging.recipe import AGED_DIR
-
     t = ls.aged_tree
     if not t or t.get("mirror"):
         return {}

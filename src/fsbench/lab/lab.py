@@ -19,17 +19,15 @@ from typing import Any
 
 import psutil
 
-from fsbench.aging.prepare import aged_check, aged_image
-from fsbench.aging.recipe import NONE
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
-from fsbench.fuse import stacked, transports
-from fsbench.lab import cold, loops, mounts, ntfsck, safety, state
+from fsbench.fuse import transports
+from fsbench.lab import cold, loops, mounts, ntfsck, safety, stacked, state
 from fsbench.lab.backing import Backing, format_size
 from fsbench.lab.cold import drop_caches, signals_deferred
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.state import MOUNT_BASE, StateRecord, release
-from fsbench.lab.subject import SubjectSpec
+from fsbench.lab.subject import NONE, AgedImages, SubjectSpec
 from fsbench.lab.system import dmesg_mark, dmesg_since, run
 from fsbench.probes import processes
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
@@ -141,6 +139,7 @@ class Lab:
         tune_memory: bool = True,
         age_seed: int = 1,
         on_step: Callable[[str], None] | None = None,
+        aged_images: AgedImages | None = None,
     ) -> None:
         self.run_id = run_id
         self.backing = backing
@@ -154,6 +153,7 @@ class Lab:
         self.record: StateRecord | None = None
         self.uring = False  # a subject uses FUSE over io_uring: enable_uring held on (check)
         self.age_seed = age_seed
+        self.aged_images = aged_images  # None: this lab refuses --age
         self.on_step = on_step or (lambda _m: None)
 
     # -- set-up ---------------------------------------------------------------------------
@@ -197,7 +197,10 @@ class Lab:
         formats = {s.driver.fs for s in specs}
         loops.check_subjects(specs, self.backing.kind)
         ntfsck.fetch_for(formats)  # NTFS's deeper checker; integrity says so if it is missing
-        aged_check(specs, self.backing.kind)
+        if any(s.age != NONE for s in specs):
+            if self.aged_images is None:
+                raise UsageError("--age: this lab was made without aged images")
+            self.aged_images.aged_check(specs, self.backing.kind)
         if self.read_only and self.backing.kind != "device":
             raise UsageError(
                 "--read-only benchmarks an existing volume: give --backing device:PATH"
@@ -239,7 +242,7 @@ class Lab:
         if self.uring:  # not a tuning: the transport does not exist without it
             # A failure shows at the mount: the daemon is checked for its rings.
             with contextlib.suppress(OSError):
-                held = transports.hold_uring(self.record)
+                held = state.hold_uring(self.record)
                 if held:
                     self.tuned.append(held)
         image_dir.mkdir(parents=True, exist_ok=True)
@@ -327,7 +330,8 @@ class Lab:
             if extra:
                 mkfs = self._format(pristine, fs, extra)
             elif age != NONE:
-                mkfs, aging = aged_image(self, fs, age, pristine)
+                assert self.aged_images is not None  # check() refused an age without it
+                mkfs, aging = self.aged_images.aged_image(self, fs, age, pristine)
                 tree = aging.pop("tree", None)  # thousands of paths: not the subject's record
                 if tree is not None:
                     tree = {**tree, "profile": age}

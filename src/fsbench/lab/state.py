@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsbench.errors import LabError
+from fsbench.fuse import transports
 from fsbench.lab import loops, mounts
 from fsbench.lab.system import run
 from fsbench.probes import processes
@@ -124,6 +125,17 @@ def hold(rec: StateRecord, path: str, value: str, held: Callable[[str], bool]) -
             rec.save()
             raise
         return old
+
+
+def hold_uring(rec: StateRecord) -> str | None:
+    """Turn FUSE's enable_uring on for the run (`hold`: the old value saved in the run's record
+    before the change, so `fsbench cleanup` puts it back after a SIGKILL). Returns what was
+    done in words, or None when it was on already."""
+    param = transports.ENABLE_URING
+    old = hold(rec, param, "Y", lambda v: v in ("Y", "1"))
+    if old is None:
+        return None
+    return f"FUSE over io_uring enabled for the run ({param} {old} -> Y, restored after)"
 
 
 def _under(path: str, root: str) -> bool:

@@ -5,12 +5,38 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from fsbench.errors import UsageError
 from fsbench.fuse.transports import DEFAULT as DEFAULT_TRANSPORT
 from fsbench.fuse.transports import TRANSPORTS
 from fsbench.lab.drivers import DRIVERS, Driver
 from fsbench.lab.loops import Knob
+
+# A subject's age is a profile of aging/recipe.py; the lab knows only these: the fresh image's
+# name, an aged subject's id, where the aged tree lies on its volume (the integrity check
+# re-reads it), and whom to ask for an aged image (AgedImages).
+NONE = "none"
+AGED_DIR = "aged"
+
+
+def aged_id(base_id: str, profile: str) -> str:
+    # Parentheses, not brackets: rich reads "[...]" in a table cell as markup.
+    return base_id if profile == NONE else f"{base_id} (aged:{profile})"
+
+
+class AgedImages(Protocol):
+    """Where the lab's aged images come from: aging/prepare.py, handed to `Lab(aged_images=)`
+    by whoever makes the lab. aging/ is built on the lab (loops, mounts, the state record), so
+    the lab asks through this and imports nothing of it."""
+
+    def aged_check(self, specs: list[SubjectSpec], backing: str) -> None: ...
+
+    def aged_image(
+        self, lab: Any, fs: str, age: str, pristine: Path
+    ) -> tuple[list[str], dict[str, Any]]: ...
+
 
 # Mount options reach a command line: allow what real options use and nothing a shell or
 # mount(8) could read as something else (no spaces, quotes, leading dashes).
@@ -27,7 +53,7 @@ class SubjectSpec:
     # The FUSE transport (fuse/transports.py): named among the options (`passthrough_hp:uring`)
     # by a driver that offers several; "dev-fuse" for every other FUSE driver, "" in the kernel.
     transport: str = ""
-    age: str = "none"  # the aging profile of its image (aging/recipe.py); "none": fresh
+    age: str = NONE  # the aging profile of its image (aging/recipe.py); NONE: fresh
     # Made for this subject only (`fsbench tune`'s mkfs and block-device remedies): mkfs
     # options of its own image, and settings of its loop device or FUSE mount (lab/loops.py).
     mkfs: tuple[str, ...] = ()
@@ -113,7 +139,5 @@ def with_ages(specs: list[SubjectSpec], ages: list[str]) -> list[SubjectSpec]:
     """Each subject once per aging profile (`--age none,light`), a driver's ages side by side:
     an aged image is another image, so the age is a dimension of the subjects."""
     from dataclasses import replace
-
-    from fsbench.aging.recipe import aged_id
 
     return [replace(s, id=aged_id(s.id, a), age=a) for s in specs for a in ages]

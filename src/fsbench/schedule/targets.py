@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fsbench.aging.recipe import AGED_DIR
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.lab.backing import format_size
 from fsbench.lab.drivers import driver_version, serving_proof
 from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
+from fsbench.lab.subject import AGED_DIR
 from fsbench.probes.procfs import ProcFS
 from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.records.schema import Aging, Feature, Run, Subject
