@@ -10,7 +10,7 @@ import os
 import signal
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +42,9 @@ from fsbench.probes import trace as ktrace
 from fsbench.records.schema import Result, Run
 from fsbench.records.store import Store
 from fsbench.schedule.dimensions.clients import check_clients
+from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.plan import Plan, vm_hint
-from fsbench.schedule.runner import Runner, RunTarget, workload_id
+from fsbench.schedule.runner import Runner, workload_id
 from fsbench.schedule.targets import dir_target, lab_targets, scratch_dir, workdir_of
 from fsbench.stats import decide
 from fsbench.workloads.base import Workload, hook
@@ -251,7 +252,7 @@ def _environment_in_lab(plan: Plan, lab: Lab | None, run: Run, memory: set[str])
 def _runner(
     plan: Plan,
     run: Run,
-    targets: list[RunTarget],
+    targets: Sequence[Mounted],
     store: Store,
     progress: _Progress,
     tracer: ktrace.Tracer | None,

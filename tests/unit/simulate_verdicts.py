@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from fsbench.records.schema import Result, Run, Sample, Subject
+from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner
-from fsbench.schedule.sampler import RunTarget
 from fsbench.stats import decide
 from fsbench.stats.latency import LAT_TOTAL
 from fsbench.workloads.base import Target
@@ -133,7 +133,7 @@ class _Sampler:
             x = math.exp(round(math.log(x) / step) * step)
         return x
 
-    def iterations(self, rt: RunTarget, wl: Any, res: Result) -> tuple[float, float | None]:
+    def iterations(self, rt: AlwaysMounted, wl: Any, res: Result) -> tuple[float, float | None]:
         i = int(rt.subject.id[1:])
         cell = int(wl.name[1:])
         rnd = self.count.get((rt.subject.id, wl.name), 0)
@@ -170,7 +170,8 @@ def make_runner(design: Design, rng: np.random.Generator) -> Runner:
         for i in range(d.k)
     ]
     targets = [
-        RunTarget(subject=s, target=Target(s.id, "/nonexistent", "fake", 1 << 20)) for s in subjects
+        AlwaysMounted(subject=s, target=Target(s.id, "/nonexistent", "fake", 1 << 20))
+        for s in subjects
     ]
     workloads = [FakeWorkload(name=f"w{j}") for j in range(d.cells)]
     rounds = int(rng.integers(d.rounds[0], d.rounds[1] + 1))

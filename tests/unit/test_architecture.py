@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.schedule.runner",
             "fsbench.schedule.sampler",
             "fsbench.schedule.merge",
+            "fsbench.schedule.mounted",
             "fsbench.registry",
             "fsbench.host.environment",
             "fsbench.vm",

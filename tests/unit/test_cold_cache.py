@@ -12,7 +12,8 @@ import pytest
 from fsbench.lab import cold
 from fsbench.probes.sample import ProbeDelta
 from fsbench.records.schema import Device, Run, Subject
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.schedule.sampler import CacheState, eviction_failed, prepare_cache
 from fsbench.workloads.base import Measurement, Target
 from fsbench.workloads.fake import FakeWorkload
@@ -103,7 +104,7 @@ def test_a_failed_eviction_is_measured_again_by_the_full_method_and_remembered(
     wl = FakeWorkload(cache="cold")
     calls: list[str] = []
     target = _target(tmp_path, calls)
-    rt = RunTarget(Subject(id="subj-a", driver="fake", fs="fake", kind="fake"), target)
+    rt = AlwaysMounted(Subject(id="subj-a", driver="fake", fs="fake", kind="fake"), target)
     run = Runner(Run(run_id="r", started="t"), [rt], [wl], repeat=3).execute()
     assert calls == ["evict", "full", "full", "full"]
     r = run.results[0]

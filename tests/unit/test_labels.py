@@ -27,7 +27,8 @@ from fsbench.report.explain import explain_result, profile
 from fsbench.report.sections import render as render_table
 from fsbench.report.sections import render_html
 from fsbench.schedule.merge import build_sample
-from fsbench.schedule.runner import Runner, RunTarget, aggregate
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner, aggregate
 from fsbench.units import GiB, MiB, fmt_ratio
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.copy import COPY_JOBS
@@ -180,7 +181,7 @@ def test_cleanup_says_what_it_did_and_what_failed(
 
 
 def _short_run(tmp_path: Path, wl: FakeWorkload, size: int, **kw: object) -> Result:
-    target = RunTarget(Subject(id="s", driver="fake", fs="fake", kind="fake"),
+    target = AlwaysMounted(Subject(id="s", driver="fake", fs="fake", kind="fake"),
                        Target("s", str(tmp_path), "fake", size))  # fmt: skip
     runner = Runner(Run(run_id="r", started="t"), [target], [wl], repeat=1, **kw)  # type: ignore[arg-type]
     return runner.execute().results[0]

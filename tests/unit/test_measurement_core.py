@@ -13,7 +13,8 @@ from fsbench.probes.sample import ProbeDelta
 from fsbench.records.schema import Device, Result, Run, Sample, Subject
 from fsbench.schedule.merge import Iteration, build_sample, merge_iterations
 from fsbench.schedule.merge import verify_cache as verify
-from fsbench.schedule.runner import Runner, RunTarget, aggregate
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner, aggregate
 from fsbench.schedule.sampler import sized
 from fsbench.workloads.base import Measurement, Target, hook
 from fsbench.workloads.fake import FakeWorkload
@@ -21,8 +22,8 @@ from fsbench.workloads.fake import FakeWorkload
 MiB, GiB = 1024**2, 1024**3
 
 
-def _target(sid: str, tmp_path: Path, size: int = 64 * MiB) -> RunTarget:
-    return RunTarget(
+def _target(sid: str, tmp_path: Path, size: int = 64 * MiB) -> AlwaysMounted:
+    return AlwaysMounted(
         Subject(id=sid, driver="fake", fs="fake", kind="fake"),
         Target(sid, str(tmp_path), "fake", size),
     )

@@ -23,7 +23,8 @@ import pytest
 from fsbench import _metaops
 from fsbench.records.schema import Run, Subject
 from fsbench.registry import WORKLOADS, resolve_workloads
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads import metadata
 from fsbench.workloads.base import Target, Unsupported, WorkloadFailed, unmet_need
 from fsbench.workloads.metadata import (
@@ -305,7 +306,10 @@ def test_runner_reports_every_variant_ok(tmp_path: Path) -> None:
     target = _target(tmp_path)
     subject = Subject(id="t", driver="directory", fs="unknown", kind="directory")
     run = Runner(
-        Run(run_id="r", started="t"), [RunTarget(subject, target)], list(METADATA_JOBS), repeat=2
+        Run(run_id="r", started="t"),
+        [AlwaysMounted(subject, target)],
+        list(METADATA_JOBS),
+        repeat=2,
     ).execute()
     assert len(run.results) == len(METADATA_JOBS)
     for r in run.results:

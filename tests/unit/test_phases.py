@@ -9,8 +9,9 @@ import pytest
 
 import fsbench.schedule.runner as runner_mod
 from fsbench.records.schema import Run, Subject
+from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.phases import PhaseClock, phases_line
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -77,7 +78,7 @@ def test_the_runner_reports_what_each_phase_cost(
     wl.run, wl.prepare = costly_run, costly_prepare  # type: ignore[method-assign]
     wl.warmup = 1
     targets = [
-        RunTarget(
+        AlwaysMounted(
             Subject(id=sid, driver="fake", fs="fake", kind="fake"),
             Target(sid, str(tmp_path), "fake", 64 << 20),
         )

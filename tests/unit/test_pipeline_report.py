@@ -76,7 +76,7 @@ def test_read_only_volume_is_walked_once_not_before_every_sample(
     )  # fmt: skip
     lab = SimpleNamespace(read_only=True, health=lambda _ls: None, make_cold=lambda _ls: None)
     rec = Subject(id="ext4", driver="ext4", fs="ext4", kind="kernel")
-    ensure = targets._ensurer(lab, ls, 1 << 20, rec)  # type: ignore[arg-type]
-    made = [ensure() for _ in range(4)]
+    mounted = targets.LabMounted(lab, ls, rec, 1 << 20)  # type: ignore[arg-type]
+    made = [mounted.ensure() for _ in range(4)]
     assert walks == ["/mnt/vol"]
     assert {t.existing_file for t in made} == {"/mnt/vol/big.iso"}

@@ -37,7 +37,8 @@ from fsbench.schedule.dimensions.placement import (
     pin,
     with_placements,
 )
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed
 from fsbench.workloads.fake import FakeWorkload
 from polling import wait_until
@@ -125,7 +126,7 @@ def _runner(
     **kw,
 ) -> Runner:
     targets = [
-        RunTarget(
+        AlwaysMounted(
             _subject(sid, kind), Target(sid, str(tmp_path), kind, 64 * MiB, daemon_pid=daemon_pid)
         )
         for sid in ids
@@ -150,10 +151,10 @@ def test_the_default_pins_without_a_result_of_its_own_and_says_so_once(
     a = CPUS[0]
     run = Run(run_id="r", started="t")
     targets = [
-        RunTarget(
+        AlwaysMounted(
             _subject("f", "fuse"), Target("f", str(tmp_path), "fuse", MiB, daemon_pid=daemon.pid)
         ),
-        RunTarget(_subject("k", "kernel"), Target("k", str(tmp_path), "kernel", MiB)),
+        AlwaysMounted(_subject("k", "kernel"), Target("k", str(tmp_path), "kernel", MiB)),
     ]
     done = Runner(run, targets, [wl], repeat=1).execute()
     fuse_seen, kernel_seen = wl.seen

@@ -17,7 +17,8 @@ import pytest
 from fsbench.records.notecodes import words
 from fsbench.records.schema import Run, Subject
 from fsbench.schedule.dimensions.placement import Watch, split_note, two_groups, with_placements
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -79,7 +80,7 @@ def test_free_placement_results_carry_the_split_note(
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100,150,101,152,99,151;b=100,101,99,100,102,98")
     wls = with_placements([FakeWorkload()], ["free"])
     targets = [
-        RunTarget(Subject(id=s, driver="fake", fs="fake", kind="fake"),
+        AlwaysMounted(Subject(id=s, driver="fake", fs="fake", kind="fake"),
                   Target(s, str(tmp_path), "fake", 64 * MiB))
         for s in ("a", "b")
     ]  # fmt: skip

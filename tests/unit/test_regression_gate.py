@@ -16,7 +16,8 @@ from fsbench.errors import UsageError
 from fsbench.pipeline import write_results
 from fsbench.records.schema import Run, Subject
 from fsbench.report.diff import FAIL_ON, check_fail_on, gate_failures, verdict_word
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -28,7 +29,7 @@ def _stored(tmp: Path, run_id: str, values: str, monkeypatch: pytest.MonkeyPatch
     """A run of two fake subjects, 5 samples each, written to its own directory."""
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", values)
     targets = [
-        RunTarget(
+        AlwaysMounted(
             Subject(id=sid, driver="fake", fs="fake", kind="fake"),
             Target(sid, str(tmp), "fake", SIZE),
         )

@@ -8,7 +8,7 @@ Probes read the live /proc (the default ProcFS); nothing here asserts on their v
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,8 @@ from fsbench.errors import LabError
 from fsbench.probes.procfs import ProcFS
 from fsbench.records.schema import Result, Run, Sample, Subject
 from fsbench.records.store import Store
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 
@@ -30,14 +31,53 @@ def _subject(sid: str) -> Subject:
     return Subject(id=sid, driver="fake", fs="fake", kind="fake")
 
 
-def _target(
-    sid: str, workdir: Path, make_cold: Callable[[], None] | None = None, **kw
-) -> RunTarget:
-    return RunTarget(
-        _subject(sid),
-        Target(sid, str(workdir), "fake", SIZE, make_cold=make_cold),
-        **kw,
+def _target(sid: str, workdir: Path, make_cold: Callable[[], None] | None = None) -> AlwaysMounted:
+    return AlwaysMounted(
+        _subject(sid), Target(sid, str(workdir), "fake", SIZE, make_cold=make_cold)
     )
+
+
+@dataclass
+class FakeLab:
+    """A lab as the runner sees it, with nothing mounted: each subject a `Mounted` (sampler.py)
+    whose calls are logged. `broken[sid]` is why that subject's mount fails (ensure raises the
+    LabError a real lab raises) and what its health check then says."""
+
+    workdir: Path
+    broken: dict[str, str] = field(default_factory=dict)
+    log: list[tuple[str, str]] = field(default_factory=list)
+
+    def subjects(self, *ids: str) -> list[FakeMounted]:
+        return [FakeMounted(_subject(sid), self) for sid in ids]
+
+    def calls(self, what: str, sid: str) -> int:
+        return self.log.count((what, sid))
+
+
+@dataclass
+class FakeMounted:
+    subject: Subject
+    lab: FakeLab
+
+    def _log(self, what: str) -> None:
+        self.lab.log.append((what, self.subject.id))
+
+    def ensure(self) -> Target:
+        self._log("ensure")
+        why = self.lab.broken.get(self.subject.id)
+        if why:
+            raise LabError(why)
+        return Target(self.subject.id, str(self.lab.workdir), "fake", SIZE)
+
+    def release(self) -> None:
+        self._log("release")
+
+    def health(self) -> str | None:
+        self._log("health")
+        return self.lab.broken.get(self.subject.id)
+
+    def discard(self) -> None:
+        self._log("discard")
 
 
 def _runner(
@@ -107,11 +147,9 @@ def test_all_workloads_of_a_subject_run_in_its_turn(tmp_path: Path) -> None:
 
 
 def test_release_is_called_after_each_turn(tmp_path: Path) -> None:
-    wl = FakeWorkload()
-    released: list[str] = []
-    targets = [_target(sid, tmp_path, release=lambda sid=sid: released.append(sid)) for sid in IDS]
-    Runner(Run(run_id="r", started="t"), targets, [wl], repeat=2).execute()
-    assert released == list(IDS) * 2
+    lab = FakeLab(tmp_path)
+    Runner(Run(run_id="r", started="t"), lab.subjects(*IDS), [FakeWorkload()], repeat=2).execute()
+    assert [sid for what, sid in lab.log if what == "release"] == list(IDS) * 2
 
 
 # --- values and statistics --------------------------------------------------------------------
@@ -193,8 +231,8 @@ def test_a_declared_need_the_mount_lacks_is_unsupported_before_prepare(tmp_path:
     wl = NeedsChmod()
     lacks = {"posix_permissions": False, "posix_permissions_detail": "mode ignored"}
     targets = [
-        RunTarget(_subject("has"), Target("has", str(tmp_path), "fake", SIZE)),
-        RunTarget(_subject("lacks"), Target("lacks", str(tmp_path), "fake", SIZE,
+        AlwaysMounted(_subject("has"), Target("has", str(tmp_path), "fake", SIZE)),
+        AlwaysMounted(_subject("lacks"), Target("lacks", str(tmp_path), "fake", SIZE,
                                             capabilities=lacks)),
     ]  # fmt: skip
     run = Runner(Run(run_id="t", started="2025-01-01T00:00:00"), targets, [wl], repeat=2).execute()
@@ -227,28 +265,15 @@ def test_unsupported_is_neither_zero_nor_failed(
 def test_lab_error_in_ensure_fails_that_subject_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The runner on a fake lab (sampler.Mounted, nothing mounted): one subject's lab fails,
+    that subject alone fails, is discarded once and never asked again."""
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100;subj-b=5;subj-c=10")
-    ensured: list[str] = []
-
-    def ensure_ok(sid: str) -> Callable[[], Target]:
-        def ensure() -> Target:
-            ensured.append(sid)
-            return Target(sid, str(tmp_path), "fake", SIZE)
-
-        return ensure
-
-    def ensure_broken() -> Target:
-        ensured.append("subj-b")
-        raise LabError("fuse daemon for subj-b exited")
-
-    targets = [
-        _target("subj-a", tmp_path, ensure=ensure_ok("subj-a")),
-        _target("subj-b", tmp_path, ensure=ensure_broken),
-        _target("subj-c", tmp_path, ensure=ensure_ok("subj-c")),
-    ]
+    lab = FakeLab(tmp_path, broken={"subj-b": "fuse daemon for subj-b exited"})
     wl = FakeWorkload()
     sink = Recorder()
-    run = Runner(Run(run_id="r", started="t"), targets, [wl], repeat=3, sink=sink).execute()
+    run = Runner(
+        Run(run_id="r", started="t"), lab.subjects(*IDS), [wl], repeat=3, sink=sink
+    ).execute()
 
     b = next(s for s in run.subjects if s.id == "subj-b")
     assert b.status == "failed"
@@ -260,25 +285,46 @@ def test_lab_error_in_ensure_fails_that_subject_alone(
     assert res["subj-b"].samples == []
     # Never prepared or run, and not tried again in later repeats.
     assert ("prepare", "subj-b") not in wl.calls
-    assert ensured.count("subj-b") == 1
+    assert lab.calls("ensure", "subj-b") == 1
+    assert lab.calls("discard", "subj-b") == 1  # torn down at once, so nothing hangs on it
     assert res["subj-a"].samples == [100] * 3 and res["subj-a"].status == "ok"
     assert res["subj-c"].samples == [10] * 3 and res["subj-c"].status == "ok"
     # ensure is called before prepare and again after the caches were dropped.
-    assert ensured.count("subj-a") == 6
+    assert lab.calls("ensure", "subj-a") == 6
+    assert lab.calls("discard", "subj-a") == lab.calls("discard", "subj-c") == 0
+    # Given back after every turn, the failing one's too; a failed subject has no more turns.
+    assert [lab.calls("release", sid) for sid in IDS] == [3, 1, 3]
+
+
+def test_a_driver_that_dies_under_a_workload_fails_its_subject_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workload failed and the fake lab's health check says the driver is gone: the subject
+    fails with the lab's reason, not the workload's, and is discarded; the others go on."""
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=100;subj-b=-1;subj-c=10")
+    lab = FakeLab(tmp_path)
+    subjects = lab.subjects(*IDS)
+
+    class DiesUnderTheRun(FakeMounted):
+        def health(self) -> str | None:
+            self._log("health")
+            return "daemon exited"
+
+    subjects[1] = DiesUnderTheRun(subjects[1].subject, lab)
+    run = Runner(Run(run_id="r", started="t"), subjects, [FakeWorkload()], repeat=2).execute()
+    b = next(s for s in run.subjects if s.id == "subj-b")
+    assert b.status == "failed" and b.error.startswith("daemon exited during fake")
+    assert lab.calls("health", "subj-b") >= 1 and lab.calls("discard", "subj-b") == 1
+    assert lab.calls("discard", "subj-a") == lab.calls("discard", "subj-c") == 0
+    assert [s.status for s in run.subjects if s.id != "subj-b"] == ["ok", "ok"]
 
 
 def test_lab_error_stops_the_subjects_remaining_workloads(tmp_path: Path) -> None:
-    calls: list[int] = []
-
-    def ensure_broken() -> Target:
-        calls.append(1)
-        raise LabError(f"mount lost ({len(calls)})")
-
-    targets = [_target("subj-a", tmp_path, ensure=ensure_broken)]
+    lab = FakeLab(tmp_path, broken={"subj-a": "mount lost"})
     wls = [FakeWorkload(name="w1"), FakeWorkload(name="w2")]
-    run = Runner(Run(run_id="r", started="t"), targets, wls, repeat=2).execute()
-    assert calls == [1]
-    assert run.subjects[0].error == "during w1: mount lost (1)"
+    run = Runner(Run(run_id="r", started="t"), lab.subjects("subj-a"), wls, repeat=2).execute()
+    assert lab.calls("ensure", "subj-a") == 1
+    assert run.subjects[0].error == "during w1: mount lost"
 
 
 # --- the sink sees each sample as soon as it exists -------------------------------------------

@@ -17,7 +17,8 @@ from fsbench.lab import state
 from fsbench.probes import processes
 from fsbench.probes import trace as T
 from fsbench.records.schema import Run, Subject
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
 from polling import wait_until
@@ -237,8 +238,8 @@ class CannedTracer(T.Tracer):
         return self.attached or getattr(self, "dying", False)
 
 
-def _fake_target(tmp_path: Path) -> RunTarget:
-    return RunTarget(
+def _fake_target(tmp_path: Path) -> AlwaysMounted:
+    return AlwaysMounted(
         Subject(id="s", driver="fake", fs="fake", kind="fake"),
         Target("s", str(tmp_path), "fake", 64 * 2**20),
     )
@@ -329,7 +330,7 @@ def test_one_bpftrace_serves_every_subjects_traced_run_before_the_first_round(
     for sid in ("a", "b"):
         (tmp_path / sid).mkdir()
         targets.append(
-            RunTarget(
+            AlwaysMounted(
                 Subject(id=sid, driver="fake", fs="fake", kind="fake"),
                 Target(sid, str(tmp_path / sid), "fake", 64 * 2**20),
             )
@@ -370,7 +371,7 @@ def test_a_tracer_that_failed_is_not_launched_again(
 
 
 def test_untraced_run_has_no_trace(tmp_path: Path) -> None:
-    target = RunTarget(
+    target = AlwaysMounted(
         Subject(id="s", driver="fake", fs="fake", kind="fake"),
         Target("s", str(tmp_path), "fake", 64 * 2**20),
     )

@@ -18,7 +18,8 @@ from fsbench.errors import UsageError
 from fsbench.pipeline import definitions
 from fsbench.records.schema import SCHEMA_VERSION, Run, Subject
 from fsbench.registry import resolve_workloads
-from fsbench.schedule.runner import Runner, RunTarget
+from fsbench.schedule.mounted import AlwaysMounted
+from fsbench.schedule.runner import Runner
 from fsbench.workloads import command as cmdmod
 from fsbench.workloads import fiofile
 from fsbench.workloads.base import Target, WorkloadFailed
@@ -309,7 +310,7 @@ def test_the_runner_fails_a_hanging_or_killed_command_for_its_subject_alone(
         if trap:
             (work / trap).touch()
         subject = Subject(id=sid, driver="directory", fs="tmpfs", kind="directory")
-        targets.append(RunTarget(subject, Target(sid, str(work), "directory", 1 << 20)))
+        targets.append(AlwaysMounted(subject, Target(sid, str(work), "directory", 1 << 20)))
     runner = Runner(Run(run_id="r", started="t"), targets, [wl], 2, warmup=0, min_sample_s=0)
     by = {r.subject: r for r in runner.execute().results}
     assert by["ok"].status == "ok" and len(by["ok"].samples) == 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, TypeVar
@@ -21,8 +21,9 @@ from fsbench.probes.procfs import ProcFS
 from fsbench.records.notecodes import words
 from fsbench.records.schema import Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.schedule.dimensions.placement import FREE, default_note, placement_of, split_note
+from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
-from fsbench.schedule.sampler import RunTarget, Sampler
+from fsbench.schedule.sampler import Sampler
 from fsbench.stats import decide, verdict
 from fsbench.stats import describe as stats
 from fsbench.stats.aggregate import aggregate
@@ -42,7 +43,7 @@ T = TypeVar("T")
 @dataclass
 class Runner:
     run: Run
-    targets: list[RunTarget]
+    targets: Sequence[Mounted]
     workloads: list[Workload]
     repeat: int = 3
     sink: SampleSink | None = None
@@ -335,7 +336,7 @@ class Runner:
             stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
         )
 
-    def _round_order(self, rep: int) -> list[RunTarget]:
+    def _round_order(self, rep: int) -> list[Mounted]:
         """This round's subject order: shuffled with a seeded generator per round (recorded),
         so whatever slows the n-th subject of a round (in an A/A test the last read 20-28 %
         slower cold, and drew false verdicts) hits every subject alike, as noise."""
@@ -355,14 +356,13 @@ class Runner:
                 self._one(rt, wl, rep)
             self._release(rt)
 
-    def _release(self, rt: RunTarget) -> None:
-        if rt.release is not None:
-            # One device shared by subjects: give it back between turns, failed or not.
-            try:
-                rt.release()
-            except FsbenchError as e:
-                if rt.subject.status == "ok":
-                    self._fail_subject(rt, f"releasing the device: {e}")
+    def _release(self, rt: Mounted) -> None:
+        # One device shared by subjects: give it back between turns, failed or not.
+        try:
+            rt.release()
+        except FsbenchError as e:
+            if rt.subject.status == "ok":
+                self._fail_subject(rt, f"releasing the device: {e}")
 
     def _warm_up_pass(self) -> None:
         """Every subject's warm-ups in turn (Sampler.warm_up), before the first round; the
@@ -421,7 +421,7 @@ class Runner:
         self.run.results = list(self.results.values())
         return largest
 
-    def _result(self, rt: RunTarget, wl: Workload) -> Result:
+    def _result(self, rt: Mounted, wl: Workload) -> Result:
         key = (rt.subject.id, workload_id(wl))
         if key not in self.results:
             self.results[key] = Result(
@@ -437,7 +437,7 @@ class Runner:
             self._sampler.untraced(self.results[key], wl)
         return self.results[key]
 
-    def _one(self, rt: RunTarget, wl: Workload, rep: int) -> None:
+    def _one(self, rt: Mounted, wl: Workload, rep: int) -> None:
         known = self.results.get((rt.subject.id, workload_id(wl)))
         if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
@@ -461,7 +461,7 @@ class Runner:
         self.on_result(res)
         self.on_remaining(self._samples_left())
 
-    def _guarded(self, rt: RunTarget, wl: Workload, res: Result, step: Callable[[], T]) -> T | None:
+    def _guarded(self, rt: Mounted, wl: Workload, res: Result, step: Callable[[], T]) -> T | None:
         """Run a step of this subject and workload; what it cannot do is recorded on the
         result (unsupported, failed), and a lab failure fails the subject alone. None: it did
         not complete."""
@@ -473,7 +473,7 @@ class Runner:
             # OSError: the file system refused (ENOSPC, EIO, EROFS) outside fio's own reporting.
             msg = str(e) if isinstance(e, WorkloadFailed) else f"{e.strerror or e}"
             res.status, res.error = "failed", msg
-            broken = rt.health() if rt.health else None
+            broken = rt.health()
             if broken:
                 # Not the workload's fault: the driver died under it. The subject fails alone.
                 self._fail_subject(rt, f"{broken} during {workload_id(wl)}: {e}")
@@ -487,13 +487,12 @@ class Runner:
         self.on_result(res)
         return None
 
-    def _fail_subject(self, rt: RunTarget, why: str) -> None:
+    def _fail_subject(self, rt: Mounted, why: str) -> None:
         rt.subject.status, rt.subject.error = "failed", why
-        if rt.discard is not None:
-            try:
-                rt.discard()
-            except FsbenchError as e:
-                rt.subject.error += f" (teardown: {e})"
+        try:
+            rt.discard()
+        except FsbenchError as e:
+            rt.subject.error += f" (teardown: {e})"
         if self.sink:
             self.sink.save_subject(self.run.run_id, rt.subject)
 

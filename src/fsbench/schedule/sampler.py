@@ -16,7 +16,7 @@ from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
 from fsbench.probes.sample import ProbeDelta, ProbeSpec, diff, take_snapshot
-from fsbench.records.schema import Result, Sample, Subject
+from fsbench.records.schema import Result, Sample
 from fsbench.schedule.dimensions.placement import Pinned, asked, pin, placement_of
 from fsbench.schedule.merge import (
     Iteration,
@@ -25,6 +25,7 @@ from fsbench.schedule.merge import (
     short_sample_flags,
     verify_cache,
 )
+from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.stats.aggregate import MAX_ITERATIONS
 from fsbench.workloads.base import (
@@ -39,20 +40,6 @@ from fsbench.workloads.base import (
 
 GiB = 1024**3
 MiB = 1024**2
-
-
-@dataclass
-class RunTarget:
-    """A subject and where it runs. `ensure` mounts it when needed; `release` unmounts it."""
-
-    subject: Subject
-    target: Target
-    ensure: Callable[[], Target] | None = None
-    release: Callable[[], None] | None = None
-    # After a failure: is the subject itself broken (FUSE daemon gone)? Returns why, or None.
-    health: Callable[[], str | None] | None = None
-    # Tear a broken subject down at once (lazy unmount) so nothing hangs on it.
-    discard: Callable[[], None] | None = None
 
 
 @dataclass
@@ -180,7 +167,7 @@ class Sampler:
         if self.warmups(wl) == 0:
             res.trace = self.trace.untraced(NO_WARMUP_TO_TRACE) or res.trace
 
-    def warm_up(self, rt: RunTarget, wl: Workload, res: Result) -> None:
+    def warm_up(self, rt: Mounted, wl: Workload, res: Result) -> None:
         """The one warm-up path: iterations, discarded, since the first run touches memory
         (page cache, daemon heaps) for the first time, which is slow and erratic on VMs. The
         last of them is the traced run, with the kernel probes attached, which the explanation
@@ -199,7 +186,7 @@ class Sampler:
             it.delta.trace["value"] = it.m.value
             res.trace = it.delta.trace
 
-    def iterations(self, rt: RunTarget, wl: Workload, res: Result) -> Iterations:
+    def iterations(self, rt: Mounted, wl: Workload, res: Result) -> Iterations:
         """A sample is as many prepare+run iterations as it takes to last long enough to
         measure (a 0.1 s read says little); the result records how much work that was.
 
@@ -237,13 +224,11 @@ class Sampler:
         sample.flags += short_sample_flags(it.m.seconds, len(its.kept), wl, self.min_sample_s)
         return sample
 
-    def _iteration(
-        self, rt: RunTarget, wl: Workload, res: Result, traced: bool = False
-    ) -> Iteration:
+    def _iteration(self, rt: Mounted, wl: Workload, res: Result, traced: bool = False) -> Iteration:
         """prepare, bring the cache to its state, and run once between two probe snapshots."""
         ph = self.clock.phase
         with ph("mount"):
-            target = sized(rt.ensure() if rt.ensure else rt.target, self.space_share(wl))
+            target = sized(rt.ensure(), self.space_share(wl))
         if not res.params:
             # Parameters from the live target (read-only volumes name the file read).
             res.params = wl.params(target)
@@ -255,8 +240,7 @@ class Sampler:
         key = (target.subject_id, str(hook(wl, "id")))
         with ph("cache"):
             cache = prepare_cache(target, wl, self.cold_failed.get(key))
-            if rt.ensure:  # a FUSE remount has a new daemon
-                target = sized(rt.ensure(), self.space_share(wl))
+            target = sized(rt.ensure(), self.space_share(wl))  # a FUSE remount: a new daemon
         self._place(wl, target)  # after the remount: its daemon is the one to pin
         spec = ProbeSpec(
             daemon_pid=target.daemon_pid,

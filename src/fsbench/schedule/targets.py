@@ -23,8 +23,8 @@ from fsbench.probes.procfs import ProcFS
 from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.records.schema import Aging, Feature, Run, Subject
 from fsbench.records.store import Store
+from fsbench.schedule.mounted import AlwaysMounted, Mounted
 from fsbench.schedule.plan import Plan
-from fsbench.schedule.runner import RunTarget
 from fsbench.workloads.agedtree import MIRROR_DIR
 from fsbench.workloads.base import FILE_FRACTION, AgedTree, Target, free_bytes
 
@@ -55,7 +55,7 @@ def lab_targets(
     store: Store,
     on_step: Callable[[str], None],
     guard: Guard | None = None,
-) -> list[RunTarget]:
+) -> list[Mounted]:
     assert plan.subjects is not None
     guard = guard or Guard(enabled=False)
     on_step(
@@ -92,16 +92,8 @@ def lab_targets(
                 rejected.append(f"{ls.spec.id}: {e}")
         store.save_subject(run.run_id, rec)
         tree = aged_tree(ls)
-        targets.append(
-            RunTarget(
-                rec,
-                _lab_target(lab, ls, file_size, plan.scale, semantics=rec.semantics, tree=tree),
-                ensure=_ensurer(lab, ls, file_size, rec, plan.scale, tree),
-                release=_releaser(lab, ls, rec) if plan.backing.kind == "device" else None,
-                health=lambda ls=ls: lab.health(ls),
-                discard=lambda ls=ls: lab.discard(ls),
-            )
-        )
+        between = plan.backing.kind == "device"  # one device: released between turns
+        targets.append(LabMounted(lab, ls, rec, file_size, plan.scale, tree, between))
     if rejected:
         # The user named an option the driver refuses: bad input, not a measurement failure.
         raise UsageError(f"mount option rejected by the driver: {rejected[0]}")
@@ -128,22 +120,6 @@ def aged_tree(ls: LabSubject) -> AgedTree | None:
     root = os.path.join(ls.workdir, MIRROR_DIR) if mirror else os.path.join(ls.mountpoint, AGED_DIR)
     files = tuple((str(f[0]), int(f[1]), str(f[2])) for f in t.get("files", ()))
     return AgedTree(str(t["profile"]), root, mirror, files, tuple(t.get("dirs", ())))
-
-
-def _releaser(lab: Lab, ls: LabSubject, rec: Subject) -> Callable[[], None]:
-    """Between subjects on one device: unmount, and in --read-only prove nothing was written."""
-    start = lab.device_writes()
-
-    def release() -> None:
-        nonlocal start
-        lab.unmount(ls)
-        written = lab.device_writes() - start
-        if lab.read_only and written:
-            rec.status = "failed"
-            rec.error = f"the device was written ({written} bytes) during a --read-only run"
-        start = lab.device_writes()
-
-    return release
 
 
 def _existing_file(root: str, limit: int = 20000) -> str | None:
@@ -200,17 +176,28 @@ def _lab_target(
     )
 
 
-def _ensurer(
-    lab: Lab,
-    ls: LabSubject,
-    file_size: int,
-    rec: Subject,
-    scale: float = 1.0,
-    tree: AgedTree | None = None,
-) -> Callable[[], Target]:
-    chosen: list[str | None] = []  # the existing file a --read-only run reads, chosen once
+class LabMounted:
+    """A lab subject as the runner sees it (sampler.Mounted): mounted on demand and checked,
+    released between turns when subjects share one device, discarded when broken."""
 
-    def ensure() -> Target:
+    def __init__(
+        self,
+        lab: Lab,
+        ls: LabSubject,
+        subject: Subject,
+        file_size: int,
+        scale: float = 1.0,
+        tree: AgedTree | None = None,
+        release_between: bool = False,
+    ) -> None:
+        self.lab, self.ls, self.subject = lab, ls, subject
+        self.file_size, self.scale, self.tree = file_size, scale, tree
+        self._chosen: list[str | None] = []  # the existing file a --read-only run reads
+        self._between = release_between
+        self._writes = lab.device_writes() if release_between else 0
+
+    def ensure(self) -> Target:
+        lab, ls, rec = self.lab, self.ls, self.subject
         broken = lab.health(ls) if ls.mounted else None
         if broken:
             raise LabError(broken)
@@ -220,14 +207,34 @@ def _ensurer(
             raise LabError(f"{ls.spec.driver.name} daemon not found after mounting")
         if rec.effective_mount_options is None and ls.entry:
             rec.effective_mount_options = ls.entry.effective_options
-        if lab.read_only and not chosen:
+        if lab.read_only and not self._chosen:
             # Walking the volume reads its metadata: done once, at the first mount, never
             # again after make_cold (it would warm the very caches the sample wants cold).
-            chosen.append(_existing_file(ls.mountpoint))
-        existing = chosen[0] if chosen else None
-        return _lab_target(lab, ls, file_size, scale, existing, semantics=rec.semantics, tree=tree)
+            self._chosen.append(_existing_file(ls.mountpoint))
+        existing = self._chosen[0] if self._chosen else None
+        return _lab_target(
+            lab, ls, self.file_size, self.scale, existing, semantics=rec.semantics, tree=self.tree
+        )
 
-    return ensure
+    def release(self) -> None:
+        """Between subjects on one device: unmount, and in --read-only prove nothing was
+        written."""
+        if not self._between:
+            return
+        self.lab.unmount(self.ls)
+        written = self.lab.device_writes() - self._writes
+        if self.lab.read_only and written:
+            self.subject.status = "failed"
+            self.subject.error = (
+                f"the device was written ({written} bytes) during a --read-only run"
+            )
+        self._writes = self.lab.device_writes()
+
+    def health(self) -> str | None:
+        return self.lab.health(self.ls)
+
+    def discard(self) -> None:
+        self.lab.discard(self.ls)
 
 
 def workdir_of(plan: Plan) -> Path:
@@ -244,7 +251,7 @@ def scratch_dir(plan: Plan) -> Iterator[None]:
         shutil.rmtree(workdir_of(plan), ignore_errors=True)
 
 
-def dir_target(plan: Plan) -> RunTarget:
+def dir_target(plan: Plan) -> AlwaysMounted:
     assert plan.target_dir is not None
     d = plan.target_dir
     workdir = workdir_of(plan)
@@ -270,7 +277,7 @@ def dir_target(plan: Plan) -> RunTarget:
         mountpoint=str(d),
         capabilities=capabilities(rec.semantics, {}),
     )
-    return RunTarget(rec, target)
+    return AlwaysMounted(rec, target)
 
 
 def _dir_cold(fstype: str) -> tuple[Callable[[], None] | None, str | None]:

@@ -1,0 +1,57 @@
+"""What the runner may ask of the lab: `Mounted`, a subject as the runner sees it (mount it
+and get its target, give it back after a turn, is it broken, tear it down). The lab's side is
+schedule/targets.py's `LabMounted`; a directory that is always there is `AlwaysMounted`; a
+test's fake lab implements it too (tests/unit/test_runner.py's FakeLab)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from fsbench.records.schema import Subject
+from fsbench.workloads.base import Target
+
+
+class Mounted(Protocol):
+    """A subject as the runner sees it: what it may ask of the lab that holds it. The lab's
+    side is schedule/targets.py's LabMounted; `AlwaysMounted` a directory that is simply there;
+    a test's fake lab implements it too. Nothing else of the lab reaches the runner."""
+
+    subject: Subject
+
+    def ensure(self) -> Target:
+        """Mounted and sound (mounted again after a release or a cold remount): where to run."""
+        ...
+
+    def release(self) -> None:
+        """Done with it for this turn (one device shared by subjects: unmounted)."""
+        ...
+
+    def health(self) -> str | None:
+        """Is the subject itself broken (its FUSE daemon gone)? Why, or None."""
+        ...
+
+    def discard(self) -> None:
+        """Tear a broken subject down at once (lazy unmount) so nothing hangs on it."""
+        ...
+
+
+@dataclass
+class AlwaysMounted:
+    """A subject on a target that is always there (`run --target DIR`, tests): nothing to
+    mount, release or discard, and nothing that breaks under it."""
+
+    subject: Subject
+    target: Target
+
+    def ensure(self) -> Target:
+        return self.target
+
+    def release(self) -> None:
+        pass
+
+    def health(self) -> str | None:
+        return None
+
+    def discard(self) -> None:
+        pass
