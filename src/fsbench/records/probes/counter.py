@@ -1,7 +1,7 @@
 """The form of a /proc probe: one record says what it reads (a function of the reader and the
 `ProbeSpec`), how two readings around a sample become its fields of `ProbeDelta` and its flags,
 and the factor functions it contributes to the explanation. `probes/sample.py` snapshots and
-diffs by the catalogue (`probedefs.COUNTERS`); `report/explain.py` calls the catalogue's factor
+diffs by the catalogue (COUNTERS); `report/explain.py` calls the catalogue's factor
 functions; neither knows a probe by name."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class CounterProbe:
     and after a sample (None or empty when the spec asks nothing of it; it never raises for a
     process or device that is gone). `delta(before, after, seconds, spec)`: the two readings as
     `Counted` (`seconds`: wall time between them). `factors`: the explanation's factor functions
-    over the figures the runner keeps of those fields (`probedefs/costs.py`); a function several
+    over the figures the runner keeps of those fields (`costs.py`); a function several
     records name is called once."""
 
     name: str  # also the reading's name on a `Snapshot` (snapshot.daemon)
