@@ -47,7 +47,7 @@ from fsbench.schedule.plan import Plan, vm_hint
 from fsbench.schedule.runner import Runner, workload_id
 from fsbench.schedule.targets import dir_target, lab_targets, scratch_dir, workdir_of
 from fsbench.stats import decide
-from fsbench.workloads.base import Workload, hook
+from fsbench.workloads.base import Workload
 
 
 class Interrupted(KeyboardInterrupt):
@@ -86,7 +86,7 @@ def tools_used(plan: Plan) -> list[str]:
         if fmt is not None:
             names.append(fmt.mkfs[0])
     for wl in plan.workloads:
-        names.extend(hook(wl, "tools"))
+        names.extend(wl.tools)
     return list(dict.fromkeys(names))
 
 
@@ -418,7 +418,7 @@ def definitions(workloads: list[Workload]) -> list[dict]:
     """Each user workload's definition once (a job file's phases share theirs)."""
     out: dict[str, dict] = {}
     for wl in workloads:
-        d = hook(wl, "definition")
+        d = wl.definition
         if callable(d):
             rec = d()
             out.setdefault(str(rec.get("id") or rec.get("name")), rec)
@@ -427,4 +427,4 @@ def definitions(workloads: list[Workload]) -> list[dict]:
 
 def read_only_ok(wl: Workload) -> bool:
     """Whether a workload only reads (and can read what is already on a volume)."""
-    return bool(hook(wl, "read_only_ok"))
+    return bool(wl.read_only_ok)

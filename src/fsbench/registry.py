@@ -13,7 +13,7 @@ from fsbench.lab.formats import FORMATS
 from fsbench.workloads import fiofile, iozone
 from fsbench.workloads.agedtree import AGED_JOBS
 from fsbench.workloads.agedtree import GROUP as AGED_GROUP
-from fsbench.workloads.base import Workload, hook
+from fsbench.workloads.base import Workload
 from fsbench.workloads.compile import COMPILE_JOBS
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.diskmark import DISKMARK_JOBS, MIX_IDS
@@ -133,7 +133,7 @@ def resolve_workloads(
                 f"{spec_n}: ':j{io.numjobs}' and --numjobs both set the job count; give one"
             )
         io = io or suite_io
-        matches = [w for wid, w in pool.items() if n == wid or (n == w.name and hook(w, "by_name"))]
+        matches = [w for wid, w in pool.items() if n == wid or (n == w.name and w.by_name)]
         if io is not None and matches:
             matches = [_with_io(w, io, spec_n) for w in matches]
         if n.startswith(fiofile.PREFIX):
@@ -150,7 +150,7 @@ def resolve_workloads(
     if numjobs:
         # Concurrency as a parameter: each workload that declares it (hook with_numjobs)
         # once per job count; one that cannot take it is refused, never run at one job.
-        cannot = [str(hook(w, "id")) for w in out if not hook(w, "with_numjobs")]
+        cannot = [str(w.id) for w in out if not w.with_numjobs]
         if cannot:
             raise UsageError(
                 f"--numjobs {','.join(map(str, numjobs))}: {', '.join(cannot[:3])}"
@@ -160,12 +160,10 @@ def resolve_workloads(
         out = [
             v
             for w in out
-            for v in (
-                [hook(w, "with_numjobs")(n) for n in numjobs] if hook(w, "with_numjobs") else [w]
-            )
+            for v in ([w.with_numjobs(n) for n in numjobs] if w.with_numjobs else [w])
         ]
     out += own or []
-    ids = [str(hook(w, "id")) for w in out]
+    ids = [str(w.id) for w in out]
     if len(set(ids)) != len(ids):
         raise UsageError("a workload is listed twice in --workloads")
     return out
@@ -181,10 +179,10 @@ def _io_spec(name: str) -> tuple[str, IoParams | None]:
 
 
 def _with_io(wl: Workload, io: IoParams, spec: str) -> Workload:
-    how = hook(wl, "with_io")
+    how = wl.with_io
     if how is None:
         raise UsageError(
-            f"{spec}: {hook(wl, 'id')} takes no queue depth or engine (only fio micro "
+            f"{spec}: {wl.id} takes no queue depth or engine (only fio micro "
             "workloads and the diskmark suite do)"
         )
     return how(io)

@@ -182,8 +182,8 @@ def test_no_import_cycle() -> None:
 
 
 def test_the_runner_and_registry_know_workloads_only_by_their_contract() -> None:
-    """Capabilities are data (workloads/base.py HOOKS): the runner imports no workload but the
-    contract, and the registry asks no workload for its class."""
+    """Capabilities are typed fields (workloads/base.py Workload): the runner imports no
+    workload but the contract, and the registry asks no workload for its class."""
     for core in ("fsbench.schedule.runner", "fsbench.schedule.sampler", "fsbench.schedule.merge"):
         assert {t for t in GRAPH[core] if t.startswith("fsbench.workloads")} <= {
             "fsbench.workloads",

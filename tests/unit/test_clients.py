@@ -27,7 +27,7 @@ from fsbench.schedule.dimensions.clients import (
 )
 from fsbench.schedule.merge import merge_extras
 from fsbench.schedule.runner import aggregate
-from fsbench.workloads.base import Measurement, Target, hook
+from fsbench.workloads.base import Measurement, Target
 from fsbench.workloads.fio import FIO_JOBS
 
 FIX = Path(__file__).parent / "fixtures" / "fio_clients"
@@ -224,7 +224,7 @@ def test_iterations_merge_per_client() -> None:
     a = Measurement(1.0, 1.0, extra={"clients": [_rec("a", 2**20, 1.0, 10.0)]})
     b = Measurement(1.0, 3.0, extra={"clients": [_rec("a", 5 * 2**20, 3.0, 30.0)]})
     assert merge_extras([a, b], 4.0)["last_iteration_only"] == ["clients"]
-    (c,) = merge_extras([a, b], 4.0, hook(_clients_job(), "merge_extra"))["clients"]
+    (c,) = merge_extras([a, b], 4.0, _clients_job().merge_extra)["clients"]
     assert c["bytes"] == 6 * 2**20 and c["seconds"] == 4.0
     assert c["mib_s"] == pytest.approx(1.5)
     assert c["usr_cpu"] == pytest.approx((10 * 1 + 30 * 3) / 4)
@@ -248,7 +248,7 @@ def test_result_carries_per_client_medians() -> None:
         )
         res.samples.append(v)
         res.sample_details.append(s)
-    aggregate(res, summarize=hook(_clients_job(), "summarize_samples"))
+    aggregate(res, summarize=_clients_job().summarize_samples)
     assert res.clients is not None
     assert [c.client for c in res.clients] == ["a", "b"]
     assert res.clients[0].mib_s == pytest.approx(55.0) and res.clients[1].usr_cpu == 7
@@ -318,7 +318,7 @@ def test_report_plots_scaling_and_lists_clients() -> None:
             res.sample_details.append(
                 Sample(value=v, seconds=1.0, bytes=int(v * 2**20), extra={"clients": per})
             )
-        aggregate(res, summarize=hook(_clients_job(), "summarize_samples"))
+        aggregate(res, summarize=_clients_job().summarize_samples)
         run.results.append(res)
     html = render_html(run)
     assert 'id="clients-scaling-seq-read-cold"' in html

@@ -30,7 +30,7 @@ from fsbench.schedule.merge import build_sample
 from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner, aggregate
 from fsbench.units import GiB, MiB, fmt_ratio
-from fsbench.workloads.base import Measurement, Target, hook
+from fsbench.workloads.base import Measurement, Target
 from fsbench.workloads.copy import COPY_JOBS
 from fsbench.workloads.fake import FakeWorkload
 from fsbench.workloads.fio import FioJob, with_numjobs
@@ -56,7 +56,7 @@ def test_params_distinguish_every_workload_variant(tmp_path) -> None:
     seen: dict[str, str] = {}
     for wl in variants:
         key = json.dumps(wl.params(target), sort_keys=True, default=str)
-        wid = str(hook(wl, "id"))
+        wid = str(wl.id)
         assert key not in seen, f"{wid} and {seen.get(key)} record the same params: {key}"
         seen[key] = wid
     assert len(seen) == len(variants)
@@ -72,7 +72,7 @@ def _copy_result(wl_name: str) -> Result:
 def test_amplification_follows_the_declared_direction() -> None:
     # copy-large declares is_write; its name does not end in "write".
     wl = next(w for w in COPY_JOBS if w.name == "copy-large")
-    assert hook(wl, "is_write") is True
+    assert wl.is_write is True
     fake = FakeWorkload(name="copy-large")
     fake.is_write = True  # type: ignore[attr-defined]
     run = Run(run_id="r", started="t")

@@ -16,7 +16,7 @@ from fsbench.schedule.merge import verify_cache as verify
 from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner, aggregate
 from fsbench.schedule.sampler import sized
-from fsbench.workloads.base import Measurement, Target, hook
+from fsbench.workloads.base import Declared, Measurement, Target, Workload
 from fsbench.workloads.fake import FakeWorkload
 
 MiB, GiB = 1024**2, 1024**3
@@ -253,8 +253,9 @@ def test_read_amplification_for_reads() -> None:
 
 # -- the workload contract ---------------------------------------------------------------------
 def test_every_workload_honours_the_declared_contract() -> None:
-    """Registered workloads are declared records with every required member, and nothing
-    outside base.py reads a workload's optional members by name (only through hook())."""
+    """Registered workloads are declared records with every member of the contract, their
+    capabilities typed fields (base.Workload), and nothing outside base.py reads a workload's
+    members by a name in a string (getattr, hasattr)."""
     import dataclasses
     import re
 
@@ -279,17 +280,24 @@ def test_every_workload_honours_the_declared_contract() -> None:
     assert offenders == []
 
 
-def test_hook_defaults_apply_to_a_workload_without_them() -> None:
-    class Bare:
+def test_declared_capabilities_apply_to_a_workload_without_them() -> None:
+    class Bare(Declared):
         name = "bare"
         fileset = "seq"
 
-    assert hook(Bare(), "id") == "bare"
-    assert hook(Bare(), "space_group") == "fio:seq"
-    assert hook(Bare(), "is_write") is False
-    assert hook(Bare(), "warmup") is None
-    with pytest.raises(KeyError):
-        hook(Bare(), "not_a_hook")
+    bare = Bare()
+    assert (bare.id, bare.space_group, bare.is_write, bare.warmup) == (
+        "bare",
+        "fio:seq",
+        False,
+        None,
+    )
+    assert (bare.needs, bare.with_numjobs, dict(bare.merge_extra)) == ((), None, {})
+    # Every capability of the contract has its usual value in Declared.
+    capabilities = set(Workload.__annotations__) - {"name", "description"}
+    assert not [c for c in capabilities if not hasattr(bare, c)]
+    with pytest.raises(AttributeError):
+        bare.not_a_capability  # noqa: B018
 
 
 def test_results_carry_workload_id_and_variant(tmp_path: Path) -> None:

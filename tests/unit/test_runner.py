@@ -750,11 +750,11 @@ def test_every_workload_merges_its_extras_by_a_known_rule() -> None:
     """A workload names how its extras merge (hook merge_extra); a rule the sample merge does
     not know would leave the last iteration's value under a merged name."""
     from fsbench.registry import MATRIX_WORKLOADS, WORKLOADS
-    from fsbench.workloads.base import MERGE_RULES, hook
+    from fsbench.workloads.base import MERGE_RULES
 
     declared = 0
     for wl in [*WORKLOADS.values(), *MATRIX_WORKLOADS.values()]:
-        for key, rule in hook(wl, "merge_extra").items():
+        for key, rule in wl.merge_extra.items():
             assert callable(rule) or rule in MERGE_RULES, (wl.id, key, rule)
             declared += 1
     assert declared > 0

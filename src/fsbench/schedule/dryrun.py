@@ -20,7 +20,7 @@ from fsbench.lab.backing import format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
 from fsbench.schedule.plan import Plan
-from fsbench.workloads.base import NEED_WORDS, hook
+from fsbench.workloads.base import NEED_WORDS
 
 SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
 # The image directory's name has the run's id, unknown until the run starts.
@@ -33,10 +33,10 @@ def describe(plan: Plan, vm: list[dict[str, Any]] | None = None) -> dict[str, An
     specs = plan.subjects or []
     workloads = [
         {
-            "id": str(hook(w, "id")),
-            "name": str(getattr(w, "name", str(hook(w, "id")))),
-            "variant": hook(w, "variant"),
-            "placement": hook(w, "placement"),
+            "id": str(w.id),
+            "name": str(getattr(w, "name", str(w.id))),
+            "variant": w.variant,
+            "placement": w.placement,
             # A fixed file and a pass length, where the workload has them (KDiskMark's
             # --diskmark-size and --diskmark-runtime, the Iozone cells' file sizes).
             **({"file_size": w.file_size} if getattr(w, "file_size", None) else {}),
@@ -122,11 +122,11 @@ def skipped(plan: Plan) -> list[dict[str, str]]:
         caps = {"posix_permissions": d.posix_permissions, "symlinks": d.symlinks,
                 "direct_io": d.direct_io}  # fmt: skip
         for w in plan.workloads:
-            lacks = [n for n in hook(w, "needs") if caps.get(n) is False]
+            lacks = [n for n in w.needs if caps.get(n) is False]
             if lacks:
                 words = NEED_WORDS.get(lacks[0], lacks[0])
                 why = f"needs {words}: {d.fs} has none (driver capability)"
-                out.append({"subject": spec.id, "workload": str(hook(w, "id")), "why": why})
+                out.append({"subject": spec.id, "workload": str(w.id), "why": why})
     return out
 
 

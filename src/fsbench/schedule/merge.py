@@ -13,7 +13,7 @@ from typing import Any
 from fsbench.probes.sample import ProbeDelta
 from fsbench.records.schema import Device, Sample
 from fsbench.stats.aggregate import MAX_ITERATIONS, SHORT, SHORT_CAPPED, SHORT_OWN, median_of
-from fsbench.workloads.base import Measurement, Workload, hook
+from fsbench.workloads.base import Measurement, Workload
 
 GiB = 1024**3
 
@@ -35,7 +35,7 @@ def short_sample_flags(seconds: float, iterations: int, wl: Workload, asked: flo
         return []
     # The code says why (aggregate reads it): the iteration cap, the workload's own minimum.
     figures = f"{seconds:.2f} s, under --min-sample-time {asked:g} s"
-    own = hook(wl, "min_sample_s")
+    own = wl.min_sample_s
     if seconds <= 0:
         return [f"{SHORT}: {figures}: the workload reported no time"]
     if iterations >= MAX_ITERATIONS:
@@ -73,7 +73,7 @@ def merge_iterations(runs: list[Iteration], wl: Workload) -> Iteration:
         # Each iteration's own value: a stall inside one sample (one slow iteration of five)
         # tells a different story from a sample slow throughout.
         extra={
-            **merge_extras(ms, seconds, hook(wl, "merge_extra")),
+            **merge_extras(ms, seconds, wl.merge_extra),
             "iterations": len(ms),
             "iteration_values": [round(x.value, 3) for x in ms],
         },
@@ -206,7 +206,7 @@ def build_sample(
     cache_flags: list[str],
     device_growth: int | None = None,
 ) -> Sample:
-    is_write = bool(hook(wl, "is_write"))
+    is_write = bool(wl.is_write)
     cache, verdict = verify_cache(cache, m, d, is_write, device_growth)
     flags = [*m.flags, *cache_flags, *verdict, *d.flags]
     cpu = d.to_cpu(app_user_s=m.app_user_s, app_sys_s=m.app_sys_s)

@@ -28,7 +28,7 @@ from fsbench.stats import decide, verdict
 from fsbench.stats import describe as stats
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
-from fsbench.workloads.base import Unsupported, Workload, WorkloadFailed, hook
+from fsbench.workloads.base import Unsupported, Workload, WorkloadFailed
 
 
 class SampleSink(Protocol):
@@ -387,7 +387,7 @@ class Runner:
     def close_workloads(self) -> None:
         """Give workloads their clean-up (scratch areas outside the target), once."""
         for wl in self.workloads:
-            close = hook(wl, "close")
+            close = wl.close
             if callable(close):
                 close()
 
@@ -408,9 +408,7 @@ class Runner:
         )
         for res in self.results.values():
             wl = by_id.get(res.workload_id or res.workload)
-            aggregate(
-                res, bool(hook(wl, "is_write")), hook(wl, "summarize_samples") if wl else None
-            )
+            aggregate(res, bool(wl and wl.is_write), wl.summarize_samples if wl else None)
             if wl is not None and placement_of(wl) == FREE:
                 seen = [s.extra.get("pinned") for s in res.sample_details]
                 if note := split_note(res.samples, seen, res.unit):
@@ -428,7 +426,7 @@ class Runner:
                 subject=rt.subject.id,
                 workload=wl.name,
                 workload_id=workload_id(wl),
-                variant=hook(wl, "variant"),
+                variant=wl.variant,
                 params={},
                 metric=wl.metric,
                 unit=wl.unit,
@@ -504,10 +502,10 @@ def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bo
 
 
 def workload_id(wl: Workload) -> str:
-    return str(hook(wl, "id"))
+    return str(wl.id)
 
 
 def space_group(wl: Workload) -> str | None:
     """Which files a workload keeps on the target (None: too few to count)."""
-    group = hook(wl, "space_group")
+    group = wl.space_group
     return None if group is None else str(group)

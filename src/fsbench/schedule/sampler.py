@@ -33,7 +33,6 @@ from fsbench.workloads.base import (
     Target,
     Unsupported,
     Workload,
-    hook,
     unmet_need,
     watched,
 )
@@ -154,11 +153,11 @@ class Sampler:
         self.trace = TraceSession(self.tracer, self.clock)
 
     def warmups(self, wl: Workload) -> int:
-        own = hook(wl, "warmup")
+        own = wl.warmup
         return self.warmup if own is None else int(own)
 
     def min_time(self, wl: Workload) -> float:
-        own = hook(wl, "min_sample_s")
+        own = wl.min_sample_s
         return self.min_sample_s if own is None else float(own)
 
     def untraced(self, res: Result, wl: Workload) -> None:
@@ -237,7 +236,7 @@ class Sampler:
             raise Unsupported(why)
         with ph("prepare"), watched(rt.health):
             wl.prepare(target)
-        key = (target.subject_id, str(hook(wl, "id")))
+        key = (target.subject_id, str(wl.id))
         with ph("cache"):
             cache = prepare_cache(target, wl, self.cold_failed.get(key))
             target = sized(rt.ensure(), self.space_share(wl))  # a FUSE remount: a new daemon
@@ -336,7 +335,7 @@ def eviction_failed(cache: CacheState, m: Measurement, delta: ProbeDelta) -> str
 
 def trace_keys(target: Target, wl: Workload) -> ktrace.SubjectKeys:
     """The subject's keys in the trace maps, read now (a FUSE remount changes them)."""
-    comms = hook(wl, "app_comms") or (own_comm(),)
+    comms = wl.app_comms or (own_comm(),)
     return ktrace.subject_keys(
         target.mountpoint or target.workdir,
         target.block_device,

@@ -6,10 +6,11 @@ import os
 import resource
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from fsbench.errors import FsbenchError
@@ -125,10 +126,10 @@ IO_EXTRAS = {"iops": "rate:ops", "lat_us": "median", "lat_mean_us": "mean", "lat
 
 
 class Workload(Protocol):
-    """What every workload must have. The optional hooks below (HOOKS) have defaults; the
-    runner and the pipeline read them only through `hook()`, never by name, so this file is
-    the whole contract a new workload is written against. A class inherits the usual values
-    of the declarations below from `Declared`."""
+    """What every workload has. The first six and the three methods are its own; the rest are
+    its capabilities, typed, with the values most workloads have in `Declared` (which every
+    workload class inherits), so the runner and the pipeline read `wl.needs`, never a name in
+    a string. This file is the whole contract a new workload is written against."""
 
     name: str
     description: str
@@ -136,6 +137,53 @@ class Workload(Protocol):
     unit: str
     cache: str  # what the runner must do before each sample: cold | warm | direct | none
     higher_is_better: bool
+
+    # -- capabilities (Declared has each one's usual value) --
+    @property
+    def id(self) -> str:
+        """The result's identity, NAME/VARIANT; without a variant, the name."""
+        ...
+
+    variant: str | None  # the variant part of the id (fsync, 4k-direct, cold, ...)
+    numjobs: int
+    warmup: int | None  # discarded iterations before the first sample; None: the runner's
+    min_sample_s: float | None  # a sample lasts at least this long; None: the runner's
+
+    @property
+    def space_group(self) -> str | None:
+        """The files it keeps on the target, for the budget split (None: too few to count);
+        fio jobs of one fileset share theirs."""
+        ...
+
+    is_write: bool  # it writes the target (device writes verify O_DIRECT)
+    by_name: bool  # a bare NAME in --workloads includes it (False: only NAME/VARIANT, a group)
+    read_only_ok: bool  # it can run on a --read-only volume (reads what is there)
+    # Capabilities the mount must have, keys of Target.capabilities (posix_permissions); one the
+    # mount lacks makes it unsupported there, with why (unmet_need).
+    needs: tuple[str, ...]
+    tools: tuple[str, ...]  # outside programs whose versions go into the environment
+    # The command names of its processes, for the trace probes' wake-ups (None: fsbench's own
+    # threads do the work).
+    app_comms: tuple[str, ...] | None
+    # A user's workload (fio job file, command): a dict that reproduces it, kept in
+    # results.json's definitions; None: a built-in.
+    definition: dict[str, Any] | None
+    # Where the app and the FUSE daemon run: free | same | split (schedule/dimensions/
+    # placement.py); None: the run's default, pinned without a result of its own.
+    placement: str | None
+    # Extras of its own measurements and how a sample's iterations merge them: {key: a rule of
+    # MERGE_RULES, or function(values of each iteration) -> merged}; an extra it does not name
+    # is the last iteration's, and the sample says so.
+    merge_extra: Mapping[str, Any]
+    # Optional methods; None: it has no such form.
+    close: Callable[[], None] | None  # called once at the end: scratch areas outside the target
+    fio_job: Callable[[], Any] | None  # the same work as a fio.FioJob, for --clients
+    with_numjobs: Callable[[int], Any] | None  # the same with N parallel jobs (--numjobs)
+    # The same at another queue depth, engine or job count (fio.IoParams, NAME:qd32:io_uring).
+    with_io: Callable[[Any], Any] | None
+    # function(samples) -> {Result field: value}, for result fields of its own (per-client
+    # medians); None: none.
+    summarize_samples: Callable[[list[Any]], dict[str, Any]] | None
 
     def params(self, target: Target) -> dict[str, Any]: ...
 
@@ -159,99 +207,42 @@ TIME = Measures("time", "s", False)
 
 
 class Declared:
-    """The contract's declarations at the values most workloads have: a workload class
-    inherits them and states only what differs (a class attribute, or a dataclass field
-    where its instances differ, as fio jobs' `cache` does). A dataclass field it declares
-    without a default takes the default from here: `= field()` keeps it required. The id
-    is `job_id`'s, or the name of a workload without variants."""
+    """The contract's declarations and capabilities at the values most workloads have: a
+    workload class inherits them and states only what differs (a class attribute, or a
+    dataclass field where its instances differ, as fio jobs' `cache` does). A dataclass field
+    it declares without a default takes the default from here: `= field()` keeps it required.
+    The id is `job_id`'s, or the name of a workload without variants."""
 
     metric, unit, higher_is_better = THROUGHPUT
     cache = "none"  # nothing to prepare before a sample
     numjobs = 1
+    variant: str | None = None
+    warmup: int | None = None
+    min_sample_s: float | None = None
+    is_write = False
+    by_name = True
+    read_only_ok = False
+    needs: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    app_comms: tuple[str, ...] | None = None
+    definition: dict[str, Any] | None = None
+    placement: str | None = None
+    merge_extra: Mapping[str, Any] = MappingProxyType({})
+    close: Callable[[], None] | None = None
+    fio_job: Callable[[], Any] | None = None
+    with_numjobs: Callable[[int], Any] | None = None
+    with_io: Callable[[Any], Any] | None = None
+    summarize_samples: Callable[[list[Any]], dict[str, Any]] | None = None
 
     @property
     def id(self) -> str:
         name: str = self.name  # type: ignore[attr-defined]
-        variant = getattr(self, "variant", None)
-        return name if variant is None else job_id(name, variant, self.numjobs)
+        return name if self.variant is None else job_id(name, self.variant, self.numjobs)
 
-
-@dataclass(frozen=True)
-class Hook:
-    """An optional member of a workload, with the value the runner assumes without it."""
-
-    default: Any
-    doc: str
-
-
-# The optional part of the contract, as fio's ops table lists its optional ops and flags.
-# A callable default is called with the workload (the default depends on it).
-HOOKS: dict[str, Hook] = {
-    "id": Hook(lambda wl: wl.name, "the result's identity, NAME/VARIANT; default: the name"),
-    "variant": Hook(None, "the variant part of the id (fsync, 4k-direct, cold, ...)"),
-    "warmup": Hook(None, "discarded iterations before the first sample; None: the runner's"),
-    "min_sample_s": Hook(None, "a sample lasts at least this long; None: the runner's"),
-    "space_group": Hook(
-        lambda wl: f"fio:{wl.fileset}" if getattr(wl, "fileset", None) else wl.name,
-        "the files it keeps on the target, for the budget split (None: too few to count); "
-        "fio jobs of one fileset share theirs",
-    ),
-    "is_write": Hook(False, "it writes the target (device writes verify O_DIRECT)"),
-    "by_name": Hook(
-        True,
-        "a bare NAME in --workloads includes this variant (False: only NAME/VARIANT or a "
-        "group names it)",
-    ),
-    "read_only_ok": Hook(False, "it can run on a --read-only volume (reads what is there)"),
-    "needs": Hook(
-        (),
-        "capabilities the mount must have, keys of Target.capabilities (posix_permissions); "
-        "one the mount lacks makes it unsupported there, with why (unmet_need)",
-    ),
-    "tools": Hook((), "outside programs whose versions go into the environment"),
-    "close": Hook(None, "called once at the end: scratch areas outside the target"),
-    "app_comms": Hook(
-        None,
-        "the command names of its processes, for the trace probes' wake-ups (None: "
-        "fsbench's own threads do the work)",
-    ),
-    "fio_job": Hook(
-        None,
-        "a method giving the same work as a fio.FioJob, for fio's client/server mode "
-        "(--clients); None: it runs only here",
-    ),
-    "definition": Hook(
-        None,
-        "a user's workload (fio job file, command): a dict that reproduces it, kept in "
-        "results.json's definitions; None: a built-in",
-    ),
-    "placement": Hook(
-        None,
-        "where the app and the FUSE daemon run: free | same | split (dimensions/placement.py); "
-        "None: the run's default, pinned without a result of its own",
-    ),
-    "with_numjobs": Hook(
-        None,
-        "a method giving the same workload with N parallel jobs (--numjobs); None: it runs "
-        "as it is whatever --numjobs says",
-    ),
-    "with_io": Hook(
-        None,
-        "a method giving the same workload at another queue depth, engine or job count "
-        "(fio.IoParams, from NAME:qd32:io_uring); None: it takes no such parameters",
-    ),
-    "merge_extra": Hook(
-        {},
-        "extras of its own measurements and how a sample's iterations merge them: "
-        "{key: a rule of MERGE_RULES, or function(values of each iteration) -> merged}; "
-        "an extra it does not name is the last iteration's, and the sample says so",
-    ),
-    "summarize_samples": Hook(
-        None,
-        "a function(samples) -> {Result field: value} for result fields of its own "
-        "(e.g. per-client medians); None: none",
-    ),
-}
+    @property
+    def space_group(self) -> str | None:
+        fileset = getattr(self, "fileset", None)
+        return f"fio:{fileset}" if fileset else self.name  # type: ignore[attr-defined]
 
 
 def job_id(name: str, variant: str, numjobs: int) -> str:
@@ -278,10 +269,10 @@ FILE_FRACTION = 0.4
 NEED_WORDS = {"posix_permissions": "POSIX permissions (chmod)"}
 
 
-def unmet_need(wl: Any, target: Target) -> str | None:
+def unmet_need(wl: Workload, target: Target) -> str | None:
     """Why the target cannot run this workload, from its `needs` declaration: a capability the
     mount's probes (or, unprobed, its driver's record) say it lacks. None: nothing missing."""
-    for need in hook(wl, "needs"):
+    for need in wl.needs:
         if target.capabilities.get(need) is not False:
             continue  # present, or unknown: the workload finds out itself
         words = NEED_WORDS.get(need, need)
@@ -290,14 +281,6 @@ def unmet_need(wl: Any, target: Target) -> str | None:
             return f"needs {words}, which this mount does not honour (probed: {probed})"
         return f"needs {words}: {target.fs or 'this file system'} has none (driver capability)"
     return None
-
-
-def hook(wl: Any, name: str) -> Any:
-    """A workload's optional member, or the contract's default for it."""
-    h = HOOKS[name]
-    if hasattr(wl, name):
-        return getattr(wl, name)
-    return h.default(wl) if callable(h.default) else h.default
 
 
 @dataclass

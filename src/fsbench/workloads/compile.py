@@ -325,7 +325,7 @@ class Compile(Declared):
     # Sources were just written or read in prepare: the page cache holds them.
     cache = "warm"
 
-    variant: str  # configure | make | install
+    variant: str = field()  # configure | make | install
     modules: int | None = None  # fixed size (tests); None: MODULES × --scale
     per_module: int = SOURCES_PER_MODULE
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)

@@ -156,7 +156,7 @@ class _Copy(Declared):
     merge_extra: ClassVar[dict[str, Any]] = {"files_per_s": "rate:ops"}
     descriptions: ClassVar[dict[str, str]]  # by variant
 
-    variant: str  # in | out
+    variant: str = field()  # in | out
     source_root: str = SOURCE_ROOT
     name: str = ""
     # The method of the first measured sample: every later subject starts there.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 from fsbench.errors import UsageError
@@ -50,7 +50,7 @@ class FioJob(Declared):
     # The task name of the application in the kernel trace (sched wake-ups are by comm).
     app_comms = ("fio",)
     name: str  # the workload (what users type), e.g. "rand-read"
-    variant: str  # e.g. "4k-direct"; name/variant is the result's identity
+    variant: str = field()  # e.g. "4k-direct"; name/variant is the result's identity
     description: str
     rw: str  # fio's rw=: write, read, randread, randwrite, read:56k (strided)
     bs: str = "1M"

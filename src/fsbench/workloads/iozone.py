@@ -40,7 +40,7 @@ import ctypes
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fsbench.units import size_tag, size_text
@@ -163,7 +163,7 @@ class IozoneJob(Declared):
     merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
 
     name: str
-    variant: str
+    variant: str = field()
     description: str
     op: str
     file_size: int

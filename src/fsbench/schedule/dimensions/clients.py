@@ -47,7 +47,6 @@ from fsbench.workloads.base import (
     Workload,
     WorkloadFailed,
     children_usage,
-    hook,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary, fio_measurement
 
@@ -140,7 +139,7 @@ def fio_form(w: Workload) -> FioJob | None:
     run natively otherwise); None: it has none."""
     if isinstance(w, FioJob):
         return w
-    form = hook(w, "fio_job")
+    form = w.fio_job
     return form() if callable(form) else None
 
 

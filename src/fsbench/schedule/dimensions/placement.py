@@ -33,7 +33,7 @@ from fsbench.errors import UsageError
 from fsbench.probes.procfs import ProcFS, ProcParseError
 from fsbench.records.choices import by_name, parse_choices
 from fsbench.records.notecodes import Note
-from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed, hook
+from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Placed:
 
     @property
     def id(self) -> str:
-        return f"{hook(self.inner, 'id')}@{self.placement}"
+        return f"{self.inner.id}@{self.placement}"
 
     def params(self, target: Target) -> dict[str, Any]:
         return {**self.inner.params(target), "placement": self.placement}
@@ -116,7 +116,7 @@ class Placed:
         return self.inner.run(target)
 
     def close(self) -> None:
-        close = hook(self.inner, "close")
+        close = self.inner.close
         if self._closes and callable(close):
             close()
 
@@ -141,12 +141,12 @@ def with_placements(workloads: list[Workload], placements: Sequence[str]) -> lis
 
 def placement_of(wl: Workload) -> str:
     """The workload's placement: its own (--placement), else the run's default."""
-    return str(hook(wl, "placement") or default_placement())
+    return str(wl.placement or default_placement())
 
 
 def asked(wl: Workload) -> bool:
     """Whether the placement was asked for (a result of its own), not the run's default."""
-    return hook(wl, "placement") is not None
+    return wl.placement is not None
 
 
 def default_note(workloads: Sequence[Workload], cpus: Sequence[int] | None = None) -> str | None:
