@@ -332,12 +332,7 @@ def _print_plan(plan: Any, vm_rows: list[dict] | None, as_json: bool) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN", required=False)
 @click.option("--list", "list_runs", is_flag=True, help="List the stored runs instead.")
-@click.option(
-    "--db",
-    default=None,
-    type=click.Path(path_type=Path),
-    help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
-)
+@options.db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's results.json to stdout.")
 @click.option("--verbose", "-v", is_flag=True, help="Every subject's notes under each table.")
 def show(

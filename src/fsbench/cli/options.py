@@ -28,6 +28,10 @@ MiB = 1024 * 1024
 
 Parser = Callable[[str, str], Any]  # (flag, text) -> value; raises UsageError
 
+# The results store, as every verb that reads or writes it takes it (compare's own is OPTIONS').
+DB_HELP = "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db)."
+db_option = click.option("--db", default=None, type=click.Path(path_type=Path), help=DB_HELP)
+
 
 # -- parser factories: each message is one line that starts with the flag and the input --------
 def integer(lo: int, hi: int) -> Parser:
@@ -153,10 +157,7 @@ GUEST_AGE = "aged images are made and kept on the host, which a guest sees read-
 
 # With --repeat auto (the default) and no --time-budget: extra rounds only while they are
 # expected to end within this many seconds of the command's start; the first 3 rounds always
-# run. Cold samples are made cold by eviction (lab/cold.py): the cache phase of the default 8
-# drivers fell from 116 s of 326 s measuring (35 %) to 21 s of 380 s (6 %), and the same 420 s
-# bought up to 10 samples per open cell instead of 4 (2026-11-27). 240 s keeps the command,
-# integrity checks and report included, within 5 minutes.
+# run. 240 s keeps the default command within 5 minutes (docs/internals.md#measurements).
 DEFAULT_TIME_BUDGET_S = 240.0
 
 
@@ -346,7 +347,7 @@ OPTIONS: list[Option] = [
            guest=HOST),
     Option(("--json",), "Print results.json to stdout.", flag=True, dest="as_json",
            guest=HOST),
-    Option(("--db",), "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
+    Option(("--db",), DB_HELP,
            path=True, guest=HOST, example="results.db"),
     Option(("--out",), "Directory for results.json (default: under the data directory).",
            path=True, guest=HOST, example="out"),

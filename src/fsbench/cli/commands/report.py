@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fsbench.cli.options import db_option
 from fsbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from fsbench.records.schema import Run
     from fsbench.records.store import Store
     from fsbench.report.diff import ResultDiff, RunDiff
-
-_DB_HELP = "SQLite results store (default $XDG_DATA_HOME/fsbench/results.db)."
 
 
 def _load(store: Store, ref: str) -> Run:
@@ -118,7 +117,7 @@ def _check_writable(path: Path, what: str) -> Path:
     help="Also show this run against another one (repeatable): what differs between the "
     "environments and, per matching result, the ratio and its significance.",
 )
-@click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
+@db_option
 def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Path | None) -> None:
     """Write the self-contained HTML report of a stored RUN (no network needed to view it)."""
     with _store(db, [run_ref, *others]) as store:
@@ -155,7 +154,7 @@ def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Pa
     help="Exit 1 when any result of B is decided worse than A's (▼): a regression gate "
     "for CI. The comparison is printed as without it.",
 )
-@click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
+@db_option
 def diff(
     run_a: str, run_b: str, as_json: bool, force: bool, fail_on: str | None, db: Path | None
 ) -> None:
@@ -323,7 +322,7 @@ def _short_test(r: ResultDiff) -> str:
     metavar="DIR",
     help="Also write the report's plots to DIR as PNG and SVG (markdown links them).",
 )
-@click.option("--db", default=None, type=click.Path(path_type=Path), help=_DB_HELP)
+@db_option
 def export(
     run_ref: str, fmt: str, output: Path | None, figures: Path | None, db: Path | None
 ) -> None:

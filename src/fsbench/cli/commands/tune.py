@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 
 from fsbench.cli import options
+from fsbench.cli.options import db_option
 
 DEFAULT_BUDGET_S = 540.0  # within 10 minutes with the last run's report and checks
 
@@ -45,12 +46,7 @@ def _options(workloads: str | None, db: Path | None, size: str | None) -> dict[s
     metavar="SIZE",
     help="The untuned image size (default 1G); a remedy that needs more gets more.",
 )
-@click.option(
-    "--db",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
-)
+@db_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
