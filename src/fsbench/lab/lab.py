@@ -100,12 +100,8 @@ def fill_zeros(path: Path, size: int) -> None:
 
 def fill_interleaved(paths: list[Path], size: int) -> None:
     """Write zeros over every image a chunk of each at a time, so the memory the allocator
-    hands out is dealt to all images alike. RAM is not uniform on these VMs: measured with dd
-    on four copies of one ext4 image, the copy written first read cold at 6.6 GB/s against
-    10.7 for the others, whichever loop device it had, and for as long as it lived (a
-    throw-away copy written before them took the slow memory instead). Written whole, one
-    after another, the first subject's image got it, and an ext4 A/A run (bench/aa.py) marked
-    the baseline's cold read slower than its identical copies."""
+    hands out is dealt to all images alike: RAM is not uniform on these VMs, and an image
+    written whole first reads slower for as long as it lives (docs/internals.md#measurements)."""
     buf = bytes(_CHUNK)
     fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for p in paths]
     try:

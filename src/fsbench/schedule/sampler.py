@@ -191,13 +191,11 @@ class Sampler:
 
         When it takes several, the first is discarded (`rewarm`): it runs right after the
         other subjects' turns (a FUSE daemon remounted for a cold read, the page cache full of
-        their data), and was up to 45 % slower than the rest of its sample here (exfat-fuse
-        419 against 738 MiB/s), a cost of fsbench's interleaving, not of the driver. Its
-        value stays in the sample's extra; a single-iteration sample is long enough for that
-        cost to be small, and keeps it. Cold and O_DIRECT samples start every iteration from
-        dropped caches (a FUSE daemon remounted), so their first is like the rest (ext4's cold
-        read: 3,971 against 4,205 MiB/s) and nothing is discarded: it would cost a cache drop
-        and a remount each."""
+        their data), a cost of fsbench's interleaving, not of the driver. Its value stays in
+        the sample's extra; a single-iteration sample is long enough for that cost to be
+        small, and keeps it. Cold and O_DIRECT samples start every iteration from dropped
+        caches, so their first is like the rest and nothing is discarded: it would cost a
+        cache drop and a remount each (docs/internals.md#measurements)."""
         got = Iterations([])
         discard = self.rewarm and wl.cache not in ("cold", "direct")
         try:

@@ -1,4 +1,4 @@
-"""Copy workloads (seed 002: one 5 GB movie, then 5000 × 1 MB files, copied from ext4 to NTFS).
+"""Copy workloads: one large file, then many 1 MiB files, copied onto the target and off it.
 
 `copy-large` copies one large file and `copy-small` a tree of 1 MiB files, each in two
 variants: `in` (tmpfs → target, every destination file fsynced before the clock stops, so the

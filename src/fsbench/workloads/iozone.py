@@ -1,4 +1,4 @@
-"""The Iozone-style matrix (seed 003): seven operations over file sizes × record sizes.
+"""The Iozone-style matrix (docs/iozone.md): seven operations over file sizes × record sizes.
 
 Each cell is one `IozoneJob` with the matrix coordinates as fields, so a result carries
 `workload="iozone"` and `params` with `op`, `file_size` and `record_size`. A cell's I/O runs in

@@ -1,6 +1,6 @@
 """Metadata workloads: create, stat, chmod, rename, readdir and unlink of many files.
 
-Seed 004 timed a chmod of every file in a directory; users feel metadata speed in `ls -l`,
+Users feel metadata speed in a chmod of every file of a directory, in `ls -l`,
 `chmod -R`, unpacking and deleting trees. Each operation is one variant per layout:
 `metadata/stat-flat` (N files in one directory) and `metadata/stat-tree` (the same N files in
 a tree of D directories). N is 10 000 × --scale (at least 100); D is about √N.

@@ -1,5 +1,5 @@
-"""`tree-hash` (seed 000: `xxhsum -H2` over a whole volume to compare NTFS drivers and to catch
-bit rot): walk a tree on the target and XXH128 every file, on native threads.
+"""`tree-hash` (`xxhsum -H2` over a whole volume, to compare drivers and to catch bit rot):
+walk a tree on the target and XXH128 every file, on native threads.
 
 The tree is laid out once per subject (untimed): a few large files, medium ones and many small
 ones in subdirectories, plus edge cases (empty, one byte, exactly one read buffer and one byte
@@ -212,7 +212,7 @@ class TreeHash(Declared):
 
     @property
     def read_only_ok(self) -> bool:
-        # On an existing volume it hashes the files already there (seed 000's use).
+        # On an existing volume it hashes the files already there.
         return True
 
     def n_threads(self) -> int:
@@ -388,8 +388,8 @@ class TreeHash(Declared):
                 "walk_s": round(t1 - t0, 6),
                 "hash_s": round(t2 - t1, 6),
                 "threads": threads,
-                # (user + sys) / wall of this process: seed 000's "73 % of real time"; above
-                # 1.0 means more than one core was busy.
+                # (user + sys) / wall of this process, as `time` reports it; above 1.0 means
+                # more than one core was busy.
                 "cpu_share_of_wall": round((used.user_s + used.sys_s) / seconds, 4)
                 if seconds > 0
                 else None,

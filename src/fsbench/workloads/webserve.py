@@ -1,5 +1,5 @@
-"""`web-serve` (seed 004: Apache's transfer rate by file size, ext4 8× NTFS, one request at a
-time): a real nginx serving files from the target to a real client, wrk, over loopback.
+"""`web-serve` (a web server's transfer rate by file size, one request at a time): a real
+nginx serving files from the target to a real client, wrk, over loopback.
 
 Variants are a file size and a cache state. `-warm` fetches one file over and over for a fixed
 time (it stays in the page cache); `-cold` fetches a set of distinct files once each after the

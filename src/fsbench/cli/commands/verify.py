@@ -1,5 +1,5 @@
 """`fsbench hash DIR` writes an `xxhsum -H2` manifest of a tree; `fsbench verify FILE` re-hashes
-what a manifest names and names every file that changed or vanished (seed 000's bit-rot check).
+what a manifest names and names every file that changed or vanished (a bit-rot check).
 
 Exit codes: 0 every file matches (or was hashed), 1 some file changed, vanished or could not be
 read, 2 a missing or malformed manifest or a bad argument (one line, from UsageError).

@@ -37,12 +37,10 @@ FUSE_WRITE_IN_HDR = 80
 FUSE_OUT_HDR = 16
 FUSE_READ, FUSE_WRITE = 15, 16
 # Latency is timed for 1 request in FUSE_LAT_EVERY (by its unique id, which the kernel steps by
-# 2), the start time and opcode packed in one map value: a start time per request, looked up
-# and deleted at its end, was most of this probe's cost at ~60k requests/s (measured with
-# bench/probe_overhead.py). The histogram and the total are scaled back per opcode by its
-# requests over its timed ones (@fuse_latn), not by FUSE_LAT_EVERY: an opcode is not timed 1 in
-# 8 when opcodes alternate (the floor's GETXATTR, WRITE, GETXATTR, ... had 39 of 51 expected
-# WRITEs timed, which put its WRITE mean 24 % low; found against libfuse's USDT split).
+# 2), the start time and opcode packed in one map value: a start time per request was most of
+# this probe's cost (bench/probe_overhead.py). The histogram and the total are scaled back per
+# opcode by its requests over its timed ones (@fuse_latn), not by FUSE_LAT_EVERY: an opcode is
+# not timed 1 in 8 when opcodes alternate (docs/internals.md#measurements).
 FUSE_LAT_EVERY = 8
 # FUSE requests whose summed latency exceeds the traced run by this factor were in flight
 # together: reported as concurrency, never as a share above 100 %.

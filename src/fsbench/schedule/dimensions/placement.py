@@ -54,11 +54,9 @@ PLACEMENTS: dict[str, Placement] = by_name(
     Placement("split", "the application on one CPU, the FUSE daemon on another", min_cpus=2),
 )
 # A run without --placement pins (not a result of its own: titles and params stay as they
-# were): left free, the scheduler put ntfs-3g's daemon on the app's CPU in some samples and on
-# the other in others, and the samples split in two groups (docs/verdicts.md). `same` is where
-# the scheduler's wake-affine choice mostly puts them, the cheap wake-up (3.0 µs against 28.6
-# across here; ntfs-3g's seq-write/fsync 66-149 MiB/s at same, 14-25 at split), and exists on
-# every machine; the kernel threads keep the other CPUs.
+# were): left free, a daemon's samples split in two groups by the CPU it ran on. `same` is
+# where the scheduler's wake-affine choice mostly puts them, the cheap wake-up, and exists on
+# every machine; the kernel threads keep the other CPUs (docs/internals.md#measurements).
 DEFAULT = "same"
 FREE = "free"
 # A result's flag when only part of the placement could be made (kernel drivers: no daemon).
