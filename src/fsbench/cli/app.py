@@ -434,7 +434,7 @@ from fsbench.cli.commands.tune import tune as _tune  # noqa: E402
 
 cli.add_command(_tune)
 
-from fsbench.cli.commands.judge import judge as _judge  # noqa: E402
+from fsbench.cli.commands.judge import judge_command as _judge  # noqa: E402
 
 cli.add_command(_judge)
 

@@ -281,7 +281,7 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
     type=click.Path(path_type=Path),
     help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
 )
-def judge(
+def judge_command(
     source: str,
     baseline: str | None,
     lower_is_better: bool,
