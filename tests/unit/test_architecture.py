@@ -361,7 +361,7 @@ FORMATTER_MAY_IMPORT = {
     "fsbench.report.plots",  # the page's figures (drawn by the plotters below)
     "fsbench.report.tune",  # the tune record's own view
 }
-# From probedefs.numbers only the explanation's number words (fmt_pct, fmt_time).
+# From records/probes/numbers.py only the explanation's number words (fmt_pct, fmt_time).
 NUMBER_WORDS = "fsbench.records.probes.numbers"
 # The plotters draw what the model decided: they never ask for a verdict themselves.
 PLOTTERS = (

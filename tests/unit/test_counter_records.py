@@ -1,4 +1,4 @@
-"""A /proc probe is one record (`probedefs.counter.CounterProbe`): a test's own probe, added to
+"""A /proc probe is one record (`records/probes/counter.py`): a test's own probe, added to
 the catalogue as one record, is read from a canned /proc tree, its delta reaches `ProbeDelta`'s
 flags, the sample's and the result's, and its factor reaches the explanation, with nothing else
 told its name."""
@@ -14,7 +14,7 @@ import pytest
 from explain_fixtures import GiB, run
 
 from fsbench.probes import ProbeDelta, ProcFS, Snapshot, diff, kthread_patterns_for, take_snapshot
-from fsbench.records import probes as probedefs
+from fsbench.records import probes as catalogue
 from fsbench.records.probes import depth
 from fsbench.records.probes.costs import amplification_factors, cpu_factors, ctx_factors
 from fsbench.records.probes.counter import (
@@ -92,7 +92,7 @@ PRESSURE = CounterProbe(
 
 @pytest.fixture
 def with_pressure(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probedefs, "COUNTERS", (*probedefs.COUNTERS, PRESSURE))
+    monkeypatch.setattr(catalogue, "COUNTERS", (*catalogue.COUNTERS, PRESSURE))
 
 
 def _trees(tmp_path: Path, stalled_us: int) -> tuple[ProcFS, ProcFS]:
@@ -126,13 +126,13 @@ def _result(subject: str, value: float, d: ProbeDelta) -> Result:
 
 
 def test_the_catalogue_names_each_probe_once_and_each_factor_function_once() -> None:
-    names = [p.name for p in probedefs.COUNTERS]
+    names = [p.name for p in catalogue.COUNTERS]
     assert len(names) == len(set(names))
     own = [cpu_factors, ctx_factors, amplification_factors, depth.factors]
-    assert factor_functions(probedefs.COUNTERS) == own
+    assert factor_functions(catalogue.COUNTERS) == own
     # The trace probes' factors, then the records', then the FUSE floor's.
     sources = factor_sources()
-    n = len(probedefs.EXPLAINED)
+    n = len(catalogue.EXPLAINED)
     assert sources[n : n + 4] == own
 
 
@@ -145,14 +145,14 @@ def test_a_new_counter_record_is_read_diffed_and_explained(
     assert d.flags[-1] == "io-pressure:0.42"
     # The other records' share is what it was without it.
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(probedefs, "COUNTERS", probedefs.COUNTERS[:-1])
+        mp.setattr(catalogue, "COUNTERS", catalogue.COUNTERS[:-1])
         _, plain = _delta_of(*_trees(tmp_path / "plain", stalled_us=1_050_000))
     assert d.flags[:-1] == plain.flags
     assert replace(d, flags=[]) == replace(
         plain, flags=[], figures={**plain.figures, "pressure.stalled_s": 1.05}
     )
     # Its own amount, under its name: no ProbeDelta field was needed for it (the device
-    # record's own are its queue time and busy time: probedefs/depth.py).
+    # record's own are its queue time and busy time: records/probes/depth.py).
     assert set(plain.figures) == {"block.queue_ms", "block.busy_ms"}
 
     toy = _result("ntfs-3g", 100.0, d)
@@ -183,7 +183,7 @@ def test_a_record_setting_no_probe_delta_field_is_refused(
         return Counted({"io_stall_s": 1.0})
 
     wrong = CounterProbe("wrong", "nothing", collect=lambda _fs, _spec: 0, delta=typo)
-    monkeypatch.setattr(probedefs, "COUNTERS", (*probedefs.COUNTERS, wrong))
+    monkeypatch.setattr(catalogue, "COUNTERS", (*catalogue.COUNTERS, wrong))
     with pytest.raises(ValueError, match="io_stall_s"):
         _delta_of(*_trees(tmp_path, stalled_us=0))
 

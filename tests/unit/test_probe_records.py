@@ -13,7 +13,7 @@ from rich.console import Console
 
 from fsbench.lab.drivers import Driver
 from fsbench.probes import trace as T
-from fsbench.records import probes as probedefs
+from fsbench.records import probes as catalogue
 from fsbench.records.probes.factor import Factor, FactorInput, Profile, differs, ratio_weight
 from fsbench.records.probes.numbers import fmt_count, number
 from fsbench.records.probes.record import Figure, Maps, Probe, SubjectKeys, rows
@@ -66,15 +66,15 @@ LOCKS = Probe(
 
 @pytest.fixture
 def with_locks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probedefs, "PROBES", (*probedefs.PROBES, LOCKS))
-    monkeypatch.setattr(probedefs, "EXPLAINED", (*probedefs.EXPLAINED, LOCKS))
+    monkeypatch.setattr(catalogue, "PROBES", (*catalogue.PROBES, LOCKS))
+    monkeypatch.setattr(catalogue, "EXPLAINED", (*catalogue.EXPLAINED, LOCKS))
 
 
 def test_the_explanation_lists_every_catalogued_probe_once() -> None:
-    assert sorted(p.name for p in probedefs.EXPLAINED) == sorted(T.PROBE_NAMES)
-    assert len({p.name for p in probedefs.PROBES}) == len(probedefs.PROBES)
+    assert sorted(p.name for p in catalogue.EXPLAINED) == sorted(T.PROBE_NAMES)
+    assert len({p.name for p in catalogue.PROBES}) == len(catalogue.PROBES)
     # Each record's maps are its own: bpftrace's map names never collide between probes.
-    maps = [m for p in probedefs.PROBES for m in (*p.maps, *p.scratch)]
+    maps = [m for p in catalogue.PROBES for m in (*p.maps, *p.scratch)]
     assert len(maps) == len(set(maps))
 
 

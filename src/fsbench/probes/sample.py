@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fsbench.probes.procfs import ProcFS
-from fsbench.records import probes as probedefs
+from fsbench.records import probes as catalogue
 from fsbench.records.probes.counter import ProbeSpec
 from fsbench.records.schema import CPU, Device
 
@@ -36,7 +36,7 @@ class Snapshot:
         readings = self.__dict__.get("readings", {})
         if name in readings:
             return readings[name]
-        if any(p.name == name for p in probedefs.COUNTERS):
+        if any(p.name == name for p in catalogue.COUNTERS):
             return None
         raise AttributeError(name)
 
@@ -93,7 +93,7 @@ class ProbeDelta:
 def take_snapshot(procfs: ProcFS, spec: ProbeSpec) -> Snapshot:
     """Read every counter `spec` asks for, probe by probe of the catalogue. Cheap: no
     subprocesses, one pass over /proc."""
-    readings = {p.name: p.collect(procfs, spec) for p in probedefs.COUNTERS}
+    readings = {p.name: p.collect(procfs, spec) for p in catalogue.COUNTERS}
     return Snapshot(taken=time.monotonic(), spec=spec, readings=readings)
 
 
@@ -104,7 +104,7 @@ def diff(before: Snapshot, after: Snapshot) -> ProbeDelta:
     """What happened between two snapshots of the same spec: each catalogued probe's delta
     fills its fields of `ProbeDelta` and adds its flags, in the catalogue's order."""
     delta = ProbeDelta(seconds=after.taken - before.taken)
-    for probe in probedefs.COUNTERS:
+    for probe in catalogue.COUNTERS:
         if probe.name not in before.readings or probe.name not in after.readings:
             continue  # a probe catalogued between the two snapshots has nothing to diff
         counted = probe.delta(
