@@ -59,10 +59,10 @@ from fsbench.lab.subject import parse_subject
 from fsbench.probes.procfs import ProcFS
 from fsbench.schedule.dimensions.placement import pin
 from fsbench.schedule.targets import FILE_FRACTION
-from fsbench.treehash import default_threads, walk_tree
+from fsbench.treehash.manifest import default_threads, walk_tree
+from fsbench.treehash.tree import TREE_DIR, plan_tree, write_tree
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import RANDOM_IO_BYTES, parse_fio_json
-from fsbench.workloads.treehash import TREE_DIR, plan_tree, write_tree
 
 MiB = 1024 * 1024
 WORKLOADS = ("seq-write/fsync", "seq-read/cold", "rand-read/4k-direct", "tree-hash/cold")

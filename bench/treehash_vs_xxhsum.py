@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 
 from fsbench import _xxhtree
-from fsbench.treehash import default_threads, walk_tree
-from fsbench.workloads.treehash import TreeFile, write_tree
+from fsbench.treehash.manifest import default_threads, walk_tree
+from fsbench.treehash.tree import TreeFile, write_tree
 
 MiB = 1024 * 1024
 KiB = 1024

@@ -18,21 +18,16 @@ import xxhash
 from fsbench import _xxhtree
 from fsbench.errors import UsageError
 from fsbench.registry import resolve_workloads
-from fsbench.treehash import (
+from fsbench.treehash.manifest import (
     format_line,
     read_manifest,
     verify_manifest,
     walk_tree,
     write_manifest,
 )
+from fsbench.treehash.tree import plan_tree, signature
 from fsbench.workloads.base import Target, WorkloadFailed
-from fsbench.workloads.treehash import (
-    TreeHash,
-    apply_manifest,
-    plan_tree,
-    signature,
-    with_manifest,
-)
+from fsbench.workloads.treehash import TreeHash, apply_manifest, with_manifest
 
 MiB = 1024 * 1024
 BUF = _xxhtree.DEFAULT_BUFSIZE

@@ -322,7 +322,7 @@ def record_tree(root: str) -> dict[str, Any]:
     (workloads/agedtree.py): files in walk order with their size and XXH3-128 (read on the
     reference mount, so every driver's reads are checked against the reference's)."""
     from fsbench._xxhtree import hash_files
-    from fsbench.treehash import default_threads, walk_tree
+    from fsbench.treehash.manifest import default_threads, walk_tree
 
     paths, errors = walk_tree(root)
     if errors:

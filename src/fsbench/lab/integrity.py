@@ -150,7 +150,7 @@ def write_set(mountpoint: str) -> dict[str, str]:
 def tree_hash_expected(mountpoint: str) -> dict[str, str]:
     """tree-hash's tree, when a workload left it on the volume: every digest is known from its
     layout (the marker records the byte budget and scale it was planned from)."""
-    from fsbench.workloads.treehash import TREE_DIR, expected_digests, plan_tree, signature
+    from fsbench.treehash.tree import TREE_DIR, expected_digests, plan_tree, signature
 
     workdir = os.path.join(mountpoint, "fsbench")
     try:

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 
 import xxhash
 
-from fsbench.treehash import default_threads
+from fsbench.treehash.manifest import default_threads
+from fsbench.treehash.tree import READ_BUFSIZE, TreeFile, expected_digests, write_tree
 from fsbench.workloads.base import (
     OPS,
     AgedTree,
@@ -45,7 +46,6 @@ from fsbench.workloads.base import (
     Usage,
     WorkloadFailed,
 )
-from fsbench.workloads.treehash import READ_BUFSIZE, TreeFile, expected_digests, write_tree
 
 MiB = 1024 * 1024
 MIRROR_DIR = "aged-tree"  # the fresh copy's root in a fresh subject's workdir

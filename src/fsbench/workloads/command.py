@@ -34,7 +34,7 @@ from typing import IO, Any, ClassVar
 
 from fsbench.errors import UsageError
 from fsbench.probes import processes
-from fsbench.treehash import hash_paths, walk_tree
+from fsbench.treehash.manifest import hash_paths, walk_tree
 from fsbench.workloads import base
 from fsbench.workloads.base import Measurement, Target, WorkloadFailed, children_usage
 

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from fsbench.errors import EXIT_FAILED, EXIT_OK, UsageError
-from fsbench.treehash import (
+from fsbench.treehash.manifest import (
     default_threads,
     display_name,
     format_line,
