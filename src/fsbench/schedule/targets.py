@@ -1,5 +1,7 @@
-"""The run's targets: one per lab subject (mounted, probed, its integrity set written, its
-file budget, how to release it and bring it back), or one directory (`run --target`).
+"""The run's subjects as the runner drives them (mounted.Mounted): one `LabMounted` per lab
+subject (mounted, probed, its integrity set written, its file budget, how to release it and
+bring it back), or one directory (`run --target`) as `AlwaysMounted`. Each hands the sampler a
+`workloads.base.Target`, where a workload runs.
 
 The pipeline builds them inside the lab and hands them to the runner.
 """
