@@ -39,3 +39,8 @@ class LabError(FsbenchError):
     """Something failed while building or tearing down a lab (mkfs, mount, losetup)."""
 
     exit_code = EXIT_FAILED
+
+
+class WorkloadFailed(FsbenchError):
+    """The workload could not run on this subject (ENOSPC, EIO, a tool failed, a service it
+    drives did not answer): the result fails, the run goes on."""

@@ -293,9 +293,14 @@ def test_each_folder_holds_its_own_concept() -> None:
 
 
 # One way down: aging is built on the lab (it ages an image through the lab's loops, mounts and
-# state record, and hands Lab its aged images through lab.subject.AgedImages), and the lab on
-# fuse (transports, the daemons built from source). Nothing runs back up.
-ONE_WAY = [("fsbench.aging", "fsbench.lab"), ("fsbench.lab", "fsbench.fuse")]
+# state record, and hands Lab its aged images through lab.subject.AgedImages), the lab on fuse
+# (transports, the daemons built from source), a workload on the services it drives. Nothing
+# runs back up.
+ONE_WAY = [
+    ("fsbench.aging", "fsbench.lab"),
+    ("fsbench.lab", "fsbench.fuse"),
+    ("fsbench.workloads", "fsbench.services"),  # web-serve drives nginx and wrk
+]
 
 
 def _package_imports(low: str, high: str) -> list[str]:
@@ -308,7 +313,7 @@ def _package_imports(low: str, high: str) -> list[str]:
     ]
 
 
-def test_lab_aging_and_fuse_depend_one_way() -> None:
+def test_lab_aging_fuse_and_services_depend_one_way() -> None:
     for high, low in ONE_WAY:
         assert _package_imports(high, low), f"{high} no longer uses {low}: redraw ONE_WAY"
         assert _package_imports(low, high) == [], f"{low} imports {high}"

@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from fsbench.workloads.base import WorkloadFailed
+from fsbench.errors import WorkloadFailed
 
 SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
 READY_TIMEOUT_S = 10

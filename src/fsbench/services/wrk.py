@@ -13,7 +13,7 @@ import subprocess
 import time
 from typing import Any
 
-from fsbench.workloads.base import WorkloadFailed
+from fsbench.errors import WorkloadFailed
 
 
 def find_wrk() -> str:

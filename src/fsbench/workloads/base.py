@@ -13,11 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from fsbench.errors import FsbenchError
-
-
-class WorkloadFailed(FsbenchError):
-    """The workload could not run on this subject (ENOSPC, EIO, a tool failed)."""
+from fsbench.errors import FsbenchError, WorkloadFailed
 
 
 class Unsupported(FsbenchError):
