@@ -11,9 +11,10 @@ from fsbench.lab.backing import Backing
 from fsbench.lab.drivers import DRIVERS, availability
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import Lab
-from fsbench.lab.loops import Knob, mount_bdi, read_ahead_kb
+from fsbench.lab.loops import Knob, current, mount_bdi, queue_path, read_ahead_kb
 from fsbench.lab.subject import parse_subject, with_lab_changes
 from fsbench.tune.remedies import REMEDIES
+from fsbench.tune.session import candidate_spec
 
 pytestmark = pytest.mark.root
 
@@ -91,4 +92,30 @@ def test_the_lab_makes_a_subjects_own_mkfs_and_device_settings(dirs: RunDirs) ->
         assert int((mount_bdi(b.mountpoint) / "read_ahead_kb").read_text()) == 2048  # type: ignore[operator]
         loop = b.device or ""
     assert read_ahead_kb(loop) == 128  # put back before the loop device was released
+    dirs.assert_released()
+
+
+LAB_MADE = [r for r in REMEDIES.values() if r.kind in ("mkfs-option", "block-device")]
+
+
+@pytest.mark.parametrize("name", [r.name for r in LAB_MADE])
+def test_every_lab_made_remedy_is_made_and_mounts(dirs: RunDirs, name: str) -> None:
+    """Each mkfs or block-device remedy of the table, made by the lab for its first driver
+    available here (its mkfs options accepted, its settings written) and mounted."""
+    r = REMEDIES[name]
+    here = [d for d in r.drivers if availability(DRIVERS[d]).available]
+    if not here:
+        pytest.skip(f"NOT_APPLICABLE: no driver of {name} is available here")
+    spec = candidate_spec(parse_subject(here[0]), r)
+    assert spec.mkfs or spec.knobs
+    with Lab(dirs.run_id, Backing("ram"), max(FORMATS[spec.driver.fs].min_size, 32 * MiB),
+             tune_memory=False) as lab:  # fmt: skip
+        lab.check([spec])
+        (s,) = lab.prepare([spec])
+        lab.mount(s)
+        assert mount_at(s.mountpoint) is not None
+        for k in spec.knobs:
+            where = mount_bdi(s.mountpoint) if k.where == "mount" else None
+            path = where / k.name if where else queue_path(s.device or "", k.name)
+            assert current(path) == k.value, (name, str(path))
     dirs.assert_released()

@@ -99,6 +99,17 @@ REMEDIES: dict[str, Remedy] = by_name(
         "ntfs-3g(8)",
     ),
     Remedy(
+        "FUSE readahead 1 MiB",
+        FUSE_ALL,
+        ("readahead", "fuse READ"),
+        "block-device",
+        "read_ahead_kb=1024",
+        "the FUSE mount's own readahead (its bdi, /sys/class/bdi/MAJ:MIN[-fuseblk]) at 1 MiB "
+        "instead of 128 KiB: more READ requests in flight on a sequential read",
+        source="Documentation/ABI/testing/sysfs-class-bdi; fs/fuse/inode.c (ra_pages)",
+        where="mount",
+    ),
+    Remedy(
         "max_readahead",
         FUSE_LIBFUSE2,
         ("readahead", "fuse READ"),
@@ -155,17 +166,6 @@ REMEDIES: dict[str, Remedy] = by_name(
         "the device reads ahead 1 MiB instead of 128 KiB (blockdev --setra): a FUSE daemon's "
         "reads of the device, a kernel file system's reads of its files",
         source="Documentation/ABI/stable/sysfs-block (queue/read_ahead_kb), blockdev(8)",
-    ),
-    Remedy(
-        "FUSE readahead 1 MiB",
-        FUSE_ALL,
-        ("readahead", "fuse READ"),
-        "block-device",
-        "read_ahead_kb=1024",
-        "the FUSE mount's own readahead (its bdi, /sys/class/bdi/MAJ:MIN[-fuseblk]) at 1 MiB "
-        "instead of 128 KiB: more READ requests in flight on a sequential read",
-        source="Documentation/ABI/testing/sysfs-class-bdi; fs/fuse/inode.c (ra_pages)",
-        where="mount",
     ),
     Remedy(
         "scheduler mq-deadline",
