@@ -22,21 +22,19 @@ MiB = 1024 * 1024
 SIZE = 64 * MiB
 
 
-def _target(tmp_path: Path, calls: list[str], evict: str | bool | None = None) -> Target:
-    """A fake target whose make_cold and evict only record that they ran; `evict` is what the
-    eviction answers (None: done, a string: why not), False for a target without one."""
+def _target(tmp_path: Path, calls: list[str], evict: str | bool | None = None) -> AlwaysMounted:
+    """A fake subject whose make_cold and evict only record that they ran; `evict` is what the
+    eviction answers (None: done, a string: why not), False for a subject without one."""
 
     def do_evict() -> str | None:
         calls.append("evict")
         return evict if isinstance(evict, str) else None
 
-    return Target(
-        "subj-a",
-        str(tmp_path),
-        "fake",
-        SIZE,
-        make_cold=lambda: calls.append("full"),
-        evict=None if evict is False else do_evict,
+    return AlwaysMounted(
+        Subject(id="subj-a", driver="fake", fs="fake", kind="fake"),
+        Target("subj-a", str(tmp_path), "fake", SIZE),
+        cold=lambda: calls.append("full"),
+        evicting=None if evict is False else do_evict,
     )
 
 
@@ -103,8 +101,7 @@ def test_a_failed_eviction_is_measured_again_by_the_full_method_and_remembered(
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=10,11,12,13")
     wl = FakeWorkload(cache="cold")
     calls: list[str] = []
-    target = _target(tmp_path, calls)
-    rt = AlwaysMounted(Subject(id="subj-a", driver="fake", fs="fake", kind="fake"), target)
+    rt = _target(tmp_path, calls)
     run = Runner(Run(run_id="r", started="t"), [rt], [wl], repeat=3).execute()
     assert calls == ["evict", "full", "full", "full"]
     r = run.results[0]

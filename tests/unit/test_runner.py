@@ -32,14 +32,12 @@ def _subject(sid: str) -> Subject:
 
 
 def _target(sid: str, workdir: Path, make_cold: Callable[[], None] | None = None) -> AlwaysMounted:
-    return AlwaysMounted(
-        _subject(sid), Target(sid, str(workdir), "fake", SIZE, make_cold=make_cold)
-    )
+    return AlwaysMounted(_subject(sid), Target(sid, str(workdir), "fake", SIZE), cold=make_cold)
 
 
 @dataclass
 class FakeLab:
-    """A lab as the runner sees it, with nothing mounted: each subject a `Mounted` (sampler.py)
+    """A lab as the runner sees it, with nothing mounted: each subject a `Mounted` (mounted.py)
     whose calls are logged. `broken[sid]` is why that subject's mount fails (ensure raises the
     LabError a real lab raises) and what its health check then says."""
 
@@ -78,6 +76,14 @@ class FakeMounted:
 
     def discard(self) -> None:
         self._log("discard")
+
+    def make_cold(self) -> str | None:
+        self._log("make_cold")
+        return None
+
+    def evict(self) -> str | None:
+        self._log("evict")
+        return "the fake lab evicts nothing"
 
 
 def _runner(
@@ -317,6 +323,19 @@ def test_a_driver_that_dies_under_a_workload_fails_its_subject_alone(
     assert lab.calls("health", "subj-b") >= 1 and lab.calls("discard", "subj-b") == 1
     assert lab.calls("discard", "subj-a") == lab.calls("discard", "subj-c") == 0
     assert [s.status for s in run.subjects if s.id != "subj-b"] == ["ok", "ok"]
+
+
+def test_a_cold_sample_asks_the_lab_to_evict_then_to_drop_everything(tmp_path: Path) -> None:
+    """Cold caches are the lab's to make (Mounted.evict, Mounted.make_cold): the fake lab
+    cannot evict, so every sample is made cold the full way, and the sample says why."""
+    lab = FakeLab(tmp_path)
+    wl = FakeWorkload(cache="cold")
+    run = Runner(Run(run_id="r", started="t"), lab.subjects("subj-a"), [wl], repeat=2).execute()
+    asked = [what for what, _ in lab.log if what in ("ensure", "evict", "make_cold")]
+    assert asked == ["ensure", "evict", "make_cold", "ensure"] * 2
+    for s in run.results[0].sample_details:
+        assert s.extra["cold_method"] == "full"
+        assert s.extra["cold_method_why"] == "the fake lab evicts nothing"
 
 
 def test_lab_error_stops_the_subjects_remaining_workloads(tmp_path: Path) -> None:

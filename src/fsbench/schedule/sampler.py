@@ -236,7 +236,7 @@ class Sampler:
             wl.prepare(target)
         key = (target.subject_id, str(wl.id))
         with ph("cache"):
-            cache = prepare_cache(target, wl, self.cold_failed.get(key))
+            cache = prepare_cache(rt, wl, self.cold_failed.get(key))
             target = sized(rt.ensure(), self.space_share(wl))  # a FUSE remount: a new daemon
         self._place(wl, target)  # after the remount: its daemon is the one to pin
         spec = ProbeSpec(
@@ -297,23 +297,21 @@ def sized(target: Target, share: float) -> Target:
     return replace(target, size=max(MiB, int(target.size * share) // MiB * MiB))
 
 
-def prepare_cache(target: Target, wl: Workload, failed: str | None = None) -> CacheState:
+def prepare_cache(rt: Mounted, wl: Workload, failed: str | None = None) -> CacheState:
     """Bring the caches into the state the workload asks for; the sample verifies it. A cold
-    read is made cold by eviction where the target can (cheap), unless that failed the check
+    read is made cold by eviction where the subject can (cheap), unless that failed the check
     before for this subject and workload (`failed`); else by the full method."""
     if wl.cache in ("cold", "direct"):
-        # Direct I/O starts cold too, so page-cache growth during it is visible.
-        if target.make_cold is None:
-            why = target.cold_impossible or "not a lab mount"
-            return CacheState(wl.cache, [f"cannot-drop-caches: {why}"])
-        if wl.cache != "cold":
-            # O_DIRECT's check is of the device's cache growing: it starts from none at all.
-            target.make_cold()
-            return CacheState(wl.cache)
-        why = failed or (target.evict() if target.evict else "no eviction for this target")
+        # Direct I/O starts cold too, so page-cache growth during it is visible; O_DIRECT's
+        # check is of the device's cache growing: it starts from none at all.
+        why = (failed or rt.evict()) if wl.cache == "cold" else "O_DIRECT"
         if why is None:
             return CacheState("cold", record={"cold_method": "evict"})
-        target.make_cold()
+        impossible = rt.make_cold()
+        if impossible:
+            return CacheState(wl.cache, [f"cannot-drop-caches: {impossible}"])
+        if wl.cache != "cold":
+            return CacheState(wl.cache)
         return CacheState("cold", record={"cold_method": "full", "cold_method_why": why})
     # Writeback left by the previous workload or subject must not land inside this sample.
     os.sync()

@@ -164,8 +164,6 @@ def _lab_target(
         block_device=ls.block_device,
         daemon_pid=ls.daemon_pid,
         fs=ls.spec.driver.fs,
-        make_cold=lambda: lab.make_cold(ls),
-        evict=lambda: lab.evict(ls),
         # The driver record's claims, overridden by what was probed on this mount.
         capabilities=capabilities(
             semantics,
@@ -179,8 +177,9 @@ def _lab_target(
 
 
 class LabMounted:
-    """A lab subject as the runner sees it (sampler.Mounted): mounted on demand and checked,
-    released between turns when subjects share one device, discarded when broken."""
+    """A lab subject as the runner sees it (mounted.Mounted): mounted on demand and checked,
+    made cold by the lab's two methods (lab/cold.py), released between turns when subjects
+    share one device, discarded when broken."""
 
     def __init__(
         self,
@@ -238,6 +237,13 @@ class LabMounted:
     def discard(self) -> None:
         self.lab.discard(self.ls)
 
+    def make_cold(self) -> str | None:
+        self.lab.make_cold(self.ls)
+        return None
+
+    def evict(self) -> str | None:
+        return self.lab.evict(self.ls)
+
 
 def workdir_of(plan: Plan) -> Path:
     assert plan.target_dir is not None
@@ -273,13 +279,11 @@ def dir_target(plan: Plan) -> AlwaysMounted:
         size=size,
         block_device=_device_of(d),
         fs=rec.fs,
-        make_cold=make_cold,
-        cold_impossible=why_not,
         scale=plan.scale,
         mountpoint=str(d),
         capabilities=capabilities(rec.semantics, {}),
     )
-    return AlwaysMounted(rec, target)
+    return AlwaysMounted(rec, target, make_cold, why_not or "")
 
 
 def _dir_cold(fstype: str) -> tuple[Callable[[], None] | None, str | None]:

@@ -37,10 +37,9 @@ class AgedTree:
 
 @dataclass
 class Target:
-    """Where a workload runs: a lab subject's mount, or a user's directory.
-
-    `make_cold` empties every cache between the workload and the device (None: impossible).
-    """
+    """Where a workload runs: a lab subject's mount, or a user's directory. What can be done
+    to the subject itself (mount, make cold, tear down) is the runner's to ask of it
+    (schedule/mounted.py), never the workload's."""
 
     subject_id: str
     workdir: str
@@ -49,11 +48,6 @@ class Target:
     block_device: str | None = None
     daemon_pid: int | None = None
     fs: str = ""
-    make_cold: Callable[[], None] | None = None
-    # The cheap cold cache (only the workload's files and the device's buffers evicted): None
-    # when done, else why not (make_cold then); the device's read counter checks it either way.
-    evict: Callable[[], str | None] | None = None
-    cold_impossible: str | None = None  # why make_cold is None, in words
     capabilities: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0  # --scale: multiplies macro workloads' default amounts (file counts)
     mountpoint: str | None = None  # the file system's root (workdir lives below it)
