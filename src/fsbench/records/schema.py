@@ -81,6 +81,8 @@ from fsbench.records.notecodes import Note, legacy, words
 #     and confidence, the outcome, the verdict's words; a latency-bound result's p99 too), so
 #     show, export, report and diff render what the run decided. Version 4 and older runs
 #     get them computed once when they are loaded (store.py).
+#     Such a run is then at version 5 and says what it was: `migrated_from` (an extra
+#     field, in results.json exports too), which every export names beside the version.
 SCHEMA_VERSION = 5
 
 CacheState = Literal[
