@@ -396,7 +396,6 @@ ASKERS = {
     "fsbench.report.diff",  # the model of two runs side by side (its cells: comparison.py's)
 }
 KNOWN_ASKERS = {
-    "fsbench.report.answer",  # leaders(): who the data cannot tell from the fastest
     "fsbench.report.explain",  # a placement against the same subject's other placement
     "fsbench.report.summary",  # findings(): each subject against the fastest, per cell
     "fsbench.report.aging",  # aged against fresh, per driver

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from fsbench.records.probes.numbers import fmt_pct, fmt_time
 from fsbench.records.schema import Result, Run, Subject
-from fsbench.report.comparison import verdict_of
+from fsbench.report.decided import leaders
 from fsbench.report.explain import Explanation, Factor, brief_lines
 from fsbench.report.naming import baseline_result, ranked
 from fsbench.report.summary import gmean, groups, measured_subjects, usable
@@ -50,20 +50,6 @@ def rank(results: list[Result]) -> list[Result]:
     good = [r for r in results if usable(r) and ranked(r)]
     hib = good[0].higher_is_better if good else True
     return sorted(good, key=_key, reverse=hib)
-
-
-def leaders(ranked_results: list[Result]) -> list[Result]:
-    """Of results ranked best first, the first and every other whose verdict against it
-    (fsbench.verdict) is not decided worse: open (not separated), within the band (the same),
-    or not comparable (too few samples). More than one: the answer names no fastest."""
-    if not ranked_results:
-        return []
-    top = ranked_results[0]
-    out = [top]
-    for r in ranked_results[1:]:
-        if verdict_of(top, r).better(r.higher_is_better) is not False:
-            out.append(r)
-    return out
 
 
 def first_factor(e: Explanation) -> Factor | None:

@@ -41,6 +41,16 @@ def vs_cell(
     return c, c.outcome, c.cell(), how
 
 
+def leaders(ranked_results: list[Result]) -> list[Result]:
+    """Of results ranked best first, the first and every other whose comparison with it is
+    not decided worse: open (not separated), within the band (the same), or not comparable
+    (too few samples). More than one: the answer names no fastest, no table stars a best."""
+    if not ranked_results:
+        return []
+    top = ranked_results[0]
+    return [top, *(r for r in ranked_results[1:] if compare(top, r).outcome != "worse")]
+
+
 def baselines(run: Run) -> dict[int, Result | None]:
     """Each result's baseline: the first subject that finished in its table (id(result) ->
     baseline; the matrix: per cell)."""

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsbench.records.schema import Result, Run
-from fsbench.report.answer import leaders, rank
+from fsbench.report.answer import rank
 from fsbench.report.comparison import Comparison
+from fsbench.report.decided import leaders
 from fsbench.report.naming import baseline_result, centre_of, ci_text
 from fsbench.report.summary import Finding, findings, groups, measured_subjects, usable
 from fsbench.stats import latency
