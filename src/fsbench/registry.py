@@ -55,7 +55,7 @@ SUITES: dict[str, dict] = {
         "description": "sequential write (1 MiB records, final fsync) and cold sequential read",
         "workloads": ["seq-write/fsync", "seq-read/cold"],
         "takes": (
-            "all 8 drivers available here at defaults (--size 1G --repeat auto, 240 s budget): "
+            "all 8 drivers available here at defaults (--size 1G --repeat auto, 210 s budget): "
             "about 4 min (2-CPU VM, Linux 6.18, RAM images)"
         ),
     },
