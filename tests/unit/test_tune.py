@@ -423,3 +423,19 @@ def test_an_io_size_change_is_the_workloads_larger_records_beside_its_own(tuned:
     n = len(plans)
     _, plans2, _ = tuned(subject="fuse2fs", workloads="seq-write/fsync")
     assert all("8k" not in workload_id(w) for p in plans2[n:] for w in p.workloads)
+
+
+def test_a_transport_of_another_daemon_is_not_merged_with_mount_options() -> None:
+    # io_uring is fuse2fs-3.18's (libfuse 3): fuse2fs's libfuse 2 options would not mount.
+    spec = parse_subject("fuse2fs")
+    by = {r.name: session.Candidate(r, 1.0) for r in REMEDIES.values()}
+    notes: list[str] = []
+    kept = session._one_daemon([by["io_uring transport"], by["splice"]], notes)
+    assert [c.name for c in kept] == ["splice"] and "not combined" in notes[0]
+    # Lab-made changes travel with it: the transport's driver leads the merged subject.
+    uring = session.candidate_spec(spec, REMEDIES["io_uring transport"])
+    ra = session.candidate_spec(spec, REMEDIES["read_ahead_kb"])
+    for a, b in ((uring, ra), (ra, uring)):
+        merged = session._merge(a, b)
+        assert merged.driver.name == "fuse2fs-3.18" and merged.transport == "uring"
+        assert [k.text for k in merged.knobs] == ["loop read_ahead_kb=1024"]

@@ -254,7 +254,10 @@ class Tuner:
                 continue
             share = 0.5 if i + 1 < len(groups) else 0.7  # the combination keeps the rest
             self._measure_group(f"candidates-{i + 1}", g, gap_of, share)
-        self._combine([c for g in groups for c in g.cands], gap_of)
+        try:
+            self._combine([c for g in groups for c in g.cands], gap_of)
+        except UsageError as e:  # what was measured is kept and printed whatever this says
+            self.record.notes.append(f"combination not measured: {e}")
         return self.finish()
 
     def _skip(self, items: list[Skipped]) -> None:
@@ -320,7 +323,11 @@ class Tuner:
                 "in the combination though not separated alone (faster in the median): "
                 + ", ".join(c.name for c in maybe)
             )
-        won = won + maybe
+        won = _one_daemon(won + maybe, self.record.notes)
+        if len(won) < 2 or not any(_won(c.name, self.record.changes) for c in won):
+            self.record.notes.append("combination not measured: no winner left with another "
+                                     "change to combine")  # fmt: skip
+            return
         spec, place, size = self.spec, "free", self.base_size
         for c in won:
             size = max(size, c.size or self.base_size)
@@ -390,11 +397,26 @@ def _won(name: str, changes: list[TuneChange]) -> bool:
     return any(c.outcome == "better" for c in mine) and not any(c.outcome == "worse" for c in mine)
 
 
+def _one_daemon(won: list[Candidate], notes: list[str]) -> list[Candidate]:
+    """A transport served by another driver's daemon (io_uring: fuse2fs-3.18, libfuse 3) does
+    not take the untuned driver's mount options (libfuse 2's splice_*, max_readahead): with any
+    of them among the winners it is left out of the combination, and the note says so."""
+    moved = [c for c in won if c.remedy.kind == "transport"]
+    if moved and any(c.remedy.kind == "mount-option" for c in won):
+        notes.append(f"{', '.join(c.name for c in moved)} not combined: another daemon "
+                     "(another driver), which does not take the other changes' mount "
+                     "options")  # fmt: skip
+        return [c for c in won if c not in moved]
+    return won
+
+
 def _merge(a: SubjectSpec, b: SubjectSpec) -> SubjectSpec:
-    """Two candidate subjects of one subject as one: b's driver and transport, both's options."""
+    """Two candidate subjects of one subject as one: the driver of the transport one (or b's),
+    both's options, mkfs options and block-device settings."""
     opts = list(dict.fromkeys(o for o in (*a.options.split(","), *b.options.split(",")) if o))
-    transport = b.transport if b.transport not in ("", transports.DEFAULT) else a.transport
-    shown = [transport] if transport not in ("", transports.DEFAULT) else []
-    merged = replace(parse_subject(f"{b.driver.name}:{','.join([*shown, *opts])}"), age=a.age)
+    lead = a if a.transport not in ("", transports.DEFAULT) else b
+    transport = lead.transport if lead.transport not in ("", transports.DEFAULT) else ""
+    shown = [transport] if transport else []
+    merged = replace(parse_subject(f"{lead.driver.name}:{','.join([*shown, *opts])}"), age=a.age)
     mkfs = a.mkfs + (b.mkfs if b.mkfs != a.mkfs else ())
     return with_lab_changes(merged, mkfs, tuple(dict.fromkeys((*a.knobs, *b.knobs))))
