@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fsbench.host.environment import memory_notes
+from fsbench.environment import memory_notes
 from fsbench.registry import WORKLOADS
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import parse_fio_json

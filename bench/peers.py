@@ -52,7 +52,7 @@ from typing import Any
 
 from treehash_vs_xxhsum import run_xxhsum, run_xxhsum_parallel
 
-from fsbench.host.environment import memory_notes
+from fsbench.environment import memory_notes
 from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject

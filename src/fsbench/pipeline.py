@@ -16,15 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.aging import prepare as aged_images
-from fsbench.errors import (
-    EXIT_FAILED,
-    EXIT_INTEGRITY,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EnvironmentProblem,
-    UsageError,
-)
-from fsbench.host.environment import (
+from fsbench.environment import (
     NO_NOISE_FLOOR_NOTE,
     capture,
     memory_notes,
@@ -32,6 +24,14 @@ from fsbench.host.environment import (
     noise_floor_wanted,
     remeasure_noise_floor,
     remeasure_wakeups,
+)
+from fsbench.errors import (
+    EXIT_FAILED,
+    EXIT_INTEGRITY,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EnvironmentProblem,
+    UsageError,
 )
 from fsbench.lab.drivers import built_daemons
 from fsbench.lab.formats import FORMATS

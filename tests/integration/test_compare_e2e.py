@@ -24,8 +24,8 @@ from conftest import (
 )
 from rich.console import Console
 
+from fsbench.environment import NO_NOISE_FLOOR_NOTE
 from fsbench.errors import EXIT_FAILED
-from fsbench.host.environment import NO_NOISE_FLOOR_NOTE
 from fsbench.lab.backing import Backing
 from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject

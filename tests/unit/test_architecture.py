@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "fsbench.schedule.merge",
             "fsbench.schedule.mounted",
             "fsbench.registry",
-            "fsbench.host.environment",
+            "fsbench.environment",
             "fsbench.vm",
         ),
     ),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.host import environment as env
+from fsbench import environment as env
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 
 

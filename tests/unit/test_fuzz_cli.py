@@ -99,7 +99,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(pipeline, "execute", no_measuring)
     # Keep doctor and cleanup cheap and harmless: they are exercised by their own tests.
     monkeypatch.setattr(
-        "fsbench.host.environment.doctor",
+        "fsbench.environment.doctor",
         lambda: {
             "drivers": [],
             "formats": [],

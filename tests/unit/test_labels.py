@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import fsbench
+from fsbench import environment as env_mod
 from fsbench import registry
 from fsbench.cli.app import cli
 from fsbench.errors import EXIT_FAILED, UsageError
-from fsbench.host import environment as env_mod
 from fsbench.lab import state
 from fsbench.probes.sample import ProbeDelta
 from fsbench.records.schema import CPU, Device, Environment, Result, Run, Sample, Subject

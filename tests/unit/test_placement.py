@@ -422,7 +422,7 @@ def test_wakeup_verdict_follows_the_numbers(
 
 
 def test_doctor_reports_wakeups_with_their_verdict() -> None:
-    from fsbench.host import environment as env
+    from fsbench import environment as env
 
     w, why = env.measure_wakeups()
     d = env.doctor_wakeups(w, why)
@@ -449,7 +449,7 @@ def test_the_environment_records_the_wakeup_costs_and_old_runs_still_load() -> N
 def test_the_wakeup_cost_is_measured_again_after_the_last_sample(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from fsbench.host import environment as env
+    from fsbench import environment as env
 
     e = Environment(wakeup_us=WakeupCost(same_cpu=1.3, cross_cpu=279.0))
     monkeypatch.setattr(

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from fsbench import pipeline
-from fsbench.host.environment import memory_notes
+from fsbench.environment import memory_notes
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 from fsbench.records.schema import VM, Result, Run, Schedule, Subject
 from fsbench.report.facts import schedule_line

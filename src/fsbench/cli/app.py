@@ -57,7 +57,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def doctor(as_json: bool) -> None:
     """What formats, drivers and tools exist here; what is missing and how to install it."""
-    from fsbench.host.environment import doctor as run_doctor
+    from fsbench.environment import doctor as run_doctor
 
     info = run_doctor()
     if as_json:

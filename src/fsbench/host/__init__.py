@@ -1,2 +1,2 @@
-"""This machine: what it is and has (environment.py: the environment stored with each run,
-and `fsbench doctor`), and Debian packages fetched for what it lacks (apt.py)."""
+"""What this host lacks, fetched: Debian packages under a private apt configuration, and the
+build cache every source build shares (apt.py), for vm/, fuse/ and lab/ntfsck.py."""
