@@ -244,6 +244,22 @@ def test_no_placement_remark_when_one_placement_was_measured() -> None:
     assert not any(f.name.startswith("placement") for f in explained(ntfs_vs_ext4()).factors)
 
 
+def test_a_run_at_one_pinned_placement_heads_its_reasons_without_a_label() -> None:
+    """The default pins every subject on one CPU (same): its reasons say "ntfs-3g: ...", not
+    "ntfs-3g [same]: ..." on every line; a run comparing placements labels the pinned one."""
+    one = run(
+        [
+            result("ext4", [1000.0, 1010.0, 990.0], kernel_trace(), placement="same"),
+            result("ntfs-3g", [38.0, 40.0, 41.0], fuse_trace(seconds=26.0), placement="same"),
+        ]
+    )
+    e = explained(one, placement="same")
+    assert not e.placed and e.label == "ntfs-3g"
+    assert brief_lines(e)[0].startswith("  ntfs-3g: ")
+    both = explained(_placements([140.0, 145.0, 150.0]), placement="same")
+    assert both.placed and brief_lines(both)[0].startswith("  ntfs-3g [same]: ")
+
+
 # -- renderers ------------------------------------------------------------------------------------
 def test_terminal_lines_fit_and_skip_the_baseline() -> None:
     r = _placements([140.0, 145.0, 150.0])

@@ -136,7 +136,7 @@ def answers(run: Run) -> list[WorkloadAnswer]:
 
 
 def _head(e: Explanation) -> str:
-    return f"  {e.subject}" + (f" [{e.placement}]" if e.placement != "free" else "") + ": "
+    return f"  {e.label}: "
 
 
 def first_why(e: Explanation, width: int = 100, answer: bool = False) -> list[str]:

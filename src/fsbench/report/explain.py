@@ -169,6 +169,17 @@ class Explanation:
     # The traced run's rate over the samples' median, oriented so that < 1 is slower: what the
     # probes cost this subject in the one run they ran in (None: no traced rate recorded).
     traced_speed: float | None = None
+    # The run measured this subject and workload at more than one placement (--placement
+    # free,same): only then does a reason name its placement ("ntfs-3g [same]: ...").
+    placed: bool = False
+
+    @property
+    def label(self) -> str:
+        """The subject as its reasons head it: with its placement where the run compared
+        placements (the scheduler's own, free, unlabelled), else alone (a default run pins
+        every subject alike: no label)."""
+        pinned = self.placed and self.placement != "free"
+        return self.subject + (f" [{self.placement}]" if pinned else "")
 
     def sentence(self) -> str:
         return f"{self.subject}: " + "; ".join(f.sentence for f in self.factors)
@@ -271,6 +282,7 @@ def explain_result(
         factors=factors,
         unavailable=prof.unavailable,
         traced_speed=traced_speed(res),
+        placed=len(siblings or {}) > 1,
     )
 
 
@@ -316,7 +328,7 @@ def run_json(run: Run) -> str:
 def brief_lines(e: Explanation, width: int = 100, max_lines: int = 2) -> list[str]:
     """The explanation in at most `max_lines` lines of `width` columns: the ranked factors that
     fit, in rank order; a placement remark is kept in preference to all but the first."""
-    head = f"  {e.subject}" + (f" [{e.placement}]" if e.placement != "free" else "") + ": "
+    head = f"  {e.label}: "
     indent = "    "
     ranked = [f.brief for f in e.factors if not f.name.startswith("placement")]
     place = [f.brief for f in e.factors if f.name.startswith("placement")]

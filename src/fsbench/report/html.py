@@ -52,7 +52,7 @@ def _explanation_view(e: Explanation) -> dict[str, Any]:
         if f.accounts is not None:
             bits.append(f"{fmt_pct(f.accounts)} of the gap to {e.baseline}")
         factors.append({"name": f.name, "sentence": f.sentence, "weight": "; ".join(bits)})
-    head = e.subject + (f" [{e.placement}]" if e.placement != "free" else "")
+    head = e.label
     gap = ""
     if e.seconds is not None and e.baseline_seconds is not None:
         gap = (
