@@ -327,3 +327,18 @@ def test_report_plots_scaling_and_lists_clients() -> None:
     other.environment.clients[0].fio_version = "fio-3.1"
     (d,) = [d for d in environment_differences(run, other) if d.what == "clients"]
     assert d.matters
+
+
+def test_a_clients_job_has_every_typed_capability_a_workload_has() -> None:
+    """The runner reads capabilities as typed fields (placement, warmup, variant, ...): a
+    ClientsJob without Declared's defaults crashed every --clients run at its first note."""
+    from dataclasses import fields, is_dataclass
+
+    from fsbench.schedule.dimensions.clients import ClientsJob
+    from fsbench.workloads.base import Declared
+
+    assert issubclass(ClientsJob, Declared)
+    declared = [n for n in vars(Declared) if not n.startswith("_")]
+    assert is_dataclass(ClientsJob) and {f.name for f in fields(ClientsJob)} >= {"job", "count"}
+    for name in declared:
+        assert hasattr(ClientsJob, name), name

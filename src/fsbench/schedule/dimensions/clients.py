@@ -41,6 +41,7 @@ from fsbench.schedule.dimensions.fio_clients import (
 from fsbench.workloads.base import (
     IO_EXTRAS,
     ChildResult,
+    Declared,
     Measurement,
     Target,
     Unsupported,
@@ -307,7 +308,7 @@ def _of_job(attr: str) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class ClientsJob:
+class ClientsJob(Declared):
     """One FioJob run from the first `count` clients at once, `numjobs` jobs on each."""
 
     job: FioJob
