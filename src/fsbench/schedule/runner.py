@@ -169,18 +169,14 @@ class Runner:
     def _kinds(self) -> dict[str, str]:
         return {rt.subject.id: rt.subject.kind for rt in self.targets}
 
-    def _priors(self) -> dict[str, Prior]:
-        """Each subject's variance prior: fitted over the run's cells of its driver kind (at
-        the interim look, then kept: frozen_priors)."""
+    def _freeze_priors(self) -> dict[str, Prior]:
+        """Each driver kind's variance prior, fitted over the run's cells now (the interim
+        look) and kept for the final one (frozen_priors); returned per subject."""
         kind = self._kinds()
-        by_kind = self.frozen_priors
-        if by_kind is None:
-            by_kind = decide.priors_by_kind(
-                (kind.get(r.subject, "?"), r.samples)
-                for r in self.results.values()
-                if r.status == "ok"
-            )
-        return {sid: by_kind.get(k, NO_PRIOR) for sid, k in kind.items()}
+        self.frozen_priors = decide.priors_by_kind(
+            (kind.get(r.subject, "?"), r.samples) for r in self.results.values() if r.status == "ok"
+        )
+        return {sid: self.frozen_priors.get(k, NO_PRIOR) for sid, k in kind.items()}
 
     def _interim(self) -> None:
         """The one look before the end (an adaptive run, after the minimum rounds). First the
@@ -194,11 +190,7 @@ class Runner:
         cheapest = min(self._cost.values(), default=0.0)
         room = self.max_repeat > self.repeat and (spare is None or cheapest <= spare)
         self.looks = 2 if room else 1
-        kind = self._kinds()
-        self.frozen_priors = decide.priors_by_kind(
-            (kind.get(r.subject, "?"), r.samples) for r in self.results.values() if r.status == "ok"
-        )
-        priors = self._priors()
+        priors = self._freeze_priors()
         order = [rt.subject.id for rt in self.targets]
         tables = self._tables()
         for wl in self.workloads:
