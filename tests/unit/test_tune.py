@@ -182,7 +182,7 @@ def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
             store.finish_run(run)
         return run, 0
 
-    monkeypatch.setattr(session, "execute", execute)
+    monkeypatch.setattr(session.pipeline, "execute", execute)
     monkeypatch.setattr(budget, "_fits", lambda size, n: True)
     # The page is drawn once, in the test that reads it (matplotlib takes seconds).
     monkeypatch.setattr(session, "write_report_safely", lambda run, out: None)
