@@ -4,6 +4,7 @@ how often does it find one that is physical?
     uv run python bench/aa.py [--runs 3] [--fuse-runs 2] [--btrfs-runs 2] [--xfs-runs 2]
                               [--fuse2fs-runs 2] [--known 10]
                               [--lock PATH] [--extra ARGS] [--keep DIR]
+                              [--set SUBJECT,SUBJECT,... --set-runs N]
     uv run python bench/aa.py --read DIR     # tally the runs a --keep stored
 
 Each A/A run is a default comparison of subjects that are one driver with default-equivalent
@@ -37,6 +38,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 from scipy.stats import beta
 
 from fsbench.records.schema import Run
@@ -112,6 +114,31 @@ def positions(run: Run, acc: dict[int, list[float]]) -> None:
                 acc[orders[k].index(r.subject)].append(v / r.median)
 
 
+def serial(run: Run, acc: dict[str, list[tuple[float, int]]]) -> None:
+    """Does a subject's sample depend on its previous one? Per cell of 4+ samples, the lag-1
+    autocorrelation of its log samples (plus 1/n, its bias under independence), raw and after
+    the effect its round shares with the table's other subjects (the machine slowing for
+    everyone, which costs power, not the promise). A subject wandering on its own shows as a
+    positive adjusted value: the one thing an interval from one run's samples cannot cover."""
+    cells: dict[str, list[np.ndarray]] = defaultdict(list)
+    for r in run.results:
+        if r.status == "ok" and len(r.samples) >= 4 and min(r.samples) > 0:
+            cells[r.workload].append(np.log(np.asarray(r.samples, dtype=float)))
+    for cs in cells.values():
+        dev: dict[int, list[float]] = defaultdict(list)
+        for c in cs:
+            for i, v in enumerate(c - c.mean()):
+                dev[i].append(float(v))
+        shared = {i: float(np.mean(v)) for i, v in dev.items() if len(v) >= 2}
+        for c in cs:
+            adj = c - np.array([shared.get(i, 0.0) for i in range(len(c))])
+            for name, x in (("raw", c), ("round-adjusted", adj)):
+                e = x - x.mean()
+                if float((e * e).sum()) > 0:
+                    r1 = float((e[:-1] * e[1:]).sum() / (e * e).sum()) + 1.0 / len(e)
+                    acc[name].append((r1, len(e)))
+
+
 def _without_workloads(extra: list[str]) -> list[str]:
     out, skip = [], False
     for a in extra:
@@ -141,6 +168,7 @@ def measured(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, Run]]:
         (XFS_SET, args.xfs_runs),
         (FUSE2FS_SET, args.fuse2fs_runs),
     ]
+    counts += [(tuple(s.split(",")), args.set_runs) for s in args.set]
     sets = [s for k in range(max(n for _, n in counts)) for s, n in counts if k < n]
     for i, subjects in enumerate(sets):
         run = compare_run(subjects, extra, tmp, f"aa-{i}", args.lock)
@@ -162,6 +190,10 @@ def main() -> None:
     ap.add_argument("--btrfs-runs", type=int, default=2, help="A/A runs of the btrfs set")
     ap.add_argument("--xfs-runs", type=int, default=2, help="A/A runs of the xfs set")
     ap.add_argument("--fuse2fs-runs", type=int, default=2, help="A/A runs of the fuse2fs set")
+    ap.add_argument(
+        "--set", action="append", default=[], help="an A/A set of your own: SUBJECT,SUBJECT,..."
+    )
+    ap.add_argument("--set-runs", type=int, default=1, help="runs of each --set")
     ap.add_argument("--known", type=int, default=10, help="known-difference runs")
     ap.add_argument("--lock", default="/tmp/fsbench-heavy.lock", help="'' for none")
     ap.add_argument("--extra", default="", help="more compare options, e.g. '--size 512M'")
@@ -170,6 +202,7 @@ def main() -> None:
     args = ap.parse_args()
     all_tables: list[tuple[str, list[tuple[str, str]]]] = []
     pos: dict[int, list[float]] = defaultdict(list)
+    lag: dict[str, list[tuple[float, int]]] = defaultdict(list)
     found = known_runs = 0
     with tempfile.TemporaryDirectory(prefix="fsbench-aa-") as d:
         source = stored(args.read) if args.read else measured(args, Path(d))
@@ -187,6 +220,7 @@ def main() -> None:
                 print(f"known {run.run_id}: {KNOWN[1]} {mark}", flush=True)
                 continue
             positions(run, pos)
+            serial(run, lag)
             for title, cs in tables(run):
                 all_tables.append((title, cs))
                 false = [c for c in cs if c[1] in ("better", "worse")]
@@ -207,6 +241,12 @@ def main() -> None:
         xs = pos[p]
         print(f"position {p + 1} in the round: sample/median {statistics.median(xs):.3f} "
               f"(n = {len(xs)})")  # fmt: skip
+    for name, rs in lag.items():
+        r = np.array([v for v, _ in rs])
+        w = np.array([n for _, n in rs], dtype=float)
+        se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else float("nan")
+        print(f"lag-1 autocorrelation of a subject's samples, {name}: "
+              f"{float((r * w).sum() / w.sum()):+.3f} ± {se:.3f} ({len(r)} cells)")  # fmt: skip
     if known_runs:
         lo, hi = clopper_pearson(found, known_runs)
         share = f"{found / known_runs:.0%} (95 % interval {lo:.0%}–{hi:.0%})"
