@@ -38,12 +38,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 from scipy.stats import beta
 
 from fsbench.records.schema import Run
 from fsbench.report.comparison import outcome_of
 from fsbench.stats import decide
+from fsbench.stats.serial import serial
 
 # Options that restate a default: every subject of a set mounts exactly what the first does.
 # (fsbench manages rw/ro itself and refuses them in a subject.)
@@ -114,29 +114,13 @@ def positions(run: Run, acc: dict[int, list[float]]) -> None:
                 acc[orders[k].index(r.subject)].append(v / r.median)
 
 
-def serial(run: Run, acc: dict[str, list[tuple[float, int]]]) -> None:
-    """Does a subject's sample depend on its previous one? Per cell of 4+ samples, the lag-1
-    autocorrelation of its log samples (plus 1/n, its bias under independence), raw and after
-    the effect its round shares with the table's other subjects (the machine slowing for
-    everyone, which costs power, not the promise). A subject wandering on its own shows as a
-    positive adjusted value: the one thing an interval from one run's samples cannot cover."""
-    cells: dict[str, list[np.ndarray]] = defaultdict(list)
+def cells_of(run: Run) -> list[list[list[float]]]:
+    """Each workload's table as its subjects' samples in round order (fsbench.stats.serial)."""
+    by: dict[str, list[list[float]]] = defaultdict(list)
     for r in run.results:
-        if r.status == "ok" and len(r.samples) >= 4 and min(r.samples) > 0:
-            cells[r.workload].append(np.log(np.asarray(r.samples, dtype=float)))
-    for cs in cells.values():
-        dev: dict[int, list[float]] = defaultdict(list)
-        for c in cs:
-            for i, v in enumerate(c - c.mean()):
-                dev[i].append(float(v))
-        shared = {i: float(np.mean(v)) for i, v in dev.items() if len(v) >= 2}
-        for c in cs:
-            adj = c - np.array([shared.get(i, 0.0) for i in range(len(c))])
-            for name, x in (("raw", c), ("round-adjusted", adj)):
-                e = x - x.mean()
-                if float((e * e).sum()) > 0:
-                    r1 = float((e[:-1] * e[1:]).sum() / (e * e).sum()) + 1.0 / len(e)
-                    acc[name].append((r1, len(e)))
+        if r.status == "ok" and r.samples:
+            by[r.workload].append(list(r.samples))
+    return list(by.values())
 
 
 def _without_workloads(extra: list[str]) -> list[str]:
@@ -202,7 +186,7 @@ def main() -> None:
     args = ap.parse_args()
     all_tables: list[tuple[str, list[tuple[str, str]]]] = []
     pos: dict[int, list[float]] = defaultdict(list)
-    lag: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    kept: list[list[list[float]]] = []
     found = known_runs = 0
     with tempfile.TemporaryDirectory(prefix="fsbench-aa-") as d:
         source = stored(args.read) if args.read else measured(args, Path(d))
@@ -220,7 +204,7 @@ def main() -> None:
                 print(f"known {run.run_id}: {KNOWN[1]} {mark}", flush=True)
                 continue
             positions(run, pos)
-            serial(run, lag)
+            kept += cells_of(run)
             for title, cs in tables(run):
                 all_tables.append((title, cs))
                 false = [c for c in cs if c[1] in ("better", "worse")]
@@ -241,12 +225,10 @@ def main() -> None:
         xs = pos[p]
         print(f"position {p + 1} in the round: sample/median {statistics.median(xs):.3f} "
               f"(n = {len(xs)})")  # fmt: skip
-    for name, rs in lag.items():
-        r = np.array([v for v, _ in rs])
-        w = np.array([n for _, n in rs], dtype=float)
-        se = float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else float("nan")
-        print(f"lag-1 autocorrelation of a subject's samples, {name}: "
-              f"{float((r * w).sum() / w.sum()):+.3f} ± {se:.3f} ({len(r)} cells)")  # fmt: skip
+    for name, adjust in (("raw", False), ("after the round's shared effect", True)):
+        sr = serial(kept, adjust=adjust)
+        print(f"lag-1 autocorrelation of a subject's samples, {name}: {sr.r:+.3f} "
+              f"± {1 / max(sr.samples, 1) ** 0.5:.3f} ({sr.cells} cells)")  # fmt: skip
     if known_runs:
         lo, hi = clopper_pearson(found, known_runs)
         share = f"{found / known_runs:.0%} (95 % interval {lo:.0%}–{hi:.0%})"

@@ -297,6 +297,7 @@ def judge_command(
 
     gate = check_fail_on(fail_on)
     runs = _load(source, baseline, not lower_is_better, equivalence / 100.0, db)
+    warn_serial(runs)
     if as_json:
         click.echo(
             json.dumps(
@@ -315,6 +316,18 @@ def judge_command(
     if failing:
         click.echo(f"fsbench: {failing} comparison(s) worse (--fail-on {gate})", err=True)
         raise SystemExit(EXIT_FAILED)
+
+
+def warn_serial(runs: Iterable[tuple[Any, Any]]) -> None:
+    """One line on stderr for a run whose samples clearly depend on the one before them
+    (fsbench.stats.serial): the intervals assume they do not."""
+    from fsbench.stats.decide import tables
+    from fsbench.stats.serial import serial
+
+    for run, _o in runs:
+        s = serial([[list(r.samples) for r in rs] for rs in tables(run.results).values()])
+        if s.flagged:
+            click.echo(f"fsbench: warning: run {run.run_id}: {s.words()}", err=True)
 
 
 def _load(
