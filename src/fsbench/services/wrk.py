@@ -105,8 +105,13 @@ def run_wrk(argv: list[str], stop_marker: str | None, timeout: float) -> str:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkloadFailed(f"wrk did not finish within {timeout:.0f} s")
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2 if signalled else 1.0))
             if not ready:
+                if signalled and proc.poll() is None:
+                    # The kernel gives a process-directed signal to any thread: one that hit
+                    # the thread then stopping left wrk's main thread asleep for all of -d
+                    # (a cold sample that took 300 s). Again until it ends.
+                    proc.send_signal(signal.SIGINT)
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:

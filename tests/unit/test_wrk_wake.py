@@ -1,0 +1,31 @@
+"""wrk is woken until it ends: the first SIGINT may land on its thread that is stopping, and
+its main thread then sleeps for all of -d (seen once as a cold web-serve sample of 300 s)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from fsbench.services.wrk import run_wrk
+
+# Stands in for wrk: prints the marker, loses the first SIGINT (as when the kernel gives it to
+# the stopping thread), ends at the second.
+FAKE = """
+import signal, sys, time
+hits = []
+signal.signal(signal.SIGINT, lambda *_: hits.append(1))
+print("FSBENCH-STOP {}", flush=True)
+while len(hits) < 2:
+    time.sleep(0.01)
+print("done after", len(hits), flush=True)
+"""
+
+
+def test_a_lost_sigint_is_sent_again(tmp_path: Path) -> None:
+    fake = tmp_path / "wrk.py"
+    fake.write_text(FAKE)
+    t0 = time.monotonic()
+    out = run_wrk([sys.executable, str(fake)], "FSBENCH-STOP", timeout=30)
+    assert "done after 2" in out
+    assert time.monotonic() - t0 < 5
