@@ -377,6 +377,15 @@ DESIGNS = [
         why="samples not independent: A/A across setups is the check",
     ),
     Design(
+        "12 subjects, n=2, 1-10 %, p99 column, 2 cells",  # 9.3 % before ties had a floor
+        k=12,
+        cells=2,
+        spreads=tuple(np.geomspace(0.01, 0.1, 12)),
+        n0=2,
+        adaptive=False,
+        latency=True,
+    ),
+    Design(
         "5 subjects, 10 % stalls, 2 kinds, fixed n=4",
         k=5,
         cells=3,

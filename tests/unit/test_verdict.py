@@ -103,7 +103,10 @@ def test_the_equivalence_band_decides_the_same_mark() -> None:
 
 def test_degenerate_samples() -> None:
     assert verdict([100.0], [50.0, 51.0]).mark == "none"
-    assert verdict([100.0, 100.0], [100.0, 100.0]).mark == "same"
+    # Ties are values rounded (here to the unit): two samples a side cannot say "same"
+    # (their spread is only known to be below the rounding); ten can.
+    assert verdict([100.0, 100.0], [100.0, 100.0]).mark == "open"
+    assert verdict([100.0] * 10, [100.0] * 10).mark == "same"
     assert verdict([100.0, 100.0], [50.0, 50.0]).mark == "below"
     assert verdict([0.0, 1.0], [2.0, 3.0]).mark == "none"  # no logarithm of 0
     with pytest.raises(ValueError):
@@ -194,3 +197,21 @@ def test_an_equivalence_run_never_says_two_percent() -> None:
     v = verdict([100.0, 101.5, 99.5, 100.2] * 3, [100.4, 101.0, 100.6, 99.9] * 3, fam)
     assert v.mark == "same" and "±2" not in v.words()
     assert "±2" not in OUTCOMES["same"].words
+
+
+def test_ties_are_rounding_not_zero_spread() -> None:
+    """A bucket step between two cells each tied in one bucket is no mark; dd's figures
+    rounded to 0.1 GB/s are judged at that resolution, and enough of them still decide."""
+    from dataclasses import replace
+
+    from fsbench.stats.verdict import resolution_of
+
+    fio = replace(table_family(12, 2), resolution=1 / 64)
+    assert verdict([89.6, 89.6], [92.992, 92.992], fio).mark == "open"  # 2 buckets apart
+    assert resolution_of(np.array([1.2, 1.2]), np.array([1.3, 1.3])) == (
+        pytest.approx(0.1 / 1.2),
+        1.0,
+    )
+    assert resolution_of(np.array([1.21, 1.23]), np.array([1.3, 1.31])) == (0.0, 0.0)  # no ties
+    assert verdict([1.2] * 3, [1.3] * 3).mark == "open"
+    assert verdict([1.2] * 10, [1.5] * 10).mark == "above"
