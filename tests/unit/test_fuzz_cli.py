@@ -94,7 +94,13 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
 
     def no_measuring(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
-        return Run(run_id=plan.run_id, started="now", status="complete"), 0
+        # Begun in the store as the real one does: tune finishes its last run there.
+        from fsbench.records.store import Store
+
+        run = Run(run_id=plan.run_id, started="now", status="complete")
+        with Store(plan.db) as store:
+            store.begin_run(run, plan.out_dir)
+        return run, 0
 
     monkeypatch.setattr(pipeline, "execute", no_measuring)
     # Keep doctor and cleanup cheap and harmless: they are exercised by their own tests.
