@@ -210,8 +210,12 @@ def test_ties_are_rounding_not_zero_spread() -> None:
     assert verdict([89.6, 89.6], [92.992, 92.992], fio).mark == "open"  # 2 buckets apart
     assert resolution_of(np.array([1.2, 1.2]), np.array([1.3, 1.3])) == (
         pytest.approx(0.1 / 1.2),
-        1.0,
+        0.5,
     )
     assert resolution_of(np.array([1.21, 1.23]), np.array([1.3, 1.31])) == (0.0, 0.0)  # no ties
     assert verdict([1.2] * 3, [1.3] * 3).mark == "open"
     assert verdict([1.2] * 10, [1.5] * 10).mark == "above"
+    # Integers spread over several units carry their rounding in their variance already.
+    ints = [100.0, 101.0, 99.0, 100.0, 102.0]
+    exact = verdict([v + 1e-7 for v in ints], ints).interval  # no tie: no rounding assumed
+    assert verdict(ints, ints).interval == pytest.approx(exact, rel=1e-6)

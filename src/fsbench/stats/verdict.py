@@ -439,18 +439,24 @@ def verdict(
     ratio = math.exp(diff)
     if a.size < 2 or b.size < 2:
         return Verdict(ratio=ratio, interval=None, confidence=conf, mark="none", n=n)
-    va, dfa = prior_a.moderate(float(la.var(ddof=1)) if la.max() > la.min() else 0.0, a.size - 1)
-    vb, dfb = prior_b.moderate(float(lb.var(ddof=1)) if lb.max() > lb.min() else 0.0, b.size - 1)
-    res, sides = resolution_of(a, b, fam.resolution)
-    step = math.log1p(res)
-    if step:
-        # Samples that tie say the spread is below the resolution, not that it is zero: each
-        # side's variance is at least the rounding's reach squared, at its own degrees. Two
-        # cells of fio's p99 each in one bucket, a few buckets apart, were judged exact
-        # (8.6 % false tables in a design of 12 subjects at n = 2; 0.5 % without the p99).
-        floor = (sides / 2.0 * step) ** 2  # a bucket's lower edge: a step; rounded: half
-        va, vb = max(va, floor), max(vb, floor)
-        dfa, dfb = max(dfa, a.size - 1), max(dfb, b.size - 1)
+    raw_a = float(la.var(ddof=1)) if la.max() > la.min() else 0.0
+    raw_b = float(lb.var(ddof=1)) if lb.max() > lb.min() else 0.0
+    va, dfa = prior_a.moderate(raw_a, a.size - 1)
+    vb, dfb = prior_b.moderate(raw_b, b.size - 1)
+    res, reach = resolution_of(a, b, fam.resolution)
+    h = math.log1p(res)
+    off = 0.0  # how far the centres' difference may be off by rounding alone
+    # A side whose spread is below the resolution (its samples tie, or sit in two neighbouring
+    # buckets) has a spread below it, not zero, and a centre known only within it: its
+    # variance is at least the rounding's reach squared, at its own degrees, and the interval
+    # is widened by that reach. Two cells of fio's p99, each in one bucket and a few buckets
+    # apart, were judged exact: 8.6 % false tables in a design of 12 subjects at n = 2 (0.5 %
+    # without the p99 column). A side spread over several steps carries its rounding in its
+    # variance already (Sheppard).
+    if h and raw_a < h * h:
+        va, dfa, off = max(va, (reach * h) ** 2), max(dfa, a.size - 1), off + reach * h
+    if h and raw_b < h * h:
+        vb, dfb, off = max(vb, (reach * h) ** 2), max(dfb, b.size - 1), off + reach * h
     qa, qb = va / a.size, vb / b.size
     se = math.sqrt(qa + qb)
     df = None
@@ -458,8 +464,7 @@ def verdict(
     if se > 0.0:
         df = welch_df(qa, dfa, qb, dfb, small=min(a.size, b.size) < WELCH_MIN_N)
         half = _t_quantile(1.0 - (1.0 - conf) / 2.0, round(df, 6)) * se
-    # Quantized values: each side's centre is only known within its resolution.
-    half += sides * step
+    half += off
     # Two samples at a high confidence can give a bound beyond floating point: infinity.
     interval = (_exp(diff - half), _exp(diff + half))
     mark = mark_of(interval, fam.band)
@@ -469,19 +474,18 @@ def verdict(
 
 
 def resolution_of(a: np.ndarray, b: np.ndarray, declared: float = 0.0) -> tuple[float, float]:
-    """(relative resolution, how many of its steps the centres' difference may be off by).
-    Declared (fio's buckets, each value its bucket's lower edge): 2, a step a side. Else,
-    where a side's samples tie (values rounded to digits: dd's "1.2 GB/s", a count), the
-    finest power of ten the values are written in, over the smallest value, rounded to the
-    nearest: 1 step in all. Samples that never tie (the lab's rates, quotients of floats) are
-    exact: (0, 0)."""
+    """(relative resolution, the part of a step a side's centre may be off by). Declared
+    (fio's buckets: each value its bucket's lower edge): a whole step. Else, where a side's
+    samples tie (values rounded to digits: dd's "1.2 GB/s", a count), the finest decimal
+    place the values are written in, over the smallest value, rounded to the nearest: half a
+    step. Samples that never tie (the lab's rates, quotients of floats) are exact: (0, 0)."""
     if declared:
-        return declared, 2.0
+        return declared, 1.0
     if np.unique(a).size == a.size and np.unique(b).size == b.size:
         return 0.0, 0.0
     x = np.concatenate([a, b])
     step = min(_decimal_step(float(v)) for v in x)
-    return min(0.5, step / float(x.min())), 1.0
+    return min(0.5, step / float(x.min())), 0.5
 
 
 def _decimal_step(v: float) -> float:
