@@ -370,7 +370,7 @@ def floor_moved(floor: dict[str, Any]) -> str | None:
 
 def noise_rates(directory: Path, runs: int) -> list[float] | None:
     """MiB/s of `runs` identical raw fio reads of a page-cached file (None without fio)."""
-    from fsbench.workloads.base import WorkloadFailed
+    from fsbench.errors import WorkloadFailed
     from fsbench.workloads.fio import fio_binary, parse_fio_json
 
     if shutil.which("fio") is None:

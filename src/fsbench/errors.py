@@ -44,3 +44,7 @@ class LabError(FsbenchError):
 class WorkloadFailed(FsbenchError):
     """The workload could not run on this subject (ENOSPC, EIO, a tool failed, a service it
     drives did not answer): the result fails, the run goes on."""
+
+
+class Unsupported(FsbenchError):
+    """The file system cannot do what the workload needs (chmod on vfat): not a failure."""

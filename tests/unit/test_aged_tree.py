@@ -13,9 +13,10 @@ import pytest
 import xxhash
 
 from fsbench.aging.measure import record_tree
+from fsbench.errors import Unsupported, WorkloadFailed
 from fsbench.registry import resolve_workloads
 from fsbench.workloads.agedtree import AGED_JOBS, MIRROR_DIR, select
-from fsbench.workloads.base import AgedTree, Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import AgedTree, Target
 
 KiB, MiB = 1024, 1024 * 1024
 # (directory, files as (name, size)): walk order is a directory's files, then its subdirectories.

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from fsbench.workloads.base import ChildResult, WorkloadFailed
+from fsbench.errors import WorkloadFailed
+from fsbench.workloads.base import ChildResult
 from fsbench.workloads.fio import FIO_JOBS, fio_measurement, parse_fio_json
 
 

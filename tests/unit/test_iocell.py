@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from fsbench.errors import WorkloadFailed
 from fsbench.workloads import iozone
-from fsbench.workloads.base import Target, WorkloadFailed
+from fsbench.workloads.base import Target
 
 KiB, MiB = 1024, 1024**2
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.errors import UsageError
+from fsbench.errors import Unsupported, UsageError
 from fsbench.registry import MATRIX_WORKLOADS, SUITES, WORKLOADS, resolve_workloads
 from fsbench.workloads import iozone
-from fsbench.workloads.base import Target, Unsupported
+from fsbench.workloads.base import Target
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 

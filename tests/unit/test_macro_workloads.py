@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from fsbench.errors import Unsupported, WorkloadFailed
 from fsbench.registry import WORKLOADS, resolve_workloads
 from fsbench.services import nginx as nginx_service
 from fsbench.services.nginx import NginxServer, nginx_error
 from fsbench.services.wrk import wrk_script
 from fsbench.workloads import copy as copymod
 from fsbench.workloads import webserve
-from fsbench.workloads.base import Target, Unsupported, WorkloadFailed
+from fsbench.workloads.base import Target
 from fsbench.workloads.compile import Compile, generate_project
 from fsbench.workloads.copy import CopyLarge, CopySmall
 from fsbench.workloads.scratch import reap_stale_areas
@@ -439,7 +440,8 @@ def test_nginx_error_line_and_wrk_script() -> None:
 
 
 def test_a_run_timed_at_zero_seconds_fails_instead_of_reading_as_zero() -> None:
-    from fsbench.workloads.base import WorkloadFailed, per_second
+    from fsbench.errors import WorkloadFailed
+    from fsbench.workloads.base import per_second
 
     assert per_second(512.0, 2.0, "the copy") == 256.0
     with pytest.raises(WorkloadFailed, match=r"the copy timed at 0\.0 s: no rate to report"):

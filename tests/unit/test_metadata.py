@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 
 from fsbench import _metaops
+from fsbench.errors import Unsupported, WorkloadFailed
 from fsbench.records.schema import Run, Subject
 from fsbench.registry import WORKLOADS, resolve_workloads
 from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner
 from fsbench.workloads import metadata
-from fsbench.workloads.base import Target, Unsupported, WorkloadFailed, unmet_need
+from fsbench.workloads.base import Target, unmet_need
 from fsbench.workloads.metadata import (
     METADATA_JOBS,
     LoopResult,

@@ -20,7 +20,7 @@ from explain_fixtures import fuse_trace, kernel_trace, result, run
 from rich.console import Console
 from test_cli import Sandbox, assert_usage_error
 
-from fsbench.errors import UsageError
+from fsbench.errors import UsageError, WorkloadFailed
 from fsbench.probes import wakeup
 from fsbench.probes.procfs import ProcFS
 from fsbench.records import schema
@@ -39,7 +39,7 @@ from fsbench.schedule.dimensions.placement import (
 )
 from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed
+from fsbench.workloads.base import Measurement, Target
 from fsbench.workloads.fake import FakeWorkload
 from polling import wait_until
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from fsbench import _iocell
+from fsbench.errors import WorkloadFailed
 from fsbench.registry import WORKLOADS
 from fsbench.schedule.dimensions.clients import fio_form
-from fsbench.workloads.base import Target, WorkloadFailed
+from fsbench.workloads.base import Target
 from fsbench.workloads.fio import FioJob, IoParams
 from fsbench.workloads.readloop import READ_LOOP, ReadLoop, parse_bs
 

@@ -16,7 +16,7 @@ import pytest
 import xxhash
 
 from fsbench import _xxhtree
-from fsbench.errors import UsageError
+from fsbench.errors import UsageError, WorkloadFailed
 from fsbench.registry import resolve_workloads
 from fsbench.treehash.manifest import (
     format_line,
@@ -26,7 +26,7 @@ from fsbench.treehash.manifest import (
     write_manifest,
 )
 from fsbench.treehash.tree import plan_tree, signature
-from fsbench.workloads.base import Target, WorkloadFailed
+from fsbench.workloads.base import Target
 from fsbench.workloads.treehash import TreeHash, apply_manifest, with_manifest
 
 MiB = 1024 * 1024

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fsbench.errors import UsageError
+from fsbench.errors import UsageError, WorkloadFailed
 from fsbench.pipeline import definitions
 from fsbench.records.schema import SCHEMA_VERSION, Run, Subject
 from fsbench.registry import resolve_workloads
@@ -22,7 +22,7 @@ from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner
 from fsbench.workloads import command as cmdmod
 from fsbench.workloads import fiofile
-from fsbench.workloads.base import Target, WorkloadFailed
+from fsbench.workloads.base import Target
 
 FIX = Path(__file__).parent / "fixtures" / "fio"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -11,6 +11,7 @@ reads a sentence back. Results of schema 3 and older carry only sentences (`flag
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,41 +38,30 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.1f} %"
 
 
+class _Template(string.Formatter):
+    """A kind's words as a template of its parameters: `{cv:pct}` a fraction in per cent
+    ('12.3 %'), `{states:sorted}` a collection sorted; any other field as str.format has it."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec == "pct":
+            return _pct(value)
+        if format_spec == "sorted":
+            return str(sorted(value))
+        return super().format_field(value, format_spec)
+
+
+_TEMPLATE = _Template()
+
+
 def _indices(ix: list[int]) -> str:
     shown = ", ".join(str(i) for i in ix[:10]) + (", …" if len(ix) > 10 else "")
     return f"index {shown}" if len(ix) == 1 else f"indices {shown}"
-
-
-def _ci_wide(p: dict[str, Any]) -> str:
-    return (
-        f"confidence interval is ±{_pct(p['halfwidth_rel'])} of the median, wider than the "
-        f"{_pct(p['target_rel'])} target"
-    )
-
-
-def _cv_high(p: dict[str, Any]) -> str:
-    return f"CV is {_pct(p['cv'])} of the mean: the machine may be busy"
 
 
 def _outliers(p: dict[str, Any]) -> str:
     ix, n = list(p["indices"]), p["n"]
     what = "1 outlier" if len(ix) == 1 else f"{len(ix)} outliers"
     return f"{what} among {n} samples ({_indices(ix)}): other activity may have disturbed them"
-
-
-def _too_short(p: dict[str, Any]) -> str:
-    return (
-        f"samples last only {p['seconds']:.2f} s (under the ~{p['need_s']:g} s a sample "
-        f"needs): too short to trust; raise {p['grow']}"
-    )
-
-
-def _mixed_cache(p: dict[str, Any]) -> str:
-    return f"mixed cache states over samples: {sorted(p['states'])}"
-
-
-def _integrity_failed(p: dict[str, Any]) -> str:
-    return f"integrity-failed: {p['problem']} (not ranked)"
 
 
 def _placement_split(p: dict[str, Any]) -> str:
@@ -100,7 +90,9 @@ class Kind:
     level: Level = "note"
     # Counted kinds: the per-table line, with {k} subjects of {n} and the interval {target}.
     count: str = ""
-    words: Callable[[dict[str, Any]], str] | None = None  # None: a flag, 'code (k/n): detail'
+    # A template of the parameters (_Template), or a function of them where the words need
+    # more than filling in; None: a flag, 'code (k/n): detail'.
+    words: str | Callable[[dict[str, Any]], str] | None = None
     legacy: str = ""  # how a schema ≤ 3 sentence of this kind starts (a regex)
 
 
@@ -109,20 +101,40 @@ KINDS: tuple[Kind, ...] = (
         "ci-wide",
         "counted",
         "CI wider than {target} for {k} of {n} subjects",
-        _ci_wide,
+        "confidence interval is ±{halfwidth_rel:pct} of the median, wider than the "
+        "{target_rel:pct} target",
         r"confidence interval is ",
     ),
-    Kind("cv-high", "counted", "CV > 10 % for {k}", _cv_high, r"CV is "),
+    Kind(
+        "cv-high",
+        "counted",
+        "CV > 10 % for {k}",
+        "CV is {cv:pct} of the mean: the machine may be busy",
+        r"CV is ",
+    ),
     Kind("outliers", "counted", "outliers in {k}", _outliers, r"\d+ outliers? among "),
     Kind(
         "one-sample",
-        words=lambda _p: "only 1 sample: no confidence interval; use --repeat 3 or more",
+        words="only 1 sample: no confidence interval; use --repeat 3 or more",
         legacy=r"only 1 sample",
     ),
-    Kind("no-samples", words=lambda _p: "no samples: nothing was measured", legacy="no samples"),
-    Kind("too-short", words=_too_short, legacy=r"samples last only "),
-    Kind("mixed-cache", words=_mixed_cache, legacy=r"mixed cache states"),
-    Kind("integrity-failed", words=_integrity_failed, legacy=r"integrity-failed"),
+    Kind("no-samples", words="no samples: nothing was measured", legacy="no samples"),
+    Kind(
+        "too-short",
+        words="samples last only {seconds:.2f} s (under the ~{need_s:g} s a sample needs): "
+        "too short to trust; raise {grow}",
+        legacy=r"samples last only ",
+    ),
+    Kind(
+        "mixed-cache",
+        words="mixed cache states over samples: {states:sorted}",
+        legacy=r"mixed cache states",
+    ),
+    Kind(
+        "integrity-failed",
+        words="integrity-failed: {problem} (not ranked)",
+        legacy=r"integrity-failed",
+    ),
     Kind("placement-split", "shown", words=_placement_split, legacy=r"samples in two groups under"),
     # The /proc probes' bookkeeping: a thread that came or went during a sample (flags
     # 'kthread-vanished', 'daemon-threads-exited', 'app-threads-started', ...).
@@ -151,6 +163,8 @@ def words(note: Note) -> str:
     if "text" in note.params:
         return str(note.params["text"])
     k = kind(note.code)
+    if k is not None and isinstance(k.words, str):
+        return _TEMPLATE.vformat(k.words, (), note.params)
     if k is not None and k.words is not None:
         return k.words(note.params)
     label = note.code

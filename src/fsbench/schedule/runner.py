@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, TypeVar
 
-from fsbench.errors import FsbenchError
+from fsbench.errors import FsbenchError, Unsupported, WorkloadFailed
 from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
 from fsbench.records.notecodes import words
@@ -25,10 +25,10 @@ from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.sampler import Sampler
 from fsbench.stats import decide, verdict
-from fsbench.stats import describe as stats
 from fsbench.stats.aggregate import aggregate
+from fsbench.stats.describe import needs_more_samples, summarize
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
-from fsbench.workloads.base import Unsupported, Workload, WorkloadFailed
+from fsbench.workloads.base import Workload
 
 
 class SampleSink(Protocol):
@@ -324,9 +324,7 @@ class Runner:
     def _unsettled(self, res: Result) -> bool:
         if res.status != "ok" or not res.samples:
             return False
-        return stats.needs_more_samples(
-            stats.summarize(res.samples), self.target_rel_halfwidth, self.repeat
-        )
+        return needs_more_samples(summarize(res.samples), self.target_rel_halfwidth, self.repeat)
 
     def _round_order(self, rep: int) -> list[Mounted]:
         """This round's subject order: shuffled with a seeded generator per round (recorded),

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fsbench.errors import Unsupported
 from fsbench.probes import trace as ktrace
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS, kthread_patterns_for
@@ -28,14 +29,7 @@ from fsbench.schedule.merge import (
 from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.stats.aggregate import MAX_ITERATIONS
-from fsbench.workloads.base import (
-    Measurement,
-    Target,
-    Unsupported,
-    Workload,
-    unmet_need,
-    watched,
-)
+from fsbench.workloads.base import Measurement, Target, Workload, unmet_need, watched
 
 GiB = 1024**3
 MiB = 1024**2

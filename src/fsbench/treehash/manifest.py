@@ -84,6 +84,15 @@ def hash_paths(paths: Sequence[str], threads: int | None = None) -> list[FileHas
     return [FileHash(p, d, size, err) for p, (d, size, err) in zip(paths, out, strict=True)]
 
 
+def unreadable(names: Sequence[str], results: Sequence[tuple[str | None, int, int]]) -> str | None:
+    """'reading NAME: why' for the first file the native hash could not read (its results:
+    digest, size, errno per name), None when every one was read."""
+    for name, (_digest, _size, err) in zip(names, results, strict=True):
+        if err:
+            return f"reading {name}: {os.strerror(err)}"
+    return None
+
+
 def _name_bytes(path: str | bytes, root: str | None) -> bytes:
     if root is not None:
         path = os.path.relpath(os.fsdecode(path), os.fsdecode(root))

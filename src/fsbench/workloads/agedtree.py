@@ -28,24 +28,15 @@ import hashlib
 import json
 import os
 import shutil
-import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import xxhash
 
-from fsbench.treehash.manifest import default_threads
+from fsbench.errors import Unsupported, WorkloadFailed
+from fsbench.treehash.manifest import default_threads, unreadable
 from fsbench.treehash.tree import READ_BUFSIZE, TreeFile, expected_digests, write_tree
-from fsbench.workloads.base import (
-    OPS,
-    AgedTree,
-    Declared,
-    Measurement,
-    Target,
-    Unsupported,
-    Usage,
-    WorkloadFailed,
-)
+from fsbench.workloads.base import OPS, AgedTree, Declared, Measurement, Target, Timed
 
 MiB = 1024 * 1024
 MIRROR_DIR = "aged-tree"  # the fresh copy's root in a fresh subject's workdir
@@ -247,23 +238,21 @@ class AgedRead(Declared):
         sel = select(tree, target.size)
         files = self.files(sel)
         paths = [os.path.join(tree.root, rel) for rel, _, _ in files]
-        before = Usage.now()
-        t0 = time.perf_counter()
-        results = hash_files(paths, self.n_threads(), self.bufsize)
-        t1 = time.perf_counter()
-        used = Usage.now() - before
+        with Timed() as timed:
+            results = hash_files(paths, self.n_threads(), self.bufsize)
+        failed = unreadable([rel for rel, _, _ in files], results)
+        if failed:
+            raise WorkloadFailed(failed)
         want = expected(tree, sel)
-        for (rel, _, _), (dig, _size, err) in zip(files, results, strict=True):
-            if err:
-                raise WorkloadFailed(f"reading {rel}: {os.strerror(err)}")
+        for (rel, _, _), (dig, _size, _err) in zip(files, results, strict=True):
             if dig != want[rel]:
                 raise WorkloadFailed(f"{rel}: content differs from what was written")
         nbytes = sum(size for _d, size, _e in results)
         return Measurement.rate(
             nbytes / MiB,
-            t1 - t0,
+            timed.seconds,
             f"reading {len(paths)} aged files",
-            used,
+            timed.used,
             bytes=nbytes,
             ops=len(paths),
             extra={
@@ -310,12 +299,11 @@ class AgedListing(Declared):
 
         tree = tree_of(target)
         sel = select(tree, target.size)
-        before = Usage.now()
         try:
-            res = _metaops.list_dirs(tree.root, list(sel.dirs))
+            with Timed() as timed:
+                res = _metaops.list_dirs(tree.root, list(sel.dirs))
         except OSError as e:
             raise WorkloadFailed(f"listing the aged tree: {e.strerror} ({e.filename})") from None
-        used = Usage.now() - before
         if res["failed"]:
             raise WorkloadFailed(
                 f"listing the aged tree: {res['failed']} failure(s), the first "
@@ -331,7 +319,7 @@ class AgedListing(Declared):
             res["entries"],
             res["ns"] / 1e9,
             "listing the aged tree",
-            used,
+            timed.used,
             bytes=0,  # no data moves: the runner's byte-based cache checks do not apply
             ops=res["entries"],
             extra={"dirs": res["dirs"], "files": len(sel.files)},

@@ -13,11 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from fsbench.errors import FsbenchError, WorkloadFailed
-
-
-class Unsupported(FsbenchError):
-    """The file system cannot do what the workload needs (chmod on vfat): not a failure."""
+from fsbench.errors import WorkloadFailed
 
 
 @dataclass(frozen=True)
@@ -76,6 +72,24 @@ class Usage:
         return Usage(self.user_s - before.user_s, self.sys_s - before.sys_s, self.ctx - before.ctx)
 
 
+class Timed:
+    """The timed part of a run, as `with Timed() as t:` around it: its wall seconds (`lap()`
+    the seconds so far, to time a phase inside it) and this process's CPU across it (`used`),
+    what a Measurement takes."""
+
+    def __enter__(self) -> Timed:
+        self._before = Usage.now()
+        self._start = time.perf_counter()
+        return self
+
+    def lap(self) -> float:
+        return time.perf_counter() - self._start
+
+    def __exit__(self, *_exc: object) -> None:
+        self.seconds = time.perf_counter() - self._start
+        self.used = Usage.now() - self._before
+
+
 @dataclass
 class Measurement:
     """What one timed run of a workload returns; probes are taken around it by the runner."""
@@ -98,6 +112,19 @@ class Measurement:
         `what` ran), the app's cost `used` across it; `rest`: the other fields."""
         return cls(
             value=per_second(amount, seconds, what),
+            seconds=seconds,
+            app_user_s=used.user_s,
+            app_sys_s=used.sys_s,
+            app_ctx=used.ctx,
+            **rest,
+        )
+
+    @classmethod
+    def elapsed(cls, seconds: float, used: Usage, **rest: Any) -> Measurement:
+        """The run's own time as its figure (a build, a user's command: lower is better), the
+        app's cost `used` across it; `rest`: the other fields."""
+        return cls(
+            value=seconds,
             seconds=seconds,
             app_user_s=used.user_s,
             app_sys_s=used.sys_s,
@@ -282,6 +309,10 @@ class ChildResult:
     user_s: float
     sys_s: float
     ctx: int
+
+    @property
+    def used(self) -> Usage:
+        return Usage(self.user_s, self.sys_s, self.ctx)
 
 
 # The runner's check on the subject while a child runs (e.g. "the FUSE daemon is stopped"):

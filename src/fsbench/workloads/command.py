@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from fsbench.errors import UsageError
+from fsbench.errors import UsageError, WorkloadFailed
 from fsbench.probes import processes
 from fsbench.treehash.manifest import hash_paths, walk_tree
 from fsbench.workloads import base
-from fsbench.workloads.base import Measurement, Target, WorkloadFailed, children_usage
+from fsbench.workloads.base import Measurement, Target, Usage, children_usage
 
 DEFAULT_TIMEOUT_S = 3600.0
 TAIL_LINES = 3
@@ -149,6 +149,10 @@ class Outcome:
     ctx: int
     stderr_tail: str
     leftovers: int  # processes still in its group after it ended (killed)
+
+    @property
+    def used(self) -> Usage:
+        return Usage(self.user_s, self.sys_s, self.ctx)
 
     def failure(self) -> str | None:
         rc = self.returncode
@@ -390,13 +394,10 @@ class UserCommand(base.Declared):
         flags = []
         if got.leftovers:
             flags.append("processes-left: the command left processes running; fsbench killed them")
-        return Measurement(
-            value=got.seconds,
-            seconds=got.seconds,
+        return Measurement.elapsed(
+            got.seconds,
+            got.used,
             ops=1,  # one run: the CPU per run is the table's (CPU s/run)
-            app_user_s=got.user_s,
-            app_sys_s=got.sys_s,
-            app_ctx=got.ctx,
             extra={"cpu_share_of_wall": round((got.user_s + got.sys_s) / got.seconds, 4)}
             if got.seconds > 0
             else {},

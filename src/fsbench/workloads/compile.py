@@ -26,15 +26,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.workloads.base import (
-    TIME,
-    ChildResult,
-    Declared,
-    Measurement,
-    Target,
-    WorkloadFailed,
-    measured_child,
-)
+from fsbench.errors import WorkloadFailed
+from fsbench.workloads.base import TIME, ChildResult, Declared, Measurement, Target, measured_child
 
 MASK = (1 << 64) - 1
 SEED = 4  # the generator's seed: every subject builds the same project
@@ -503,15 +496,7 @@ class Compile(Declared):
             app = os.path.join(self._src(target), "build", "app")
             if not os.path.exists(app):
                 raise WorkloadFailed("make succeeded but build/app is missing")
-        return Measurement(
-            value=res.seconds,
-            seconds=res.seconds,
-            ops=ops,
-            app_user_s=res.user_s,
-            app_sys_s=res.sys_s,
-            app_ctx=res.ctx,
-            extra=extra,
-        )
+        return Measurement.elapsed(res.seconds, res.used, ops=ops, extra=extra)
 
 
 COMPILE_JOBS: list[Compile] = [Compile(phase) for phase in PHASES]

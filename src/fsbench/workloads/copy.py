@@ -22,15 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from fsbench.workloads.base import (
-    Declared,
-    Measurement,
-    Target,
-    Usage,
-    WorkloadFailed,
-    fill_file,
-    free_bytes,
-)
+from fsbench.errors import WorkloadFailed
+from fsbench.workloads.base import Declared, Measurement, Target, Usage, fill_file, free_bytes
 from fsbench.workloads.scratch import SOURCE_ROOT, SourceArea, remove_path, source_area
 
 MiB = 1024 * 1024

@@ -30,14 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from fsbench.errors import UsageError
-from fsbench.workloads.base import (
-    ChildResult,
-    Measurement,
-    Target,
-    WorkloadFailed,
-    measured_child,
-)
+from fsbench.errors import UsageError, WorkloadFailed
+from fsbench.workloads.base import ChildResult, Measurement, Target, measured_child
 from fsbench.workloads.fio import (
     FIO_RUNTIME_CAP_S,
     FioJob,

@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.workloads.base import Declared, Measurement, Target, Unsupported, WorkloadFailed
+from fsbench.errors import Unsupported, WorkloadFailed
+from fsbench.workloads.base import Declared, Measurement, Target
 
 
 @dataclass

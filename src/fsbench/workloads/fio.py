@@ -13,15 +13,13 @@ import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
-from fsbench.errors import UsageError
+from fsbench.errors import Unsupported, UsageError, WorkloadFailed
 from fsbench.workloads.base import (
     IO_EXTRAS,
     ChildResult,
     Declared,
     Measurement,
     Target,
-    Unsupported,
-    WorkloadFailed,
     measured_child,
 )
 

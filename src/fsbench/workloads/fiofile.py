@@ -25,15 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fsbench.errors import UsageError
-from fsbench.workloads.base import (
-    IO_EXTRAS,
-    Declared,
-    Measurement,
-    Target,
-    WorkloadFailed,
-    measured_child,
-)
+from fsbench.errors import UsageError, WorkloadFailed
+from fsbench.workloads.base import IO_EXTRAS, Declared, Measurement, Target, measured_child
 from fsbench.workloads.fio import fio_binary, fio_error, fio_measurement
 from fsbench.workloads.fiojson import LAT_ARGS, fio_json, latency_figures
 

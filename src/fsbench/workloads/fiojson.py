@@ -15,8 +15,8 @@ import json
 import os
 from typing import Any
 
+from fsbench.errors import WorkloadFailed
 from fsbench.stats.latency import LAT_COMPLETION, LAT_TOTAL
-from fsbench.workloads.base import WorkloadFailed
 
 LAT_ARGS = ("--lat_percentiles=1",)
 PICK = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}

@@ -43,15 +43,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from fsbench.errors import Unsupported, WorkloadFailed
 from fsbench.units import size_tag, size_text
-from fsbench.workloads.base import (
-    IO_EXTRAS,
-    Declared,
-    Measurement,
-    Target,
-    Unsupported,
-    WorkloadFailed,
-)
+from fsbench.workloads.base import IO_EXTRAS, Declared, Measurement, Target
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
 from fsbench.workloads.readloop import cell_measurement, checked_cell
 

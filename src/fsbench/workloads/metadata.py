@@ -24,15 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fsbench.workloads.base import (
-    OPS,
-    Declared,
-    Measurement,
-    Target,
-    Unsupported,
-    Usage,
-    WorkloadFailed,
-)
+from fsbench.errors import Unsupported, WorkloadFailed
+from fsbench.workloads.base import OPS, Declared, Measurement, Target, Timed
 
 DEFAULT_FILES = 10_000
 MIN_FILES = 100
@@ -256,12 +249,11 @@ class MetadataOp(Declared):
             mode = self._chmod_mode(root, dirs) if op == "chmod" else CREATE_MODE
         except OSError as e:
             raise WorkloadFailed(f"chmod: cannot stat the first file: {e.strerror}") from None
-        before = Usage.now()
         try:
-            res = timed_loop(op, root, n, dirs, mode)
+            with Timed() as timed:
+                res = timed_loop(op, root, n, dirs, mode)
         except OSError as e:
             raise WorkloadFailed(f"{op}: {e.strerror} ({e.filename})") from None
-        used = Usage.now() - before
         check_loop(res, op, n)
         if res.ops == 0:
             raise WorkloadFailed(f"{op}: no operation was done (an empty set?)")
@@ -277,7 +269,7 @@ class MetadataOp(Declared):
             res.ops,
             res.seconds,
             f"{op} of {res.ops} files",
-            used,
+            timed.used,
             bytes=0,  # no data moves: the runner's byte-based cache checks do not apply
             ops=res.ops,
             extra={

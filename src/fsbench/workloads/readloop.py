@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, Usage, WorkloadFailed
+from fsbench.errors import WorkloadFailed
+from fsbench.workloads.base import IO_EXTRAS, Measurement, Target, Timed
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -113,9 +114,8 @@ def cell_measurement(
     """One timed run of the native `_iocell` (`call`) as a `Measurement`, with this process's
     CPU across it; `keep`: figures of the cell's own kept in its extra. No I/O timed is a
     failure, never a zero rate."""
-    before = Usage.now()
-    r = call()
-    used = Usage.now() - before
+    with Timed() as timed:
+        r = call()
     checked_cell(r, what)
     seconds = r["ns"] / 1e9
     if seconds <= 0 or r["bytes"] <= 0:
@@ -124,7 +124,7 @@ def cell_measurement(
         r["bytes"] / MiB,
         seconds,
         what,
-        used,
+        timed.used,
         bytes=r["bytes"],
         ops=r["ops"],
         extra={

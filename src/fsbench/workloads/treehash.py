@@ -20,12 +20,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from fsbench.errors import UsageError
-from fsbench.treehash.manifest import default_threads, walk_tree, write_manifest
+from fsbench.errors import Unsupported, UsageError, WorkloadFailed
+from fsbench.treehash.manifest import default_threads, unreadable, walk_tree, write_manifest
 from fsbench.treehash.tree import (
     READ_BUFSIZE,
     TREE_DIR,
@@ -35,14 +34,7 @@ from fsbench.treehash.tree import (
     signature,
     write_tree,
 )
-from fsbench.workloads.base import (
-    Declared,
-    Measurement,
-    Target,
-    Unsupported,
-    Usage,
-    WorkloadFailed,
-)
+from fsbench.workloads.base import Declared, Measurement, Target, Timed
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -192,18 +184,15 @@ class TreeHash(Declared):
 
         root = self._existing_root(target)
         paths = _EXISTING.get(root) or existing_files(root, target.size)
-        before = Usage.now()
-        t0 = time.perf_counter()
-        results = hash_files(paths, self.n_threads(), READ_BUFSIZE)
-        t1 = time.perf_counter()
-        used = Usage.now() - before
-        for p, (_d, _size, err) in zip(paths, results, strict=True):
-            if err:
-                raise WorkloadFailed(f"reading {p}: {os.strerror(err)}")
+        with Timed() as timed:
+            results = hash_files(paths, self.n_threads(), READ_BUFSIZE)
+        failed = unreadable(paths, results)
+        if failed:
+            raise WorkloadFailed(failed)
         if self.manifest:
             digests = (d for d, _s, _e in results)
             write_manifest(zip(paths, digests, strict=True), self.manifest, root)
-        return self._measurement(paths, results, t0, t0, t1, used)
+        return self._measurement(paths, results, timed, 0.0)
 
     def run(self, target: Target) -> Measurement:
         from fsbench._xxhtree import hash_files
@@ -214,20 +203,17 @@ class TreeHash(Declared):
         expected = expected_digests(files)
         root = self.root(target)
         threads = self.n_threads()
-        before = Usage.now()
-        t0 = time.perf_counter()
-        paths, walk_errors = walk_tree(root)
-        t1 = time.perf_counter()
-        results = hash_files(paths, threads, READ_BUFSIZE)
-        t2 = time.perf_counter()
-        used = Usage.now() - before
+        with Timed() as timed:
+            paths, walk_errors = walk_tree(root)
+            walked = timed.lap()
+            results = hash_files(paths, threads, READ_BUFSIZE)
 
         if walk_errors:
             p, err = walk_errors[0]
             raise WorkloadFailed(f"listing {p}: {os.strerror(err)}")
-        for p, (_d, _size, err) in zip(paths, results, strict=True):
-            if err:
-                raise WorkloadFailed(f"reading {p}: {os.strerror(err)}")
+        failed = unreadable(paths, results)
+        if failed:
+            raise WorkloadFailed(failed)
         prefix = len(root) + 1
         got = {
             p[prefix:].replace(os.sep, "/"): d
@@ -247,20 +233,19 @@ class TreeHash(Declared):
                 zip(paths, (d for d, _s, _e in results), strict=True), self.manifest, root
             )
 
-        return self._measurement(paths, results, t0, t1, t2, used)
+        return self._measurement(paths, results, timed, walked)
 
     def _measurement(
         self,
         paths: list[str],
         results: list[tuple[str | None, int, int]],
-        t0: float,
-        t1: float,
-        t2: float,
-        used: Usage,
+        timed: Timed,
+        walk_s: float,
     ) -> Measurement:
-        """t0..t1 the walk (none on an existing volume), t1..t2 the hashing."""
+        """The first `walk_s` of the timed part the walk (none on an existing volume), the
+        rest the hashing."""
         threads = self.n_threads()
-        seconds = t2 - t0
+        seconds, used = timed.seconds, timed.used
         nbytes = sum(size for _d, size, _e in results)
         return Measurement.rate(
             nbytes / MiB,
@@ -271,8 +256,8 @@ class TreeHash(Declared):
             ops=len(paths),
             extra={
                 "files": len(paths),
-                "walk_s": round(t1 - t0, 6),
-                "hash_s": round(t2 - t1, 6),
+                "walk_s": round(walk_s, 6),
+                "hash_s": round(seconds - walk_s, 6),
                 "threads": threads,
                 # (user + sys) / wall of this process, as `time` reports it; above 1.0 means
                 # more than one core was busy.

@@ -24,6 +24,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from fsbench.errors import Unsupported, WorkloadFailed
 from fsbench.services.nginx import (
     KEEPALIVE_REQUESTS,
     NginxServer,
@@ -37,8 +38,6 @@ from fsbench.workloads.base import (
     Declared,
     Measurement,
     Target,
-    Unsupported,
-    WorkloadFailed,
     children_usage,
     fill_file,
     free_bytes,

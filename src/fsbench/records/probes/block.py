@@ -9,14 +9,9 @@ from fsbench.records.probes.factor import (
     FactorInput,
     OpFigures,
     Profile,
-    base_words,
-    op_figures,
     ratio_weight,
-    read_ops,
-    same_ops,
     share_text,
     time_factor,
-    with_size,
 )
 from fsbench.records.probes.numbers import (
     fmt_count,
@@ -24,6 +19,7 @@ from fsbench.records.probes.numbers import (
     hist_add,
     percentiles,
 )
+from fsbench.records.probes.ops import base_words, op_figures, read_ops, same_ops, with_size
 from fsbench.records.probes.record import Figure, Maps, Probe, SubjectKeys, rows
 
 SCRIPT = """

@@ -10,13 +10,8 @@ from fsbench.records.probes.factor import (
     FactorInput,
     OpFigures,
     Profile,
-    base_words,
-    op_figures,
-    read_ops,
-    same_ops,
     share_text,
     time_factor,
-    with_size,
 )
 from fsbench.records.probes.numbers import (
     fmt_count,
@@ -26,6 +21,7 @@ from fsbench.records.probes.numbers import (
     hist_add,
     percentiles,
 )
+from fsbench.records.probes.ops import base_words, op_figures, read_ops, same_ops, with_size
 from fsbench.records.probes.record import Figure, Maps, Probe, SubjectKeys, rows
 from fsbench.records.schema import Environment, Quirk
 from fsbench.units import size_text

@@ -27,26 +27,23 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.errors import UsageError
+from fsbench.errors import Unsupported, UsageError, WorkloadFailed
 from fsbench.probes import processes
 from fsbench.records.schema import ClientInfo, Sample
 from fsbench.schedule.dimensions.fio_clients import (
     DEFAULT_PORT,
     Client,
-    _client_errors,
     merge_clients,
     parse_client_json,
     summarize_clients,
+    why_failed,
 )
 from fsbench.workloads.base import (
-    IO_EXTRAS,
     ChildResult,
     Declared,
     Measurement,
     Target,
-    Unsupported,
     Workload,
-    WorkloadFailed,
     children_usage,
 )
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, fio_binary, fio_measurement
@@ -324,7 +321,7 @@ class ClientsJob(Declared):
 
     @property
     def merge_extra(self) -> dict[str, Any]:
-        return {**IO_EXTRAS, "clients": merge_clients}
+        return {**self.job.merge_extra, "clients": merge_clients}
 
     @staticmethod
     def summarize_samples(samples: list[Sample]) -> dict[str, Any]:
@@ -387,8 +384,7 @@ class ClientsJob(Declared):
             argv += [c.fio_arg, path]
         res = run_fio_client(argv, timeout=FIO_RUNTIME_CAP_S + CLIENT_MARGIN_S)
         if res.returncode != 0 and not timed:
-            clients = list(self.clients)
-            why = _client_errors(res.stdout, res.stderr, clients) or res.stderr.strip()[-300:]
+            why = why_failed(res.stdout, res.stderr, list(self.clients))
             raise WorkloadFailed(f"{what} {self.id} on the clients: {why}")
         return res
 
@@ -425,7 +421,7 @@ class ClientsJob(Declared):
             res.stdout, res.stderr, "write" if self.job.is_write else "read", clients
         )
         if res.returncode != 0:
-            why = _client_errors(res.stdout, res.stderr, clients) or res.stderr.strip()[-300:]
+            why = why_failed(res.stdout, res.stderr, clients)
             raise WorkloadFailed(f"fio client mode failed: {why or 'exit ' + str(res.returncode)}")
         total = out["total"]
         flags = []

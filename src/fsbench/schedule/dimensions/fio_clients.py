@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from fsbench.errors import WorkloadFailed
 from fsbench.records.schema import ClientFigures, Sample
 from fsbench.stats.aggregate import median_of
-from fsbench.workloads.base import WorkloadFailed
 from fsbench.workloads.fio import part_figures
 
 MiB = 1024 * 1024
@@ -144,6 +144,12 @@ def _client_errors(stdout: str, stderr: str, clients: list[Client]) -> str:
         if line and any(re.search(rf"\b{re.escape(c.host)}\b", line) for c in clients):
             said.append(line)
     return "; ".join(dict.fromkeys(said))[:400]
+
+
+def why_failed(stdout: str, stderr: str, clients: list[Client]) -> str:
+    """Why a fio client run failed, one line: what fio said about these clients, else the
+    end of its stderr."""
+    return _client_errors(stdout, stderr, clients) or stderr.strip()[-300:]
 
 
 # -- merging and summarizing per-client figures ------------------------------------------------
