@@ -16,6 +16,7 @@ from rich.console import Console
 
 from fsbench.records.schema import Run
 from fsbench.report.sections import render
+from fsbench.report.upgrade import with_centres
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -26,7 +27,7 @@ BLOCK = re.compile(r"(<!-- example: (\w+) -->\n```\n)(.*?)(```)", re.S)
 def blocks() -> dict[str, str]:
     """'answer' and 'table': the lines of each, as the terminal shows them at 100 columns."""
     con = Console(width=100, record=True, color_system=None)
-    render(Run.model_validate_json(FIXTURE.read_text()).with_centres(), con)
+    render(with_centres(Run.model_validate_json(FIXTURE.read_text())), con)
     lines = [ln.rstrip() for ln in con.export_text().splitlines()]
     answer_end = next(i for i, ln in enumerate(lines) if ln.startswith("images are files"))
     tables = [i for i, ln in enumerate(lines) if re.match(r"[\w/-]+  \(", ln)]

@@ -8,7 +8,7 @@ from typing import Any
 
 from fsbench.lab.drivers import DRIVERS, Driver
 from fsbench.records.schema import CPU, Environment, Result, Run, Sample, Subject
-from fsbench.stats import describe as stats
+from fsbench.stats.describe import summarize
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 PARAMS = {"engine": "fio", "variant": "fsync", "rw": "write", "block_size": "1M", "numjobs": 1}
@@ -94,7 +94,7 @@ def result(
     cpu: dict[str, float] | None = None,
     ctx: float | None = None,
 ) -> Result:
-    s = stats.summarize(samples)
+    s = summarize(samples)
     params = dict(PARAMS)
     if placement is not None:
         params["placement"] = placement

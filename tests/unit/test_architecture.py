@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # runner (with what it drives beside it) > lab/workloads/probes > results and reports > records,
 # statistics, units. A module belongs to the first layer with a matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("cli", ("fsbench.cli", "fsbench.vm.options", "fsbench._entry", "fsbench.__main__")),
+    ("cli", ("fsbench.cli", "fsbench._entry", "fsbench.__main__")),
     (
         "pipeline",
         (

@@ -23,13 +23,13 @@ from fsbench.records.store import Store
 from fsbench.report.diff import diff_runs, environment_differences, ratio_text
 from fsbench.report.diff import test_text as words_of
 from fsbench.report.export import CSV_COLUMNS, export, to_csv
-from fsbench.stats import describe as stats
+from fsbench.stats.describe import summarize
 
 MiB = 1024**2
 
 
 def _result(subject: str, variant: str, samples: list[float], **params) -> Result:
-    s = stats.summarize(samples) if samples else None
+    s = summarize(samples) if samples else None
     return Result(
         subject=subject,
         workload="seq-write",

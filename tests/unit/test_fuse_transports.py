@@ -17,7 +17,7 @@ from fsbench.errors import UsageError
 from fsbench.fuse import libfuse, sourcebuild, transports
 from fsbench.fuse.fuse2fs import FUSE2FS
 from fsbench.fuse.libfuse import LIBFUSE
-from fsbench.host import apt as aptsource
+from fsbench.host import apt
 from fsbench.lab import state
 from fsbench.lab.drivers import DRIVERS
 from fsbench.lab.subject import parse_subject, parse_subjects
@@ -183,7 +183,7 @@ def _fake_build(root: Path, content: bytes = b"\x7fELF daemon") -> Path:
         "tarball": "fuse3_3.18.3.orig.tar.gz",
         "tarball_sha256": "bc" * 32,
         "daemons": {"passthrough_hp": str(daemon)},
-        "daemon_sha256": {"passthrough_hp": aptsource.file_sha256(daemon)},
+        "daemon_sha256": {"passthrough_hp": apt.file_sha256(daemon)},
         "uring": True,
         "usdt": True,
         "log": str(d / "build.log"),
@@ -248,7 +248,7 @@ def test_a_failed_build_is_recorded_with_its_log(
 def test_missing_build_tools_are_named_with_their_packages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(aptsource, "missing_packages", lambda tools, libs: sorted(libs.values()))
+    monkeypatch.setattr(apt, "missing_packages", lambda tools, libs: sorted(libs.values()))
     with pytest.raises(sourcebuild.BuildFailed, match="apt-get install libnuma-dev liburing-dev"):
         sourcebuild.ensure(LIBFUSE, tmp_path)
     # A build names what the builds below it lack as well.
@@ -269,7 +269,7 @@ def _fake_fuse2fs(root: Path) -> Path:
         tarball="e2fsprogs_1.47.4.orig.tar.gz",
         tarball_sha256="bb" * 32,
         daemons={"fuse2fs": str(daemon)},
-        daemon_sha256={"fuse2fs": aptsource.file_sha256(daemon)},
+        daemon_sha256={"fuse2fs": apt.file_sha256(daemon)},
         log=str(d / "build.log"),
         extra={"libfuse": "3.18.3-1 (fuse3_3.18.3.orig.tar.gz sha256 bcd19582c5e3)"},
     )
@@ -292,7 +292,7 @@ def test_a_cached_fuse2fs_is_reused_and_a_changed_one_refused(
     daemon = _fake_fuse2fs(tmp_path / "fuse2fs")
     monkeypatch.setattr(sourcebuild, "fetch_and_build", _never)
     assert sourcebuild.ensure(FUSE2FS).daemons["fuse2fs"] == str(daemon)
-    sha = aptsource.file_sha256(daemon)[:12]
+    sha = apt.file_sha256(daemon)[:12]
     assert sourcebuild.version(FUSE2FS, "fuse2fs") == (
         "fuse2fs 1.47.4-1 with libfuse 3.18.3-1 (fuse3_3.18.3.orig.tar.gz sha256 bcd19582c5e3) "
         f"(built here, fuse2fs sha256 {sha})"
@@ -324,9 +324,9 @@ def test_a_source_older_than_needed_is_refused(
             (cwd / "e2fsprogs_1.47.0.orig.tar.gz.asc").write_text("")
         return ""
 
-    monkeypatch.setattr(aptsource, "run_logged", fake_run)
+    monkeypatch.setattr(apt, "run_logged", fake_run)
     log = tmp_path / "log"
-    with pytest.raises(aptsource.BuildFailed, match=r"e2fsprogs 1.47.0-2; 1.47.1 or later"):
-        aptsource.fetch_source(tmp_path, "e2fsprogs", "bookworm", log, FUSE2FS.min_version)
+    with pytest.raises(apt.BuildFailed, match=r"e2fsprogs 1.47.0-2; 1.47.1 or later"):
+        apt.fetch_source(tmp_path, "e2fsprogs", "bookworm", log, FUSE2FS.min_version)
     sources = (tmp_path / "apt" / "sources.list").read_text()
     assert sources.startswith("deb-src [signed-by=") and " bookworm main" in sources

@@ -7,20 +7,18 @@ a valid `compare` does not start a benchmark.
 
 from __future__ import annotations
 
-import io
-import os
-from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsbench import pipeline
 from fsbench.cli import app as cli
 from fsbench.cli import options
-from fsbench.records.schema import Run
+
+if TYPE_CHECKING:
+    from conftest import Sandbox  # tests/unit/conftest.py
 
 # Every command and every option of every command, from the commands themselves (the
 # measuring ones from fsbench.cli.options' table): a new option is fuzzed without anyone listing it.
@@ -83,27 +81,9 @@ argv_strategy = st.tuples(st.sampled_from(COMMANDS), st.lists(token, max_size=6)
 )
 
 
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
 @pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-    def no_measuring(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
-        # Begun in the store as the real one does: tune finishes its last run there.
-        from fsbench.records.store import Store
-
-        run = Run(run_id=plan.run_id, started="now", status="complete")
-        with Store(plan.db) as store:
-            store.begin_run(run, plan.out_dir)
-        return run, 0
-
-    monkeypatch.setattr(pipeline, "execute", no_measuring)
-    # Keep doctor and cleanup cheap and harmless: they are exercised by their own tests.
+def quiet(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    """The sandbox with doctor cheap and harmless: exercised by its own tests."""
     monkeypatch.setattr(
         "fsbench.environment.doctor",
         lambda: {
@@ -116,36 +96,23 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "kernel": "x",
         },
     )
-    monkeypatch.setattr("fsbench.lab.state.cleanup_all", lambda *_a: ([], []))
-    return tmp_path
+    return sandbox
 
 
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(argv=argv_strategy)
-def test_random_arguments_never_crash(sandbox: Path, argv: list[str]) -> None:
+def test_random_arguments_never_crash(quiet: Sandbox, argv: list[str]) -> None:
     if any("\x00" in a for a in argv):
         argv = [a.replace("\x00", "") for a in argv]  # the OS cannot pass NUL in argv
-    before = _files(sandbox)
-    out, err = io.StringIO(), io.StringIO()
-    old_argv = os.sys.argv
-    os.sys.argv = ["fsbench", *argv]
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    finally:
-        os.sys.argv = old_argv
-    text = err.getvalue()
+    before = quiet.files()
+    code, _out, text = quiet.fsbench(argv)
     assert "Traceback" not in text, (argv, text)
     assert code in (0, 1, 2, 3, 4), (argv, code, text)
     if code == 2:
         assert text.strip(), (argv, "a refusal must say why")
-        assert _files(sandbox) == before, (argv, _files(sandbox) - before)
+        assert quiet.files() == before, (argv, quiet.files() - before)
 
 
 @pytest.mark.parametrize(
@@ -157,23 +124,14 @@ def test_random_arguments_never_crash(sandbox: Path, argv: list[str]) -> None:
     ],
 )
 def test_measuring_is_adaptive_by_default_with_a_stated_budget(
-    sandbox: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    sandbox: Sandbox,
     extra: list[str],
     adaptive: bool,
     repeat: int,
     budget: float | None,
 ) -> None:
     """`run` shares compare's measuring options and needs no devices."""
-    plans: list[pipeline.Plan] = []
-
-    def keep(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
-        plans.append(plan)
-        return Run(run_id=plan.run_id, started="now", status="complete"), 0
-
-    monkeypatch.setattr(pipeline, "execute", keep)
-    with pytest.raises(SystemExit) as exit_:
-        cli.cli.main(["run", "--target", str(sandbox), *extra], standalone_mode=True)
-    assert exit_.value.code == 0
-    (plan,) = plans
+    code, _out, err = sandbox.fsbench(["run", "--target", "target", *extra])
+    assert code == 0, err
+    (plan,) = sandbox.plans
     assert (plan.adaptive, plan.repeat, plan.time_budget_s) == (adaptive, repeat, budget)

@@ -7,52 +7,24 @@ In-process with measuring replaced by a recorder: nothing is formatted, mounted 
 
 from __future__ import annotations
 
-import io
-import sys
-from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
 
-from fsbench import pipeline
 from fsbench.cli import app as cli
 from fsbench.cli import options
-from fsbench.records.schema import Run
+
+if TYPE_CHECKING:
+    from conftest import Sandbox  # tests/unit/conftest.py
 
 EXIT_CODES = (0, 1, 2, 3, 4)
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    (tmp_path / "target").mkdir()
-    monkeypatch.chdir(tmp_path)
-
-    def no_measuring(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
-        return Run(run_id=plan.run_id, started="now", status="complete"), 0
-
-    monkeypatch.setattr(pipeline, "execute", no_measuring)
-    monkeypatch.setattr("fsbench.lab.state.cleanup_all", lambda *_a: ([], []))
-    monkeypatch.setattr("fsbench.vm.options.plan", lambda *_a: None)  # no kernel fetched
-    return tmp_path
-
-
-def fsbench(argv: list[str]) -> tuple[int, str]:
-    out, err = io.TextIOWrapper(io.BytesIO()), io.StringIO()  # hash writes bytes
-    old = sys.argv
-    sys.argv = ["fsbench", *argv]
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 2
-    finally:
-        sys.argv = old
-    return code, err.getvalue()
+def fuzzed(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    monkeypatch.setattr("fsbench.cli.vm_options.plan", lambda *_a: None)  # no kernel fetched
+    return sandbox
 
 
 # The least each command needs to reach its options (measuring ones on a directory).
@@ -115,10 +87,10 @@ def _sound(argv: list[str], code: int, err: str) -> None:
         assert err.count("\n") == 1 or err.lstrip().startswith("Usage:"), (argv, err)
 
 
-def test_every_option_alone_and_twice(sandbox: Path) -> None:
+def test_every_option_alone_and_twice(fuzzed: Sandbox) -> None:
     for cmd, p in _cases():
         argv = [*_base(cmd, p), *_args(cmd, p)]
-        code, err = fsbench(argv)
+        code, _out, err = fuzzed.fsbench(argv)
         _sound(argv, code, err)
         o = next((o for o in options.OPTIONS if o.key == p.name and cmd in o.commands), None)
         if o is not None and code == 2:
@@ -128,11 +100,11 @@ def test_every_option_alone_and_twice(sandbox: Path) -> None:
             assert " needs " in err or "does not apply" in err, (argv, err)
         if not p.is_flag and not p.multiple:
             twice = [*argv, *_args(cmd, p)]
-            code, err = fsbench(twice)
+            code, _out, err = fuzzed.fsbench(twice)
             assert code == 2 and f"{p.opts[0]} given 2 times" in err, (twice, err)
 
 
-def test_every_declared_pair_is_refused_naming_both(sandbox: Path) -> None:
+def test_every_declared_pair_is_refused_naming_both(fuzzed: Sandbox) -> None:
     for cmd in options.MEASURING:
         table = {o.name: o for o in options.options_for(cmd)}
         for o in table.values():
@@ -142,12 +114,12 @@ def test_every_declared_pair_is_refused_naming_both(sandbox: Path) -> None:
                 if other is None:
                     continue
                 argv = [*base, *_flag_args(o), *_flag_args(other)]
-                code, err = fsbench(argv)
+                code, _out, err = fuzzed.fsbench(argv)
                 _sound(argv, code, err)
                 assert code == 2 and o.name in err and other.name in err, (argv, err)
             for need in o.needs:
                 argv = [*base, *_flag_args(o), *_unmeet(need)]
-                code, err = fsbench(argv)
+                code, _out, err = fuzzed.fsbench(argv)
                 _sound(argv, code, err)
                 assert code == 2 and f"{o.name} needs {need.words}" in err, (argv, err)
 

@@ -25,7 +25,7 @@ from fsbench.report.diff import diff_runs
 from fsbench.report.naming import baseline_result
 from fsbench.report.sections import render, render_html
 from fsbench.report.summary import findings
-from fsbench.stats import describe as stats
+from fsbench.stats.describe import summarize
 
 
 def test_kernel_lines_name_the_device_and_tell_damage_from_notes() -> None:
@@ -98,7 +98,7 @@ def test_capabilities_follow_the_probe() -> None:
 
 
 def _result(subject: str, samples: list[float], flags: list[str] | None = None) -> Result:
-    s = stats.summarize(samples)
+    s = summarize(samples)
     return Result(
         subject=subject,
         workload="seq-write",

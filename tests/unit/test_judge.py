@@ -14,6 +14,7 @@ from fsbench.cli.app import cli
 from fsbench.records.schema import Run
 from fsbench.report.naming import ratio_cell
 from fsbench.report.sections import render
+from fsbench.report.upgrade import with_centres
 from fsbench.stats.verdict import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -105,7 +106,7 @@ def test_a_malformed_file_is_one_line_and_exit_2(tmp_path: Path, text: str, what
 def test_a_stored_run_is_judged_as_it_printed(tmp_path: Path) -> None:
     """Every comparison with the baseline judge lists for the stored default run is the cell
     the run's own table prints (same ratio, interval and mark, at the family it recorded)."""
-    run = Run.model_validate_json((FIXTURES / "default_compare.json").read_text()).with_centres()
+    run = with_centres(Run.model_validate_json((FIXTURES / "default_compare.json").read_text()))
     con = Console(width=200, record=True, color_system=None)
     render(run, con)
     printed = con.export_text()

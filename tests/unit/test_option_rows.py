@@ -4,55 +4,14 @@ that runs shows the plan it would have measured."""
 
 from __future__ import annotations
 
-import io
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fsbench import pipeline
-from fsbench.cli import app as cli
-from fsbench.records.schema import Run
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[pipeline.Plan]:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    (tmp_path / "target").mkdir()
-    (tmp_path / "proj").mkdir()
-    (tmp_path / "job.fio").write_text("[j]\nrw=read\nsize=1M\n")
-    monkeypatch.chdir(tmp_path)
-    plans: list[pipeline.Plan] = []
-
-    def keep(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
-        plans.append(plan)
-        return Run(run_id=plan.run_id, started="now", status="complete"), 0
-
-    monkeypatch.setattr(pipeline, "execute", keep)
-    return plans
-
-
-def fsbench(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.argv
-    sys.argv = ["fsbench", *argv]
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 2
-    finally:
-        sys.argv = old
-    return code, out.getvalue(), err.getvalue()
-
-
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
+if TYPE_CHECKING:
+    from conftest import Sandbox  # tests/unit/conftest.py
 
 
 DIR = ["compare", "--backing", "dir:target"]
@@ -96,27 +55,25 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("argv", "says"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
-def test_row_is_refused_with_one_line(
-    sandbox: list[pipeline.Plan], tmp_path: Path, argv: list[str], says: str
-) -> None:
-    before = _files(tmp_path)
-    code, out, err = fsbench(argv)
+def test_row_is_refused_with_one_line(sandbox: Sandbox, argv: list[str], says: str) -> None:
+    before = sandbox.files()
+    code, out, err = sandbox.fsbench(argv)
     assert code == 2, (argv, err)
     assert err.count("\n") == 1 and err.startswith("fsbench: "), err
     assert says in err, err
-    assert out == "" and _files(tmp_path) == before and sandbox == []
+    assert out == "" and sandbox.files() == before and sandbox.plans == []
 
 
-def test_what_runs_runs_under_a_true_label(sandbox: list[pipeline.Plan]) -> None:
+def test_what_runs_runs_under_a_true_label(sandbox: Sandbox) -> None:
     """The forms next to the refused ones run, labelled with what they run."""
-    code, _out, err = fsbench([*DIR, "--workloads", "rand-read/4k-direct:j4"])
+    code, _out, err = sandbox.fsbench([*DIR, "--workloads", "rand-read/4k-direct:j4"])
     assert code == 0, err
     # free: a placement asked for besides the default (same), so a result of its own.
-    code, _out, err = fsbench([*DIR, "--suite", "diskmark:io_uring", "--placement", "free"])
+    code, _out, err = sandbox.fsbench([*DIR, "--suite", "diskmark:io_uring", "--placement", "free"])
     assert code == 0, err
-    code, _out, err = fsbench([*DIR, "--workloads", "rand-read/4k-direct:qd32:psync"])
+    code, _out, err = sandbox.fsbench([*DIR, "--workloads", "rand-read/4k-direct:qd32:psync"])
     assert code == 2 and "psync is synchronous" in err
-    j4, dm = sandbox
+    j4, dm = sandbox.plans
     assert [str(w.id) for w in j4.workloads] == ["rand-read/4k-direct-j4"]
     assert {w.numjobs for w in j4.workloads} == {4}
     qd = {str(w.inner.id): w.inner.iodepth for w in dm.workloads}
@@ -126,7 +83,7 @@ def test_what_runs_runs_under_a_true_label(sandbox: list[pipeline.Plan]) -> None
 
 
 def test_the_vm_stage_passes_every_option_the_guest_can_honour(
-    sandbox: list[pipeline.Plan], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`compare ntfs3 ntfs-3g --kernel debian-6.12 --command make --input ./proj ...`: the
     guest's command line carries the command, its input (absolute: the guest's working
@@ -142,17 +99,17 @@ def test_the_vm_stage_passes_every_option_the_guest_can_honour(
         seen["args"] = settings.args
         return lambda *_a: None
 
-    monkeypatch.setattr("fsbench.vm.options.plan", fake_plan)
-    monkeypatch.setattr("fsbench.vm.options.stage", fake_stage)
+    monkeypatch.setattr("fsbench.cli.vm_options.plan", fake_plan)
+    monkeypatch.setattr("fsbench.cli.vm_options.stage", fake_stage)
     argv = ["compare", "ntfs3", "ntfs-3g", "--kernel", "debian-6.12", "--command", "make"]
     argv += ["--input", "proj", "--timeout", "30", "--as-user", "nobody", "--no-integrity"]
     argv += ["--prepare", "make clean", "--numjobs", "1", "--warmup", "2"]
-    code, _out, err = fsbench(argv)
+    code, _out, err = sandbox.fsbench(argv)
     assert code == 0, err
     args = seen["args"]
     pairs = dict(zip(args, [*args[1:], ""], strict=True))
     assert pairs["--command"] == "make" and pairs["--prepare"] == "make clean"
-    assert pairs["--input"] == str(tmp_path / "proj")
+    assert pairs["--input"] == str(sandbox.path / "proj")
     assert (pairs["--timeout"], pairs["--as-user"], pairs["--warmup"]) == ("30", "nobody", "2")
     assert "--no-integrity" in args
     assert "--kernel" not in args and "--out" not in args  # the host's business
@@ -167,25 +124,23 @@ def test_the_vm_stage_passes_every_option_the_guest_can_honour(
     ],
 )
 def test_the_vm_stage_refuses_what_the_guest_cannot_honour(
-    sandbox: list[pipeline.Plan], monkeypatch: pytest.MonkeyPatch, extra: list[str], says: str
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, extra: list[str], says: str
 ) -> None:
     from fsbench.vm import VMPlan
 
-    monkeypatch.setattr("fsbench.vm.options.plan", lambda *_a: VMPlan(host=[]))
-    code, _out, err = fsbench(["compare", "ntfs3", "--kernel", "debian-6.12", *extra])
+    monkeypatch.setattr("fsbench.cli.vm_options.plan", lambda *_a: VMPlan(host=[]))
+    code, _out, err = sandbox.fsbench(["compare", "ntfs3", "--kernel", "debian-6.12", *extra])
     assert code == 2 and says in err and err.count("\n") == 1, err
 
 
 WHY = "file is not a database"  # SQLite's words
 
 
-def test_show_refuses_a_file_that_is_not_a_results_database(
-    sandbox: list[pipeline.Plan], tmp_path: Path
-) -> None:
-    not_db = tmp_path / "results.json"
+def test_show_refuses_a_file_that_is_not_a_results_database(sandbox: Sandbox) -> None:
+    not_db = sandbox.path / "results.json"
     not_db.write_text('{"schema_version": 1}\n')
     for argv in (["show", "--db", str(not_db), "--list"], ["show", "x", "--db", str(not_db)]):
-        code, out, err = fsbench(argv)
+        code, out, err = sandbox.fsbench(argv)
         assert code == 2 and out == "", err
         assert (
             err
@@ -194,33 +149,26 @@ def test_show_refuses_a_file_that_is_not_a_results_database(
     assert not_db.read_text() == '{"schema_version": 1}\n'  # looked at, not changed
 
 
-def test_hash_json_prints_only_json_on_stdout(tmp_path: Path) -> None:
+def test_hash_json_prints_only_json_on_stdout(sandbox: Sandbox) -> None:
     """`fsbench hash DIR --json | jq`: stdout is one JSON document, the manifest's lines in it
     (checkable by xxhsum -c once written out)."""
     import json
-    import subprocess
 
-    tree = tmp_path / "tree"
+    tree = sandbox.path / "tree"
     (tree / "sub").mkdir(parents=True)
     (tree / "a").write_bytes(b"alpha")
     (tree / "sub" / "b").write_bytes(b"beta" * 1000)
-    res = subprocess.run(
-        [sys.executable, "-m", "fsbench", "hash", str(tree), "--json"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
+    code, out, err = sandbox.fsbench(["hash", str(tree), "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
     assert doc["files"] == 2 and doc["manifest"] is None
     names = sorted(line.split("  ", 1)[1] for line in doc["lines"])
     assert names == [str(tree / "a"), str(tree / "sub" / "b")]
     assert all(len(line.split("  ", 1)[0]) == 32 for line in doc["lines"])  # XXH128 hex
-    manifest = tmp_path / "m.xxh128"
+    manifest = sandbox.path / "m.xxh128"
     manifest.write_text("".join(f"{line}\n" for line in doc["lines"]))
-    check = subprocess.run(
-        [sys.executable, "-m", "fsbench", "verify", str(manifest)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert check.returncode == 0, check.stdout + check.stderr
+    code, out, err = sandbox.fsbench(["verify", str(manifest)])
+    assert code == 0, out + err
 
 
 def test_a_kernel_driver_this_host_lacks_names_the_kernel_that_has_it(tmp_path: Path) -> None:

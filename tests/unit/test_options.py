@@ -4,54 +4,17 @@
 
 from __future__ import annotations
 
-import io
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from fsbench import pipeline
 from fsbench.cli import app as cli
 from fsbench.cli import options
 from fsbench.errors import UsageError
-from fsbench.records.schema import Run
 
-
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    (tmp_path / "target").mkdir()
-    monkeypatch.chdir(tmp_path)
-    calls: list[pipeline.Plan] = []
-
-    def no_measuring(plan: pipeline.Plan, **_kw: object) -> tuple[Run, int]:
-        calls.append(plan)
-        return Run(run_id=plan.run_id, started="now", status="complete"), 0
-
-    monkeypatch.setattr(pipeline, "execute", no_measuring)
-    return tmp_path
-
-
-def _fsbench(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.argv
-    sys.argv = ["fsbench", *argv]
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 2
-    finally:
-        sys.argv = old
-    return code, err.getvalue()
+if TYPE_CHECKING:
+    from conftest import Sandbox  # tests/unit/conftest.py
 
 
 def _base(command: str) -> list[str]:
@@ -99,7 +62,7 @@ def test_every_default_parses() -> None:
     ("command", "opt", "bad"), CASES, ids=[f"{c}{o.name}={b!r}" for c, o, b in CASES]
 )
 def test_option_refuses_bad_input_with_one_line_and_exit_2(
-    sandbox: Path, command: str, opt: options.Option, bad: str
+    sandbox: Sandbox, command: str, opt: options.Option, bad: str
 ) -> None:
     with pytest.raises(UsageError):
         opt.parse_text(bad)
@@ -110,21 +73,22 @@ def test_option_refuses_bad_input_with_one_line_and_exit_2(
         argv = ["run", "--target", bad]
     else:
         argv = [*argv, opt.name, bad]
-    before = _files(sandbox)
-    code, err = _fsbench(argv)
+    before = sandbox.files()
+    code, _out, err = sandbox.fsbench(argv)
     assert code == 2, (argv, err)
     assert err.count("\n") == 1 and err.startswith("fsbench: "), err
     assert opt.name in err or repr(bad) in err or bad in err, err
-    assert _files(sandbox) == before
+    assert sandbox.files() == before
 
 
-def test_all_defaults_are_accepted_end_to_end(sandbox: Path) -> None:
+def test_all_defaults_are_accepted_end_to_end(sandbox: Sandbox) -> None:
     for command in options.MEASURING:
-        code, err = _fsbench([*_base(command), "--out", str(sandbox / f"out-{command}")])
+        argv = [*_base(command), "--out", str(sandbox.path / f"out-{command}")]
+        code, _out, err = sandbox.fsbench(argv)
         assert code == 0, err
 
 
-def test_defaults_parse_to_the_documented_values(sandbox: Path) -> None:
+def test_defaults_parse_to_the_documented_values(sandbox: Sandbox) -> None:
     raw = {o.key: (False if o.flag else None) for o in options.options_for("compare")}
     v = options.parse("compare", raw)
     assert v["repeat"] == (3, True)
@@ -159,7 +123,7 @@ def test_parsers_keep_the_message_style() -> None:
 
 def test_environment_is_untouched_by_parsing(tmp_path: Path) -> None:
     # Parsing checks; it makes nothing (e.g. --out's directory is created only when running).
-    before = _files(tmp_path)
+    before = set(tmp_path.rglob("*"))
     raw = {o.key: (False if o.flag else None) for o in options.options_for("compare")}
     options.parse("compare", {**raw, "out": tmp_path / "x"})
-    assert _files(tmp_path) == before
+    assert set(tmp_path.rglob("*")) == before

@@ -20,7 +20,7 @@ from fsbench.report.matrix_table import matrix_tables
 from fsbench.report.model import build
 from fsbench.report.sections import render_html, write_report
 from fsbench.report.summary import findings, fmt_ratio
-from fsbench.stats import describe as stats
+from fsbench.stats.describe import summarize
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 OPS = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
@@ -48,7 +48,7 @@ def result(
     )
     if status != "ok":
         return r
-    s = stats.summarize(samples)
+    s = summarize(samples)
     r.samples, r.median, r.ci95, r.cv = list(samples), s.median, s.ci95, s.cv
     driver = cpu_per_gib * driver_share
     r.cpu = CPU(

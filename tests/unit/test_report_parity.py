@@ -27,6 +27,7 @@ from fsbench.report.notes import counted_lines
 from fsbench.report.plots import Plots
 from fsbench.report.sections import View, render, render_html
 from fsbench.report.style import glyph
+from fsbench.report.upgrade import upgrade
 from fsbench.units import size_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -49,7 +50,7 @@ def _stored(name: str, tmp: Path) -> Run:
         text = (FIXTURES / name).read_text()
     path = tmp / f"{name}.json"
     path.write_text(text)
-    return _read_results_json(path)
+    return upgrade(_read_results_json(path))
 
 
 class Outputs:

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from fsbench.records.schema import Run
 from fsbench.report.sections import render
+from fsbench.report.upgrade import with_centres
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = {
@@ -27,7 +28,7 @@ CASES = {
 
 
 def _terminal(fixture: str, out_dir: str, verbose: bool) -> str:
-    run = Run.model_validate_json((FIXTURES / fixture).read_text()).with_centres()  # as loaded
+    run = with_centres(Run.model_validate_json((FIXTURES / fixture).read_text()))  # as read
     con = Console(width=100, record=True, color_system=None)
     render(run, con, out_dir=out_dir, verbose=verbose)
     return "\n".join(ln.rstrip() for ln in con.export_text().splitlines()) + "\n"

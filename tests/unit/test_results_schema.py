@@ -97,12 +97,13 @@ def test_an_older_run_loaded_exports_as_migrated() -> None:
     verdicts."""
     from fsbench.records.schema import SCHEMA_VERSION
     from fsbench.records.store import _read_results_json
+    from fsbench.report.upgrade import upgrade
 
     for path in FIXTURES:
         old = json.loads(path.read_text())["schema_version"]
         if old == SCHEMA_VERSION:
             continue
-        run = _read_results_json(path)
+        run = upgrade(_read_results_json(path))
         rows = list(csv.DictReader(io.StringIO(export(run, "csv"))))
         assert {r["schema_version"] for r in rows} == {str(SCHEMA_VERSION)}
         said = f"results.json schema {SCHEMA_VERSION} (migrated from {old})"

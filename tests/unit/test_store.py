@@ -18,6 +18,7 @@ from fsbench.records import store as store_mod
 from fsbench.records.notecodes import words
 from fsbench.records.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.records.store import Store, default_db_path, result_key
+from fsbench.report.upgrade import upgrade
 
 
 def _subjects() -> list[Subject]:
@@ -118,20 +119,12 @@ def test_default_path_parent_created(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert (tmp_path / "deep" / "data" / "fsbench" / "results.db").is_file()
 
 
-def _decided(run: Run) -> Run:
-    """The run as a load gives it back: a run written without verdicts (schema 4 and older,
-    or made in memory here) gets them decided once on load (store.with_verdicts)."""
-    from fsbench.report.model import verdicts
-
-    return run.model_copy(update={"verdicts": verdicts(run)})
-
-
 def test_round_trip(tmp_path: Path) -> None:
     with Store(tmp_path / "r.db") as db:
         done = _write_whole_run(db, _run())
     with Store(tmp_path / "r.db") as db:
         loaded = db.load_run("20240501-120000-abcd")
-    assert loaded.model_dump() == _decided(done).model_dump()
+    assert loaded.model_dump() == done.model_dump()
     assert loaded.status == "complete"
     assert [s.id for s in loaded.subjects] == ["ext4", "fuse2fs:ro"]
     assert [r.subject for r in loaded.results] == ["ext4", "fuse2fs:ro"]
@@ -172,7 +165,7 @@ def test_round_trip_keeps_extra_fields(tmp_path: Path) -> None:
         loaded = db.load_run(run.run_id)
     assert loaded.model_extra == {"note": "future field"}
     assert loaded.results[0].model_extra == {"p50_us": 12}
-    assert loaded.model_dump() == _decided(run).model_dump()
+    assert loaded.model_dump() == run.model_dump()
 
 
 def test_finish_run_stores_results_never_sampled(tmp_path: Path) -> None:
@@ -194,7 +187,7 @@ def test_finish_run_stores_results_never_sampled(tmp_path: Path) -> None:
         ("seq-read", "ok", None),
     ]
     assert loaded.results[1].samples == [50.0, 51.0, 52.0]
-    assert loaded.model_dump() == _decided(run).model_dump()
+    assert loaded.model_dump() == run.model_dump()
 
 
 def test_save_result_keeps_samples_and_replaces_aggregate(tmp_path: Path) -> None:
@@ -314,7 +307,7 @@ def test_load_by_directory_with_results_json(tmp_path: Path) -> None:
         db.begin_run(_run("db-run-0001"), out)
         loaded = db.load_run(str(out))
         by_file = db.load_run(str(out / "results.json"))
-    assert loaded.model_dump() == _decided(on_disk).model_dump()
+    assert loaded.model_dump() == on_disk.model_dump()
     assert by_file.run_id == "file-run-0001"
 
 
@@ -551,7 +544,7 @@ def test_a_run_renders_the_verdicts_it_stored(tmp_path: Path) -> None:
     out.mkdir()
     (out / "results.json").write_text(fixture.read_text())
     with Store(tmp_path / "r.db") as db:
-        old = db.load_run(str(out))
+        old = upgrade(db.load_run(str(out)))
     # Migrated on load: at the current schema, and saying what it was (every export names it).
     assert old.schema_version == 5 and old.model_extra == {"migrated_from": 3}
     assert len(old.verdicts) == 16

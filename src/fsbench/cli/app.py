@@ -224,7 +224,7 @@ def compare(subjects: tuple[str, ...], **raw: Any) -> None:
             raise UsageError("dir: backing measures the directory itself; give no subjects")
         _run_dir(Path(b.path or "."), o)
         return
-    from fsbench.vm.options import plan_fields, wants_vm
+    from fsbench.cli.vm_options import plan_fields, wants_vm
 
     if wants_vm(subjects, o["kernel"]) and o["dry_run"]:
         _dry_run_vm(subjects, o, raw)
@@ -309,8 +309,8 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
 
 def _dry_run_vm(subjects: tuple[str, ...], o: dict[str, Any], raw: dict[str, Any]) -> None:
     """`--dry-run` with guest kernels: the VM stage previewed (nothing fetched or booted)."""
+    from fsbench.cli.vm_options import refuse_in_vm
     from fsbench.vm import preview
-    from fsbench.vm.options import refuse_in_vm
 
     host, rows = preview(list(subjects), o["kernel"])
     if rows:
@@ -342,7 +342,7 @@ def show(
     output directory).
 
     """
-    from fsbench.cli.commands.report import out_dir_of, with_driver_quirks
+    from fsbench.cli.commands.report import load_run, out_dir_of
     from fsbench.records.store import Store, default_db_path
     from fsbench.report.sections import render
 
@@ -360,7 +360,7 @@ def show(
             if list_runs:
                 runs = store.list_runs(limit=50)
             else:
-                run = with_driver_quirks(store.load_run(run_ref or ""))
+                run = load_run(store, run_ref or "")
                 out_dir = out_dir_of(store, run_ref or "", run)
     if list_runs:
         if as_json:

@@ -18,7 +18,7 @@ from typing import Any
 
 from fsbench.fuse import libfuse, sourcebuild
 from fsbench.fuse.sourcebuild import Built, SourceBuild
-from fsbench.host import apt as aptsource
+from fsbench.host import apt
 
 
 def _make(
@@ -30,11 +30,11 @@ def _make(
     out.mkdir()
     # PKG_CONFIG_PATH is searched first: fsbench's libfuse 3.18, not a system libfuse3-dev.
     env = {**os.environ, "PKG_CONFIG_PATH": str(pkgconfig)}
-    aptsource.run_logged(["../configure", *b.options], log, "e2fsprogs configure", out, env)
+    apt.run_logged(["../configure", *b.options], log, "e2fsprogs configure", out, env)
     jobs = f"-j{os.cpu_count() or 1}"
-    aptsource.run_logged(["make", jobs, "libs"], log, "e2fsprogs make libs", out, env)
+    apt.run_logged(["make", jobs, "libs"], log, "e2fsprogs make libs", out, env)
     for name in b.daemons:
-        aptsource.run_logged(["make", jobs, "-C", "misc", name], log, f"make {name}", out, env)
+        apt.run_logged(["make", jobs, "-C", "misc", name], log, f"make {name}", out, env)
     return {n: out / "misc" / n for n in b.daemons}, {}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from fsbench.fuse import sourcebuild
 from fsbench.fuse.sourcebuild import Built, SourceBuild
-from fsbench.host import apt as aptsource
+from fsbench.host import apt
 from fsbench.host.apt import BuildFailed, file_sha256
 
 # meson options: only what the floor needs (the library and one example), static, with
@@ -43,10 +43,8 @@ def _meson(
     top = sourcebuild.unpack(tar, d / "tree")
     out = d / "build"
     shutil.rmtree(out, ignore_errors=True)
-    aptsource.run_logged(["meson", "setup", str(out), *b.options], log, "meson setup", top)
-    aptsource.run_logged(
-        ["ninja", "-C", str(out), *(f"example/{n}" for n in b.daemons)], log, "ninja"
-    )
+    apt.run_logged(["meson", "setup", str(out), *b.options], log, "meson setup", top)
+    apt.run_logged(["ninja", "-C", str(out), *(f"example/{n}" for n in b.daemons)], log, "ninja")
     config = "".join(
         (out / h).read_text() for h in ("fuse_config.h", "libfuse_config.h") if (out / h).is_file()
     )
@@ -86,10 +84,8 @@ def install_library(b: Built, prefix: Path, log: Path) -> Path:
     top = sourcebuild.unpack(tar, work / "tree")
     options = [o for o in MESON_OPTIONS if not o.startswith("-Dexamples")]
     setup = ["meson", "setup", str(work / "out"), *options, "-Dexamples=false"]
-    aptsource.run_logged(
-        [*setup, f"--prefix={prefix}", "--libdir=lib"], log, "libfuse meson setup", top
-    )
-    aptsource.run_logged(["meson", "install", "-C", str(work / "out")], log, "libfuse install")
+    apt.run_logged([*setup, f"--prefix={prefix}", "--libdir=lib"], log, "libfuse meson setup", top)
+    apt.run_logged(["meson", "install", "-C", str(work / "out")], log, "libfuse install")
     shutil.rmtree(work, ignore_errors=True)
     return prefix / "lib" / "pkgconfig"
 

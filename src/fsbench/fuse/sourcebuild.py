@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from fsbench.host import apt as aptsource
+from fsbench.host import apt
 from fsbench.host.apt import BuildFailed, file_sha256
 
 __all__ = ["BuildFailed", "Built", "SourceBuild", "ensure", "last_failure", "load"]
@@ -80,7 +80,7 @@ class SourceBuild:
 
 
 def cache_root(b: SourceBuild) -> Path:
-    return aptsource.cache_root(b.name)
+    return apt.cache_root(b.name)
 
 
 def cache_key(b: SourceBuild, options: tuple[str, ...] | None = None) -> str:
@@ -98,19 +98,19 @@ def build_dir(b: SourceBuild, root: Path | None = None) -> Path:
 def load(b: SourceBuild, root: Path | None = None, verify: bool = True) -> Built | None:
     """The cached build, each daemon checked against its recorded sha256; None when there is
     none. BuildFailed when a daemon was changed or damaged since it was built."""
-    record = aptsource.load_record(build_dir(b, root), verify, b.name)
+    record = apt.load_record(build_dir(b, root), verify, b.name)
     return Built.of(record) if record is not None else None
 
 
 def last_failure(b: SourceBuild, root: Path | None = None) -> dict | None:
     """{reason, log} of the last failed fetch or build, if it failed and nothing built since."""
-    return aptsource.last_failure(build_dir(b, root))
+    return apt.last_failure(build_dir(b, root))
 
 
 def missing_build_tools(b: SourceBuild) -> list[str]:
     """Debian packages the build (and what it builds on) needs and this machine lacks."""
     below = [p for o in b.on for p in missing_build_tools(o)]
-    return sorted({*below, *aptsource.missing_packages(b.tools, b.libs)})
+    return sorted({*below, *apt.missing_packages(b.tools, b.libs)})
 
 
 def ensure(b: SourceBuild, root: Path | None = None) -> Built:
@@ -130,14 +130,14 @@ def ensure(b: SourceBuild, root: Path | None = None) -> Built:
             )
         return fetch_and_build(b, d, log, {o.name: ensure(o) for o in b.on}).record()
 
-    built = aptsource.build_once(d, build, lambda: load(b, root))
+    built = apt.build_once(d, build, lambda: load(b, root))
     assert built is not None  # build.json was just written and verified
     return built
 
 
 def fetch_and_build(b: SourceBuild, d: Path, log: Path, below: dict[str, Built]) -> Built:
     log.write_text("")
-    version, dsc, tar = aptsource.fetch_source(d, b.package, b.suite, log, b.min_version)
+    version, dsc, tar = apt.fetch_source(d, b.package, b.suite, log, b.min_version)
     made, extra = b.steps(b, tar, d, log, below)
     bins = d / "bin"
     bins.mkdir(exist_ok=True)

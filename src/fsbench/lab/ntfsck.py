@@ -22,7 +22,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fsbench.host import apt as aptsource
+from fsbench.host import apt
 from fsbench.host.apt import BuildFailed, file_sha256
 from fsbench.lab.formats import Checker
 
@@ -40,7 +40,7 @@ class Build:
     key: str
     version: str  # ntfsprogs-plus's Debian version, "1.0.0-5"
     packages: dict[str, str]  # every package fetched -> its version
-    daemons: dict[str, str]  # name -> path (aptsource.load_record checks each)
+    daemons: dict[str, str]  # name -> path (apt.load_record checks each)
     daemon_sha256: dict[str, str]
     log: str
 
@@ -50,7 +50,7 @@ class Build:
 
 
 def cache_root() -> Path:
-    return aptsource.cache_root("ntfsprogs-plus")
+    return apt.cache_root("ntfsprogs-plus")
 
 
 def build_dir(root: Path | None = None) -> Path:
@@ -60,7 +60,7 @@ def build_dir(root: Path | None = None) -> Path:
 def load(root: Path | None = None, verify: bool = True) -> Build | None:
     """The fetched ntfsck, its files checked against their recorded sha256; None if not
     fetched. BuildFailed when a file changed since."""
-    record = aptsource.load_record(build_dir(root), verify, WHAT)
+    record = apt.load_record(build_dir(root), verify, WHAT)
     try:
         return Build(**record) if record is not None else None
     except TypeError:
@@ -68,7 +68,7 @@ def load(root: Path | None = None, verify: bool = True) -> Build | None:
 
 
 def last_failure(root: Path | None = None) -> dict | None:
-    return aptsource.last_failure(build_dir(root))
+    return apt.last_failure(build_dir(root))
 
 
 def ensure(root: Path | None = None) -> Build:
@@ -77,7 +77,7 @@ def ensure(root: Path | None = None) -> Build:
     if cached is not None:
         return cached
     d = build_dir(root)
-    b = aptsource.build_once(d, lambda log: asdict(_fetch(d, log)), lambda: load(root))
+    b = apt.build_once(d, lambda log: asdict(_fetch(d, log)), lambda: load(root))
     assert b is not None
     return b
 
@@ -104,8 +104,8 @@ def libc_pin(show: str) -> str | None:
 
 def _fetch(d: Path, log: Path) -> Build:
     log.write_text("")
-    opts = aptsource.prepare(d / "apt", SUITE)
-    run = aptsource.run_logged
+    opts = apt.prepare(d / "apt", SUITE)
+    run = apt.run_logged
     run(["apt-get", *opts, "-q", "update"], log, f"the {SUITE} index is not reachable")
     show = run(["apt-cache", *opts, "show", "--no-all-versions", PACKAGE], log, "apt-cache show")
     versions = {}
@@ -116,7 +116,7 @@ def _fetch(d: Path, log: Path) -> Build:
             raise BuildFailed(f"{SUITE} has no {name}")
         versions[name] = m.group(1)
     need = libc_pin(show)
-    if need and aptsource.version_tuple(versions["libc6"]) < aptsource.version_tuple(need):
+    if need and apt.version_tuple(versions["libc6"]) < apt.version_tuple(need):
         raise BuildFailed(f"{PACKAGE} needs libc6 {need}; {SUITE} has {versions['libc6']}")
     dl = d / "download"
     shutil.rmtree(dl, ignore_errors=True)

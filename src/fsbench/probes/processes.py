@@ -19,6 +19,11 @@ _FS = ProcFS()
 POLL_S = 0.02
 
 
+def allowed_cpus() -> list[int]:
+    """The CPUs this process may run on (a cpuset or taskset can narrow the machine's)."""
+    return sorted(os.sched_getaffinity(0))
+
+
 def stat(pid: int, fs: ProcFS = _FS) -> PidStat | None:
     """/proc/PID/stat, or None once the process is gone."""
     try:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from fsbench.probes.processes import allowed_cpus
 from fsbench.records.schema import WakeupCost
-from fsbench.schedule.dimensions.placement import allowed_cpus
 from fsbench.units import fmt_ratio
 
 # Per pair of CPUs: at most this long (both pairs together stay well under 0.3 s) ...

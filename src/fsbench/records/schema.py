@@ -75,12 +75,13 @@ from fsbench.records.notecodes import Note, legacy, words
 #     lat_pct_us are fio's total latency, lat_ns); samples without it hold fio's completion
 #     latency (clat_ns), which reports name so (fsbench.stats.latency.words).
 #     Later, additive: Result.center (the geometric mean every output prints, which a ratio
-#     divides) and ci95 on the log scale; older results get both from their samples on load.
+#     divides) and ci95 on the log scale; older results get both from their samples when a
+#     command reads them (fsbench.report.upgrade).
 # 5 - Run.verdicts: the comparisons the report shows, decided once at the end of the run
 #     (fsbench.report.model.verdicts: per result its table's baseline, the ratio, its interval
 #     and confidence, the outcome, the verdict's words; a latency-bound result's p99 too), so
 #     show, export, report and diff render what the run decided. Version 4 and older runs
-#     get them computed once when they are loaded (store.py).
+#     get them computed once when a command reads them (fsbench.report.upgrade).
 #     Such a run is then at version 5 and says what it was: `migrated_from` (an extra
 #     field, in results.json exports too), which every export names beside the version.
 SCHEMA_VERSION = 5
@@ -231,22 +232,6 @@ class Result(_Model):
             self.notes.append(note)
         if words(note) not in self.flags:
             self.flags.append(words(note))
-
-
-def _centre_of(
-    samples: list[float], fam: dict[str, Any] | None
-) -> tuple[float | None, tuple[float, float] | None] | None:
-    """A result stored before Result.center: its centre and log-scale interval from its
-    samples (its old linear interval around the median could go below 0)."""
-    from fsbench.stats.describe import summarize
-    from fsbench.stats.verdict import Prior
-
-    try:
-        f = fam or {}
-        s = summarize(samples, prior=Prior(float(f.get("d0", 0.0)), float(f.get("s0sq", 0.0))))
-    except (TypeError, ValueError):
-        return None
-    return s.center, s.ci95
 
 
 # The features in the order every table shows them, with the label people know them by.
@@ -521,14 +506,6 @@ class Run(_Model):
     # The comparisons the report shows, decided at the end of the run (schema 5; see above):
     # one record per result that has a baseline, `index` into `results`.
     verdicts: list[dict[str, Any]] = Field(default_factory=list)
-
-    def with_centres(self) -> Run:
-        """A run stored before Result.center, loaded: each result's centre and log-scale
-        interval from its samples (the store calls this on every load)."""
-        for r in self.results:
-            if r.center is None and r.samples:
-                r.center, r.ci95 = _centre_of(r.samples, r.verdict_family) or (r.median, r.ci95)
-        return self
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -380,7 +380,8 @@ class Store:
     # -- reading -----------------------------------------------------------------------
 
     def load_run(self, ref: str) -> Run:
-        """A run by id, unique id prefix (>= 4 chars), or output directory."""
+        """A run by id, unique id prefix (>= 4 chars), or output directory, as it was written
+        (an older run's centres and verdicts: fsbench.report.upgrade)."""
         if not ref.strip():
             # Path("") is ".", which would silently load whatever the cwd holds.
             raise UsageError(f"empty run reference; {_LIST_HINT}")
@@ -464,7 +465,7 @@ class Store:
                 "results": results,
             }
         )
-        return _mark_unfinished(with_verdicts(run.with_centres()))
+        return _mark_unfinished(run)
 
     def list_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, with enough to pick one: id, when, status, size, command."""
@@ -490,22 +491,6 @@ class Store:
         ]
 
 
-def with_verdicts(run: Run) -> Run:
-    """A run stored before schema 5 (no Run.verdicts), loaded: its comparisons decided once
-    now, as the end of a run decides them (report.model.verdicts); a run that has them keeps
-    what it decided. An older run so migrated is at the current schema (its centres, notes
-    and verdicts are filled in on load) and says what it was: `migrated_from`, which every
-    export names beside the schema version."""
-    if not run.verdicts and run.results:
-        from fsbench.report.model import verdicts
-
-        run.verdicts = verdicts(run)
-    if run.schema_version < SCHEMA_VERSION:
-        run.migrated_from = run.schema_version  # an extra field, kept in JSON
-        run.schema_version = SCHEMA_VERSION
-    return run
-
-
 def _mark_unfinished(run: Run) -> Run:
     # A reader can't tell a live run from a crashed one; either way the record is partial.
     if run.status == "running":
@@ -524,7 +509,7 @@ def _read_results_json(path: Path) -> Run:
             f"{path} has schema_version {version}; this fsbench reads up to {SCHEMA_VERSION}"
         )
     try:
-        return with_verdicts(Run.model_validate(data).with_centres())
+        return Run.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

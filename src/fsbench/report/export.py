@@ -228,14 +228,14 @@ def to_samples_csv(run: Run) -> str:
 def to_json(run: Run) -> str:
     """The run as results.json holds it, with the verdicts the report shows (`verdicts`: per
     result its baseline, ratio, interval, outcome and words; old readers ignore the key)."""
-    if not run.verdicts:  # a run made in memory (loaded runs have them: store.with_verdicts)
+    if not run.verdicts:  # a run made in memory (read runs have them: report/upgrade.py)
         run = run.model_copy(update={"verdicts": verdicts(run)})
     return run.to_json() + "\n"
 
 
 def _schema(run: Run) -> str:
     """The schema the export's figures are in; a run stored in an older one, migrated when
-    it was loaded (store.with_verdicts), says so: 'schema 5 (migrated from 4)'."""
+    it was read (report/upgrade.py), says so: 'schema 5 (migrated from 4)'."""
     old = (run.model_extra or {}).get("migrated_from")
     return f"{run.schema_version}" + (f" (migrated from {old})" if old else "")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from fsbench.records.notecodes import KINDS, level, words
 from fsbench.records.schema import Result, Schedule
-from fsbench.stats import describe as stats
+from fsbench.stats.describe import DEFAULT_TARGET_REL_HALFWIDTH
 
 
 def advice(schedule: Schedule | None) -> str:
@@ -60,7 +60,7 @@ def table_notes(results: Sequence[Result], schedule: Schedule | None, detail: bo
         if own:
             out.per_subject[r.subject] = own
     n = out.n = sum(1 for r in results if r.status == "ok")
-    target = f"{stats.DEFAULT_TARGET_REL_HALFWIDTH * 100:g} %"
+    target = f"{DEFAULT_TARGET_REL_HALFWIDTH * 100:g} %"
     for k in KINDS:
         if k.count and k.code in counts:
             out.counted.append(k.count.format(k=counts[k.code], n=n, target=target))

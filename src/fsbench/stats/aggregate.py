@@ -13,8 +13,7 @@ from typing import Any
 from fsbench.records import notecodes
 from fsbench.records.notecodes import Note
 from fsbench.records.schema import CPU, Device, Result, Sample
-from fsbench.stats import describe as stats
-from fsbench.stats import latency
+from fsbench.stats import describe, latency
 from fsbench.stats.verdict import prior_of
 
 GiB = 1024**3
@@ -120,7 +119,7 @@ def aggregate(
     (copy-large writes though its name does not say so)."""
     if not res.samples:
         return
-    s = stats.summarize(res.samples, prior=prior_of(res))
+    s = describe.summarize(res.samples, prior=prior_of(res))
     res.center, res.median, res.ci95, res.cv = s.center, s.median, s.ci95, s.cv
     res.outliers = list(s.outliers)
     warned = list(s.notes)

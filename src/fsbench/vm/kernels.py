@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem, UsageError
-from fsbench.host import apt as aptsource
+from fsbench.host import apt
 from fsbench.host.apt import file_sha256
 from fsbench.lab.drivers import DRIVERS, availability
 from fsbench.records.choices import by_name
@@ -36,8 +36,8 @@ class DebianKernel:
     name: str
     suite: str
     package: str  # a regular expression over package names
-    mirror: str = aptsource.MIRROR
-    keyring: str = aptsource.KEYRING
+    mirror: str = apt.MIRROR
+    keyring: str = apt.KEYRING
     description: str = ""
     # Kernel drivers its modules add to a host without them (what `doctor` lists as "adds"
     # once it is fetched): the report names the kernel before anyone fetches it.
@@ -93,7 +93,7 @@ class Kernel:
 
 
 def cache_root() -> Path:
-    return aptsource.cache_root("kernels")
+    return apt.cache_root("kernels")
 
 
 def split_subject(text: str) -> tuple[str, str | None]:
@@ -279,9 +279,9 @@ def split_parts(show: str) -> list[tuple[str, str]]:
 def fetch_debian(k: DebianKernel) -> Kernel:
     """apt-get update + download with a private configuration, then dpkg -x into the cache."""
     dest = cache_root() / k.name
-    apt = dest / "apt"
-    opts = aptsource.prepare(apt, k.suite, "deb", k.mirror, k.keyring)
-    (apt / "download").mkdir(exist_ok=True)
+    apt_dir = dest / "apt"
+    opts = apt.prepare(apt_dir, k.suite, "deb", k.mirror, k.keyring)
+    (apt_dir / "download").mkdir(exist_ok=True)
     _run(["apt-get", *opts, "-q", "update"])
     names = _run(["apt-cache", *opts, "pkgnames", "linux-image-"]).split()
     pattern = re.compile(k.package)
@@ -293,7 +293,7 @@ def fetch_debian(k: DebianKernel) -> Kernel:
     version = control_fields(show).get("Version", "")
     # 7.x: the meta package holds nothing bootable; its parts are what is fetched.
     wanted = split_parts(show) or [(package, version)]
-    dl = apt / "download"
+    dl = apt_dir / "download"
     for old in dl.glob("*.deb"):
         old.unlink()
     # apt verifies each download against the SHA256 of the signed index.

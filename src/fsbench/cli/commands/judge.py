@@ -26,6 +26,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from fsbench.cli.options import db_option
 from fsbench.errors import UsageError
 
 GLYPH = {"better": "▲", "worse": "▼", "same": "≈", "open": "?", "none": "?"}
@@ -275,12 +276,7 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
     help="Exit 1 when any comparison is ▼ (a regression gate).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Every printed comparison as JSON.")
-@click.option(
-    "--db",
-    default=None,
-    type=click.Path(path_type=Path),
-    help="SQLite results store (default $XDG_DATA_HOME/fsbench/results.db).",
-)
+@db_option
 def judge_command(
     source: str,
     baseline: str | None,
@@ -336,8 +332,7 @@ def _load(
     path = Path(source).expanduser()
     if path.is_file() and path.suffix != ".db" and not _is_results_json(path):
         return list(runs_of(read_rows(path), baseline, higher_is_better, band))
-    from fsbench.cli.commands.report import _load as load_run
-    from fsbench.cli.commands.report import _store
+    from fsbench.cli.commands.report import _store, load_run
 
     with _store(db, [source]) as store:
         run = load_run(store, str(path.parent if _is_results_json(path) else source))

@@ -28,8 +28,12 @@ if TYPE_CHECKING:
     from fsbench.report.diff import ResultDiff, RunDiff
 
 
-def _load(store: Store, ref: str) -> Run:
-    return with_driver_quirks(store.load_run(ref))
+def load_run(store: Store, ref: str) -> Run:
+    """A stored run as every command shows it: brought to the current schema once (its
+    centres and verdicts, report/upgrade.py), its subjects with their driver's quirks."""
+    from fsbench.report.upgrade import upgrade
+
+    return upgrade(with_driver_quirks(store.load_run(ref)))
 
 
 def with_driver_quirks(run: Run) -> Run:
@@ -121,8 +125,8 @@ def _check_writable(path: Path, what: str) -> Path:
 def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Path | None) -> None:
     """Write the self-contained HTML report of a stored RUN (no network needed to view it)."""
     with _store(db, [run_ref, *others]) as store:
-        run = _load(store, run_ref)
-        other_runs = [_load(store, o) for o in others]
+        run = load_run(store, run_ref)
+        other_runs = [load_run(store, o) for o in others]
         path = html_path if html_path is not None else _default_html(store, run_ref, run)
     path = _check_writable(path, "--html")
     # matplotlib (imported with the renderer) writes caches under $HOME: only once the input
@@ -164,8 +168,8 @@ def diff(
 
     gate = check_fail_on(fail_on)
     with _store(db, [run_a, run_b]) as store:
-        a = _load(store, run_a)
-        b = _load(store, run_b)
+        a = load_run(store, run_a)
+        b = load_run(store, run_b)
     from fsbench.report.tune import tune_diff
 
     d = diff_runs(a, b)
@@ -348,7 +352,7 @@ def export(
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise UsageError(f"--figures {figures}: cannot write there")
     with _store(db, [run_ref]) as store:
-        run = _load(store, run_ref)
+        run = load_run(store, run_ref)
     drawn = None
     if figures is not None:
         from fsbench.report.export import write_figures

@@ -29,11 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.errors import UsageError
+from fsbench.errors import UsageError, WorkloadFailed
+from fsbench.probes.processes import allowed_cpus
 from fsbench.probes.procfs import ProcFS, ProcParseError
 from fsbench.records.choices import by_name, parse_choices
 from fsbench.records.notecodes import Note
-from fsbench.workloads.base import Measurement, Target, Workload, WorkloadFailed
+from fsbench.workloads.base import Measurement, Target, Workload
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,6 @@ DEFAULT = "same"
 FREE = "free"
 # A result's flag when only part of the placement could be made (kernel drivers: no daemon).
 PARTIAL_FLAG = "placement-partial"
-
-
-def allowed_cpus() -> list[int]:
-    """The CPUs this process may run on (a cpuset or taskset can narrow the machine's)."""
-    return sorted(os.sched_getaffinity(0))
 
 
 def default_placement(cpus: Sequence[int] | None = None) -> str:

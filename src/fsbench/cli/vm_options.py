@@ -1,6 +1,7 @@
 """`compare --kernel ...`: the VM options checked and turned into the pipeline's plan fields.
 
-Kept out of cli.py so the command stays thin: everything about VMs lives in this package.
+The command line's side of the VM stage (fsbench.vm): which of the typed options a guest takes
+(each option's `guest` in options.py), made into the guest's arguments; app.py stays thin.
 """
 
 from __future__ import annotations
