@@ -26,7 +26,7 @@ from fsbench.records.schema import Run
 from fsbench.report.comparison import verdict_of
 from fsbench.report.explain import explain_run
 from fsbench.report.naming import outcome, ratio_cell
-from fsbench.report.summary import fmt_ratio
+from fsbench.units import fmt_ratio
 
 CPUS = set(os.sched_getaffinity(0))
 

@@ -291,7 +291,7 @@ def test_report_says_ratio_and_ranking() -> None:
     ]
     (e,) = age_effects(run)
     p = e["profiles"]["light"]
-    assert round(p["ratios"]["a"].ratio, 2) == 0.40 and p["ratios"]["a"].mark == "below"
+    assert round(p["ratios"]["a"].ratio, 2) == 0.40 and p["ratios"]["a"].outcome == "worse"
     assert p["ranking_fresh"] == ["a", "b"] and p["ranking_aged"] == ["b", "a"]
     lines = effect_lines(run)
     assert "ranking (best first) changes with age: fresh a, b; aged b, a" in lines[1]

@@ -18,10 +18,10 @@ from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.records.notecodes import Note, legacy, words
 from fsbench.records.schema import SCHEMA_VERSION, Integrity, Result, Run, Sample, Schedule
 from fsbench.report.facts import checked_subjects
+from fsbench.report.grouping import groups
 from fsbench.report.naming import confidence_text
 from fsbench.report.notes import counted_lines, table_notes
 from fsbench.report.sections import render, render_html
-from fsbench.report.summary import groups
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.baseline import ranked
 

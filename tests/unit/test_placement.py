@@ -525,7 +525,7 @@ def test_diff_says_when_one_machine_had_costly_cross_cpu_wakeups() -> None:
 
 
 def test_iozone_matrix_cells_of_two_placements_stay_apart() -> None:
-    from fsbench.report.summary import MATRIX_WORKLOAD, groups
+    from fsbench.report.grouping import MATRIX_WORKLOAD, groups
 
     cells = []
     for place, value in (("same", 300.0), ("free", 70.0)):

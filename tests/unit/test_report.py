@@ -19,8 +19,9 @@ from fsbench.report import plots
 from fsbench.report.matrix_table import matrix_tables
 from fsbench.report.model import build
 from fsbench.report.sections import render_html, write_report
-from fsbench.report.summary import findings, fmt_ratio
+from fsbench.report.summary import findings
 from fsbench.stats.describe import summarize
+from fsbench.units import fmt_ratio
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 OPS = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
@@ -337,7 +338,7 @@ def test_matrix_table_groups_by_op_and_marks_the_best(run: Run) -> None:
 
 
 def test_matrix_runs_with_several_job_counts_stay_apart() -> None:
-    from fsbench.report.summary import groups
+    from fsbench.report.grouping import groups
 
     results = []
     for jobs in (1, 2):

@@ -18,9 +18,9 @@ from fsbench.records.schema import Run
 from fsbench.report.answer import answers
 from fsbench.report.comparison import verdict_of
 from fsbench.report.export import to_csv, to_markdown, write_figures
+from fsbench.report.grouping import groups, report_order
 from fsbench.report.naming import result_title
 from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.summary import groups, report_order
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 

@@ -6,7 +6,7 @@ import pytest
 
 from fsbench import units
 from fsbench.lab.backing import format_size
-from fsbench.report.summary import fmt_ratio, size_text
+from fsbench.units import fmt_ratio, size_text
 from fsbench.workloads.iozone import human_size
 
 

@@ -12,11 +12,10 @@ from typing import Any
 
 from fsbench.records.schema import Aging, Result, Run, Subject
 from fsbench.report.aging_why import age_changes, why_line
-from fsbench.report.comparison import verdict_of
-from fsbench.report.naming import ratio_cell
-from fsbench.report.summary import by_title
+from fsbench.report.comparison import Comparison
+from fsbench.report.decided import Decided, Pair
+from fsbench.report.grouping import by_title
 from fsbench.stats.baseline import ranked
-from fsbench.stats.verdict import Verdict
 from fsbench.units import size_text
 
 __all__ = ["age_effects", "aged_subjects", "aging_lines", "effect_lines"]
@@ -80,12 +79,12 @@ def aging_lines(run: Run) -> list[str]:
     return out
 
 
-def _ratio(fresh: Result, aged: Result) -> Verdict | None:
-    """The run's one comparison procedure (fsbench.verdict), fresh as the baseline."""
+def _ratio(fresh: Result, aged: Result, pair: Pair) -> Comparison | None:
+    """Aged against fresh (the baseline), as the report decided it (`pair`: Decided.pair)."""
     if not (fresh.samples and aged.samples and ranked(fresh) and ranked(aged)):
         return None
-    v = verdict_of(fresh, aged)
-    return v if v.ratio is not None else None
+    c = pair(fresh, aged)
+    return c if c.ratio is not None else None
 
 
 def _order(results: dict[str, Result], higher: bool) -> list[str]:
@@ -93,10 +92,12 @@ def _order(results: dict[str, Result], higher: bool) -> list[str]:
     return [k for k, _ in sorted(usable, key=lambda kv: kv[1], reverse=higher)]
 
 
-def age_effects(run: Run) -> list[dict[str, Any]]:
+def age_effects(run: Run, decided: Decided | None = None) -> list[dict[str, Any]]:
     """Per workload: each driver's aged/fresh ratio (with its interval) and the ranking of the
-    drivers on the fresh images against their ranking on each profile's aged images."""
+    drivers on the fresh images against their ranking on each profile's aged images
+    (`decided`: the report's comparisons; None: the run's own, decided here once)."""
     by_id = {s.id: s for s in run.subjects}
+    pair = (decided or Decided(run)).pair
     out = []
     for title, results in by_title(run).items():
         fresh = {r.subject: r for r in results if (s := by_id.get(r.subject)) and not s.aging}
@@ -115,7 +116,7 @@ def age_effects(run: Run) -> list[dict[str, Any]]:
             "profiles": {},
         }
         for profile, rs in aged.items():
-            ratios = {b: _ratio(fresh[b], r) for b, r in rs.items() if b in fresh}
+            ratios = {b: _ratio(fresh[b], r, pair) for b, r in rs.items() if b in fresh}
             order_fresh = _order({b: fresh[b] for b in rs if b in fresh}, higher)
             order_aged = _order({b: r for b, r in rs.items() if b in fresh}, higher)
             # What changed with age, figure by figure, for each driver with both results.
@@ -131,14 +132,11 @@ def age_effects(run: Run) -> list[dict[str, Any]]:
     return out
 
 
-def effect_lines(run: Run) -> list[str]:
+def effect_lines(run: Run, decided: Decided | None = None) -> list[str]:
     lines = []
-    for e in age_effects(run):
+    for e in age_effects(run, decided):
         for profile, p in e["profiles"].items():
-            ratios = ", ".join(
-                f"{b} {ratio_cell(v, e['higher_is_better']) if v else '–'}"
-                for b, v in p["ratios"].items()
-            )
+            ratios = ", ".join(f"{b} {c.cell() if c else '–'}" for b, c in p["ratios"].items())
             lines.append(f"{e['workload']}: aged:{profile}/fresh {ratios}")
             if len(p["ranking_fresh"]) > 1:
                 if p["ranking_changed"]:

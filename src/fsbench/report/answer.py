@@ -14,9 +14,10 @@ from fsbench.records.probes.numbers import fmt_pct, fmt_time
 from fsbench.records.schema import Result, Run, Subject
 from fsbench.report.decided import leaders
 from fsbench.report.explain import Explanation, Factor, brief_lines
+from fsbench.report.grouping import groups, measured_subjects, usable
 from fsbench.report.naming import baseline_result, ranked
-from fsbench.report.summary import gmean, groups, measured_subjects, usable
 from fsbench.report.vm_notes import SMALL_FLAGS, caveat_pieces
+from fsbench.stats.decide import gmean
 
 
 @dataclass

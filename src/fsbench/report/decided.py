@@ -1,7 +1,10 @@
 """What the run decided, as every output shows it: each result against its table's baseline
 (the first subject that finished, per Iozone cell), as a cell ('0.44× 0.24–0.80 ▼'), an outcome
 and words, and as results.json stores it (Run.verdicts, schema 5: decided once at the end of a
-run, or once when an older run is loaded). report/model.py builds every view from these.
+run, or once when an older run is read: report/upgrade.py). `Decided` hands every view its
+comparisons, those the run stored and any other pair a view sets side by side (the fastest,
+another placement, an aged image against the fresh one), each asked for here once;
+report/model.py builds every view from these.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from typing import Any
 from fsbench.records.notecodes import words as note_words
 from fsbench.records.schema import Result, Run
 from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
+from fsbench.report.grouping import groups, measured_subjects, report_order, usable
 from fsbench.report.naming import baseline_result, centre_of, ranked, result_title
 from fsbench.report.style import words
-from fsbench.report.summary import groups, measured_subjects, report_order, usable
 from fsbench.stats import latency
 
 
@@ -99,16 +102,41 @@ def verdicts(run: Run) -> list[dict[str, Any]]:
     return out
 
 
-def decider(run: Run) -> Callable[[Result | None, Result], tuple[Any, str, str, str]]:
-    """vs_cell with what the run decided (Run.verdicts) where it decided this very pair."""
-    stored = {str(v.get("key")): v for v in run.verdicts}
+# A comparison of two results as the report shows it: Decided.pair.
+Pair = Callable[[Result, Result], Comparison]
 
-    def decide(base: Result | None, res: Result) -> tuple[Any, str, str, str]:
-        rec = stored.get(verdict_key(res))
+
+class Decided:
+    """The run's comparisons, each asked for once: a result against its table's baseline as
+    the run decided it (Run.verdicts) where it stored that very pair, else decided now (the
+    one procedure, comparison.py). Calling it gives a table's cell (vs_cell's four parts);
+    `pair` any two results a view sets side by side; `p99` a latency-bound row's p99."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._stored = {str(v.get("key")): v for v in run.verdicts}
+
+    def _record(self, base: Result | None, res: Result) -> dict[str, Any] | None:
+        rec = self._stored.get(verdict_key(res))
         same = rec is not None and base is not None and rec.get("baseline") == base.subject
-        return vs_cell(base, res, rec if same else None)
+        return rec if same else None
 
-    return decide
+    def __call__(self, base: Result | None, res: Result) -> tuple[Comparison | None, str, str, str]:
+        return vs_cell(base, res, self._record(base, res))
+
+    def pair(self, base: Result, res: Result) -> Comparison:
+        """`res` against `base`: what the run stored for this pair, else decided now."""
+        rec = self._record(base, res)
+        return (Comparison.from_record(rec) if rec else None) or compare(base, res)
+
+    def p99(self, base: Result | None, res: Result) -> Comparison | None:
+        """A latency-bound result's p99 against its baseline's (lower is better): stored, else
+        decided now; None without one."""
+        rec = self._record(base, res)
+        if rec is not None and "p99" in rec:
+            return Comparison.from_record(rec["p99"])
+        v = latency_verdict(base, res)
+        return Comparison.of(v, False) if v is not None and v.ratio is not None else None
 
 
 @dataclass

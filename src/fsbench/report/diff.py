@@ -21,9 +21,9 @@ from fsbench.records.schema import Environment, Result, Run, Subject, WakeupCost
 from fsbench.report.comparison import Comparison, samples_verdict
 from fsbench.report.explain import changed_figures
 from fsbench.report.facts import changes as integrity_changes
+from fsbench.report.grouping import report_order, usable
 from fsbench.report.naming import confidence_text, result_title
 from fsbench.report.style import css, glyph
-from fsbench.report.summary import report_order, usable
 from fsbench.stats.verdict import Family
 
 # Parameters older runs stored that say how much work a sample was, not what was measured.

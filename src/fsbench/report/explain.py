@@ -20,7 +20,7 @@ run. A probe that was unavailable (or a run without tracing) gives no claim, onl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -45,17 +45,16 @@ from fsbench.records.probes.numbers import (
 )
 from fsbench.records.probes.sched import wakeup_costs
 from fsbench.records.schema import Result, Run
-from fsbench.report.comparison import verdict_of
+from fsbench.report.decided import Decided, Pair
 from fsbench.report.floor import floor_factors
+from fsbench.report.grouping import measured_subjects, usable
 from fsbench.report.keys import PLACEMENT_WORDS, placement_of, workload_key
 from fsbench.report.naming import (
     OUTCOME_WORDS,
     baseline_result,
     confidence_text,
-    interval_text,
-    outcome,
 )
-from fsbench.report.summary import fmt_ratio, measured_subjects, size_text, usable
+from fsbench.units import fmt_ratio, size_text
 
 # Renderers import these from here: the explanation's vocabulary in one place.
 __all__ = [
@@ -188,10 +187,9 @@ class Explanation:
         return asdict(self)
 
 
-def _placement_factors(
-    res: Result, siblings: dict[str, Result], order: Sequence[str]
-) -> list[Factor]:
-    """Other placements of the same subject and workload against this one."""
+def _placement_factors(res: Result, siblings: dict[str, Result], pair: Pair) -> list[Factor]:
+    """Other placements of the same subject and workload against this one, each comparison
+    as the report decided it (`pair`: Decided.pair)."""
     out = []
     here = placement_of(res)
     for where in sorted(
@@ -200,12 +198,12 @@ def _placement_factors(
         other = siblings[where]
         if where == here or not usable(other) or not usable(res):
             continue
-        c = verdict_of(res, other)
+        c = pair(res, other)
         if c.ratio is None or c.ratio <= 0:
             continue
         faster = c.ratio if res.higher_is_better else 1 / c.ratio
         words = PLACEMENT_WORDS.get(where, f"placement {where}")
-        said = outcome(c, res.higher_is_better)
+        said = c.outcome
         if said == "same":
             how = f"no different ({fmt_ratio(faster)} the speed)"
         elif said in ("open", "none"):
@@ -218,7 +216,7 @@ def _placement_factors(
         if c.interval is None:
             text += " (too few samples to judge)"
         else:
-            at = f"{interval_text(c)} at {confidence_text(c.confidence)} %"
+            at = f"{c.interval_text} at {confidence_text(c.confidence)} %"
             text += f" ({at}: {OUTCOME_WORDS[said]})"
         brief = f"{words} {how}"
         out.append(
@@ -243,9 +241,11 @@ def explain_result(
     siblings: dict[str, Result] | None = None,
     index: int = -1,
     profiles: dict[int, Profile] | None = None,
+    decided: Decided | None = None,
 ) -> Explanation:
     """The factors separating `res` from `base` (the baseline result of its workload and
-    placement; `res` itself or None when it is the baseline), ranked."""
+    placement; `res` itself or None when it is the baseline), ranked; `siblings`' other
+    placements compared as `decided` has them (None: the run's own, decided here)."""
     cache = profiles if profiles is not None else {}
 
     def prof_of(r: Result) -> Profile:
@@ -268,7 +268,8 @@ def explain_result(
     inp = FactorInput(res, prof, bprof, name, run, gap, prof_of)
     factors = [f for source in factor_sources() for f in source(inp)]
     factors.sort(key=lambda f: -f.weight)
-    factors += _placement_factors(res, siblings or {}, measured_subjects(run))
+    if siblings and len(siblings) > 1:
+        factors += _placement_factors(res, siblings, (decided or Decided(run)).pair)
     return Explanation(
         index=index,
         subject=res.subject,
@@ -295,9 +296,11 @@ def traced_speed(res: Result) -> float | None:
     return v / res.median if res.higher_is_better else res.median / v
 
 
-def explain_run(run: Run) -> list[Explanation]:
-    """An explanation per usable result, in run order."""
+def explain_run(run: Run, decided: Decided | None = None) -> list[Explanation]:
+    """An explanation per usable result, in run order (`decided`: the report's comparisons;
+    None: the run's own, decided here once)."""
     order = measured_subjects(run)
+    decided = decided or Decided(run)
     by_key: dict[str, list[tuple[int, Result]]] = {}
     for i, r in enumerate(run.results):
         by_key.setdefault(workload_key(r), []).append((i, r))
@@ -311,7 +314,7 @@ def explain_run(run: Run) -> list[Explanation]:
             same_place = [x for x in results if placement_of(x) == placement_of(r)]
             base = baseline_result(same_place, order)
             siblings = {placement_of(x): x for x in results if x.subject == r.subject}
-            out.append(explain_result(r, base, run, siblings, i, profiles))
+            out.append(explain_result(r, base, run, siblings, i, profiles, decided))
     out.sort(key=lambda e: e.index)
     return out
 

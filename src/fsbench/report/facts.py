@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from fsbench.records.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
 from fsbench.report.explain import fmt_us, wakeup_costs
-from fsbench.report.summary import is_matrix, usable
+from fsbench.report.grouping import is_matrix, usable
 from fsbench.schedule.phases import phases_line
 from fsbench.stats import latency
 from fsbench.units import fmt_ratio, size_text

@@ -22,10 +22,8 @@ from matplotlib.ticker import (
     NullLocator,
 )
 
-from fsbench.records.schema import Result
-from fsbench.report.summary import (
-    size_text,
-)
+from fsbench.report.model import Result
+from fsbench.units import size_text
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -8,20 +8,17 @@ decided (Run.verdicts) or comparison.vs_cell's; renderers format these records.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsbench.records.schema import Result, Run
 from fsbench.report.answer import rank
 from fsbench.report.comparison import Comparison
-from fsbench.report.decided import leaders
+from fsbench.report.decided import Decided, leaders
+from fsbench.report.grouping import groups, measured_subjects, usable
 from fsbench.report.naming import baseline_result, centre_of, ci_text
-from fsbench.report.summary import Finding, findings, groups, measured_subjects, usable
+from fsbench.report.summary import Finding, findings
 from fsbench.stats import latency
 from fsbench.units import fmt_ratio, fmt_value, size_text
-
-# (comparison, outcome, cell text, words) of a result against a baseline: model.decided.
-Decide = Callable[[Result | None, Result], tuple[Comparison | None, str, str, str]]
 
 
 # -- the Iozone matrix ---------------------------------------------------------------------------
@@ -88,14 +85,14 @@ def _matrix_cell(r: Result | None, best: Result | None) -> MatrixCell:
     )
 
 
-def _ratio(decide: Decide, base: Result | None, r: Result | None) -> MatrixRatio:
+def _ratio(decide: Decided, base: Result | None, r: Result | None) -> MatrixRatio:
     if base is None or r is None or not usable(base) or not usable(r):
         return MatrixRatio(None, "empty", "–")
     c, said, text, _ = decide(base, r)
     return MatrixRatio(c, said, text)
 
 
-def matrix(run: Run, decide: Decide) -> Matrix | None:
+def matrix(run: Run, decide: Decided) -> Matrix | None:
     """The run's Iozone results, one table per operation (None without any). Cells nobody
     could run (files larger than the image) are counted, not listed."""
     order = measured_subjects(run)
@@ -168,7 +165,7 @@ def _num(v: float | None, digits: int = 1) -> str:
     return fmt_value(v, digits) if v is not None else "–"
 
 
-def _dm_cell(decide: Decide, res: Result, base: Result | None) -> DiskmarkCell:
+def _dm_cell(decide: Decided, res: Result, base: Result | None) -> DiskmarkCell:
     if not usable(res):
         return DiskmarkCell(res.status)
     iops = latency.per_sample(res, "iops")
@@ -186,7 +183,7 @@ def _dm_cell(decide: Decide, res: Result, base: Result | None) -> DiskmarkCell:
     )
 
 
-def diskmark(run: Run, decide: Decide) -> DiskmarkGrid | None:
+def diskmark(run: Run, decide: Decided) -> DiskmarkGrid | None:
     """The grid of the run's diskmark results; None without any."""
     subjects = measured_subjects(run)
     by_test: dict[str, list[Result]] = {}
@@ -236,7 +233,7 @@ class SummaryGrid:
     problems: list[tuple[str, list[str]]]  # (workload, what went wrong there)
 
 
-def _summary_cell(decide: Decide, f: Finding, s: str, r: Result | None, best: Result | None,
+def _summary_cell(decide: Decided, f: Finding, s: str, r: Result | None, best: Result | None,
                   open_: bool) -> SummaryCell | None:  # fmt: skip
     standing = {st.subject: st for st in f.standings}
     if s == f.best:
@@ -256,10 +253,10 @@ def _summary_cell(decide: Decide, f: Finding, s: str, r: Result | None, best: Re
     return None
 
 
-def summary(run: Run, decide: Decide, open_titles: set[str]) -> SummaryGrid:
+def summary(run: Run, decide: Decided, open_titles: set[str]) -> SummaryGrid:
     """`open_titles`: the workloads whose leaders are not separated (no fastest to star)."""
     order = measured_subjects(run)
-    every = findings(run)
+    every = findings(run, decide)
     rows = []
     singles = {g.key: dict(next(iter(g.cells.values()))) for g in groups(run) if not g.matrix}
     for f in every:

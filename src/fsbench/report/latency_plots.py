@@ -8,7 +8,6 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
-from fsbench.records.schema import Result
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -18,10 +17,16 @@ from fsbench.report.figure import (
     slug,
     styled,
 )
-from fsbench.report.naming import baseline_result, result_title
+from fsbench.report.model import (
+    Result,
+    baseline_result,
+    is_matrix,
+    latency,
+    measured_subjects,
+    result_title,
+    usable,
+)
 from fsbench.report.style import glyph
-from fsbench.report.summary import is_matrix, measured_subjects, usable
-from fsbench.stats import latency
 from fsbench.units import fmt_ratio
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from fsbench.records.schema import Environment, Result
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -26,13 +25,9 @@ from fsbench.report.figure import (
     styled,
     ylog_err,
 )
+from fsbench.report.model import Environment, Group, Result, usable
 from fsbench.report.style import glyph
-from fsbench.report.summary import (
-    Group,
-    size_text,
-    usable,
-)
-from fsbench.units import fmt_ratio
+from fsbench.units import fmt_ratio, size_text
 
 if TYPE_CHECKING:
     from fsbench.report.model import Report

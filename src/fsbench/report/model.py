@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
 
-from fsbench.records.schema import SCHEMA_VERSION, Result, Run
+from fsbench.records.schema import SCHEMA_VERSION, Environment, Result, Run
+from fsbench.records.tunerecord import TuneChange, TuneRecord, tune_of
 from fsbench.report.aging import aging_lines, effect_lines
 from fsbench.report.answer import (
     answer_factor,
@@ -30,11 +30,11 @@ from fsbench.report.answer import (
     missing_pieces,
     why_lines,
 )
-from fsbench.report.comparison import Comparison, compare, latency_verdict
+from fsbench.report.comparison import Comparison
 from fsbench.report.decided import (
+    Decided,
     ResultFacts,
     baselines,
-    decider,
     result_facts,
     verdict_key,
     verdict_record,
@@ -42,7 +42,7 @@ from fsbench.report.decided import (
     vs_cell,
 )
 from fsbench.report.diff import RunDiff, diff_runs
-from fsbench.report.explain import Explanation, explain_run
+from fsbench.report.explain import Explanation, OpFigures, Profile, explain_run, profile
 from fsbench.report.facts import (
     EnvironmentView,
     IntegrityRow,
@@ -65,7 +65,8 @@ from fsbench.report.grids import (
     matrix,
     summary,
 )
-from fsbench.report.keys import workload_key
+from fsbench.report.grouping import Group, by_title, groups, is_matrix, measured_subjects, usable
+from fsbench.report.keys import placement_of, workload_key
 from fsbench.report.naming import (
     amp_text,
     baseline_result,
@@ -76,13 +77,10 @@ from fsbench.report.naming import (
     describe,
     per_run,
     ranked,
+    result_title,
 )
 from fsbench.report.notes import TableNotes, counted_lines, table_notes
 from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS
-from fsbench.report.summary import (
-    by_title,
-    measured_subjects,
-)
 from fsbench.report.vm_notes import vm_notes
 from fsbench.stats import latency
 from fsbench.stats.verdict import Family, family_of
@@ -223,12 +221,12 @@ class Report:
     vm_notes: list[str] = field(default_factory=list)  # what makes the answer unrepresentative
     aging_effects: list[str] = field(default_factory=list)  # what aging changed, per workload
     aging_notes: list[str] = field(default_factory=list)  # how each aged image was made
-    decide: Any = field(default=None, repr=False)  # decided.decider(run): pairs not in a view
+    decide: Decided | None = field(default=None, repr=False)  # the run's comparisons, asked once
 
     def comparison_of(self, base: Result, res: Result) -> Comparison | None:
         """The comparison of `res` against `base` as the run decided it (Run.verdicts), else
         decided now, once: what a plot marks beside a pair the tables compare too."""
-        return (self.decide or decider(self.run))(base, res)[0]
+        return (self.decide or Decided(self.run))(base, res)[0]
 
     def p99_of(self, res: Result) -> Comparison | None:
         """The p99 comparison of a latency-bound result's row against its table's baseline."""
@@ -256,19 +254,26 @@ class Report:
         return missing_pieces(self.run, width)
 
 
-# Records a renderer reads (it imports them from here: the model is its one source).
+# What a renderer reads, and the only place it imports from besides the style table and the
+# number words (tests/unit/test_architecture.py): the model's records; the run's records; the
+# report's grouping, baseline and names; the explanation's figures; the tune record.
 __all__ = [
     "SCHEMA_VERSION",
     "Answer",
     "AnswerItem",
+    "Decided",
     "DiskmarkCell",
     "DiskmarkGrid",
+    "Environment",
     "EnvironmentView",
     "Explanation",
+    "Group",
     "IntegrityRow",
     "IntegrityView",
     "Matrix",
     "MatrixTable",
+    "OpFigures",
+    "Profile",
     "Report",
     "Result",
     "ResultFacts",
@@ -279,22 +284,35 @@ __all__ = [
     "SemanticsView",
     "SummaryGrid",
     "Table",
+    "TuneChange",
+    "TuneRecord",
     "Why",
+    "baseline_result",
     "baselines",
     "build",
     "diff_runs",
+    "groups",
+    "is_matrix",
+    "latency",
+    "measured_subjects",
+    "placement_of",
+    "profile",
     "result_facts",
+    "result_title",
+    "tune_of",
+    "usable",
     "verdict_key",
     "verdict_record",
     "verdicts",
     "vs_cell",
+    "workload_key",
 ]
 
 
-def _row(res: Result, base: Result | None, lat: bool, stored: dict[str, Any] | None) -> Row:
+def _row(decided: Decided, res: Result, base: Result | None, lat: bool) -> Row:
     if res.status != "ok" or not res.samples:
         return Row(res.subject, res.status, res.error or "no samples")
-    c, said, vs, how = vs_cell(base, res, stored)
+    c, said, vs, how = decided(base, res)
     row = Row(
         subject=res.subject,
         status="ok",
@@ -324,12 +342,7 @@ def _row(res: Result, base: Result | None, lat: bool, stored: dict[str, Any] | N
         figs = latency.figures(res)
         row.iops = fmt_value(figs["iops"], 0) if figs.get("iops") else "–"
         row.p99 = fmt_value(figs["p99_us"]) if figs.get("p99_us") is not None else "–"
-        kept = Comparison.from_record(stored["p99"]) if stored and "p99" in stored else None
-        v = None if kept is not None else latency_verdict(base, res)
-        if kept is not None:
-            row.p99_comparison = kept
-        elif v is not None and v.ratio is not None:
-            row.p99_comparison = Comparison.of(v, False)
+        row.p99_comparison = decided.p99(base, res)
     return row
 
 
@@ -359,17 +372,16 @@ def why(e: Explanation | None, c: Comparison | None, base: str | None) -> Why | 
 
 
 # -- tables ----------------------------------------------------------------------------------------
-def tables(run: Run, explained: dict[int, Explanation]) -> list[Table]:
-    """One table per workload (the matrix has its own), subjects in run order."""
+def tables(run: Run, explained: dict[int, Explanation], decided: Decided) -> list[Table]:
+    """One table per workload (the matrix has its own), subjects in run order; each cell as
+    the run decided it (Run.verdicts), else decided now."""
     subjects = measured_subjects(run)
-    # What the run decided (Run.verdicts), shown as decided.
-    stored = {str(v.get("key")): v for v in run.verdicts}
     out = []
     for title, results in by_title(run).items():
         results.sort(key=lambda r: subjects.index(r.subject) if r.subject in subjects else 99)
         base = baseline_result(results, subjects)
         lat = any(latency.latency_bound(r) for r in results)
-        rows = [_row(r, base, lat, stored.get(verdict_key(r))) for r in results]
+        rows = [_row(decided, r, base, lat) for r in results]
         per_kop = not any(r.cpu.per_gib for r in results) and any(r.cpu.per_kop_ms for r in results)
         cpu_unit = (
             ("s/run" if all(per_run(r) for r in results) else "ms/kop") if per_kop else "s/GiB"
@@ -423,7 +435,7 @@ def unshown(tables: list[Table], explained: dict[int, Explanation]) -> dict[str,
 
 
 # -- the answer ------------------------------------------------------------------------------------
-def answer_list(run: Run, explained: dict[int, Explanation]) -> list[Answer]:
+def answer_list(run: Run, explained: dict[int, Explanation], decided: Decided) -> list[Answer]:
     out = []
     for a in answers(run):
         if a.winner is None:
@@ -431,7 +443,7 @@ def answer_list(run: Run, explained: dict[int, Explanation]) -> list[Answer]:
         top = a.winner
         items = []
         for r in a.others:
-            c = compare(top, r)
+            c = decided.pair(top, r)
             if not a.separated and r in a.leaders:
                 items.append(AnswerItem(r.subject, c.leader_text(), "same", leader=True))
             else:
@@ -446,7 +458,7 @@ def answer_list(run: Run, explained: dict[int, Explanation]) -> list[Answer]:
             e = explained.get(id(r))
             if e is None or e.is_baseline or base is None or r is base:
                 continue
-            c = compare(base, r) if ranked(r) and base.samples and r.samples else None
+            c = decided.pair(base, r) if ranked(r) and base.samples and r.samples else None
             if c is not None and not c.decided:
                 whys.append(Why(r.subject, None, f"{c.words} against {base.subject}"))
             elif answer_factor(e) is not None:
@@ -476,29 +488,32 @@ def _answer_cell(top: Result, r: Result, c: Comparison) -> tuple[str, str]:
     return c.cell(), c.outcome
 
 
-def build(run: Run, explained: dict[int, Explanation] | None = None) -> Report:
+def build(
+    run: Run, explained: dict[int, Explanation] | None = None, decided: Decided | None = None
+) -> Report:
     """The report of a finished run: every table, the answer, the grids, integrity,
-    semantics and the environment, decided once."""
+    semantics and the environment, decided once (`decided`: the run's comparisons, shared
+    with the explanation when the caller made it)."""
+    decided = decided or Decided(run)
     if explained is None:
-        explained = {id(run.results[e.index]): e for e in explain_run(run)}
-    decide = decider(run)
-    said = answer_list(run, explained)
+        explained = {id(run.results[e.index]): e for e in explain_run(run, decided)}
+    said = answer_list(run, explained, decided)
     open_titles = {a.title for a in said if not a.separated}
-    shown = tables(run, explained)
+    shown = tables(run, explained, decided)
     return Report(
         run,
         shown,
         said,
-        matrix(run, decide),
-        diskmark(run, decide),
+        matrix(run, decided),
+        diskmark(run, decided),
         integrity(run),
         semantics(run),
         environment(run),
         page_only(run),
-        summary(run, decide, open_titles),
+        summary(run, decided, open_titles),
         unshown(shown, explained),
         vm_notes(run),
-        effect_lines(run),
+        effect_lines(run, decided),
         aging_lines(run),
-        decide,
+        decided,
     )

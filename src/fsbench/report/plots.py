@@ -16,7 +16,6 @@ from matplotlib.ticker import (
     NullFormatter,
 )
 
-from fsbench.records.schema import Result, Run
 from fsbench.report.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
@@ -31,17 +30,20 @@ from fsbench.report.figure import (
     styled,
     to_svg,
 )
-from fsbench.report.keys import placement_of, workload_key
 from fsbench.report.matrix_plots import knees, matrix_op_plot, ratio_heatmap, stride_plot
-from fsbench.report.naming import baseline_result
-from fsbench.report.style import glyph
-from fsbench.report.summary import (
+from fsbench.report.model import (
     Group,
+    Result,
+    Run,
+    baseline_result,
     groups,
     is_matrix,
     measured_subjects,
+    placement_of,
     usable,
+    workload_key,
 )
+from fsbench.report.style import glyph
 from fsbench.report.trace_plots import trace_plots
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ variables`, None when it has nothing to show; its template is templates/sections
 `render` (terminal) and `render_html` (the page) walk SECTIONS; neither orders anything itself,
 so adding a view is adding one record here (and its template when it shows on the page).
 A `View` is what every section reads: the run, the width, --verbose, and what several sections
-share, computed once (the explanation, the plots).
+share, computed once (the report model, the plots).
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from fsbench import __version__
-from fsbench.records.schema import Run
 from fsbench.report import table as term
 from fsbench.report import tune as tune_view
 from fsbench.report.diskmark import grid_table as diskmark_table
 from fsbench.report.diskmark import grid_view as diskmark_view
-from fsbench.report.explain import Explanation, explain_run
 from fsbench.report.html_views import (
     answer_view,
     integrity_view,
@@ -43,9 +41,14 @@ from fsbench.report.integrity import (
     semantics_table,
 )
 from fsbench.report.matrix_table import matrix_tables
-from fsbench.report.model import Report, build, diff_runs
-from fsbench.report.naming import result_title
-from fsbench.report.summary import measured_subjects
+from fsbench.report.model import (
+    Report,
+    Run,
+    build,
+    diff_runs,
+    measured_subjects,
+    result_title,
+)
 
 if TYPE_CHECKING:
     from fsbench.report.plots import Plot, Plots
@@ -67,12 +70,8 @@ class View:
     compare_with: list[Run] = field(default_factory=list)
 
     @cached_property
-    def explained(self) -> dict[int, Explanation]:
-        return {id(self.run.results[e.index]): e for e in explain_run(self.run)}
-
-    @cached_property
     def model(self) -> Report:
-        return build(self.run, self.explained)
+        return build(self.run)
 
     @cached_property
     def plots(self) -> Plots:

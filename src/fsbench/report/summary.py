@@ -1,140 +1,21 @@
 """What a run says, in words: per workload (and per Iozone operation) the fastest subject and
-by how much, with the CPU it cost. Also the grouping every report renderer shares.
+by how much, with the CPU it cost (the page's summary grid).
 
-Only reads finished `Run` records; every number comes from the results and the verdicts of
-`fsbench.verdict`.
+Only reads finished `Run` records; every comparison is one the run decided (report/decided.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fsbench.records.schema import Result, Run
-from fsbench.report.comparison import verdict_of
-from fsbench.report.naming import (
-    OUTCOME_WORDS,
-    centre_of,
-    confidence_text,
-    interval_text,
-    outcome,
-    ranked,
-    result_title,
-)
+from fsbench.report.comparison import Comparison
+from fsbench.report.decided import Decided, Pair
+from fsbench.report.grouping import Group, groups, measured_subjects, usable
+from fsbench.report.naming import OUTCOME_WORDS, centre_of, confidence_text, ranked, result_title
 from fsbench.stats.decide import gmean
-from fsbench.stats.verdict import Verdict
 from fsbench.units import fmt_ratio, fmt_value, size_text
-
-MATRIX_WORKLOAD = "iozone"
-OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")
-
-
-# -- grouping ------------------------------------------------------------------------------------
-def is_matrix(res: Result) -> bool:
-    return res.workload == MATRIX_WORKLOAD and "op" in res.params
-
-
-def by_title(run: Run) -> dict[str, list[Result]]:
-    """The results of each workload's table (its title), in run order; the matrix left out
-    (its tables are per operation)."""
-    out: dict[str, list[Result]] = {}
-    for r in run.results:
-        if not is_matrix(r):
-            out.setdefault(result_title(r), []).append(r)
-    return out
-
-
-def measured_subjects(run: Run) -> list[str]:
-    """Subjects in run order, those that were not measured at all left out."""
-    return [s.id for s in run.subjects if s.status != "unavailable"]
-
-
-def usable(res: Result | None) -> bool:
-    return res is not None and res.status == "ok" and res.median is not None and bool(res.samples)
-
-
-def cell_of(res: Result) -> tuple[int, int]:
-    """(file size, record size) of an Iozone result."""
-    return int(res.params.get("file_size", 0)), int(res.params.get("record_size", 0))
-
-
-@dataclass
-class Group:
-    """Results compared with each other: one workload variant, or one Iozone op over its cells.
-
-    `cells` maps a cell key (a result's title, or (file size, record size) in the matrix)
-    to the result of each subject there.
-    """
-
-    key: str
-    title: str
-    matrix: bool
-    cells: dict[object, dict[str, Result]] = field(default_factory=dict)
-    op: str = ""  # the Iozone operation of a matrix group
-    label: str = ""  # op, or op with its job count ("write-j4"): what plots and tables name
-
-    def results(self) -> list[Result]:
-        return [r for per in self.cells.values() for r in per.values()]
-
-    def subjects(self, order: Sequence[str]) -> list[str]:
-        present = {r.subject for r in self.results()}
-        return [s for s in order if s in present] + sorted(present - set(order))
-
-    @property
-    def higher_is_better(self) -> bool:
-        rs = self.results()
-        return rs[0].higher_is_better if rs else True
-
-    @property
-    def unit(self) -> str:
-        rs = self.results()
-        return rs[0].unit if rs else ""
-
-
-def groups(run: Run) -> list[Group]:
-    """Non-matrix workloads by title (run order), then Iozone ops in Iozone's order."""
-    plain: dict[str, Group] = {}
-    ops: dict[str, Group] = {}
-    for res in run.results:
-        if is_matrix(res):
-            op = str(res.params["op"])
-            jobs = res.params.get("numjobs") or 1
-            label = op if jobs == 1 else f"{op}-j{jobs}"
-            if res.params.get("placement"):
-                # Each placement is its own matrix: its cells must not overwrite another's.
-                label += f"@{res.params['placement']}"
-            g = ops.setdefault(
-                label, Group(f"iozone/{label}", f"Iozone {label}", True, op=op, label=label)
-            )
-            g.cells.setdefault(cell_of(res), {})[res.subject] = res
-        else:
-            title = result_title(res)
-            g = plain.setdefault(title, Group(title, title, False))
-            g.cells.setdefault(title, {})[res.subject] = res
-    ordered_ops = sorted(
-        ops.values(),
-        key=lambda g: (OP_ORDER.index(g.op) if g.op in OP_ORDER else 99, g.label),
-    )
-    for g in ordered_ops:
-        g.cells = dict(sorted(g.cells.items(), key=lambda kv: kv[0]))  # type: ignore[arg-type,return-value]
-    return [*plain.values(), *ordered_ops]
-
-
-def report_order(run: Run) -> list[Result]:
-    """Every result in the order the report shows them: workloads as the tables (run order,
-    then the Iozone ops), subjects as the tables (run order, baseline first); a result no
-    table shows last. export and diff list rows in this order."""
-    order = measured_subjects(run)
-    out: list[Result] = []
-    seen: set[int] = set()
-    for g in groups(run):
-        for per in g.cells.values():
-            for s in g.subjects(order):
-                r = per.get(s)
-                if r is not None and id(r) not in seen:
-                    out.append(r)
-                    seen.add(id(r))
-    return out + [r for r in run.results if id(r) not in seen]
 
 
 # -- comparisons ----------------------------------------------------------------------------------
@@ -160,7 +41,7 @@ class Standing:
     tested: int  # cells with a verdict at all (an interval)
     not_significant: int  # cells where it is ≈ or open
     cells: int
-    single: Verdict | None = None  # the verdict when the group has one cell
+    single: Comparison | None = None  # the comparison when the group has one cell
 
     @property
     def ratio(self) -> float | None:
@@ -265,7 +146,9 @@ def _problems(group: Group) -> list[str]:
     return lines
 
 
-def finding(group: Group, order: Sequence[str]) -> Finding:
+def finding(group: Group, order: Sequence[str], pair: Pair) -> Finding:
+    """The group's fastest and every other subject against it, cell by cell, each comparison
+    the one the run decided (`pair`: Decided.pair)."""
     subjects = group.subjects(order)
     ok_subjects = [
         s
@@ -300,7 +183,7 @@ def finding(group: Group, order: Sequence[str]) -> Finding:
         single = None
         for c in cells:
             b, o = group.cells[c][best], group.cells[c][s]
-            cmp_ = verdict_of(b, o)
+            cmp_ = pair(b, o)
             single = cmp_ if len(cells) == 1 else None
             if cmp_.ratio is not None:
                 ratios.append(cmp_.ratio)
@@ -309,8 +192,8 @@ def finding(group: Group, order: Sequence[str]) -> Finding:
                 cpus.append(cr)
             if cmp_.interval is not None:
                 tested += 1
-                sig += int(cmp_.mark in ("above", "below"))
-                ns += int(cmp_.mark not in ("above", "below"))
+                sig += int(cmp_.decided)
+                ns += int(not cmp_.decided)
         standings.append(Standing(s, ratios, cpus, sig, tested, ns, len(cells), single))
     sentences = _sentences(group, best, scores[best], standings, cells)
     return Finding(
@@ -342,14 +225,14 @@ def _sentences(
             rate = f"takes {fmt_ratio(r)} as long as {best}"
         if one and st.single is not None and st.single.interval:
             pct = f"{confidence_text(st.single.confidence)}"
-            rate += f" [{pct} % interval {interval_text(st.single)}]"
+            rate += f" [{pct} % interval {st.single.interval_text}]"
         elif not one:
             rate += f" (geometric mean; {fmt_ratio(min(st.ratios))}–{fmt_ratio(max(st.ratios))})"
         text = f"{st.subject} {rate}"
         if st.cpu is not None:
             text += f" and spends {fmt_ratio(st.cpu)} the CPU per GiB"
         if one and st.single is not None:
-            said = outcome(st.single, hib)
+            said = st.single.outcome
             if said not in ("better", "worse"):
                 text += f"; {OUTCOME_WORDS[said]}"
         elif not one:
@@ -362,6 +245,9 @@ def _sentences(
     return out
 
 
-def findings(run: Run) -> list[Finding]:
+def findings(run: Run, decided: Decided | None = None) -> list[Finding]:
+    """Every group's finding, with the comparisons the report decided (`decided`: the model's;
+    None: the run's own, decided here once)."""
     order = measured_subjects(run)
-    return [finding(g, order) for g in groups(run)]
+    pair = (decided or Decided(run)).pair
+    return [finding(g, order, pair) for g in groups(run)]

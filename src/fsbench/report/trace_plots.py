@@ -14,8 +14,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from fsbench.records.schema import Run
-from fsbench.report.explain import OpFigures, Profile, placement_of, profile, workload_key
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
@@ -25,7 +23,17 @@ from fsbench.report.figure import (
     slug,
     styled,
 )
-from fsbench.report.summary import is_matrix, measured_subjects, usable
+from fsbench.report.model import (
+    OpFigures,
+    Profile,
+    Run,
+    is_matrix,
+    measured_subjects,
+    placement_of,
+    profile,
+    usable,
+    workload_key,
+)
 
 # A colour per series inside a panel (opcode or direction); the subject is the panel's title.
 SERIES_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")

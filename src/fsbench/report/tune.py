@@ -9,13 +9,13 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.records.tunerecord import TuneChange, TuneRecord, tune_of
+from fsbench.report.model import TuneChange, TuneRecord, tune_of
 from fsbench.report.style import colour, css
 from fsbench.units import fmt_ratio, fmt_value
 
 if TYPE_CHECKING:
-    from fsbench.records.schema import Run
     from fsbench.report.figure import Plot
+    from fsbench.report.model import Run
 
 SAFETY = {
     "safe": "safe",

@@ -232,8 +232,8 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
     figures only."""
     from fsbench.report.diff import ratio_text, verdict_class
     from fsbench.report.naming import confidence_text
-    from fsbench.report.summary import fmt_value
     from fsbench.report.table import pack
+    from fsbench.units import fmt_value
 
     con = con or Console()
     wide = con.width >= 100
