@@ -288,9 +288,19 @@ def test_integrity_and_semantics_are_the_same_everywhere(out: Outputs) -> None:
 
 
 def test_what_an_output_cannot_show_is_named(out: Outputs) -> None:
-    """The markdown names every section only the page shows; nothing is dropped silently."""
+    """The markdown and the terminal name everything of the run only the page shows (the
+    terminal leaves out what it shows with --verbose, and says so there); nothing is dropped
+    silently."""
     named = out.markdown.split("Not in this export: ", 1)[1].split(": see report.html", 1)[0]
-    assert named == ", ".join(out.model.page_only)
+    assert named == ", ".join(p.words for p in out.model.page_only)
+    flat = " ".join(out.terminal.split())
+    said = flat.split("only in report.html: ", 1)[1].split(" results: ", 1)[0].strip()
+    assert said == out.model.not_shown(verbose_shows=True)
+    for p in out.model.page_only:
+        assert (p.words in said) != p.verbose, p
+        if p.verbose:  # shown with --verbose, and the line that leaves it out says so
+            assert "--verbose" in flat
+    assert "the environment tables" in said
     if out.model.matrix is not None:
         assert "the Iozone matrix's plots" in named
     if out.run.model_extra.get("migrated_from"):

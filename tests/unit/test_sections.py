@@ -109,3 +109,15 @@ def test_the_legend_sits_beside_the_answer_and_under_the_tables() -> None:
     legend = next(i for i, ln in enumerate(out) if ln.startswith("vs: ratio"))
     semantics = next(i for i, ln in enumerate(out) if ln.startswith("semantics"))
     assert legend < semantics  # the tables' legend comes with the tables
+
+
+def test_every_section_the_terminal_cannot_show_is_named_there() -> None:
+    """A section with a page part and no terminal part is something of the run the terminal
+    names instead ("only in report.html: …", report/facts.py PAGE_ONLY), never
+    drops in silence; 'comparison' (other runs, `report --with`) is not the run's."""
+    from fsbench.report.facts import PAGE_ONLY
+
+    page_only = {s.id for s in SECTIONS if s.terminal is None and s.html is not None}
+    named = {sid for _, p in PAGE_ONLY for sid in p.sections}
+    assert page_only - {"comparison"} <= named, page_only - named
+    assert named <= {s.id for s in SECTIONS}, named

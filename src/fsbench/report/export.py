@@ -430,7 +430,7 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
         "",
     ]
     if report.page_only:
-        lines += [f"Not in this export: {', '.join(report.page_only)}: see report.html.", ""]
+        lines += [f"Not in this export: {report.not_shown()}: see report.html.", ""]
     env = report.environment
     assert env is not None
     for said in (env.backing_note, env.noise and f"machine noise floor: {env.noise}",

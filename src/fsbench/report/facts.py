@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import statistics as _st
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fsbench.records.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
@@ -437,25 +438,45 @@ def environment(run: Run) -> EnvironmentView:
 
 
 # -- what only the page shows --------------------------------------------------------------------
-def page_only(run: Run) -> list[str]:
-    """What only the page (report.html) shows of the run: its plots, the summary grid, the
-    explanations in full, the integrity and semantics tables, the environment's; an export
-    names them, never drops them."""
-    out = []
-    checks = [
-        (any(usable(r) for r in run.results), "plots of rates, intervals and CPU"),
-        (any(is_matrix(r) for r in run.results), "the Iozone matrix's plots"),
-        (any(latency.latency_bound(r) and usable(r) for r in run.results), "latency CDF plots"),
-        (any(r.params.get("placement") for r in run.results), "placement plots"),
-        (any(r.params.get("clients") is not None for r in run.results), "client scaling"),
-        (any(usable(r) for r in run.results), "the summary grid"),
-        (any(usable(r) for r in run.results), "every reason in full"),
-        (bool(run.definitions), "your workloads' definitions"),
-        (any(s.integrity is not None for s in run.subjects), "integrity checks per subject"),
-        (any(s.semantics for s in run.subjects), "the semantics table"),
-        (True, "the environment and subjects tables"),
-    ]
-    for shown, what in checks:
-        if shown:
-            out.append(what)
-    return out
+@dataclass(frozen=True)
+class PageOnly:
+    """Something of the run only the page (report.html) shows: its words, the page's sections
+    that show it (report/sections.py ids), and whether the terminal shows it with --verbose
+    (and says so where it leaves it out)."""
+
+    words: str
+    sections: tuple[str, ...]
+    verbose: bool = False
+
+
+def _ok(run: Run) -> bool:
+    return any(usable(r) for r in run.results)
+
+
+# What the page shows that the terminal and the markdown do not, each with when the run has it.
+PAGE_ONLY: tuple[tuple[Callable[[Run], bool], PageOnly], ...] = (
+    (_ok, PageOnly("rate and CPU plots", ("workloads", "costs"))),
+    (lambda run: any(is_matrix(r) for r in run.results),
+     PageOnly("the Iozone matrix's plots", ("matrix",))),
+    (lambda run: any(latency.latency_bound(r) and usable(r) for r in run.results),
+     PageOnly("latency CDF plots", ("latency",))),
+    (lambda run: any(r.params.get("placement") for r in run.results),
+     PageOnly("placement plots", ("placement",))),
+    (lambda run: any(r.params.get("clients") is not None for r in run.results),
+     PageOnly("client scaling", ("clients",))),
+    (_ok, PageOnly("the summary grid", ("summary",))),
+    (_ok, PageOnly("full reasons", ("workloads",))),
+    (lambda run: bool(run.definitions), PageOnly("your workloads' definitions", ("definitions",))),
+    (lambda run: any(s.integrity is not None for s in run.subjects),
+     PageOnly("integrity checks per subject", ("integrity",), verbose=True)),
+    (lambda run: any(s.semantics for s in run.subjects),
+     PageOnly("the semantics table", ("integrity",), verbose=True)),
+    (lambda _run: True, PageOnly("the environment tables", ("environment",))),
+)  # fmt: skip
+
+
+def page_only(run: Run) -> list[PageOnly]:
+    """What only the page (report.html) shows of this run: its plots, the summary grid, the
+    explanations in full, the integrity and semantics tables, the environment's; every other
+    output names them, never drops them."""
+    return [p for has, p in PAGE_ONLY if has(run)]

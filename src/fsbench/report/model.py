@@ -47,6 +47,7 @@ from fsbench.report.facts import (
     EnvironmentView,
     IntegrityRow,
     IntegrityView,
+    PageOnly,
     SemanticsCell,
     SemanticsView,
     environment,
@@ -215,7 +216,7 @@ class Report:
     integrity: IntegrityView | None = None
     semantics: SemanticsView | None = None
     environment: EnvironmentView | None = None
-    page_only: list[str] = field(default_factory=list)  # what only report.html shows
+    page_only: list[PageOnly] = field(default_factory=list)  # what only report.html shows
     summary: SummaryGrid | None = None  # workloads × subjects (the page's)
     unshown: dict[str, list[Explanation]] = field(default_factory=dict)  # model.unshown
     vm_notes: list[str] = field(default_factory=list)  # what makes the answer unrepresentative
@@ -249,6 +250,12 @@ class Report:
         """The verdicts' family (confidence, error rate, band) the legends state."""
         return family_of(self.run)
 
+    def not_shown(self, verbose_shows: bool = False) -> str:
+        """What an output leaves to the page, in words ('rate and CPU plots, the summary grid,
+        …'); `verbose_shows`: the terminal, which shows the integrity and
+        semantics tables with --verbose and says so where it leaves them out."""
+        return ", ".join(p.words for p in self.page_only if not (verbose_shows and p.verbose))
+
     def missing_lines(self, width: int) -> list[list[str]]:
         """The subjects not measured, per line its pieces (answer.missing_pieces)."""
         return missing_pieces(self.run, width)
@@ -273,6 +280,7 @@ __all__ = [
     "Matrix",
     "MatrixTable",
     "OpFigures",
+    "PageOnly",
     "Profile",
     "Report",
     "Result",

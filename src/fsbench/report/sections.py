@@ -271,6 +271,10 @@ def _comparison_html(v: View) -> dict[str, Any] | None:
 
 def _paths_terminal(v: View) -> list[RenderableType]:
     out: list[RenderableType] = []
+    # What only the page shows, named (report/facts.py PAGE_ONLY): never dropped in silence.
+    not_shown = v.model.not_shown(verbose_shows=True)
+    if not_shown:
+        out.append(Text(f"only in report.html: {not_shown}", style="dim"))
     if v.out_dir:
         report = Path(v.out_dir) / REPORT_NAME
         also = f" · report: {report}" if report.exists() else ""
