@@ -145,8 +145,9 @@ def execute(
                     else []
                 )
                 session.tracer = start_tracer(plan, lab, run)
-                session.runner = _runner(plan, run, targets, store, progress, session.tracer)
-                session.runner.execute()
+                if targets or plan.vm_stage is None:  # VMs alone: the guests' runners measure
+                    session.runner = _runner(plan, run, targets, store, progress, session.tracer)
+                    session.runner.execute()
                 _after_measuring(plan, lab, run, store, guard, on_step)
                 run.status = "complete"
         except Interrupted as e:

@@ -253,3 +253,56 @@ def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
     r = subprocess.run(_command("cleanup"), cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert _leftovers(run_id, state_dir, KILLED) == {}
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_tune_measures_the_ntfs3_candidate_beside_ntfs3g_in_one_vm(
+    vm_ready: None, tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fsbench tune`'s VM step, the lowest level of the tune that boots: the ntfs3 kernel
+    driver remedy (this kernel has no ntfs3) and the untuned ntfs-3g in one 6.12 guest, the
+    change read from the merged run as the tune reads it. The explain run and the choice are
+    the unit tests' (test_tune_kernel.py); the guest at its smallest, as the VM tests above."""
+    from fsbench.cli.commands.tune import _options
+    from fsbench.tune import invm, session
+    from fsbench.tune.budget import Group
+    from fsbench.tune.choose import Candidate
+    from fsbench.tune.remedies import REMEDIES
+
+    # Smaller than a tune's own emulated guest (invm.VM_SMALL): two rounds, no warm-up, no
+    # integrity check (the test above checks a guest's volumes).
+    small = {"--size": "64M", "--scale": "0.2", "--min-sample-time": "0.2", "--warmup": "0",
+             "--repeat": "2", "--no-integrity": ""}  # fmt: skip
+    monkeypatch.setattr(invm, "VM_SMALL", small)
+    monkeypatch.setattr(invm, "VM_SMALL_SIZE", 64 * 1024 * 1024)
+    before = _qemus()
+    o = _options("seq-write/fsync", tmp_path / "db", None)
+    req = session.Request("ntfs-3g", "ext4", o, ["fsbench", "tune"], 600, True, tmp_path / "out")
+    steps: list[str] = []
+    tuner = session.Tuner(req, steps.append)
+    tuner.record.workloads = ["seq-write/fsync"]
+    remedy = REMEDIES["ntfs3 kernel driver"]
+    cand = Candidate(remedy, 1.0, kernel=KILLED)  # debian-6.12: ntfs3 as a module
+    t0 = time.monotonic()
+    tuner._measure_group("candidates-1", Group(64 * 1024 * 1024, [cand], kernel=KILLED), {}, 1.0)
+    wall = time.monotonic() - t0
+    run = tuner.last
+    assert run is not None and tuner.code == 0, tuner.record.skipped
+    (vm,) = run.environment.vms
+    assert vm.kernel == KILLED and vm.status == "ok" and vm.subjects == ["ntfs-3g", "ntfs3"]
+    served = {s.id: s.served_by or "" for s in run.subjects}
+    assert served["ntfs3"].startswith("kernel ntfs3 (mount type ntfs3;"), served
+    assert "fuseblk" in served["ntfs-3g"]
+    (ch,) = tuner.record.changes
+    assert (ch.subject, ch.untuned, ch.workload, ch.placement) == (
+        "ntfs3", "ntfs-3g", "seq-write/fsync", "free"
+    )  # fmt: skip
+    assert ch.median and ch.untuned_median and ch.cell and ch.run_id == run.run_id
+    assert ch.lab.startswith(f"measured in a VM ({KILLED}) beside ntfs-3g in the same VM")
+    assert ch.emulated == (vm.virtualization == "emulated")
+    assert ch.use[0] == "mount -i -t ntfs3 DEVICE MOUNTPOINT"
+    assert any(f"booting {KILLED}" in s for s in steps)
+    assert _leftovers(run.run_id, state_dir, KILLED) == {}
+    assert _qemus() <= before
+    print(f"\ntune VM step: {wall:.0f} s wall, boot {vm.boot_seconds} s, {ch.cell}")

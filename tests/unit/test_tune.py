@@ -24,7 +24,7 @@ from fsbench.report.sections import render_html
 from fsbench.report.tune import terminal
 from fsbench.schedule.plan import Plan
 from fsbench.schedule.runner import workload_id
-from fsbench.tune import budget, session
+from fsbench.tune import budget, invm, remedies, session
 from fsbench.tune.choose import Gap, choose
 from fsbench.tune.outcome import gaps
 from fsbench.tune.remedies import KINDS, REMEDIES, SAFE, SAFETY_WORDS
@@ -120,6 +120,10 @@ SAME = 2.5
 LAB_EFFECT: dict[str, float] = {}
 
 
+# A kernel driver's samples, from the fixture's driver that stands for it (ntfs3: as ext4).
+STANDS_FOR = {"ntfs3": "ext4", "exfat": "ext4"}
+
+
 def fake_run(plan: Plan) -> Run:
     src = fixture_run()
     run = Run(run_id=plan.run_id, started="now", status="complete", command=plan.command)
@@ -137,10 +141,11 @@ def fake_run(plan: Plan) -> Run:
         # big_writes does nothing on a small volume (ntfs-3g's rule), as on the real driver.
         if "big_writes" in opts and plan.size < 4 * GiB:
             gain /= EFFECT["big_writes"]
-        bases = [r for r in src.results if r.subject == spec.driver.name
+        name = STANDS_FOR.get(spec.driver.name, spec.driver.name)
+        bases = [r for r in src.results if r.subject == name
                  and f"{r.workload}/{r.params.get('variant')}" in wanted]  # fmt: skip
         bases += [_as(r, w) for w in sorted(wanted) if w in AS for r in src.results
-                  if r.subject == spec.driver.name and f"{r.workload}/{r.params.get('variant')}"
+                  if r.subject == name and f"{r.workload}/{r.params.get('variant')}"
                   == AS[w][0]]  # fmt: skip
         for base, place in ((b, p) for b in bases for p in placements):
             g = gain * (SAME if place == "same" and spec.driver.kind == "fuse" else 1.0)
@@ -169,13 +174,53 @@ def _as(r: Any, wl: str) -> Any:
     })  # fmt: skip
 
 
+def fake_vm(monkeypatch: pytest.MonkeyPatch, here: dict[str, Any]) -> None:
+    """VMs faked: their plan fields carry the subjects the guest would measure (fake_run
+    measures them), and whether a VM can run (`here["vm"]`) is the test's to say."""
+
+    def plan_fields(kernel: str, subjects: list[str], workloads: list[str], size: int,
+                    budget_s: float) -> dict[str, Any]:  # fmt: skip
+        def stage(run: Run, store: Any, on_step: Any) -> None:
+            raise AssertionError("the fake pipeline measures a VM's subjects itself")
+
+        stage.guest = (kernel, subjects, invm.guest_args(workloads, size, "emulated", budget_s))  # type: ignore[attr-defined]
+        return {"subjects": [], "explicit": True, "unavailable": [], "vm_stage": stage}
+
+    monkeypatch.setattr(invm, "plan_fields", plan_fields)
+    monkeypatch.setattr(invm, "virtualization", lambda: "emulated")
+    monkeypatch.setattr(invm, "cached", lambda kernel: True)
+    monkeypatch.setattr(invm, "vm_problem", lambda backing: here.get("vm"))
+    monkeypatch.setattr(remedies, "host_has", lambda driver: here.get("host_has", False))
+
+
+def in_vm(plan: Plan) -> Plan:
+    """A VM run's plan as the fake pipeline measures it: the guest's subjects as the run's."""
+    from dataclasses import replace
+
+    from fsbench.records.schema import VM
+
+    kernel, subjects, _args = plan.vm_stage.guest  # type: ignore[union-attr]
+    specs = [parse_subject(s) for s in subjects]
+    plan = replace(plan, subjects=specs)
+    plan.vm = VM(kernel=kernel, release="6.12.95+deb12-amd64", virtualization="emulated",  # type: ignore[attr-defined]
+                 why_emulated="no vmx/svm", subjects=subjects)  # fmt: skip
+    return plan
+
+
 @pytest.fixture
 def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     plans: list[Plan] = []
+    here: dict[str, Any] = {"vm": "no VM in this test"}
+    fake_vm(monkeypatch, here)
 
     def execute(plan: Plan, on_step: Any = None, **_kw: Any) -> tuple[Run, int]:
         plans.append(plan)
+        vm = plan.vm_stage is not None
+        if vm:
+            plan = in_vm(plan)
         run = fake_run(plan)
+        if vm:
+            run.environment.vms.append(plan.vm)  # type: ignore[attr-defined]
         on_step(f"{plan.subjects[0].id} · sample 1")
         with Store(plan.db) as store:
             store.begin_run(run, plan.out_dir)
@@ -195,11 +240,17 @@ def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(session, "problem", problem)
 
     def go(
-        allow_unsafe: bool = False, subject: str = "ntfs-3g", workloads: str = "seq-write/fsync"
+        allow_unsafe: bool = False,
+        subject: str = "ntfs-3g",
+        workloads: str = "seq-write/fsync",
+        budget_s: float = 600,
+        **vm: Any,  # vm: why no VM can run (None: one can); host_has: the host has the driver
     ) -> tuple[Run, list[Plan], list[str]]:
+        here.update(vm)
         o = _options(workloads, tmp_path / "db.sqlite", None)
-        out = tmp_path / f"out-{subject}-{allow_unsafe}"
-        req = session.Request(subject, "ext4", o, ["fsbench", "tune"], 600, allow_unsafe, out)
+        out = tmp_path / f"out-{subject}-{allow_unsafe}-{len(plans)}"
+        req = session.Request(subject, "ext4", o, ["fsbench", "tune"], budget_s, allow_unsafe,
+                              out)  # fmt: skip
         steps: list[str] = []
         run, _record, code = session.Tuner(req, steps.append).run()
         assert code == 0
@@ -290,7 +341,7 @@ def test_the_stored_tune_run_reads_back(tuned: Any, tmp_path: Path) -> None:
         again = store.load_run(run.run_id)
     t = tune_of(again)
     assert t is not None and t.combination and t.subject == "ntfs-3g"
-    assert (tmp_path / "out-ntfs-3g-False" / "results.json").exists()
+    assert (tmp_path / "out-ntfs-3g-False-0" / "results.json").exists()
 
 
 def test_diff_sets_two_tunes_side_by_side(tuned: Any, tmp_path: Path) -> None:

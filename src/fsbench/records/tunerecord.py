@@ -44,6 +44,8 @@ class TuneChange(_Model):
     change: str = ""
     safety: str = "safe"
     lab: str = ""  # what the lab changed for it ("image 4.25 GiB: big_writes needs ≥ 4 GiB")
+    vm: str = ""  # the VM it was measured in, the untuned subject beside it ("": this host)
+    emulated: bool = False  # that VM ran emulated: its ratio is not representative
     run_id: str = ""  # the run it was measured in
     unit: str = ""
     higher_is_better: bool = True

@@ -28,6 +28,14 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{round(100 * x)} %"
 
 
+def where(c: TuneChange) -> str:
+    """The workload column's tag: a placement other than free, a VM the change ran in."""
+    tags = [c.placement] if c.placement != "free" else []
+    if c.vm:
+        tags.append(f"VM {c.vm.split(' ')[0]}" + (", emulated" if c.emulated else ""))
+    return f" [{'; '.join(tags)}]" if tags else ""
+
+
 def label(c: TuneChange) -> str:
     if c.name == "combination":
         return "together: " + " + ".join(c.remedies)
@@ -66,10 +74,9 @@ def changes_table(t: TuneRecord) -> Table:
     for col in ("change", "workload", "gain (verdict)", "gap closed", "safety"):
         table.add_column(col, overflow="fold")
     for c in [*t.changes, *t.combination]:
-        where = f" [{c.placement}]" if c.placement != "free" else ""
         table.add_row(
             label(c),
-            c.workload + where,
+            c.workload + where(c),
             Text(c.cell or "–", style=colour(c.outcome)),
             pct(c.gap_closed),
             Text(SAFETY.get(c.safety, c.safety), style="bold red" if c.safety != "safe" else ""),
@@ -86,8 +93,9 @@ def lab_lines(t: TuneRecord) -> list[str]:
 
 
 def best(changes: list[TuneChange]) -> TuneChange | None:
-    """The measured change that closes the most of a gap with a ▲."""
-    won = [c for c in changes if c.outcome == "better"]
+    """The measured change that closes the most of a gap with a ▲ (not one measured in an
+    emulated VM: its ratio is not representative)."""
+    won = [c for c in changes if c.outcome == "better" and not c.emulated]
     return max(won, key=lambda c: (c.gap_closed or 0.0, c.gain or 0.0), default=None)
 
 
@@ -112,6 +120,7 @@ def answer_lines(t: TuneRecord) -> list[Text]:
         vs = f"; {c.versus}" if c.versus else "; not measured against the best change alone"
         out.append(Text(f"together ({' + '.join(c.remedies)}) on {c.workload}: {c.cell}, "
                         f"{pct(c.gap_closed)} of the gap closed{vs}"))  # fmt: skip
+    out += emulated_lines(t)
     use = recommended(t)
     if use is None:
         out.append(Text("no measured change was decidedly faster (▲) than the untuned subject"))
@@ -119,6 +128,20 @@ def answer_lines(t: TuneRecord) -> list[Text]:
     unsafe = f" ({SAFETY[use.safety]}: {use.change})" if use.safety != "safe" else ""
     out.append(Text(f"to use {label(use)}{unsafe}:", "bold red" if unsafe else "green"))
     out += [Text(f"  {u}") for u in use.use]
+    return out
+
+
+def emulated_lines(t: TuneRecord) -> list[Text]:
+    """Changes measured in an emulated VM, once each: their verdicts beside the untuned subject
+    in that VM, that they are not representative, and the command to use them."""
+    out: list[Text] = []
+    for name in dict.fromkeys(c.name for c in t.changes if c.emulated):
+        mine = [c for c in t.changes if c.name == name]
+        cells = ", ".join(f"{c.workload} {c.cell}" for c in mine)
+        out.append(Text(f"{label(mine[0])}: {cells} in an emulated VM beside {mine[0].untuned}: "
+                        "not representative; measure it under KVM before choosing it; to use "
+                        "it:", "yellow"))  # fmt: skip
+        out += [Text(f"  {u}") for u in mine[0].use]
     return out
 
 
@@ -182,7 +205,7 @@ def html(run: Run) -> dict[str, Any] | None:
     rows = [
         {
             "change": label(c),
-            "workload": c.workload + (f" [{c.placement}]" if c.placement != "free" else ""),
+            "workload": c.workload + where(c),
             "cell": c.cell,
             "outcome": css(c.outcome),
             "gap": pct(c.gap_closed),
@@ -206,8 +229,7 @@ def markdown(run: Run) -> list[str]:
     out += ["", "| change | workload | gain (verdict) | gap closed | safety | lab |",
             "|---|---|---|---|---|---|"]  # fmt: skip
     for c in [*t.changes, *t.combination]:
-        where = f" [{c.placement}]" if c.placement != "free" else ""
-        out.append(f"| {label(c)} | {c.workload}{where} | {c.cell} | {pct(c.gap_closed)} | "
+        out.append(f"| {label(c)} | {c.workload}{where(c)} | {c.cell} | {pct(c.gap_closed)} | "
                    f"{SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
     use = recommended(t)
     if use is not None:
@@ -262,11 +284,11 @@ def tune_diff_lines(d: dict[str, Any]) -> list[Text]:
     out = [Text(f"tune: {d['subject_a']} (A) → {d['subject_b']} (B); each change against its "
                 "own run's untuned subject", style="bold")]  # fmt: skip
     for r in d["rows"]:
-        where = f" [{r['placement']}]" if r["placement"] != "free" else ""
+        at = f" [{r['placement']}]" if r["placement"] != "free" else ""
         a, b = r["a"] or "not measured", r["b"] or "not measured"
         moved = "  (verdict changed)" if r["moved"] else ""
         unsafe = f" ({SAFETY.get(r['safety'], r['safety'])})" if r["safety"] != "safe" else ""
-        out.append(Text(f"  {r['change']}{unsafe} · {r['workload']}{where}: {a} → {b}{moved}",
+        out.append(Text(f"  {r['change']}{unsafe} · {r['workload']}{at}: {a} → {b}{moved}",
                         style="yellow" if r["moved"] else ""))  # fmt: skip
     same = d["use_a"] == d["use_b"]
     out.append(Text(f"  the change to use: {d['use_a'] or 'none decided'} → "

@@ -2,9 +2,11 @@
 
 A group is one candidates run: the untuned subject beside the candidates that need the same
 image size (a placement candidate adds no subject: it pins the untuned one, so it joins the
-first group), small enough for memory as the lab's own check counts it. The explain run says
-what a run costs here (`costs_of`): the seconds beyond measuring, and the subject's measuring
-seconds per workload; `fit_budget` keeps candidates in score order while their runs fit.
+first group), small enough for memory as the lab's own check counts it; a driver this host's
+kernel lacks gets a group of its own, one VM run per kernel, the untuned subject in the same VM
+(tune/invm.py). The explain run says what a run costs here (`costs_of`): the seconds beyond
+measuring, and the subject's measuring seconds per workload; `fit_budget` keeps candidates in
+score order while their runs fit.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import psutil
 
 from fsbench.records.schema import Run
 from fsbench.tune.choose import Candidate, Skipped
+from fsbench.tune.invm import vm_cost
 from fsbench.tune.remedies import REMEDIES
 
 GiB = 1024**3
@@ -33,6 +36,7 @@ class Group:
     cands: list[Candidate]
     # io-size: the untuned subject alone, each workload beside its resized variant
     io: bool = False
+    kernel: str = ""  # a VM run with this kernel, the untuned subject beside its candidates
 
     @property
     def placements(self) -> list[str]:
@@ -55,7 +59,8 @@ def plan_groups(
     skipped: list[Skipped] = []
     placed = [c for c in cands if c.remedy.kind == "placement"]
     resized = [c for c in cands if c.remedy.kind == "io-size"]
-    for c in [c for c in cands if c.remedy.kind not in ("placement", "io-size")]:
+    in_vm = [c for c in cands if c.kernel]
+    for c in [c for c in cands if c.remedy.kind not in ("placement", "io-size") and not c.kernel]:
         size = c.size or base_size
         group = next((g for g in out if g.size == size and fits(size, len(g.cands) + 2)), None)
         if group is not None:
@@ -72,6 +77,8 @@ def plan_groups(
             out.append(Group(base_size, placed))
     if resized:  # a run of its own: other workloads, one subject
         out.append(Group(base_size, resized, io=True))
+    for kernel in dict.fromkeys(c.kernel for c in in_vm):  # a VM per kernel, after the host's
+        out.append(Group(base_size, [c for c in in_vm if c.kernel == kernel], kernel=kernel))
     return out, skipped
 
 
@@ -87,6 +94,9 @@ class Costs:
     def run(self, groups: list[Group], n_workloads: int) -> float:
         total = 0.0
         for g in groups:
+            if g.kernel:  # the untuned subject and its candidates in one VM
+                total += vm_cost(g.kernel, 1 + len(g.cands), n_workloads, self.per_cell_s)
+                continue
             subjects = 1 if g.io else 1 + sum(c.remedy.kind != "placement" for c in g.cands)
             cells = subjects * len(g.placements) * n_workloads * (2 if g.io else 1)
             total += self.overhead_s + self.image_s_per_gib * g.size / GiB * (subjects + 1)
@@ -116,6 +126,8 @@ def _no_ride(group: Group | None) -> str:
         return "no run of its image size is made for the others"
     if group.io:
         return "an io-size run measures one subject"
+    if group.kernel:
+        return "a VM run measures the drivers its kernel adds"
     if sum(c.remedy.kind != "placement" for c in group.cands) >= RIDERS_UNTIL:
         return f"its run has {RIDERS_UNTIL} candidates already (each more widens every interval)"
     return ""
@@ -126,7 +138,8 @@ def fit_budget(
 ) -> tuple[list[Group], list[Skipped]]:
     """Candidates in score order while the runs they need fit the budget left, keeping a
     combination run aside when two option changes could win (one with the placement is
-    measured in its candidates run). The best candidate is always measured."""
+    measured in its candidates run). The best candidate on this host is always measured; one
+    that needs a VM only when its run fits."""
     table = list(REMEDIES)  # ties keep the table's order, as choose() ranks them
     order = sorted(
         (c for g in groups for c in g.cands), key=lambda c: (-c.score, table.index(c.name))
@@ -135,8 +148,9 @@ def fit_budget(
     skipped: list[Skipped] = []
     for c in order:
         home = next(g for g in groups if c in g.cands)
-        trial = [Group(g.size, list(g.cands), g.io) for g in kept]
-        mine = next((g for g in trial if (g.size, g.io) == (home.size, home.io)), None)
+        trial = [Group(g.size, list(g.cands), g.io, g.kernel) for g in kept]
+        key = (home.size, home.io, home.kernel)
+        mine = next((g for g in trial if (g.size, g.io, g.kernel) == key), None)
         if kept and c.score <= 0:
             # Its factors stand for no measured share of the gap (context switches, readahead
             # windows): worth a subject in a run made anyway, not a run of its own, and not
@@ -149,17 +163,28 @@ def fit_budget(
                                                  f"of the gap, and {why}"))  # fmt: skip
                 continue
         if mine is None:
-            trial.append(Group(home.size, [c], home.io))
+            trial.append(Group(home.size, [c], home.io, home.kernel))
         else:
             mine.cands.append(c)
-        options = sum(x.remedy.kind not in ("placement", "io-size") for g in trial for x in g.cands)
+        options = sum(
+            x.remedy.kind not in ("placement", "io-size") and not x.kernel
+            for g in trial
+            for x in g.cands
+        )
         size = max(g.size for g in trial)
         combination = costs.combination(size, n_workloads) if options > 1 else 0.0
         need = costs.run(trial, n_workloads) + combination
-        if need <= left_s or not kept:
+        if need <= left_s or (not kept and not home.kernel):
             kept = trial
+        elif home.kernel:
+            vm = next(g for g in trial if g.kernel == home.kernel)
+            cost = costs.run([vm], n_workloads)
+            left = max(0.0, left_s - (need - cost))
+            why = f"needs a VM ({home.kernel}): ~{cost:.0f} s, budget left {left:.0f} s"
+            skipped.append(Skipped(c.remedy, f"{why}; raise --time-budget"))
         else:
             skipped.append(Skipped(c.remedy, f"the time budget left ({left_s:.0f} s) does not "
                                              f"cover it (~{need:.0f} s with the runs before "
                                              "it); raise --time-budget"))  # fmt: skip
+    kept.sort(key=lambda g: bool(g.kernel))  # the host's runs first, then each VM's
     return kept, skipped

@@ -22,9 +22,11 @@ from fsbench.tune.remedies import (
     REMEDIES,
     SAFETY_WORDS,
     Remedy,
+    addresses,
     applies_to,
     resized,
     unsafe,
+    vm_kernel,
 )
 
 GiB = 1024**3
@@ -48,6 +50,7 @@ class Candidate:
     size: int = 0  # the image size it needs (0: the run's default)
     lab: str = ""  # what the lab changes for it, in words
     covers: dict[str, tuple[str, float]] = field(default_factory=dict)  # workload -> factor
+    kernel: str = ""  # the kernel of the VM it is measured in ("": this host)
 
     @property
     def name(self) -> str:
@@ -61,7 +64,7 @@ class Skipped:
 
 
 def _addressed(remedy: Remedy, gap: Gap) -> list[Factor]:
-    return [f for f in gap.factors if f.name in remedy.factors]
+    return [f for f in gap.factors if addresses(remedy, f.name)]
 
 
 def _share(f: Factor) -> float:
@@ -101,7 +104,7 @@ def choose(
         if why:
             skipped.append(Skipped(r, why))
             continue
-        cands.append(_candidate(r, hits, base_size))
+        cands.append(_candidate(r, hits, base_size, driver))
     cands.sort(key=lambda c: -c.score)
     return _until_spent(cands, [g.workload for g in gaps], skipped)
 
@@ -114,8 +117,8 @@ def why_not(r: Remedy, allow_unsafe: bool, problem: Callable[[Remedy], str | Non
     return problem(r) or ""
 
 
-def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int) -> Candidate:
-    c = Candidate(r, 0.0)
+def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int, driver: str) -> Candidate:
+    c = Candidate(r, 0.0, kernel=vm_kernel(r))
     for wl, factors in hits.items():
         if not factors:
             continue
@@ -124,12 +127,23 @@ def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int) -> Cand
         c.covers[wl] = (best.name, _share(best))
         share = f" {round(100 * _share(best))} % of the gap" if best.accounts is not None else ""
         c.addresses.append(f"{best.name}{share} ({wl}): {best.brief}")
-    c.size, c.lab = lab_change(r, base_size)
+    c.size, c.lab = lab_change(r, base_size, driver)
     return c
 
 
-def lab_change(r: Remedy, base_size: int) -> tuple[int, str]:
+def in_vm(kernel: str, untuned: str) -> str:
+    """What every output says of a change measured in a VM."""
+    return f"measured in a VM ({kernel}) beside {untuned} in the same VM"
+
+
+def lab_change(r: Remedy, base_size: int, untuned: str = "the untuned subject") -> tuple[int, str]:
     """The image size a remedy needs (0: the run's) and what the lab makes for it, in words."""
+    kernel = vm_kernel(r)
+    if kernel:
+        return 0, (
+            f"{in_vm(kernel, untuned)}: this host's kernel has no {r.change}, kernel {kernel} "
+            "has it (a VM boots it for this change alone)"
+        )
     if r.min_volume and base_size < r.min_volume:
         size = r.min_volume + VOLUME_MARGIN
         return size, (

@@ -9,6 +9,7 @@ time per unit of work: (t_untuned - t_candidate) / (t_untuned - t_reference).
 
 from __future__ import annotations
 
+import platform
 import shlex
 from collections.abc import Sequence
 
@@ -23,6 +24,8 @@ from fsbench.report.explain import Explanation, explain_result, workload_key
 from fsbench.report.keys import placement_of
 from fsbench.report.summary import usable
 from fsbench.tune.choose import Candidate, Gap
+from fsbench.tune.remedies import Remedy, vm_kernel
+from fsbench.vm.kernels import KNOWN
 
 
 def result_of(run: Run, subject: str, workload: str, placement: str = "free") -> Result | None:
@@ -153,6 +156,8 @@ def describe(
     c.addresses = [a for x in cands if x.remedy.name in c.remedies for a in x.addresses]
     c.use = use_lines(cand, c.placement, spec)
     for r in rs:
+        if r.kind == "kernel-driver":
+            c.use.append(kernel_line(r))
         if r.kind == "io-size":  # the application's change: the mount stays as it is
             new = r.change.partition("=")[2]
             c.use = [f"the application: {new} records instead of {r.replaces} (fio --bs={new}, "
@@ -184,6 +189,17 @@ def use_lines(s: SubjectSpec, placement: str, spec: SubjectSpec) -> list[str]:
     if spec.driver.name != d.name:
         out.append(f"(another driver: {d.name}, {DRIVERS[d.name].description})")
     return out
+
+
+def kernel_line(r: Remedy) -> str:
+    """What a kernel-driver change needs of the kernel, and where this host stands."""
+    d = DRIVERS[r.change]
+    need = f"needs a kernel with {d.fstype} (the {d.module} module)"
+    if not vm_kernel(r):
+        return f"{need}: this kernel ({platform.release()}) has it"
+    known = KNOWN.get(r.kernel)
+    has = f"{known.description}, fsbench's {r.kernel}" if known else r.kernel
+    return f"{need}: this kernel ({platform.release()}) has none; {has} has it"
 
 
 def knob_lines(k: Knob) -> list[str]:

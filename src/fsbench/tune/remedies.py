@@ -2,9 +2,10 @@
 
 A remedy names the drivers it applies to, the explanation factors it addresses (`Factor.name`
 of a probe: "fuse WRITE", "wake-ups", "cpu", ...), the change itself (a mount option, another
-FUSE transport, a CPU placement, an mkfs option, a block-device setting), what it requires (a
-volume of at least some size, a daemon built here), its safety class and where it is documented.
-`fsbench tune` reads this table only; adding a remedy is adding a record.
+FUSE transport, a CPU placement, an mkfs option, a block-device setting, another driver in the
+kernel), what it requires (a volume of at least some size, a daemon built here, a kernel with the
+driver), its safety class and where it is documented. `fsbench tune` reads this table only;
+adding a remedy is adding a record.
 
 Safety classes: `safe` changes nothing a program can see; `trades-durability` may lose or
 tear recent writes on power loss; `changes-semantics` changes what programs see (atime,
@@ -26,7 +27,15 @@ SAFETY_WORDS = {
     SEMANTICS: "UNSAFE: changes what programs see",
 }
 # What a change is; each kind says how the candidate subject and the command to use it are made.
-KINDS = ("mount-option", "transport", "placement", "mkfs-option", "block-device", "io-size")
+KINDS = (
+    "mount-option",
+    "transport",
+    "placement",
+    "mkfs-option",
+    "block-device",
+    "io-size",
+    "kernel-driver",
+)
 # Kinds this lab can make a candidate of; the others are listed and skipped with the reason.
 MEASURABLE = set(KINDS)
 NOT_MEASURABLE: dict[str, str] = {}
@@ -35,13 +44,16 @@ FUSE_LIBFUSE2 = ("fuse2fs", "exfat-fuse")  # Debian 12's builds link libfuse 2.9
 FUSE_ALL = ("ntfs-3g", "lowntfs-3g", "fuse2fs", "fuse2fs-3.18", "exfat-fuse")
 NTFS3G = ("ntfs-3g", "lowntfs-3g")
 KERNEL_DISK = ("ext4", "ext2", "xfs", "btrfs")
+# Every cost a FUSE daemon adds: its requests of any kind ("fuse *": fuse WRITE, fuse GETXATTR,
+# ...), the daemon's own time in each, the wake-ups and switches between it and the application.
+FUSE_COSTS = ("fuse *", "daemon split", "wake-ups", "context switches", "cpu")
 
 
 @dataclass(frozen=True)
 class Remedy:
     name: str
     drivers: tuple[str, ...]
-    factors: tuple[str, ...]  # explanation factor names (Factor.name) it addresses
+    factors: tuple[str, ...]  # explanation factor names (Factor.name) it addresses; "fuse *": any
     kind: str  # one of KINDS
     change: str  # the mount option(s), transport, placement or mkfs option
     says: str  # what it does, in a line
@@ -51,6 +63,9 @@ class Remedy:
     driver: str = ""  # transport remedies: the driver that offers it (a build of fsbench's)
     where: str = "device"  # block-device remedies: its loop device, or its FUSE mount's bdi
     replaces: str = ""  # io-size remedies: the record size it replaces (change: "bs=8k")
+    # kernel-driver remedies (change: the driver): the kernel (vm/kernels.py's KNOWN) that has
+    # it, booted in a VM where this host's kernel lacks it
+    kernel: str = ""
 
     def option_names(self) -> list[str]:
         """The mount options the change names (for the check that the driver accepts them)."""
@@ -197,6 +212,32 @@ REMEDIES: dict[str, Remedy] = by_name(
         source="fio(1) bs=, dd(1) bs=: the application's own buffer size",
         replaces="4k",
     ),
+    # Another driver for the same volume: no request crosses to a daemon. What programs see
+    # differs (docs/tune.md, measured by the semantics probe in one VM): ntfs3 keeps the mode
+    # chmod sets where ntfs-3g shows 0777 whatever is set, honours O_DIRECT and fallocate, and
+    # makes no sparse files; the kernel's exfat shows 0755 where exfat-fuse shows 0777.
+    Remedy(
+        "ntfs3 kernel driver",
+        NTFS3G,
+        FUSE_COSTS,
+        "kernel-driver",
+        "ntfs3",
+        "the kernel's ntfs3 driver instead of the FUSE daemon: no request leaves the kernel",
+        SEMANTICS,
+        "Documentation/filesystems/ntfs3.rst; ntfs-3g(8) (permissions, streams_interface)",
+        kernel="debian-6.12",
+    ),
+    Remedy(
+        "exfat kernel driver",
+        ("exfat-fuse",),
+        FUSE_COSTS,
+        "kernel-driver",
+        "exfat",
+        "the kernel's exfat driver instead of the FUSE daemon: no request leaves the kernel",
+        SEMANTICS,
+        "Documentation/filesystems/exfat.rst (fs/exfat); mount.exfat-fuse(8) (umask)",
+        kernel="debian-6.12",
+    ),
     Remedy(
         "noatime",
         ("ext4", "xfs", "btrfs"),
@@ -251,6 +292,27 @@ REMEDIES: dict[str, Remedy] = by_name(
 
 def applies_to(remedy: Remedy, driver: str) -> bool:
     return driver in remedy.drivers
+
+
+def addresses(remedy: Remedy, factor: str) -> bool:
+    """Whether the remedy addresses an explanation factor (a name, or a "prefix *" of names)."""
+    return any(
+        factor == f or (f.endswith(" *") and factor.startswith(f[:-1])) for f in remedy.factors
+    )
+
+
+def host_has(driver: str) -> bool:
+    from fsbench.lab.drivers import DRIVERS, availability
+
+    return availability(DRIVERS[driver]).available
+
+
+def vm_kernel(r: Remedy) -> str:
+    """The kernel a VM must boot to measure the remedy ("" on this host): a kernel-driver
+    remedy whose driver this host's kernel lacks."""
+    if r.kind != "kernel-driver" or not r.kernel:
+        return ""
+    return "" if host_has(r.change) else r.kernel
 
 
 def unsafe(remedy: Remedy) -> bool:

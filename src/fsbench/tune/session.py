@@ -8,7 +8,8 @@ interleaved rounds, the run's verdicts), each stored like any `compare`:
 2. candidates: the remedies those factors point at (tune/choose.py), measured against the
    untuned subject in the same run; a remedy that needs a bigger volume gets a run on images of
    that size (the untuned subject beside it on the same size), a placement candidate puts
-   `same` beside `free`.
+   `same` beside `free`, a driver this kernel lacks a VM with a kernel that has it, the
+   untuned subject beside it in the same VM (tune/invm.py).
 3. combination: the winners (▲ on a workload, ▼ on none) together, against the untuned
    subject, when there are two or more.
 
@@ -36,10 +37,11 @@ from fsbench.records.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip
 from fsbench.report.keys import placement_of
 from fsbench.schedule.dimensions.placement import PLACEMENTS, allowed_cpus
 from fsbench.schedule.plan import Plan, plan_from_options
+from fsbench.tune import invm
 from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
 from fsbench.tune.choose import Candidate, Skipped, choose, lab_change, why_not
 from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
-from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized
+from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized, vm_kernel
 
 GiB = 1024**3
 PROMISING = 1.05  # a median speed-up this large joins the combination though not separated
@@ -108,6 +110,8 @@ def candidate_spec(spec: SubjectSpec, r: Remedy) -> SubjectSpec:
         return parse_subject(f"{r.driver or spec.driver.name}:{','.join([r.change, *opts])}")
     if r.kind in ("mkfs-option", "block-device"):
         return with_lab_changes(spec, r.mkfs_args(), r.knobs())
+    if r.kind == "kernel-driver":  # another driver: the FUSE daemon's options do not carry over
+        return parse_subject(r.change)
     return spec
 
 
@@ -128,9 +132,21 @@ def problem(spec: SubjectSpec, backing: str = "ram") -> Callable[[Remedy], str |
             if not av.available:
                 return f"{d.name} is not available here: {av.reason}"
             return transports.subject_problem(candidate_spec(spec, r)) or None
+        if r.kind == "kernel-driver":
+            return _driver_problem(r, backing)
         return None
 
     return why
+
+
+def _driver_problem(r: Remedy, backing: str) -> str | None:
+    """A driver this host's kernel lacks is measured in a VM with a kernel that has it; why
+    not here, if it cannot be."""
+    if not vm_kernel(r):
+        return None  # this kernel has it: measured here, like any other driver
+    if not r.kernel:
+        return f"this kernel has no {r.change} and the remedy names no kernel that has it"
+    return invm.vm_problem(backing)
 
 
 class Tuner:
@@ -164,10 +180,11 @@ class Tuner:
         self.on_step(f"tune {self.phase} · {msg} · budget {left // 60}:{left % 60:02d} left")
 
     def plan(self, name: str, specs: list[SubjectSpec], size: int, placements: list[str],
-             share: float, workloads: list[str] | None = None) -> Plan:  # fmt: skip
+             share: float, workloads: list[str] | None = None,
+             vm: dict[str, Any] | None = None) -> Plan:  # fmt: skip
         """One step's plan: compare's checked options with this step's subjects, image size,
         placements, workloads (an io-size run's own), output directory and share of the
-        budget left."""
+        budget left; `vm`: a VM run's plan fields instead of the host's subjects (invm)."""
         from fsbench.schedule.dimensions.placement import parse_placements
 
         o = dict(self.req.options)
@@ -176,17 +193,18 @@ class Tuner:
         o["out"] = self.req.out_dir / name
         o["placement"] = parse_placements(",".join(placements))
         o["time_budget"] = max(1.0, self.clock.left() * share)
+        fields = vm or {"subjects": specs, "explicit": True}
         return plan_from_options(
-            o, self.req.argv, o["time_budget"], subjects=specs, explicit=True,
-            backing=o["backing"], size=size, tune=not o["no_tune"],
-            integrity=not o["no_integrity"],
+            o, self.req.argv, o["time_budget"], backing=o["backing"], size=size,
+            tune=not o["no_tune"], integrity=not o["no_integrity"], **fields,
         )  # fmt: skip
 
     def measure(self, name: str, specs: list[SubjectSpec], size: int, placements: list[str],
-                share: float, workloads: list[str] | None = None) -> Run:  # fmt: skip
+                share: float, workloads: list[str] | None = None,
+                vm: dict[str, Any] | None = None) -> Run:  # fmt: skip
         """One lab run through the pipeline, with its share of the budget left."""
         self.phase = name
-        plan = self.plan(name, specs, size, placements, share, workloads)
+        plan = self.plan(name, specs, size, placements, share, workloads, vm)
         # Through the module: a test that replaces pipeline.execute replaces it here too
         # (an imported name kept the real one, and tune's fuzz cases mounted real labs).
         run, code = pipeline.execute(plan, on_step=self.step)
@@ -210,7 +228,7 @@ class Tuner:
             if not applies_to(r, self.spec.driver.name):
                 continue
             why = why_not(r, self.req.allow_unsafe, problem(self.spec, self._backing()))
-            size, made = lab_change(r, self.base_size)
+            size, made = lab_change(r, self.base_size, self.spec.id)
             lab = f"; the lab makes {size / GiB:g} GiB images for it" if size else (
                 f"; the lab: {made}" if made else "")  # fmt: skip
             remedies.append({
@@ -251,7 +269,7 @@ class Tuner:
         gap_of = {x.workload: x for x, _ in found}
         for i, g in enumerate(groups):
             # The plan was made on estimates: a later group that no longer fits is skipped.
-            if i and self.costs.run([g], n_wl) > self.clock.left():
+            if (i or g.kernel) and self.costs.run([g], n_wl) > self.clock.left():
                 why = f"the budget left ({self.clock.left():.0f} s) no longer covers its run"
                 self._skip([Skipped(c.remedy, why + "; raise --time-budget") for c in g.cands])
                 continue
@@ -271,6 +289,8 @@ class Tuner:
     def _measure_group(self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float) -> None:
         if g.io:
             return self._measure_resized(name, g, gap_of, share)
+        if g.kernel:
+            return self._measure_in_vm(name, g, gap_of, share)
         specs = [self.spec]
         for c in g.cands:
             s = candidate_spec(self.spec, c.remedy)
@@ -303,13 +323,41 @@ class Tuner:
                 ch.remedies = [c.name]
                 self.record.changes.append(describe(ch, [c], self.spec, self.spec))
 
+    def _measure_in_vm(self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float) -> None:
+        """The candidates of one VM kernel beside the untuned subject in one VM (their ratio is
+        the VM's alone); the kernel fetched first if it is not cached."""
+        subjects = [self.spec.id, *(candidate_spec(self.spec, c.remedy).id for c in g.cands)]
+        left = self.clock.left() * share
+        try:
+            vm = invm.plan_fields(g.kernel, subjects, self.record.workloads, g.size, left)
+        except (EnvironmentProblem, UsageError) as e:
+            self._skip([Skipped(c.remedy, f"needs a VM ({g.kernel}): {e}") for c in g.cands])
+            return
+        size = invm.guest_size(g.size, invm.virtualization())
+        run = self.measure(name, [], size, ["free"], share, vm=vm)
+        self.measured.append((g, run))
+        where, emulated, line = invm.measured_in(run, g.kernel, self.spec.id)
+        for c in g.cands:
+            s = candidate_spec(self.spec, c.remedy)
+            for wl in workloads_of(run):
+                ch = change(c.name, s.id, self.spec.id, "free", run, wl, gap_of.get(wl))
+                if ch is None:
+                    continue
+                ch.remedies = [c.name]
+                ch = describe(ch, [c], self.spec, s)
+                ch.vm, ch.emulated, ch.lab = where, emulated, line
+                if emulated:  # a ratio of emulated work says nothing of the host's gap
+                    ch.gap_closed = None
+                self.record.changes.append(ch)
+
     def _combine(self, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> None:
         """The winners together against the untuned subject. One option change with the
         placement was measured pinned in its candidates run (same images, same rounds): read
         there; more option or transport changes get a run with all of them in one subject."""
-        # An io-size change is the application's, measured on another workload: not one to
-        # merge into a subject (its verdict stands alone).
-        cands = [c for c in cands if c.remedy.kind != "io-size"]
+        # An io-size change is the application's, measured on another workload, and another
+        # kernel driver takes none of the FUSE driver's changes: neither is merged into a
+        # subject (its verdict stands alone).
+        cands = [c for c in cands if c.remedy.kind not in ("io-size", "kernel-driver")]
         won = [c for c in cands if _won(c.name, self.record.changes)]
         # Changes interact: one not separated alone but faster in its median joins the winners
         # (big_writes makes fewer requests, and each crosses CPUs or not).
