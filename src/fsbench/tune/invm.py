@@ -10,10 +10,13 @@ like this development machine) a guest is 10-15x slower, so it gets a smaller im
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsbench.errors import EnvironmentProblem
 from fsbench.records.schema import Run
+
+if TYPE_CHECKING:
+    from fsbench.vm import VMPlan
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -86,25 +89,30 @@ def guest_size(size: int, how: str) -> int:
     return VM_SMALL_SIZE if how == "emulated" else size
 
 
-def plan_fields(
-    kernel: str, subjects: list[str], workloads: list[str], size: int, budget_s: float
-) -> dict[str, Any]:
-    """The pipeline's plan fields for one VM run of `subjects` (the untuned one first) on
-    `kernel`: nothing on the host, the VM stage with the guest's settings. Fetches the kernel
-    on first use (EnvironmentProblem when it cannot)."""
-    from fsbench.vm import plan, stage
-    from fsbench.vm.guest import VMSettings
+def vm_plan(kernel: str, subjects: list[str]) -> VMPlan:
+    """One guest of `kernel` measuring `subjects` (the untuned one first), the kernel fetched on
+    first use; EnvironmentProblem when it cannot be, or cannot mount one of them."""
+    from fsbench.vm import plan
 
-    how = virtualization()
     vmplan = plan(subjects, kernel)
     assert vmplan is not None  # a guest kernel: never the host's
     lacking = [s.error for g in vmplan.groups for s in g.failed]
     if lacking:
         raise EnvironmentProblem(lacking[0] or f"kernel {kernel} cannot mount them")
-    settings = VMSettings(
-        args=guest_args(workloads, size, how, budget_s), size=guest_size(size, how)
-    )
-    run_all = stage(vmplan, settings)
+    return vmplan
+
+
+def plan_fields(
+    kernel: str, subjects: list[str], workloads: list[str], size: int, budget_s: float
+) -> dict[str, Any]:
+    """The pipeline's plan fields for one VM run of `subjects` on `kernel`: nothing on the host,
+    the VM stage with the guest's settings."""
+    from fsbench.vm import stage
+    from fsbench.vm.guest import VMSettings
+
+    how = virtualization()
+    args = guest_args(workloads, size, how, budget_s)
+    run_all = stage(vm_plan(kernel, subjects), VMSettings(args=args, size=guest_size(size, how)))
     return {"subjects": [], "explicit": True, "unavailable": [], "vm_stage": run_all}
 
 
