@@ -141,8 +141,7 @@ def lab_change(r: Remedy, base_size: int, untuned: str = "the untuned subject") 
     kernel = vm_kernel(r)
     if kernel:
         return 0, (
-            f"{in_vm(kernel, untuned)}: this host's kernel has no {r.change}, kernel {kernel} "
-            "has it (a VM boots it for this change alone)"
+            f"{in_vm(kernel, untuned)}: this host's kernel has no {r.change}; {kernel} has it"
         )
     if r.min_volume and base_size < r.min_volume:
         size = r.min_volume + VOLUME_MARGIN

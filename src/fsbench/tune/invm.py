@@ -129,9 +129,9 @@ def measured_in(run: Run, kernel: str, untuned: str) -> tuple[str, bool, str]:
     line = in_vm(kernel, untuned) + f": kernel {vm.release or kernel}{boot}"
     if emulated:
         line += (
-            f", emulated ({vm.why_emulated or 'no KVM'}): CPU-bound work 10-15x slower, its "
+            f"; emulated, {vm.why_emulated or 'no KVM'}: CPU-bound work 10-15x slower, its "
             "ratio not representative and no share of the gap computed; an emulated guest's "
-            f"settings ({' '.join(x for kv in VM_SMALL.items() for x in kv)})"
+            f"settings: {' '.join(x for kv in VM_SMALL.items() for x in kv if x)}"
         )
     if vm.status == "failed":
         line += f"; the VM failed: {vm.error}"

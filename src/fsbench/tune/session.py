@@ -334,8 +334,8 @@ class Tuner:
             self._skip([Skipped(c.remedy, f"needs a VM ({g.kernel}): {e}") for c in g.cands])
             return
         size = invm.guest_size(g.size, invm.virtualization())
+        # Not among self.measured: no combination is read from another machine's run.
         run = self.measure(name, [], size, ["free"], share, vm=vm)
-        self.measured.append((g, run))
         where, emulated, line = invm.measured_in(run, g.kernel, self.spec.id)
         for c in g.cands:
             s = candidate_spec(self.spec, c.remedy)
