@@ -174,7 +174,7 @@ def test_a_vm_is_never_forced_into_the_budget(no_ntfs3: None) -> None:
     ]
     costs = budget.Costs(overhead_s=30, per_cell_s=20)
     vm_s = costs.run([groups[-1]], 1)
-    assert vm_s == pytest.approx(30 + 20 + 2 * (30 + 50))  # emulated: boot, guest, 2 subjects
+    assert vm_s == pytest.approx(30 + 25 + 2 * (30 + 35))  # emulated: boot, guest, 2 subjects
     kept, skipped = budget.fit_budget(groups, 60, costs, 1)
     assert kept and not any(g.kernel for g in kept)  # the best on this host, always
     why = {s.remedy.name: s.reason for s in skipped}

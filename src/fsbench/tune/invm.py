@@ -26,21 +26,23 @@ GiB = 1024 * MiB
 # 356 s where 3 had decided the ratio).
 VM_SMALL = {"--size": "256M", "--scale": "0.1", "--min-sample-time": "0.2", "--max-repeat": "3"}
 VM_SMALL_SIZE = 256 * MiB
-# What a VM run costs beside measuring, measured here (docs/tune.md): boots of 17-32 s
-# emulated; the guest's fsbench starting (imports from the bytecode cache), copying the image,
-# mounting, probing and checking each subject.
+# What a VM run costs, measured here (docs/tune.md): boots of 17-32 s emulated; the guest's
+# fsbench starting (imports from the bytecode cache) and each subject's image copy, mount,
+# probes and checks, ~85 s for two subjects; 13-30 s a subject and workload (3 rounds and the
+# warm-up at VM_SMALL). The runs: ntfs-3g and ntfs3 on one workload 167 s, exfat-fuse and exfat
+# on two 156 s.
 BOOT_S = {"kvm": 10.0, "emulated": 30.0}
-GUEST_S = {"kvm": 10.0, "emulated": 20.0}
+GUEST_S = {"kvm": 10.0, "emulated": 25.0}
 PER_SUBJECT_S = {"kvm": 5.0, "emulated": 30.0}
-# An emulated guest's measuring seconds per subject and workload (3 rounds and the warm-up at
-# VM_SMALL, ~9 s each beside the work); under KVM the host's own per-cell cost, a little more.
-EMULATED_CELL_S = 50.0
+# An emulated guest's measuring seconds per subject and workload; under KVM the host's own
+# per-cell cost, a little more.
+EMULATED_CELL_S = 35.0
 KVM_FACTOR = 1.2
 FETCH_S = 60.0  # a kernel not yet in the cache: apt update, ~100 MB, unpack, depmod, digest
 
 
 def virtualization() -> str:
-    """ "kvm" or "emulated": how a VM would run here."""
+    """How a VM would run here: "kvm" or "emulated"."""
     from fsbench.vm.guest import virtualization as how
 
     return how()[0]
