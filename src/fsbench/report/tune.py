@@ -185,7 +185,7 @@ def gain_plot(t: TuneRecord) -> Plot | None:
         ax.text(c.gain, y, f"  {c.cell}", va="center", fontsize=7)
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
-    row_labels(ax, ys, [f"{label(c)} · {c.workload}" for c in rows])
+    row_labels(ax, ys, [f"{label(c)} · {c.workload}{where(c)}" for c in rows])
     ax.set_xlabel("speed-up over the untuned subject (×, log scale; 95 % interval)")
     return headed(
         fig,
