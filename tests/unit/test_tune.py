@@ -221,7 +221,7 @@ def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         run = fake_run(plan)
         if vm:
             run.environment.vms.append(plan.vm)  # type: ignore[attr-defined]
-        on_step(f"{plan.subjects[0].id} · sample 1")
+        on_step(f"{plan.subjects[0].id if plan.subjects else 'nothing'} · sample 1")
         with Store(plan.db) as store:
             store.begin_run(run, plan.out_dir)
             store.finish_run(run)

@@ -153,6 +153,30 @@ def test_skipped_with_its_reason_when_no_vm_can_run(
     )
 
 
+def test_a_vm_that_failed_says_why_its_change_is_missing(
+    tuned: Any,  # noqa: F811 (the fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import test_tune
+
+    def failed(plan: Any) -> Any:  # the guest booted no kernel: no subject measured
+        plan = in_vm(plan)
+        plan.subjects = []
+        plan.vm.status, plan.vm.error = "failed", "kernel debian-6.12 did not boot within 240 s"
+        return plan
+
+    in_vm = test_tune.in_vm
+    monkeypatch.setattr(test_tune, "in_vm", failed)
+    run, plans, _ = tuned(allow_unsafe=True, budget_s=3000, vm=None)
+    assert any(p.vm_stage is not None for p in plans)
+    t = tune_of(run)
+    assert t is not None and "ntfs3 kernel driver" not in {c.name for c in t.changes}
+    assert {s.name: s.reason for s in t.skipped}["ntfs3 kernel driver"] == (
+        "its VM run (debian-6.12) measured nothing to compare: kernel debian-6.12 did not boot "
+        "within 240 s"
+    )
+
+
 def test_a_vm_needs_ram_images_and_its_tools() -> None:
     assert "not with --backing device" in str(invm.vm_problem("device"))
     from fsbench.vm import guest

@@ -349,6 +349,14 @@ class Tuner:
                 if emulated:  # a ratio of emulated work says nothing of the host's gap
                     ch.gap_closed = None
                 self.record.changes.append(ch)
+        got = {c.name for c in self.record.changes}
+        if lost := [c for c in g.cands if c.name not in got]:  # a VM that failed says why
+            errors = [v.error for v in run.environment.vms if v.error]
+            errors += [x.error for x in run.subjects if x.status == "failed" and x.error]
+            why = f"its VM run ({g.kernel}) measured nothing to compare: " + (
+                errors[0] if errors else "no result of both subjects"
+            )
+            self._skip([Skipped(c.remedy, why) for c in lost])
 
     def _combine(self, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> None:
         """The winners together against the untuned subject. One option change with the
