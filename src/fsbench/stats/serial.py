@@ -52,10 +52,14 @@ def _lag1(x: np.ndarray) -> float | None:
     return float((e[:-1] * e[1:]).sum()) / ss + 1.0 / len(e)
 
 
+def _logs(cells: Sequence[Sequence[float]]) -> list[np.ndarray]:
+    return [np.log(np.asarray(c, dtype=float)) for c in cells if len(c) and min(c) > 0]
+
+
 def round_adjusted(cells: Sequence[Sequence[float]]) -> list[np.ndarray]:
     """Each cell's log samples (index = round) less the mean deviation of the round's cells
     from their own means (where at least two cells have that round)."""
-    logs = [np.log(np.asarray(c, dtype=float)) for c in cells if len(c) and min(c) > 0]
+    logs = _logs(cells)
     width = max((len(c) for c in logs), default=0)
     shared = np.zeros(width)
     for i in range(width):
@@ -71,11 +75,7 @@ def serial(tables: Iterable[Sequence[Sequence[float]]], adjust: bool = True) -> 
     num = 0.0
     cells = samples = 0
     for table in tables:
-        logs = (
-            round_adjusted(table)
-            if adjust
-            else [np.log(np.asarray(c, dtype=float)) for c in table if len(c) and min(c) > 0]
-        )
+        logs = round_adjusted(table) if adjust else _logs(table)
         for x in logs:
             if len(x) < MIN_SAMPLES:
                 continue
