@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,13 @@ from conftest import (
     wait_until,
 )
 
-from fsbench.lab import loops
+from fsbench.errors import EnvironmentProblem
+from fsbench.lab import loops, state
 from fsbench.lab.backing import Backing
+from fsbench.lab.cold import in_memory as cold_in_memory
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
+from fsbench.probes.pagecache import resident_bytes
 
 pytestmark = pytest.mark.root
 
@@ -206,3 +210,52 @@ def test_make_cold_kernel_drops_caches_without_remount(dirs: RunDirs) -> None:
         cold = device_read_bytes(s) - before
         assert cold >= 16 * MiB, f"cold read took only {cold} bytes from the device"
     dirs.assert_released()
+
+
+def test_file_backing_images_are_written_in_full_and_settled(
+    run_id: str, state_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """On a disk, a sparse image makes the host allocate blocks inside the samples, image by
+    image (A/A on file: found xfs:suid writing 1.10x xfs that way): every image is written in
+    full, identical, and starts with nothing of it dirty or cached on the host."""
+    need_drivers("ext4")
+    holder = tmp_path_factory.mktemp("file-backing", numbered=True)
+    if cold_in_memory(str(holder)):
+        holder = Path("/var/tmp") / f"fsbench-test-{run_id}"
+        holder.mkdir()
+    d = RunDirs(run_id, str(holder / f"fsbench-{run_id}"), f"/run/fsbench/fsbench-{run_id}",
+                str(state_dir / f"{run_id}.json"))  # fmt: skip
+    specs = [parse_subject("ext4"), parse_subject("ext4:noatime")]
+    try:
+        with Lab(run_id, Backing("file", str(holder)), SIZE) as lab:
+            lab.check(specs)
+            a, b = lab.prepare(specs)
+            for s in (a, b):
+                assert s.image is not None and s.image.parent == Path(d.image_dir)
+                st = os.stat(s.image)
+                assert st.st_size == SIZE
+                assert st.st_blocks * 512 >= SIZE, f"{s.image}: holes left for the host"
+                assert (resident_bytes(str(s.image)) or 0) == 0, "the copy is still cached"
+                assert loop_backing(s.device) == str(s.image)
+            assert sha256(a.image) == sha256(b.image)
+            lab.mount(a)
+            assert mount_at(a.mountpoint) is not None
+        d.assert_released()
+    finally:
+        if d.leftovers():
+            state.release(state.StateRecord(run_id, 0, d.image_dir, d.mount_dir, path=d.record))
+        if holder.parent == Path("/var/tmp"):
+            holder.rmdir()
+
+
+def test_file_backing_refuses_images_the_disk_cannot_hold(
+    run_id: str, state_dir: Path, tmp_path: Path
+) -> None:
+    """Written in full, the images need their space up front: refused before anything is made."""
+    need_drivers("ext4")
+    free = shutil.disk_usage(tmp_path).free
+    size = free // 2 + 64 * MiB  # two subjects and a pristine cannot fit
+    with Lab(run_id, Backing("file", str(tmp_path)), size) as lab:
+        with pytest.raises(EnvironmentProblem, match="is free there"):
+            lab.check([parse_subject("ext4"), parse_subject("ext4")])
+        assert not list(Path(lab.record.image_dir).glob("*.img"))

@@ -116,6 +116,17 @@ def fill_interleaved(paths: list[Path], size: int) -> None:
             os.close(fd)
 
 
+def settle(image: Path) -> None:
+    """A disk-backed image written back and dropped from the host's page cache, so every
+    image starts a run alike: none of the copy's writeback left to land in a sample."""
+    fd = os.open(image, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def copy_over(src: Path, dst: Path) -> None:
     """Copy src into dst's pages without truncating it (cp would free them and allocate anew),
     so a RAM image keeps the memory fill_interleaved dealt it."""
@@ -189,6 +200,16 @@ class Lab:
                     f"{len(specs)} RAM-backed images of {format_size(self.size)} need "
                     f"{format_size(need)} but only {format_size(avail)} of memory is free; "
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
+                )
+        if self.backing.kind == "file":
+            # Every image is written in full (prepare): the space is taken up front.
+            need = self.size * (len(specs) + 1)
+            free = shutil.disk_usage(self.backing.path or ".").free
+            if need > free:
+                raise EnvironmentProblem(
+                    f"{len(specs)} images of {format_size(self.size)} in {self.backing.path} "
+                    f"need {format_size(need)} but only {format_size(free)} is free there; "
+                    f"use a smaller --size, fewer subjects, or another directory"
                 )
         formats = {s.driver.fs for s in specs}
         loops.check_subjects(specs, self.backing.kind)
@@ -315,7 +336,7 @@ class Lab:
             return self.subjects
         for s in self.subjects:
             s.image = image_dir / f"{Path(s.mountpoint).name}.img"
-        if self.backing.kind == "ram":
+        if self.backing.kind in ("ram", "file"):
             fill_interleaved([s.image for s in self.subjects if s.image], self.size)
         trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
         # One pristine image per format and age, and one per subject's own mkfs options.
@@ -348,11 +369,9 @@ class Lab:
                 s.aged_tree = tree
                 s.image_sha256 = shared["sha256"] if shared else None
                 assert s.image is not None
-                if self.backing.kind == "ram":
-                    copy_over(pristine, s.image)  # into the pages it was dealt
-                else:  # reflink/sparse: cheap
-                    argv = ["cp", "--reflink=auto", "--sparse=always", str(pristine), str(s.image)]
-                    run(argv, timeout=600)
+                copy_over(pristine, s.image)  # into the pages (or blocks) it was dealt
+                if self.backing.kind == "file":
+                    settle(s.image)
                 s.mkfs_command = mkfs
                 s.device = loops.attach(s.image, read_only=self.read_only)
                 loops.set_device(self.record, s.device, s.spec.knobs)
