@@ -215,9 +215,9 @@ def test_make_cold_kernel_drops_caches_without_remount(dirs: RunDirs) -> None:
 def test_file_backing_images_are_written_in_full_and_settled(
     run_id: str, state_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """On a disk, a sparse image makes the host allocate blocks inside the samples, image by
-    image (A/A on file: found xfs:suid writing 1.10x xfs that way): every image is written in
-    full, identical, and starts with nothing of it dirty or cached on the host."""
+    """On a disk, identical subjects ran apart for a whole run while the host cached and
+    allocated their images: every image is written in full, identical, starts with nothing of
+    it dirty or cached on the host, and is attached with direct I/O."""
     need_drivers("ext4")
     holder = tmp_path_factory.mktemp("file-backing", numbered=True)
     if cold_in_memory(str(holder)):
@@ -237,6 +237,8 @@ def test_file_backing_images_are_written_in_full_and_settled(
                 assert st.st_blocks * 512 >= SIZE, f"{s.image}: holes left for the host"
                 assert (resident_bytes(str(s.image)) or 0) == 0, "the copy is still cached"
                 assert loop_backing(s.device) == str(s.image)
+                # Not cached twice, nor written back on the host's own schedule.
+                assert loops.uses_direct_io(s.device), f"{s.device}: a buffered loop"
             assert sha256(a.image) == sha256(b.image)
             lab.mount(a)
             assert mount_at(a.mountpoint) is not None

@@ -66,3 +66,31 @@ def test_a_device_whose_read_ahead_cannot_be_set_is_detached_and_refused(
     with pytest.raises(LabError, match="read_ahead_kb"):
         loops.attach(Path("/dev/shm/x.img"), sysfs=str(tmp_path))  # no such queue dir
     assert calls[-1] == ["losetup", "-d", "/dev/loop5"]
+
+
+def test_a_loop_that_cannot_use_direct_io_is_detached_and_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """file: backing asks for direct I/O; a host file system refusing O_DIRECT would leave a
+    buffered loop, whose image the host caches and writes back on its own schedule."""
+    calls: list[list[str]] = []
+    (tmp_path / "block/loop2/queue").mkdir(parents=True)
+    (tmp_path / "block/loop2/queue/read_ahead_kb").write_text("128\n")
+    (tmp_path / "block/loop2/loop").mkdir()
+    dio = tmp_path / "block/loop2/loop/dio"
+
+    def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess[str]:
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "/dev/loop2\n", "")
+
+    monkeypatch.setattr(loops, "run", run)
+    dio.write_text("1\n")
+    assert loops.attach(Path("/var/tmp/x.img"), sysfs=str(tmp_path), direct_io=True)
+    assert "--direct-io=on" in calls[-1]
+    dio.write_text("0\n")
+    with pytest.raises(LabError, match="could not use direct I/O"):
+        loops.attach(Path("/var/tmp/x.img"), sysfs=str(tmp_path), direct_io=True)
+    assert calls[-1] == ["losetup", "-d", "/dev/loop2"]
+    # Other backings keep the buffered loop they were measured with.
+    loops.attach(Path("/dev/shm/x.img"), sysfs=str(tmp_path))
+    assert "--direct-io=on" not in calls[-1]

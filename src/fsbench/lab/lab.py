@@ -373,7 +373,8 @@ class Lab:
                 if self.backing.kind == "file":
                     settle(s.image)
                 s.mkfs_command = mkfs
-                s.device = loops.attach(s.image, read_only=self.read_only)
+                direct = self.backing.kind == "file"
+                s.device = loops.attach(s.image, read_only=self.read_only, direct_io=direct)
                 loops.set_device(self.record, s.device, s.spec.knobs)
                 s.events += ["format", "copy", "attach"]
             pristine.unlink()
