@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.lab import lab
+from fsbench.lab import backing as lab
 
 
 def test_fill_interleaved_deals_chunks_round_robin(

@@ -1,7 +1,11 @@
-"""Where images live: `ram` (default), `file:DIR`, `device:PATH`, or `dir:PATH` (no lab at all)."""
+"""Where images live: `ram` (default), `file:DIR`, `device:PATH`, or `dir:PATH` (no lab at all),
+and how they are laid there: every byte of each image written before anything is measured, so
+no sample pays for the memory or blocks an image receives (ram: first-touch of pages; a disk:
+the host allocating blocks), and images made together are dealt them alike."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,3 +68,50 @@ def parse_backing(text: str) -> Backing:
             raise UsageError(f"device:{path}: not a block device")
         return Backing(kind, str(p.resolve()))
     raise UsageError(f"bad backing {text!r}; use ram, file:DIR, device:/dev/X or dir:PATH")
+
+
+# -- laying images on their backing -------------------------------------------------------
+_CHUNK = 8 * 1024 * 1024
+
+
+def fill_zeros(path: Path, size: int) -> None:
+    """Write the whole image once: first-touch of RAM pages is slow and erratic on these
+    machines, so a sparse image in /dev/shm would measure the allocator, not the driver."""
+    fill_interleaved([path], size)
+
+
+def fill_interleaved(paths: list[Path], size: int) -> None:
+    """Write zeros over every image a chunk of each at a time, so the memory the allocator
+    hands out is dealt to all images alike: RAM is not uniform on these VMs, and an image
+    written whole first reads slower for as long as it lives (docs/internals.md#measurements)."""
+    buf = bytes(_CHUNK)
+    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for p in paths]
+    try:
+        off = 0
+        while off < size:
+            n = min(_CHUNK, size - off)
+            for fd in fds:
+                os.pwrite(fd, buf[:n] if n < _CHUNK else buf, off)
+            off += n
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def settle(image: Path) -> None:
+    """A disk-backed image written back and dropped from the host's page cache, so every
+    image starts a run alike: none of the copy's writeback left to land in a sample."""
+    fd = os.open(image, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def copy_over(src: Path, dst: Path) -> None:
+    """Copy src into dst's pages without truncating it (cp would free them and allocate anew),
+    so a RAM image keeps the memory fill_interleaved dealt it."""
+    with open(src, "rb") as f, open(dst, "r+b") as g:
+        while chunk := f.read(_CHUNK):
+            g.write(chunk)

@@ -22,7 +22,14 @@ import psutil
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.fuse import transports
 from fsbench.lab import cold, loops, mounts, ntfsck, safety, stacked, state
-from fsbench.lab.backing import Backing, format_size
+from fsbench.lab.backing import (
+    Backing,
+    copy_over,
+    fill_interleaved,
+    fill_zeros,
+    format_size,
+    settle,
+)
 from fsbench.lab.cold import drop_caches, signals_deferred
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
@@ -31,9 +38,6 @@ from fsbench.lab.subject import NONE, AgedImages, SubjectSpec
 from fsbench.lab.system import dmesg_mark, dmesg_since, run
 from fsbench.probes import processes
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
-
-_CHUNK = 8 * 1024 * 1024
-
 
 # A guest's directory of images the host made once for every guest (vm/images.py): each
 # fresh format's image and PRISTINE_MANIFEST (format -> {image, mkfs, sha256}).
@@ -90,49 +94,6 @@ class LabSubject:
 
 def is_root() -> bool:
     return os.geteuid() == 0
-
-
-def fill_zeros(path: Path, size: int) -> None:
-    """Write the whole image once: first-touch of RAM pages is slow and erratic on these
-    machines, so a sparse image in /dev/shm would measure the allocator, not the driver."""
-    fill_interleaved([path], size)
-
-
-def fill_interleaved(paths: list[Path], size: int) -> None:
-    """Write zeros over every image a chunk of each at a time, so the memory the allocator
-    hands out is dealt to all images alike: RAM is not uniform on these VMs, and an image
-    written whole first reads slower for as long as it lives (docs/internals.md#measurements)."""
-    buf = bytes(_CHUNK)
-    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for p in paths]
-    try:
-        off = 0
-        while off < size:
-            n = min(_CHUNK, size - off)
-            for fd in fds:
-                os.pwrite(fd, buf[:n] if n < _CHUNK else buf, off)
-            off += n
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def settle(image: Path) -> None:
-    """A disk-backed image written back and dropped from the host's page cache, so every
-    image starts a run alike: none of the copy's writeback left to land in a sample."""
-    fd = os.open(image, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
-def copy_over(src: Path, dst: Path) -> None:
-    """Copy src into dst's pages without truncating it (cp would free them and allocate anew),
-    so a RAM image keeps the memory fill_interleaved dealt it."""
-    with open(src, "rb") as f, open(dst, "r+b") as g:
-        while chunk := f.read(_CHUNK):
-            g.write(chunk)
 
 
 class Lab:
