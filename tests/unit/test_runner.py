@@ -777,3 +777,24 @@ def test_every_workload_merges_its_extras_by_a_known_rule() -> None:
             assert callable(rule) or rule in MERGE_RULES, (wl.id, key, rule)
             declared += 1
     assert declared > 0
+
+
+def test_a_round_that_slowed_every_subject_is_named_on_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 3 at about a third of every subject's speed (run 20261127-110521 had one): each
+    result says so, in every output's words, and a table without one says nothing."""
+    ids = ("s1", "s2", "s3", "s4")
+    vals = {"s1": "100,102,35,101", "s2": "50,51,19,49", "s3": "80,79,30,81", "s4": "20,21,8,20"}
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", ";".join(f"{k}={v}" for k, v in vals.items()))
+    run = _runner(tmp_path, [FakeWorkload()], repeat=4, ids=ids, procfs=ProcFS()).execute()
+    for r in _by_subject(run).values():
+        notes = [n for n in r.notes if n.code == "round-shared"]
+        assert len(notes) == 1 and notes[0].params["round"] == 3
+        assert 0.3 < notes[0].params["low"] <= notes[0].params["high"] < 0.6
+        assert any("in round 3 every subject's sample moved the same way" in w for w in r.warnings)
+    # One subject alone slow in a round is that subject's noise, not the machine's.
+    vals.update(s2="50,51,50,49", s3="80,79,81,81", s4="20,21,20,20")
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", ";".join(f"{k}={v}" for k, v in vals.items()))
+    run = _runner(tmp_path, [FakeWorkload()], repeat=4, ids=ids, procfs=ProcFS()).execute()
+    assert not any(n.code == "round-shared" for r in run.results for n in r.notes)

@@ -78,3 +78,19 @@ def test_judge_warns_about_samples_that_wander(tmp_path: Path) -> None:
     steady.write_text("\n".join(rows) + "\n")
     res = CliRunner().invoke(cli, ["judge", str(steady)], catch_exceptions=False)
     assert res.exit_code == 0 and "depend on the one before" not in res.stderr
+
+
+def test_stalls_need_every_cell_moved_the_same_way_and_far_enough() -> None:
+    from fsbench.stats.serial import stalls
+
+    base = [[100.0, 101, 99, 100], [50.0, 51, 49, 50], [80.0, 80, 79, 81], [20.0, 20, 21, 20]]
+    assert stalls(base) == []
+    slow = [[*c[:2], c[2] * 0.5, *c[3:]] for c in base]
+    (st,) = stalls(slow)
+    assert st.round == 2 and st.cells == 4 and 0.45 < st.low <= st.high < 0.55
+    # Three cells are too few to tell the machine from chance; a 10 % dip is ordinary wobble.
+    assert stalls(slow[:3]) == []
+    assert stalls([[*c[:2], c[2] * 0.9, *c[3:]] for c in base]) == []
+    # One cell against the others: not shared.
+    mixed = [slow[0], *base[1:]]
+    assert stalls(mixed) == []

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fsbench.units import fmt_ratio
+
 # "shown": told beside its subject in every output, --verbose or not (a finding, not a caveat).
 Level = Literal["counted", "detail", "note", "shown"]
 
@@ -84,6 +86,15 @@ def _placement_split(p: dict[str, Any]) -> str:
     )
 
 
+def _round_shared(p: dict[str, Any]) -> str:
+    low, high = fmt_ratio(p["low"]), fmt_ratio(p["high"]).rstrip("×")
+    return (
+        f"in round {p['round']} every subject's sample moved the same way ({low[:-1]}–{high}× "
+        "of its own median): the machine changed speed for that round; it widens this "
+        "table's intervals without favouring a subject"
+    )
+
+
 @dataclass(frozen=True)
 class Kind:
     code: str
@@ -136,6 +147,12 @@ KINDS: tuple[Kind, ...] = (
         legacy=r"integrity-failed",
     ),
     Kind("placement-split", "shown", words=_placement_split, legacy=r"samples in two groups under"),
+    Kind(
+        "round-shared",
+        "counted",
+        "a round moved all {k} alike",
+        _round_shared,
+    ),
     # The /proc probes' bookkeeping: a thread that came or went during a sample (flags
     # 'kthread-vanished', 'daemon-threads-exited', 'app-threads-started', ...).
     Kind("kthread-vanished", "detail"),

@@ -18,13 +18,13 @@ from typing import Protocol, TypeVar
 from fsbench.errors import FsbenchError, Unsupported, WorkloadFailed
 from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
-from fsbench.records.notecodes import words
+from fsbench.records.notecodes import Note, words
 from fsbench.records.schema import Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.schedule.dimensions.placement import FREE, default_note, placement_of, split_note
 from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.sampler import Sampler
-from fsbench.stats import decide, verdict
+from fsbench.stats import decide, serial, verdict
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.describe import needs_more_samples, summarize
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
@@ -404,10 +404,27 @@ class Runner:
                 if note := split_note(res.samples, seen, res.unit):
                     res.notes.append(note)
                     res.warnings.append(words(note))
-            if self.sink:
+        self._note_stalls()
+        if self.sink:
+            for res in self.results.values():
                 self.sink.save_result(self.run.run_id, res)
         self.run.results = list(self.results.values())
         return largest
+
+    def _note_stalls(self) -> None:
+        """A round that moved every subject of a table alike is named on each of them: it is
+        why that table's intervals are wide (fsbench.stats.serial.stalls)."""
+        for table in self._tables().values():
+            ok = [r for r in table.values() if r.status == "ok" and r.samples]
+            for st in serial.stalls([r.samples for r in ok]):
+                note = Note(
+                    code="round-shared",
+                    params={"round": st.round + 1, "low": st.low, "high": st.high},
+                )
+                for r in ok:
+                    if len(r.samples) > st.round and note not in r.notes:  # finish runs twice
+                        r.notes.append(note)  # after an interrupt
+                        r.warnings.append(words(note))
 
     def _result(self, rt: Mounted, wl: Workload) -> Result:
         key = (rt.subject.id, workload_id(wl))

@@ -89,3 +89,35 @@ def serial(tables: Iterable[Sequence[Sequence[float]]], adjust: bool = True) -> 
         return Serial(0.0, 0.0, 0, 0)
     r = num / samples
     return Serial(r=r, z=r * math.sqrt(samples), cells=cells, samples=samples)
+
+
+# A round whose every cell (at least this many) moved the same way, by this much on average
+# (log: 1.22x), is the machine changing speed, not a subject: with 4 cells and no such effect
+# all signs agree by chance 1 time in 8, and the size bound leaves the ordinary wobble out.
+STALL_CELLS, STALL_LOG = 4, 0.2
+
+
+@dataclass(frozen=True)
+class Stall:
+    round: int  # 0-based index of the round in every cell's samples
+    low: float  # the smallest and largest sample/median of that round over the cells
+    high: float
+    cells: int
+
+
+def stalls(cells: Sequence[Sequence[float]]) -> list[Stall]:
+    """The rounds of a table (cells: each subject's samples in round order) in which every
+    cell's sample moved the same way from its own median, by STALL_LOG on average: an
+    effect the round shared (the intervals, unpaired, carry it; docs/verdicts.md)."""
+    logs = [c for c in _logs(cells) if len(c) >= 3]
+    out = []
+    for i in range(max((len(c) for c in logs), default=0)):
+        # From each cell's median: one deep stall pulls a mean so far that every other
+        # round would look shared the other way.
+        dev = np.array([float(c[i] - np.median(c)) for c in logs if len(c) > i])
+        if dev.size < STALL_CELLS or abs(float(dev.mean())) < STALL_LOG:
+            continue
+        if (dev > 0).all() or (dev < 0).all():
+            ratios = np.exp(dev)
+            out.append(Stall(i, float(ratios.min()), float(ratios.max()), int(dev.size)))
+    return out
