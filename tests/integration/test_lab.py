@@ -227,9 +227,11 @@ def test_file_backing_images_are_written_in_full_and_settled(
                 str(state_dir / f"{run_id}.json"))  # fmt: skip
     specs = [parse_subject("ext4"), parse_subject("ext4:noatime")]
     try:
-        with Lab(run_id, Backing("file", str(holder)), SIZE) as lab:
+        steps: list[str] = []
+        with Lab(run_id, Backing("file", str(holder)), SIZE, on_step=steps.append) as lab:
             lab.check(specs)
             a, b = lab.prepare(specs)
+            assert steps == [f"writing 2 image(s) of 64 MiB in full in {holder}"]
             for s in (a, b):
                 assert s.image is not None and s.image.parent == Path(d.image_dir)
                 st = os.stat(s.image)

@@ -298,7 +298,13 @@ class Lab:
         for s in self.subjects:
             s.image = image_dir / f"{Path(s.mountpoint).name}.img"
         if self.backing.kind in ("ram", "file"):
-            fill_interleaved([s.image for s in self.subjects if s.image], self.size)
+            images = [s.image for s in self.subjects if s.image]
+            if self.backing.kind == "file":  # a disk: seconds a GiB, worth saying
+                self.on_step(
+                    f"writing {len(images)} image(s) of {format_size(self.size)} in full "
+                    f"in {self.backing.path}"
+                )
+            fill_interleaved(images, self.size)
         trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
         # One pristine image per format and age, and one per subject's own mkfs options.
         for i, (fs, age, extra) in enumerate(dict.fromkeys((s.driver.fs, s.age, s.mkfs)
