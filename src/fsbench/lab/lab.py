@@ -168,7 +168,7 @@ class Lab:
             free = shutil.disk_usage(self.backing.path or ".").free
             if need > free:
                 raise EnvironmentProblem(
-                    f"{len(specs)} images of {format_size(self.size)} in {self.backing.path} "
+                    f"{len(specs)} image(s) of {format_size(self.size)} in {self.backing.path} "
                     f"need {format_size(need)} but only {format_size(free)} is free there; "
                     f"use a smaller --size, fewer subjects, or another directory"
                 )
