@@ -98,12 +98,13 @@ def fill_interleaved(paths: list[Path], size: int) -> None:
             os.close(fd)
 
 
-def settle(image: Path) -> None:
-    """A disk-backed image written back and dropped from the host's page cache, so every
-    image starts a run alike: none of the copy's writeback left to land in a sample."""
+def settle(image: Path | str) -> None:
+    """A disk-backed image written back and dropped from the host's page cache: every image
+    starts a run alike (none of the copy's writeback left to land in a sample), and a cold
+    read of a loop over it reads the disk (lab/cold.py)."""
     fd = os.open(image, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        os.fdatasync(fd)  # dirty pages cannot be dropped
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem
+from fsbench.lab.backing import settle
 from fsbench.lab.mounts import mountinfo
 from fsbench.probes.pagecache import resident_bytes
 from fsbench.probes.procfs import ProcFS
@@ -105,12 +106,7 @@ def flush_backing(device: str) -> str | None:
     if Path(back).is_block_device():
         flush_device(back)
         return back
-    fd = os.open(back, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    settle(back)
     return back
 
 
