@@ -87,9 +87,10 @@ def _placement_split(p: dict[str, Any]) -> str:
 
 
 def _round_shared(p: dict[str, Any]) -> str:
-    low, high = fmt_ratio(p["low"]), fmt_ratio(p["high"]).rstrip("×")
+    low = fmt_ratio(p["low"]).rstrip("×")
     return (
-        f"in round {p['round']} every subject's sample moved the same way ({low[:-1]}–{high}× "
+        f"in round {p['round']} every subject's sample moved the same way ({low}–"
+        f"{fmt_ratio(p['high'])} "
         "of its own median): the machine changed speed for that round; it widens this "
         "table's intervals without favouring a subject"
     )

@@ -422,8 +422,9 @@ class Runner:
                     params={"round": st.round + 1, "low": st.low, "high": st.high},
                 )
                 for r in ok:
-                    if len(r.samples) > st.round and note not in r.notes:  # finish runs twice
-                        r.notes.append(note)  # after an interrupt
+                    # `note not in`: finish runs a second time after an interrupt.
+                    if len(r.samples) > st.round and note not in r.notes:
+                        r.notes.append(note)
                         r.warnings.append(words(note))
 
     def _result(self, rt: Mounted, wl: Workload) -> Result:
