@@ -51,6 +51,10 @@ class Design:
     shape: float = 0.0  # Student-t noise of these degrees (heavy tails); 0: normal
     bimodal: float = 0.0  # each sample from one of two modes this ratio apart (0: one mode)
     round_sd: float = 0.0  # log sd of an effect shared by every subject of a round (load)
+    # The chance a round stalls the machine for every subject of a cell alike in direction,
+    # not in size: each subject's sample slowed by its own factor, exp(-U(0.1, 1.4)) (run
+    # 20261127-110521: ext4 at 0.66x of its median, exfat-fuse at 0.26x, in one round).
+    round_stall: float = 0.0
     linear: bool = False  # normal noise on the linear scale (spread = CV), not log-normal
     # A subject wandering on its own (AR(1) across its samples: rho, log sd): samples that
     # are not independent, which no interval from within one run can cover.
@@ -90,7 +94,7 @@ class _Sampler:
     clock: list[float]
     count: dict[tuple[str, str], int] = field(default_factory=dict)
     trace: Any = None
-    rounds: dict[tuple[int, int], float] = field(default_factory=dict)
+    rounds: dict[tuple[Any, ...], float] = field(default_factory=dict)
     walk: dict[tuple[int, int], float] = field(default_factory=dict)
 
     def warmups(self, wl: Any) -> int:
@@ -118,6 +122,11 @@ class _Sampler:
             if (cell, rnd) not in self.rounds:
                 self.rounds[(cell, rnd)] = math.exp(d.round_sd * self.rng.normal())
             x *= self.rounds[(cell, rnd)]
+        if d.round_stall:
+            if (cell, rnd, "stall") not in self.rounds:
+                self.rounds[(cell, rnd, "stall")] = float(self.rng.random() < d.round_stall)
+            if self.rounds[(cell, rnd, "stall")]:
+                x *= math.exp(-self.rng.uniform(0.1, 1.4))
         rho, sd = d.wander
         if sd:
             w = rho * self.walk.get((i, cell), 0.0) + math.sqrt(1 - rho * rho) * self.rng.normal()
@@ -384,6 +393,32 @@ DESIGNS = [
         n0=2,
         adaptive=False,
         latency=True,
+    ),
+    Design(
+        "8 subjects, 2 kinds, 2 cells, 10 % of rounds stalled unequally",
+        k=8,
+        cells=2,
+        spreads=(0.04, 0.05, 0.05, 0.08, 0.15, 0.15, 0.12, 0.1),
+        kinds=("kernel",) * 4 + ("fuse",) * 4,
+        round_stall=0.10,
+        rounds=(4, 8),
+    ),
+    Design(
+        "4 subjects, 3 %, 20 % of rounds stalled unequally, fixed n=5",
+        k=4,
+        spreads=(0.03,),
+        round_stall=0.20,
+        n0=5,
+        adaptive=False,
+    ),
+    Design(
+        "5 subjects, 3-20 %, 10 % of rounds stalled, n=2 then adaptive",
+        k=5,
+        cells=2,
+        spreads=(0.03, 0.2, 0.08, 0.12, 0.05),
+        round_stall=0.10,
+        n0=2,
+        rounds=(2, 10),
     ),
     Design(
         "5 subjects, 10 % stalls, 2 kinds, fixed n=4",

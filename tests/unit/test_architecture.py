@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "runner",
         (
             "fsbench.schedule.runner",
+            "fsbench.schedule.stalled",
             "fsbench.schedule.sampler",
             "fsbench.schedule.merge",
             "fsbench.schedule.mounted",

@@ -96,6 +96,15 @@ def _round_shared(p: dict[str, Any]) -> str:
     )
 
 
+def _round_set_aside(p: dict[str, Any]) -> str:
+    low = fmt_ratio(p["low"]).rstrip("×")
+    return (
+        f"in round {p['round']} every subject's sample moved the same way ({low}–"
+        f"{fmt_ratio(p['high'])} of its own median): the machine changed speed for that round, "
+        "so its samples were set aside and the round measured again (results.json: set_aside)"
+    )
+
+
 @dataclass(frozen=True)
 class Kind:
     code: str
@@ -153,6 +162,12 @@ KINDS: tuple[Kind, ...] = (
         "counted",
         "a round moved all {k} alike",
         _round_shared,
+    ),
+    Kind(
+        "round-set-aside",
+        "counted",
+        "a round moved all {k} alike: measured again",
+        _round_set_aside,
     ),
     # The /proc probes' bookkeeping: a thread that came or went during a sample (flags
     # 'kthread-vanished', 'daemon-threads-exited', 'app-threads-started', ...).

@@ -369,6 +369,11 @@ class Store:
         # Append samples the result carries beyond those saved one by one, so a caller
         # that never used save_sample still loses nothing.
         values, details = result.samples, result.sample_details
+        if result.set_aside:
+            # A round set aside (fsbench.schedule.stalled) left the rows saved one by one:
+            # the samples are the kept ones, the set-aside ones live in the result's JSON.
+            conn.execute("DELETE FROM samples WHERE result_id = ?", (result_id,))
+            stored = 0
         for idx in range(stored, max(len(values), len(details))):
             detail = details[idx] if idx < len(details) else None
             value = values[idx] if idx < len(values) else details[idx].value

@@ -18,13 +18,14 @@ from typing import Protocol, TypeVar
 from fsbench.errors import FsbenchError, Unsupported, WorkloadFailed
 from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
-from fsbench.records.notecodes import Note, words
+from fsbench.records.notecodes import words
 from fsbench.records.schema import Result, Run, Sample, Schedule, StopReason, Subject
 from fsbench.schedule.dimensions.placement import FREE, default_note, placement_of, split_note
 from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.sampler import Sampler
-from fsbench.stats import decide, serial, verdict
+from fsbench.schedule.stalled import Stalled
+from fsbench.stats import decide, verdict
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.describe import needs_more_samples, summarize
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
@@ -91,6 +92,13 @@ class Runner:
     _cost: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
     _t0: float = field(default=0.0, init=False, repr=False)
     _rep: int = field(default=0, init=False, repr=False)
+    # Rounds that sampled every cell still going (not the rounds that measured a stalled
+    # round again): what --repeat and --max-repeat count.
+    _rounds: int = field(default=0, init=False, repr=False)
+    _interim_done: bool = field(default=False, init=False, repr=False)
+    # Rounds that moved every subject of a table alike, set aside and measured again.
+    stalled: Stalled = field(default_factory=Stalled)
+    _redo: bool = field(default=False, init=False, repr=False)  # this round re-measures
     # What one sample needs (fsbench.schedule.sampler.Sampler, built from these).
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
@@ -128,14 +136,20 @@ class Runner:
         self._warm_up_pass()
         rep = 0
         while True:
-            todo = self._workloads_for_round(rep)
+            self._redo = bool(self.stalled.owed)
+            todo = self._workloads_for_round()
             if not todo:
                 break
-            if self.adaptive and rep >= self.repeat and not self._round_fits(todo):
+            if self.adaptive and self._rounds >= self.repeat and not self._round_fits(todo):
                 self._stop_open("budget")
                 break
             self._rep = rep
             self._round(todo, rep)
+            self._rounds += not self._redo
+            tables = self._tables()
+            for wl in todo:
+                wid = workload_id(wl)
+                self.stalled.look(wid, tables.get(wid, {}).values(), partial(self._fits, wid))
             rep += 1
         spent = self.now() - self._t0
         largest = self.finish()
@@ -210,6 +224,13 @@ class Runner:
             for sid, n in plan.items():
                 self.planned[(sid, wid)] = n
 
+    def _fits(self, wid: str, cells: list[Result]) -> bool:
+        """A sample more of each of these cells ends within the time budget."""
+        if not self.adaptive or self.time_budget_s is None:
+            return True
+        cost = sum(self._cost.get((r.subject, wid), 0.0) for r in cells)
+        return self._elapsed() + cost <= self.time_budget_s
+
     def _round_fits(self, todo: list[Workload]) -> bool:
         """Another round ends within the time budget, judged by what its samples cost last
         time (so the budget is a bound on the measuring time, not a point past which the
@@ -232,7 +253,11 @@ class Runner:
     def _open(self, sid: str, wid: str) -> bool:
         """Still wants samples: not settled, not failed, and short of its planned n."""
         res = self.results.get((sid, wid))
-        if (sid, wid) in self.settled or (res is not None and res.status != "ok"):
+        if res is not None and res.status != "ok":
+            return False
+        if (sid, wid) in self.stalled.owed:
+            return True
+        if (sid, wid) in self.settled:
             return False
         plan = self.planned.get((sid, wid))
         return plan is None or res is None or len(res.samples) < plan
@@ -244,7 +269,7 @@ class Runner:
             return None  # the first round is where each sample's cost is learnt
         every = sum(self._cost.values())
         open_ = sum(c for (sid, wid), c in self._cost.items() if self._open(sid, wid))
-        rep = self._rep + 1  # rounds begun
+        rep = self._rounds + 1  # rounds begun
         left = every * max(0, self.repeat - rep)
         if self.adaptive:
             left += open_ * max(0, self.max_repeat - max(rep, self.repeat))
@@ -271,7 +296,11 @@ class Runner:
             left = min(left, len(open_) * max(0, int(spare // cost)))
         return left
 
-    def _workloads_for_round(self, rep: int) -> list[Workload]:
+    def _workloads_for_round(self) -> list[Workload]:
+        if self._redo:  # a round set aside (fsbench.schedule.stalled), measured again
+            owed = {wid for _, wid in self.stalled.owed}
+            return [wl for wl in self.workloads if workload_id(wl) in owed]
+        rep = self._rounds
         if rep < self.repeat:
             return self.workloads
         if not self.adaptive:
@@ -285,7 +314,8 @@ class Runner:
                 self._stop_open("max-repeat")
                 return []
             return todo
-        if rep == self.repeat:
+        if not self._interim_done:
+            self._interim_done = True
             self._interim()
         todo = [wl for wl in self.workloads if self._open_cells(workload_id(wl))]
         if not todo:
@@ -343,7 +373,7 @@ class Runner:
             for wl in workloads:
                 if rt.subject.status != "ok":
                     break  # failed during this turn: its first cause stays the reported one
-                self._one(rt, wl, rep)
+                self._one(rt, wl)
             self._release(rt)
 
     def _release(self, rt: Mounted) -> None:
@@ -404,28 +434,12 @@ class Runner:
                 if note := split_note(res.samples, seen, res.unit):
                     res.notes.append(note)
                     res.warnings.append(words(note))
-        self._note_stalls()
+        self.stalled.note(self._tables())
         if self.sink:
             for res in self.results.values():
                 self.sink.save_result(self.run.run_id, res)
         self.run.results = list(self.results.values())
         return largest
-
-    def _note_stalls(self) -> None:
-        """A round that moved every subject of a table alike is named on each of them: it is
-        why that table's intervals are wide (fsbench.stats.serial.stalls)."""
-        for table in self._tables().values():
-            ok = [r for r in table.values() if r.status == "ok" and r.samples]
-            for st in serial.stalls([r.samples for r in ok]):
-                note = Note(
-                    code="round-shared",
-                    params={"round": st.round + 1, "low": st.low, "high": st.high},
-                )
-                for r in ok:
-                    # `note not in`: finish runs a second time after an interrupt.
-                    if len(r.samples) > st.round and note not in r.notes:
-                        r.notes.append(note)
-                        r.warnings.append(words(note))
 
     def _result(self, rt: Mounted, wl: Workload) -> Result:
         key = (rt.subject.id, workload_id(wl))
@@ -443,16 +457,20 @@ class Runner:
             self._sampler.untraced(self.results[key], wl)
         return self.results[key]
 
-    def _one(self, rt: Mounted, wl: Workload, rep: int) -> None:
-        known = self.results.get((rt.subject.id, workload_id(wl)))
+    def _one(self, rt: Mounted, wl: Workload) -> None:
+        key = (rt.subject.id, workload_id(wl))
+        known = self.results.get(key)
         if known is not None and known.status != "ok":
             return  # failed or unsupported once: the same error again teaches nothing
-        if rep >= self.repeat and not self._open(rt.subject.id, workload_id(wl)):
+        if self._redo and key not in self.stalled.owed:
+            return  # a round measured again: only the cells whose samples were set aside
+        if self._rounds >= self.repeat and not self._open(*key):
             return  # settled, or sampled as planned: the time goes to the open ones
-        of = "" if self.adaptive else f"/{self.repeat}"
-        self.on_eta(self._eta_s())
-        self.on_step(f"{rt.subject.id} · {workload_id(wl)} · sample {rep + 1}{of}")
         res = known or self._result(rt, wl)
+        of = "" if self.adaptive else f"/{self.repeat}"
+        again = " (again: a round set aside)" if self._redo else ""
+        self.on_eta(self._eta_s())
+        self.on_step(f"{key[0]} · {key[1]} · sample {len(res.samples) + 1}{of}{again}")
         began = self.now()
         its = self._guarded(rt, wl, res, lambda: self._sampler.iterations(rt, wl, res))
         if its is None:
@@ -462,7 +480,8 @@ class Runner:
         res.sample_details.append(sample)
         if self.sink:
             self.sink.save_sample(self.run.run_id, res, sample)
-        self._cost[(rt.subject.id, workload_id(wl))] = self.now() - began
+        self._cost[key] = self.now() - began
+        self.stalled.owed.discard(key)
         self.on_sample()
         self.on_result(res)
         self.on_remaining(self._samples_left())

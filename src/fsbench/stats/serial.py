@@ -103,12 +103,14 @@ class Stall:
     low: float  # the smallest and largest sample/median of that round over the cells
     high: float
     cells: int
+    depth: float = 0.0  # the mean log move of the round's samples from their medians
 
 
-def stalls(cells: Sequence[Sequence[float]]) -> list[Stall]:
+def stalls(cells: Sequence[Sequence[float]], worse: int = 0) -> list[Stall]:
     """The rounds of a table (cells: each subject's samples in round order) in which every
     cell's sample moved the same way from its own median, by STALL_LOG on average: an
-    effect the round shared (the intervals, unpaired, carry it; docs/verdicts.md)."""
+    effect the round shared (the intervals, unpaired, carry it; docs/verdicts.md).
+    ``worse``: -1 only rounds that moved every sample down, +1 up, 0 either way."""
     logs = [c for c in _logs(cells) if len(c) >= 3]
     out = []
     for i in range(max((len(c) for c in logs), default=0)):
@@ -117,7 +119,9 @@ def stalls(cells: Sequence[Sequence[float]]) -> list[Stall]:
         dev = np.array([float(c[i] - np.median(c)) for c in logs if len(c) > i])
         if dev.size < STALL_CELLS or abs(float(dev.mean())) < STALL_LOG:
             continue
-        if (dev > 0).all() or (dev < 0).all():
+        if (worse >= 0 and (dev > 0).all()) or (worse <= 0 and (dev < 0).all()):
             ratios = np.exp(dev)
-            out.append(Stall(i, float(ratios.min()), float(ratios.max()), int(dev.size)))
+            out.append(
+                Stall(i, float(ratios.min()), float(ratios.max()), int(dev.size), float(dev.mean()))
+            )
     return out

@@ -1,0 +1,123 @@
+"""A round that moved every subject of a table the same way: measured again, or named.
+
+When the machine changes speed for a round (another job, a host stall), every subject of a
+table moves the same way but not by the same amount: in run 20261127-110521 one round took
+ext4 to 0.66x of its median and exfat-fuse to 0.26x, and the unpaired intervals of that
+table went 1,280x wide. Such a round says nothing about the subjects, so the runner sets its
+samples aside and measures that round again, by a rule fixed before the run:
+
+- the round is found by fsbench.stats.serial.stalls (at least 4 subjects with 3 samples, every
+  one moved the same way from its own median, by 1.22x or more on average); the rule reads
+  rounds, never subjects, so in an A/A table it favours no one (bench/verdict_designs.py);
+- only a round that made every subject worse (a stall slows; nothing speeds everyone up);
+- at most three rounds per table (a machine that stalls in every round is named, not chased);
+- only when the round's samples fit the time budget again (a fixed --repeat always fits);
+  otherwise the round stays in and is named (the `round-shared` note).
+
+The samples set aside stay in the result (`Result.set_aside`, each with its round) and the
+note `round-set-aside` says which round and by how much; no interval uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from fsbench.records.notecodes import Note, words
+from fsbench.records.schema import Result, Sample
+from fsbench.stats import serial
+
+# Rounds measured again per table, at most (simulated: 1 left 19 % of a default-like run's
+# tables with an interval wider than 5x under 5 % stalled rounds, 3 left 10 %; docs/verdicts.md).
+REDO_PER_TABLE = 3
+
+
+@dataclass(frozen=True)
+class Aside:
+    pos: int  # the round's index in the cells' kept samples when it was set aside
+    round: int  # the round, 0-based, counting every round the table ran
+    stall: serial.Stall
+
+
+@dataclass
+class Stalled:
+    """The runner's record of rounds set aside: which cells owe a sample, and per table the
+    rounds set aside, in the order they were."""
+
+    owed: set[tuple[str, str]] = field(default_factory=set)
+    done: dict[str, list[Aside]] = field(default_factory=dict)
+
+    def look(
+        self,
+        wid: str,
+        table: Iterable[Result],
+        fits: Callable[[list[Result]], bool],
+    ) -> bool:
+        """After a round of table ``wid``: set aside a round that moved every subject alike,
+        if the rule allows and its samples fit again (``fits``: the cells to re-measure).
+        True: cells now owe a sample (Stalled.owed)."""
+        if len(self.done.get(wid, [])) >= REDO_PER_TABLE:
+            return False
+        cells = [r for r in table if r.status == "ok" and len(r.samples) >= 3]
+        # Only a round that made every subject worse: that is what a machine's stall does
+        # (nothing runs faster for everyone), and from a median that two stalled rounds of
+        # three pulled down, the one good round looks "moved up": it must not be dropped.
+        better = {r.higher_is_better for r in cells}
+        if len(better) != 1:
+            return False
+        worse = -1 if better.pop() else 1
+        found = serial.stalls([r.samples for r in cells], worse)
+        if not found:
+            return False
+        # The deepest, if several: the one that moved the table most.
+        st = max(found, key=lambda s: abs(s.depth))
+        hit = [r for r in cells if len(r.samples) > st.round]
+        if not fits(hit):
+            return False
+        aside = Aside(st.round, self.round_of(wid, st.round), st)
+        for r in hit:
+            value = r.samples.pop(st.round)
+            if len(r.sample_details) > st.round:
+                kept = r.sample_details.pop(st.round)
+            else:
+                kept = Sample(value=value, seconds=0.0)
+            kept.extra["round"] = aside.round + 1
+            r.set_aside.append(kept)
+            self.owed.add((r.subject, wid))
+        self.done.setdefault(wid, []).append(aside)
+        return True
+
+    def round_of(self, wid: str, pos: int) -> int:
+        """The 0-based round of a cell's kept sample at ``pos``: each round set aside at or
+        before it shifts it by one (undone latest first)."""
+        for a in reversed(self.done.get(wid, [])):
+            if pos >= a.pos:
+                pos += 1
+        return pos
+
+    def note(self, tables: dict[str, dict[str, Result]]) -> None:
+        """Name on each subject of a table the round set aside (`round-set-aside`) and any
+        round left in that moved every subject alike (`round-shared`): it is why that
+        table's intervals are wide (fsbench.stats.serial.stalls)."""
+        for wid, table in tables.items():
+            ok = [r for r in table.values() if r.status == "ok" and r.samples]
+            for a in self.done.get(wid, []):
+                for r in ok:
+                    if any(k.extra.get("round") == a.round + 1 for k in r.set_aside):
+                        _add(r, _note("round-set-aside", a.round + 1, a.stall))
+            for st in serial.stalls([r.samples for r in ok]):
+                note = _note("round-shared", self.round_of(wid, st.round) + 1, st)
+                for r in ok:
+                    if len(r.samples) > st.round:
+                        _add(r, note)
+
+
+def _note(code: str, rnd: int, st: serial.Stall) -> Note:
+    return Note(code=code, params={"round": rnd, "low": st.low, "high": st.high})
+
+
+def _add(r: Result, note: Note) -> None:
+    # `not in`: finish runs a second time after an interrupt.
+    if note not in r.notes:
+        r.notes.append(note)
+        r.warnings.append(words(note))
