@@ -73,6 +73,38 @@ def test_the_issues_twentyfold_gap_is_decided_once_its_samples_are_planned() -> 
     assert plan["a"] > 3 and plan["b"] > 3
 
 
+def test_the_plan_counts_degrees_as_the_verdict_will() -> None:
+    """README command 1 on a quiet machine (run 20261127-121449): 3 samples of 1-2 % a side,
+    xfs 1.57x ext4 open at 0.99-2.50. Planned with Welch's degrees (4), 3 samples looked
+    enough and both cells stopped with the budget unspent; the verdict counts Hsu's (2) below
+    4 samples a side, and so must the plan."""
+    kernel = {"ext4": [3013, 3081, 2956], "ext2": [1340, 1370, 1372], "xfs": [4692, 4802, 4733],
+              "btrfs": [913, 927, 920]}  # fmt: skip
+    fuse = {"ntfs-3g": [215, 221, 223], "lowntfs-3g": [215, 225, 227],
+            "fuse2fs": [579, 610, 579], "exfat-fuse": [1330, 1328, 1331]}  # fmt: skip
+    cold_k = [[8785, 8687, 8681], [8128, 8267, 8440], [8443, 8639, 8954], [4548, 4513, 4535]]
+    cold_f = [[1730, 1765, 1753], [1765, 1710, 1740], [989, 933, 955], [1815, 1814, 1824]]
+    priors = priors_by_kind(
+        [("kernel", v) for v in [*kernel.values(), *cold_k]]
+        + [("fuse", v) for v in [*fuse.values(), *cold_f]]
+    )
+    samples: dict[str, list[float]] = {
+        k: [float(x) for x in v] for k, v in {**kernel, **fuse}.items()
+    }
+    pri = {s: priors["kernel" if s in kernel else "fuse"] for s in samples}
+    fam = table_family(8, looks=2)
+    tl = look(samples, list(samples), True, fam, pri)
+    assert ("ext4", "xfs") in tl.open_pairs()
+    plan = planned_n(tl, samples, fam, pri, n_max=10)
+    assert plan["ext4"] > 3 and plan["xfs"] > 3
+    # And at the planned samples (the same spread), the verdict decides it.
+    more = {
+        s: v + [float(np.exp(np.mean(np.log(v))))] * (plan.get(s, 3) - 3)
+        for s, v in samples.items()
+    }
+    assert verdict(more["ext4"], more["xfs"], fam, pri["ext4"], pri["xfs"]).mark == "above"
+
+
 def test_the_prior_is_limmas_moments_fit() -> None:
     """Cells whose variances all come from one sigma² give a large d0 near the cap and s0²
     near sigma²; cells spread far beyond their sampling noise lend few degrees."""
