@@ -886,3 +886,62 @@ def test_a_set_aside_round_survives_the_store_and_its_verdicts_reproduce(
     marks = {w: p.marks() for w, p in decide.printed(run.results, list(ids)).items()}
     again = {w: p.marks() for w, p in decide.printed(loaded.results, list(ids)).items()}
     assert marks == again and marks
+
+
+STALLED = {"s1": "100,102,35,101,99", "s2": "50,51,19,49,50", "s3": "80,79,30,81,80",
+           "s4": "20,21,8,20,21"}  # fmt: skip
+
+
+def test_an_interrupt_before_the_round_is_measured_again_puts_its_samples_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted as the stalled round is measured again: every cell keeps the samples it
+    has (the stalled ones back in their place), nothing is set aside, no note says so."""
+    from fsbench.pipeline import Interrupted
+
+    _fake_values(monkeypatch, STALLED)
+    calls = [0]
+
+    class Stopping(FakeWorkload):
+        def run(self, target):  # type: ignore[no-untyped-def]
+            calls[0] += 1
+            if calls[0] == 14:  # the second sample of the round measured again
+                raise Interrupted("SIGINT")
+            return super().run(target)
+
+    runner = _runner(tmp_path, [Stopping()], repeat=4, ids=tuple(STALLED), procfs=ProcFS())
+    with pytest.raises(Interrupted):
+        runner.execute()
+    assert runner.stalled.owed  # the redo had begun: one cell measured again, three owed
+    runner.finish()
+    by = _by_subject(runner.run)
+    for sid, r in by.items():
+        want = [float(v) for v in STALLED[sid].split(",")]
+        if r.set_aside:  # the one measured again keeps its new sample, the stalled one aside
+            assert r.samples == [want[0], want[1], want[3]]
+        else:
+            assert r.samples == want[:3] and len(r.sample_details) == 3
+            assert not any(n.code == "round-set-aside" for n in r.notes)
+    assert sum(bool(r.set_aside) for r in by.values()) == 1
+
+
+@pytest.mark.timeout(30)
+def test_a_cell_that_fails_while_its_round_is_measured_again_owes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell that fails in the round measured again is failed, and the run goes on (it
+    looped forever waiting for that cell's sample)."""
+    from fsbench.errors import WorkloadFailed
+
+    _fake_values(monkeypatch, STALLED)
+
+    class Failing(FakeWorkload):
+        def run(self, target):  # type: ignore[no-untyped-def]
+            if target.subject_id == "s1" and self._counters.get("s1", 0) == 3:
+                raise WorkloadFailed("fake failure: No space left on device")
+            return super().run(target)
+
+    run = _runner(tmp_path, [Failing()], repeat=4, ids=tuple(STALLED), procfs=ProcFS()).execute()
+    by = _by_subject(run)
+    assert by["s1"].status == "failed"
+    assert all(len(by[s].samples) == 4 and by[s].set_aside for s in ("s2", "s3", "s4"))

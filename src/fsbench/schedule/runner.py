@@ -136,6 +136,8 @@ class Runner:
         self._warm_up_pass()
         rep = 0
         while True:
+            # A cell that can no longer be sampled (its subject failed) owes nothing.
+            self.stalled.owed = {k for k in self.stalled.owed if self._samplable(k)}
             self._redo = bool(self.stalled.owed)
             todo = self._workloads_for_round()
             if not todo:
@@ -223,6 +225,11 @@ class Runner:
                 plan = {sid: self.max_repeat for sid in per}  # alone: its own interval decides
             for sid, n in plan.items():
                 self.planned[(sid, wid)] = n
+
+    def _samplable(self, key: tuple[str, str]) -> bool:
+        res = self.results.get(key)
+        ok = {rt.subject.id for rt in self.targets if rt.subject.status == "ok"}
+        return res is not None and res.status == "ok" and key[0] in ok
 
     def _fits(self, wid: str, cells: list[Result]) -> bool:
         """A sample more of each of these cells ends within the time budget."""
@@ -422,6 +429,7 @@ class Runner:
         """Aggregate every result from its samples, each stamped with its table's verdict
         family (also used after an interrupt); returns the largest table's family."""
         self.close_workloads()
+        self.stalled.restore(self.results)  # interrupted before a round was measured again
         by_id = {workload_id(w): w for w in self.workloads}
         largest = decide.stamp(
             list(self.results.values()), self._kinds(), self.looks, self.band, self.frozen_priors

@@ -87,6 +87,27 @@ class Stalled:
         self.done.setdefault(wid, []).append(aside)
         return True
 
+    def restore(self, results: dict[tuple[str, str], Result]) -> None:
+        """Put back the samples of a round set aside that was not measured again (the run
+        was interrupted first): a cell keeps every sample it has, and a table whose round no
+        cell measured again has nothing set aside."""
+        for sid, wid in sorted(self.owed):
+            res, asides = results.get((sid, wid)), self.done.get(wid, [])
+            if res is None or not asides:
+                continue
+            a = asides[-1]  # cells owe only the latest: a redo round comes before any other
+            back = [k for k in res.set_aside if k.extra.get("round") == a.round + 1]
+            for k in back:
+                res.set_aside.remove(k)
+                k.extra.pop("round", None)
+                res.samples.insert(a.pos, k.value)
+                if len(res.sample_details) >= a.pos:
+                    res.sample_details.insert(a.pos, k)
+            if not any(a.round + 1 == k.extra.get("round") for r in results.values()
+                       if r.workload_id == wid for k in r.set_aside):  # fmt: skip
+                asides.remove(a)
+        self.owed.clear()
+
     def round_of(self, wid: str, pos: int) -> int:
         """The 0-based round of a cell's kept sample at ``pos``: each round set aside at or
         before it shifts it by one (undone latest first)."""
