@@ -26,7 +26,7 @@ SIZE = 64 * 1024 * 1024
 
 
 def _stored(tmp: Path, run_id: str, values: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A run of two fake subjects, 5 samples each, written to its own directory."""
+    """A run of two fake subjects, 6 samples each, written to its own directory."""
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", values)
     targets = [
         AlwaysMounted(
@@ -36,7 +36,7 @@ def _stored(tmp: Path, run_id: str, values: str, monkeypatch: pytest.MonkeyPatch
         for sid in ("base", "other")
     ]
     run = Runner(Run(run_id=run_id, started="2026-01-01T00:00:00"), targets, [FakeWorkload()],
-                 repeat=5).execute()  # fmt: skip
+                 repeat=6).execute()  # fmt: skip
     run.status = "complete"
     out = tmp / run_id
     write_results(run, out)
@@ -49,7 +49,9 @@ def _diff(*args: str, home: Path) -> subprocess.CompletedProcess:
                           text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
 
 
-A = "base=100,101,99,100,102;other=50,51,49,50,52"
+# Six samples: from 6 a side Welch's degrees (below, Hsu's: at 5 samples of 1 % the same
+# samples twice are "open", not within the ±2 % band; docs/verdicts.md).
+A = "base=100,101,99,100,102,100;other=50,51,49,50,52,50"
 
 
 def test_a_pair_with_a_worse_result_fails_the_gate(
@@ -57,7 +59,7 @@ def test_a_pair_with_a_worse_result_fails_the_gate(
 ) -> None:
     a = _stored(tmp_path, "20260101-000000-aaaa", A, monkeypatch)
     # B: `other` lost half its rate, `base` is as it was.
-    b = _stored(tmp_path, "20260102-000000-bbbb", "base=100,101,99,100,102;other=25,26,24,25,26",
+    b = _stored(tmp_path, "20260102-000000-bbbb", "base=100,101,99,100,102,100;other=25,26,24,25,26,25",
                 monkeypatch)  # fmt: skip
     res = _diff(str(a), str(b), "--json", "--fail-on", "worse", home=tmp_path)
     assert res.returncode == 1, res.stderr
