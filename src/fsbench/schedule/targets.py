@@ -244,6 +244,9 @@ class LabMounted:
     def evict(self) -> str | None:
         return self.lab.evict(self.ls)
 
+    def renew(self) -> None:
+        self.lab.renew(self.ls)
+
 
 def workdir_of(plan: Plan) -> Path:
     assert plan.target_dir is not None
