@@ -481,18 +481,19 @@ class Lab:
         s.entry, s.daemon_pid = None, None
         s.events.append("discard")
 
-    def renew(self, s: LabSubject) -> None:
+    def renew(self, s: LabSubject) -> bool:
         """A file: image written over with its pristine image again (unmounted, settled, the
         loop's buffers dropped): what an image or a mount carries (its files, their place,
         a daemon's state) varies across rounds instead of staying with the subject. The
         A/A runs found such an effect on this backing only (docs/verdicts.md, "Setups")."""
         if s.pristine is None or s.image is None or s.device is None:
-            return
+            return False
         self.unmount(s)
         copy_over(s.pristine, s.image)
         settle(s.image)
         cold.flush_device(s.device)
         s.events.append("renew")
+        return True
 
     def remount(self, s: LabSubject) -> None:
         self.unmount(s)

@@ -95,7 +95,7 @@ def lab_targets(
         store.save_subject(run.run_id, rec)
         tree = aged_tree(ls)
         between = plan.backing.kind == "device"  # one device: released between turns
-        targets.append(LabMounted(lab, ls, rec, file_size, plan.scale, tree, between))
+        targets.append(LabMounted(lab, ls, rec, file_size, plan.scale, tree, between, guard))
     if rejected:
         # The user named an option the driver refuses: bad input, not a measurement failure.
         raise UsageError(f"mount option rejected by the driver: {rejected[0]}")
@@ -190,8 +190,9 @@ class LabMounted:
         scale: float = 1.0,
         tree: AgedTree | None = None,
         release_between: bool = False,
+        guard: Guard | None = None,
     ) -> None:
-        self.lab, self.ls, self.subject = lab, ls, subject
+        self.lab, self.ls, self.subject, self.guard = lab, ls, subject, guard
         self.file_size, self.scale, self.tree = file_size, scale, tree
         self._chosen: list[str | None] = []  # the existing file a --read-only run reads
         self._between = release_between
@@ -245,7 +246,9 @@ class LabMounted:
         return self.lab.evict(self.ls)
 
     def renew(self) -> None:
-        self.lab.renew(self.ls)
+        if self.lab.renew(self.ls) and self.guard is not None:
+            self.lab.mount(self.ls)  # the integrity set goes on the fresh image too
+            self.guard.renewed(self.ls)
 
 
 def workdir_of(plan: Plan) -> Path:
