@@ -115,36 +115,6 @@ def test_compare_ext4_and_fuse2fs(
 
 
 @pytest.mark.root
-def test_a_file_backed_run_renews_every_image_each_round_and_stays_intact(
-    tmp_path: Path, state_dir: Path
-) -> None:
-    """--backing file:DIR: before each subject's turn in a round its image is the pristine
-    image again (the run's phases name the time), the integrity set is written again on it,
-    and the check at the end passes; nothing is left in DIR."""
-    need_drivers("ext4", "fuse2fs")
-    holder = Path("/var/tmp") / f"fsbench-e2e-{os.getpid()}"  # a disk: /tmp may be memory
-    holder.mkdir()
-    try:
-        ran = fsbench_released(
-            state_dir, tmp_path / "out",
-            "compare", "ext4", "fuse2fs", "--size", "64M", "--repeat", "3", "--warmup", "0",
-            "--min-sample-time", "0", "--workloads", "seq-write/fsync",
-            "--backing", f"file:{holder}", "--db", str(tmp_path / "results.db"), "--json",
-        )  # fmt: skip
-        doc = ran.doc
-        assert doc["status"] == "complete"
-        for s in doc["subjects"]:
-            assert s["status"] == "ok", s
-            assert s["integrity"]["status"] == "ok", s["integrity"]
-            assert s["integrity"]["digest_files"] > 0 and not s["integrity"]["digest_failures"]
-        assert all(len(r["samples"]) == 3 for r in doc["results"])
-        assert doc["schedule"]["phases"].get("renew", 0) > 0, doc["schedule"]["phases"]
-        assert not list(holder.iterdir())
-    finally:
-        shutil.rmtree(holder, ignore_errors=True)
-
-
-@pytest.mark.root
 def test_rejected_mount_option_is_a_usage_error(tmp_path: Path, state_dir: Path) -> None:
     need_drivers("ext4")
     # The refusal comes after the lab was built, so results.json names the run (no samples),

@@ -44,7 +44,6 @@ class FakeLab:
 
     workdir: Path
     broken: dict[str, str] = field(default_factory=dict)
-    unrenewable: dict[str, str] = field(default_factory=dict)  # renew raises this LabError
     log: list[tuple[str, str]] = field(default_factory=list)
 
     def subjects(self, *ids: str) -> list[FakeMounted]:
@@ -86,12 +85,6 @@ class FakeMounted:
     def evict(self) -> str | None:
         self._log("evict")
         return "the fake lab evicts nothing"
-
-    def renew(self) -> None:
-        self._log("renew")
-        why = self.lab.unrenewable.get(self.subject.id)
-        if why:
-            raise LabError(why)
 
 
 def _runner(
@@ -164,22 +157,6 @@ def test_release_is_called_after_each_turn(tmp_path: Path) -> None:
     lab = FakeLab(tmp_path)
     Runner(Run(run_id="r", started="t"), lab.subjects(*IDS), [FakeWorkload()], repeat=2).execute()
     assert [sid for what, sid in lab.log if what == "release"] == list(IDS) * 2
-
-
-def test_each_subject_gets_a_fresh_setup_once_per_round_it_samples_in(tmp_path: Path) -> None:
-    """renew before a subject's first sample of every round (two workloads: once, not twice),
-    before its mount is ensured; a subject that cannot be renewed fails alone."""
-    lab = FakeLab(tmp_path, unrenewable={"subj-c": "cannot write the image again"})
-    wls = [FakeWorkload(name="w1"), FakeWorkload(name="w2")]
-    run = Runner(Run(run_id="r", started="t"), lab.subjects(*IDS), wls, repeat=3).execute()
-    for sid in ("subj-a", "subj-b"):
-        assert lab.calls("renew", sid) == 3
-        mine = [what for what, s in lab.log if s == sid and what in ("renew", "ensure")]
-        assert mine[0] == "renew"
-    c = next(s for s in run.subjects if s.id == "subj-c")
-    assert c.status == "failed" and "cannot write the image again" in (c.error or "")
-    assert lab.calls("renew", "subj-c") == 1
-    assert run.schedule is not None and "renew" in run.schedule.phases
 
 
 # --- values and statistics --------------------------------------------------------------------
@@ -776,12 +753,17 @@ def test_progress_total_shrinks_as_answers_settle(
 def test_a_ratio_is_settled_exactly_when_its_verdict_is_decided() -> None:
     """Settled is the verdict the table prints: ▲/▼ (the interval excludes 1) or ≈ (within
     ±2 %); three wild baseline samples above three others are still open."""
+    from fsbench.schedule.runner import ratio_settled
     from fsbench.stats.verdict import verdict
 
-    wild, low = [100.0, 300.0, 500.0], [50.0, 60.0, 70.0]
-    assert verdict(wild, low).mark == "open" and not verdict(wild, low).decided
-    assert verdict([100.0, 100.5, 99.5], [100.2, 99.9, 100.1]).decided
-    assert verdict([100.0, 101.0, 99.0], [50.0, 51.0, 49.0]).decided
+    def res(values: list[float]) -> Result:
+        return Result(subject="s", workload="w", metric="m", unit="MiB/s", samples=values)
+
+    wild, low = res([100.0, 300.0, 500.0]), res([50.0, 60.0, 70.0])
+    assert verdict(wild.samples, low.samples).mark == "open"
+    assert not ratio_settled(wild, low)
+    assert ratio_settled(res([100.0, 100.5, 99.5]), res([100.2, 99.9, 100.1]))
+    assert ratio_settled(res([100.0, 101.0, 99.0]), res([50.0, 51.0, 49.0]))
 
 
 def test_every_workload_merges_its_extras_by_a_known_rule() -> None:

@@ -75,7 +75,6 @@ class LabSubject:
     # The sha256 of the pristine image its copy was made from, when that image was made once
     # for several guests (identical bytes across kernels: vm/images.py).
     image_sha256: str | None = None
-    pristine: Path | None = None  # file: backing: written over the image again (Lab.renew)
     error: str | None = None
     events: list[str] = field(default_factory=list)  # lifecycle order, for tests and debugging
 
@@ -164,9 +163,8 @@ class Lab:
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
         if self.backing.kind == "file":
-            # Every image is written in full (prepare), and each format's pristine image is
-            # kept to write over them again every round (renew): the space is taken up front.
-            need = self.size * (len(specs) + len({(s.driver.fs, s.age, s.mkfs) for s in specs}))
+            # Every image is written in full (prepare): the space is taken up front.
+            need = self.size * (len(specs) + 1)
             free = shutil.disk_usage(self.backing.path or ".").free
             if need > free:
                 raise EnvironmentProblem(
@@ -302,8 +300,10 @@ class Lab:
         if self.backing.kind in ("ram", "file"):
             images = [s.image for s in self.subjects if s.image]
             if self.backing.kind == "file":  # a disk: seconds a GiB, worth saying
-                n, size, where = len(images), format_size(self.size), self.backing.path
-                self.on_step(f"writing {n} image(s) of {size} in full in {where}")
+                self.on_step(
+                    f"writing {len(images)} image(s) of {format_size(self.size)} in full "
+                    f"in {self.backing.path}"
+                )
             fill_interleaved(images, self.size)
         trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
         # One pristine image per format and age, and one per subject's own mkfs options.
@@ -344,9 +344,7 @@ class Lab:
                 s.device = loops.attach(s.image, read_only=self.read_only, direct_io=direct)
                 loops.set_device(self.record, s.device, s.spec.knobs)
                 s.events += ["format", "copy", "attach"]
-                s.pristine = pristine if direct else None
-            if self.backing.kind != "file":  # file: kept to write over the images (renew)
-                pristine.unlink()
+            pristine.unlink()
         for s in self.subjects:
             if s.spec.age == NONE and s.spec.driver.fs in trees:
                 s.aged_tree = {**trees[s.spec.driver.fs], "mirror": True}
@@ -480,20 +478,6 @@ class Lab:
         stacked.unmount(s.spec.driver, s.mountpoint, pids, timeout=10)
         s.entry, s.daemon_pid = None, None
         s.events.append("discard")
-
-    def renew(self, s: LabSubject) -> bool:
-        """A file: image written over with its pristine image again (unmounted, settled, the
-        loop's buffers dropped): what an image or a mount carries (its files, their place,
-        a daemon's state) varies across rounds instead of staying with the subject. The
-        A/A runs found such an effect on this backing only (docs/verdicts.md, "Setups")."""
-        if s.pristine is None or s.image is None or s.device is None:
-            return False
-        self.unmount(s)
-        copy_over(s.pristine, s.image)
-        settle(s.image)
-        cold.flush_device(s.device)
-        s.events.append("renew")
-        return True
 
     def remount(self, s: LabSubject) -> None:
         self.unmount(s)

@@ -88,7 +88,7 @@ def images(plan: Plan) -> dict[str, Any]:
     specs = plan.subjects
     where = {
         "ram": f"/dev/shm/{RUN_DIR} (memory, filled before measuring)",
-        "file": f"{b.path}/{RUN_DIR} (written in full, loops with direct I/O, fresh every round)",
+        "file": f"{b.path}/{RUN_DIR} (written in full, loops with direct I/O)",
         "device": f"{b.path} itself (formatted once per format)"
         if not plan.read_only
         else f"{b.path} read-only, as it is",

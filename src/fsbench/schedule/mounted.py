@@ -47,12 +47,6 @@ class Mounted(Protocol):
         either way."""
         ...
 
-    def renew(self) -> None:
-        """A fresh setup before the subject's turn in a round, where its backing needs one
-        (a disk file: the pristine image written over it again, so what an image or a mount
-        carries varies across rounds and the interval covers it); elsewhere nothing."""
-        ...
-
 
 @dataclass
 class AlwaysMounted:
@@ -86,6 +80,3 @@ class AlwaysMounted:
 
     def evict(self) -> str | None:
         return self.evicting() if self.evicting else "no eviction for this target"
-
-    def renew(self) -> None:
-        pass

@@ -25,7 +25,7 @@ from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.sampler import Sampler
 from fsbench.schedule.stalled import Stalled
-from fsbench.stats import decide
+from fsbench.stats import decide, verdict
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.describe import needs_more_samples, summarize
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
@@ -99,7 +99,6 @@ class Runner:
     # Rounds that moved every subject of a table alike, set aside and measured again.
     stalled: Stalled = field(default_factory=Stalled)
     _redo: bool = field(default=False, init=False, repr=False)  # this round re-measures
-    _renewed: set[str] = field(default_factory=set, init=False, repr=False)  # this round's
     # What one sample needs (fsbench.schedule.sampler.Sampler, built from these).
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
@@ -375,7 +374,6 @@ class Runner:
         return targets
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
-        self._renewed.clear()
         for rt in self._round_order(rep):
             if rt.subject.status != "ok":
                 continue
@@ -477,11 +475,6 @@ class Runner:
         if self._rounds >= self.repeat and not self._open(*key):
             return  # settled, or sampled as planned: the time goes to the open ones
         res = known or self._result(rt, wl)
-        if rt.subject.id not in self._renewed:  # a fresh setup where the backing needs one
-            self._renewed.add(rt.subject.id)
-            with self.clock.phase("renew"):
-                if self._guarded(rt, wl, res, lambda: rt.renew() or True) is None:
-                    return
         of = "" if self.adaptive else f"/{self.repeat}"
         again = " (again: a round set aside)" if self._redo else ""
         self.on_eta(self._eta_s())
@@ -535,6 +528,12 @@ class Runner:
             rt.subject.error += f" (teardown: {e})"
         if self.sink:
             self.sink.save_subject(self.run.run_id, rt.subject)
+
+
+def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bool:
+    """The comparison's verdict is decided (▲, ▼ or ≈): the one procedure of fsbench.stats.verdict,
+    whose interval the table prints, at the run's family of looks and comparisons."""
+    return verdict.verdict(base.samples, res.samples, family).decided
 
 
 def workload_id(wl: Workload) -> str:

@@ -95,7 +95,7 @@ def lab_targets(
         store.save_subject(run.run_id, rec)
         tree = aged_tree(ls)
         between = plan.backing.kind == "device"  # one device: released between turns
-        targets.append(LabMounted(lab, ls, rec, file_size, plan.scale, tree, between, guard))
+        targets.append(LabMounted(lab, ls, rec, file_size, plan.scale, tree, between))
     if rejected:
         # The user named an option the driver refuses: bad input, not a measurement failure.
         raise UsageError(f"mount option rejected by the driver: {rejected[0]}")
@@ -190,9 +190,8 @@ class LabMounted:
         scale: float = 1.0,
         tree: AgedTree | None = None,
         release_between: bool = False,
-        guard: Guard | None = None,
     ) -> None:
-        self.lab, self.ls, self.subject, self.guard = lab, ls, subject, guard
+        self.lab, self.ls, self.subject = lab, ls, subject
         self.file_size, self.scale, self.tree = file_size, scale, tree
         self._chosen: list[str | None] = []  # the existing file a --read-only run reads
         self._between = release_between
@@ -244,11 +243,6 @@ class LabMounted:
 
     def evict(self) -> str | None:
         return self.lab.evict(self.ls)
-
-    def renew(self) -> None:
-        if self.lab.renew(self.ls) and self.guard is not None:
-            self.lab.mount(self.ls)  # the integrity set goes on the fresh image too
-            self.guard.renewed(self.ls)
 
 
 def workdir_of(plan: Plan) -> Path:
