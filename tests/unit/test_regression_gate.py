@@ -59,8 +59,8 @@ def test_a_pair_with_a_worse_result_fails_the_gate(
 ) -> None:
     a = _stored(tmp_path, "20260101-000000-aaaa", A, monkeypatch)
     # B: `other` lost half its rate, `base` is as it was.
-    b = _stored(tmp_path, "20260102-000000-bbbb", "base=100,101,99,100,102,100;other=25,26,24,25,26,25",
-                monkeypatch)  # fmt: skip
+    worse = "base=100,101,99,100,102,100;other=25,26,24,25,26,25"
+    b = _stored(tmp_path, "20260102-000000-bbbb", worse, monkeypatch)
     res = _diff(str(a), str(b), "--json", "--fail-on", "worse", home=tmp_path)
     assert res.returncode == 1, res.stderr
     rows = {r["subject"]: r["verdict"] for r in json.loads(res.stdout)["results"]}
