@@ -190,7 +190,9 @@ def diskmark_choices(wl: list[Workload], o: dict[str, Any], image: int | None) -
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    # 24 random bits: with 16, scripts starting runs in one second into one store met "run
+    # ... already exists" (a CI run of the option fuzz test: ~30 runs a second).
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
 def default_out_dir(run_id: str) -> Path:
