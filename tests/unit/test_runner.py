@@ -784,15 +784,18 @@ def _fake_values(monkeypatch: pytest.MonkeyPatch, vals: dict[str, str]) -> None:
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", ";".join(f"{k}={v}" for k, v in vals.items()))
 
 
+# Round 3 at about a third of every subject's speed, then two ordinary rounds.
+STALLED = {"s1": "100,102,35,101,99", "s2": "50,51,19,49,50", "s3": "80,79,30,81,80",
+           "s4": "20,21,8,20,21"}  # fmt: skip
+
+
 def test_a_round_that_slowed_every_subject_is_set_aside_and_measured_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Round 3 at about a third of every subject's speed (run 20261127-110521 had one): its
     samples are set aside, the round is measured again, the verdicts use the 4 others, and
     each result says so in every output's words."""
-    ids = ("s1", "s2", "s3", "s4")
-    vals = {"s1": "100,102,35,101,99", "s2": "50,51,19,49,50", "s3": "80,79,30,81,80",
-            "s4": "20,21,8,20,21"}  # fmt: skip
+    ids, vals = tuple(STALLED), STALLED
     _fake_values(monkeypatch, vals)
     rec = Recorder()
     run = _runner(tmp_path, [FakeWorkload()], repeat=4, ids=ids, procfs=ProcFS(), sink=rec,
@@ -867,9 +870,7 @@ def test_a_set_aside_round_survives_the_store_and_its_verdicts_reproduce(
     from fsbench.records.store import Store
     from fsbench.stats import decide
 
-    ids = ("s1", "s2", "s3", "s4")
-    vals = {"s1": "100,102,35,101,99", "s2": "50,51,19,49,50", "s3": "80,79,30,81,80",
-            "s4": "20,21,8,20,21"}  # fmt: skip
+    ids, vals = tuple(STALLED), STALLED
     _fake_values(monkeypatch, vals)
     with Store(tmp_path / "r.db") as db:
         runner = _runner(tmp_path, [FakeWorkload()], repeat=4, ids=ids, procfs=ProcFS(), sink=db)
@@ -886,10 +887,6 @@ def test_a_set_aside_round_survives_the_store_and_its_verdicts_reproduce(
     marks = {w: p.marks() for w, p in decide.printed(run.results, list(ids)).items()}
     again = {w: p.marks() for w, p in decide.printed(loaded.results, list(ids)).items()}
     assert marks == again and marks
-
-
-STALLED = {"s1": "100,102,35,101,99", "s2": "50,51,19,49,50", "s3": "80,79,30,81,80",
-           "s4": "20,21,8,20,21"}  # fmt: skip
 
 
 def test_an_interrupt_before_the_round_is_measured_again_puts_its_samples_back(

@@ -86,22 +86,22 @@ def _placement_split(p: dict[str, Any]) -> str:
     )
 
 
-def _round_shared(p: dict[str, Any]) -> str:
+def _round_moved(p: dict[str, Any]) -> str:
     low = fmt_ratio(p["low"]).rstrip("×")
     return (
         f"in round {p['round']} every subject's sample moved the same way ({low}–"
-        f"{fmt_ratio(p['high'])} "
-        "of its own median): the machine changed speed for that round; it widens this "
-        "table's intervals without favouring a subject"
+        f"{fmt_ratio(p['high'])} of its own median): the machine changed speed for that round"
     )
 
 
+def _round_shared(p: dict[str, Any]) -> str:
+    return _round_moved(p) + "; it widens this table's intervals without favouring a subject"
+
+
 def _round_set_aside(p: dict[str, Any]) -> str:
-    low = fmt_ratio(p["low"]).rstrip("×")
     return (
-        f"in round {p['round']} every subject's sample moved the same way ({low}–"
-        f"{fmt_ratio(p['high'])} of its own median): the machine changed speed for that round, "
-        "so its samples were set aside and the round measured again (results.json: set_aside)"
+        _round_moved(p) + ", so its samples were set aside and the round measured again "
+        "(results.json: set_aside)"
     )
 
 
