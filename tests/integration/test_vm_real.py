@@ -16,6 +16,7 @@ directly: /proc/*/environ for the VM's marker, /proc/self/mountinfo, the files t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -74,6 +75,27 @@ def _marked(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def _why(r: subprocess.CompletedProcess, out: Path) -> str:
+    """A failed run's reasons: stderr's tail, the output's failure lines and the VM's own error
+    (a guest that dies says so only in stdout and results.json, not on stderr)."""
+    lines = [x for x in r.stdout.splitlines() if "fail" in x or "✗" in x or "did not" in x]
+    vms = ""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        vms = str(json.loads((out / "results.json").read_text())["environment"]["vms"])
+    return "\n".join([r.stderr[-1500:], *lines[-10:], vms[-1500:]])
+
+
+def _guest_tail(work: Path) -> str:
+    """The VM's console and the guest fsbench's stderr, last lines: why a guest stopped."""
+    parts = []
+    for f in (work / "console.log", work / "share" / "stderr", work / "share" / "rc"):
+        with contextlib.suppress(OSError):
+            parts.append(
+                f"{f.name}: " + " | ".join(f.read_text(errors="replace").splitlines()[-8:])
+            )
+    return "\n".join(parts)
 
 
 def _qemus() -> set[int]:
@@ -135,7 +157,7 @@ def test_the_new_ntfs_against_ntfs3g_in_an_emulated_7x_guest_beside_ext4_on_the_
         stdin=subprocess.DEVNULL,
     )
     wall = time.monotonic() - t0
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.returncode == 0, _why(r, out)
     run = json.loads((out / "results.json").read_text())
     vm = run["environment"]["vms"][0]
     assert vm["kernel"] == KERNEL and int(vm["release"].split(".")[0]) >= 7
@@ -231,12 +253,12 @@ def test_sigkill_during_the_vm_then_cleanup_leaves_nothing(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         gone = wait_until(lambda: not (_qemus() & set(_marked(marker))), 1)
-        assert not gone, "qemu should outlive a SIGKILLed fsbench"
+        work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
+        assert not gone, f"qemu should outlive a SIGKILLed fsbench\n{_guest_tail(work)}"
     finally:
         if proc.poll() is None:
             proc.kill()
     run_id = marker.split("-vm-")[0]
-    work = Path(tempfile.gettempdir()) / f"fsbench-{marker}"
     assert work.is_dir()
     # First as if the state directory were gone (a test's private one, deleted): cleanup finds
     # the VM's work directory by the record's copy inside it, and its qemu by the marker.

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from fsbench.lab import state
 from fsbench.probes import processes
 from fsbench.records.schema import Result, Run, Subject
 from fsbench.report.vm_notes import vm_notes
-from fsbench.vm import group_subjects
+from fsbench.vm import group_subjects, guest
 from fsbench.vm.guest import (
     BASE_MEMORY,
     GuestGroup,
@@ -435,3 +436,35 @@ def test_a_failed_boot_names_the_consoles_last_line(tmp_path: Path) -> None:
     log.write_text("\n")
     assert console_tail(log) == ": the console printed nothing"
     assert console_tail(tmp_path / "absent.log") == ""
+
+
+def test_a_guest_that_dies_after_booting_names_the_consoles_last_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CI once saw both VM tests' guests stop without a reason anywhere: the error said
+    # "kernel panic?" and the console, which knew, went with the VM's directory.
+    fake = tmp_path / "vng"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != --rwdir ]; do shift; done\n'
+        'uname -r > "$2/booted"\n'
+        "echo 'Kernel panic - not syncing: Out of memory and no killable processes'\n"
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(guest, "vng_path", lambda: str(fake))
+    monkeypatch.setattr(guest, "warm_bytecode", lambda _p: False)
+    monkeypatch.setattr(guest, "host_memory_available", lambda: 0)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("FSBENCH_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    kernel = Kernel("path:x", str(tmp_path / "bzImage"), None, "7.0.0", "local")
+    group = GuestGroup(kernel=kernel, subjects=["ntfs3"], tag=False)
+    out = guest.run_guest("20261127-000000-abcdef", group, guest.VMSettings(args=[], size=MiB))
+    assert out.run is None
+    assert out.error is not None and out.error.startswith("the VM with path:x stopped before")
+    assert out.error.endswith(
+        ": Kernel panic - not syncing: Out of memory and no killable processes"
+    )
+    assert out.vm.status == "failed"
+    assert not list(tmp_path.glob("fsbench-*"))  # released: its directory is gone

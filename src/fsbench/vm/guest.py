@@ -322,9 +322,9 @@ def run_guest(
             rec.processes.append([proc.pid, processes.start_time(proc.pid)])
             rec.save()
             error = _wait(proc, share, vm, started, settings.timeout, on_step, group.kernel.name)
-            if error and not vm.boot_seconds:
+            if error:
                 # The console log goes with the VM's temporary directory: its last line is
-                # the only trace of why qemu gave up before the guest booted.
+                # the only trace of why qemu gave up (before the boot) or the guest died.
                 error += console_tail(work / "console.log")
         return _collect(share, vm, error)
     finally:
