@@ -45,7 +45,14 @@ from fsbench.schedule.dimensions.clients import check_clients
 from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.plan import Plan, vm_hint
 from fsbench.schedule.runner import Runner, workload_id
-from fsbench.schedule.targets import dir_target, lab_targets, scratch_dir, workdir_of
+from fsbench.schedule.targets import (
+    LabMounted,
+    Rotation,
+    dir_target,
+    lab_targets,
+    scratch_dir,
+    workdir_of,
+)
 from fsbench.stats import decide
 from fsbench.workloads.base import Workload
 
@@ -147,7 +154,10 @@ def execute(
                 session.tracer = start_tracer(plan, lab, run)
                 if targets or plan.vm_stage is None:  # VMs alone: the guests' runners measure
                     session.runner = _runner(plan, run, targets, store, progress, session.tracer)
+                    rotation = _rotation(plan, lab, targets, guard, session.runner)
                     session.runner.execute()
+                    if rotation is not None and run.schedule is not None:
+                        run.schedule.images = rotation.dealt
                 _after_measuring(plan, lab, run, store, guard, on_step)
                 run.status = "complete"
         except Interrupted as e:
@@ -289,6 +299,18 @@ def _runner(
         # Every round's subject order shuffled, reproducibly from the run's id.
         order_seed=zlib.crc32(run.run_id.encode()),
     )
+
+
+def _rotation(
+    plan: Plan, lab: Lab | None, targets: Sequence[Mounted], guard: Guard, runner: Runner
+) -> Rotation | None:
+    """file: backing deals its images out to the subjects again before every round."""
+    if lab is None or plan.backing.kind != "file":
+        return None
+    labs = [t for t in targets if isinstance(t, LabMounted)]
+    rotation = Rotation(lab, labs, guard, zlib.crc32(f"{runner.run.run_id}:images".encode()))
+    runner.setups = rotation
+    return rotation
 
 
 def _after_measuring(

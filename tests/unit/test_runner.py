@@ -753,8 +753,10 @@ def test_progress_total_shrinks_as_answers_settle(
 def test_a_ratio_is_settled_exactly_when_its_verdict_is_decided() -> None:
     """Settled is the verdict the table prints: ▲/▼ (the interval excludes 1) or ≈ (within
     ±2 %); three wild baseline samples above three others are still open."""
-    from fsbench.schedule.runner import ratio_settled
     from fsbench.stats.verdict import verdict
+
+    def ratio_settled(base: Result, res: Result) -> bool:
+        return verdict(base.samples, res.samples).decided
 
     def res(values: list[float]) -> Result:
         return Result(subject="s", workload="w", metric="m", unit="MiB/s", samples=values)
@@ -942,3 +944,27 @@ def test_a_cell_that_fails_while_its_round_is_measured_again_owes_nothing(
     by = _by_subject(run)
     assert by["s1"].status == "failed"
     assert all(len(by[s].samples) == 4 and by[s].set_aside for s in ("s2", "s3", "s4"))
+
+
+def test_setups_are_dealt_before_every_round_after_the_first_and_a_failed_one_fails_alone(
+    tmp_path: Path,
+) -> None:
+    """The runner's side of file: backing's rotation (targets.Rotation): asked before rounds
+    2.., never before the first (prepare dealt it), charged to the 'setup' phase; a subject
+    whose setup failed stops with that reason while the others go on."""
+    asked: list[tuple[int, int]] = []  # (round, samples taken so far)
+    wl = FakeWorkload()
+
+    def setups(rep: int) -> dict[str, str]:
+        asked.append((rep, sum(1 for c in wl.calls if c[0] == "run")))
+        return {IDS[1]: "setting up its image for round 3: disk full"} if rep == 2 else {}
+
+    run = _runner(tmp_path, [wl], repeat=3, setups=setups).execute()
+    n = len(IDS)
+    assert asked == [(1, n), (2, 2 * n)]
+    by = _by_subject(run)
+    failed = next(s for s in run.subjects if s.id == IDS[1])
+    assert failed.status == "failed" and failed.error.endswith("disk full")
+    assert len(by[IDS[1]].samples) == 2
+    assert all(len(by[sid].samples) == 3 for sid in IDS if sid != IDS[1])
+    assert run.schedule is not None and "setup" in run.schedule.phases

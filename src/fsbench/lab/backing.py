@@ -45,9 +45,11 @@ class Backing:
         return {
             "ram": "images are files in /dev/shm attached through loop devices: the 'device' is "
             "a loop over memory, so results show driver and CPU cost, not disk speed",
-            "file": "images are files on the file system holding them, written in full and "
-            "attached through loop devices with direct I/O (not cached twice): results include "
-            "that file system and its disk",
+            "file": "images are files on the file system holding them, written in full, "
+            "attached through loop devices with direct I/O (not cached twice) and dealt out to "
+            "the subjects again before every round, each written afresh from its pristine image "
+            "(where an image lies varies inside every interval): results include that file "
+            "system and its disk",
             "device": "a real block device (formatted, or with --read-only mounted read-only "
             "through a read-only loop device and checked for writes)",
             "dir": "an existing directory: nothing was formatted or mounted by fsbench",

@@ -267,6 +267,21 @@ class Guard:
         except OSError as e:
             w.set_error = f"writing the integrity set: {e.strerror or e}"
 
+    def renewed(self, ls: LabSubject) -> None:
+        """The subject's image was written over with its pristine image (targets.Rotation)
+        and mounted: the integrity set goes on it again (the same bytes, the same digests), so
+        the check at the end covers what the last round did to the image it ended on."""
+        w = self.watches.get(ls.spec.id)
+        if w is None or not w.expected:
+            return
+        try:
+            again = write_set(ls.mountpoint)
+        except OSError as e:
+            w.set_error = f"writing the integrity set again: {e.strerror or e}"
+            return
+        if again != w.expected:
+            w.set_error = "the integrity set's digests changed between rounds"
+
     def conclude(self, lab: Lab, run: Run, on_step: Callable[[str], None]) -> None:
         """At the end of the run: O_DIRECT as the run's own samples proved it, then checks."""
         for rec in run.subjects:

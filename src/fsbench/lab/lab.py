@@ -75,6 +75,7 @@ class LabSubject:
     # The sha256 of the pristine image its copy was made from, when that image was made once
     # for several guests (identical bytes across kernels: vm/images.py).
     image_sha256: str | None = None
+    pristine: Path | None = None  # file: kept, written onto the image it is dealt each round
     error: str | None = None
     events: list[str] = field(default_factory=list)  # lifecycle order, for tests and debugging
 
@@ -163,8 +164,9 @@ class Lab:
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
         if self.backing.kind == "file":
-            # Every image is written in full (prepare): the space is taken up front.
-            need = self.size * (len(specs) + 1)
+            # Every image is written in full (prepare), and each pristine image is kept to
+            # deal the images out again every round (targets.Rotation): taken up front.
+            need = self.size * (len(specs) + len({(s.driver.fs, s.age, s.mkfs) for s in specs}))
             free = shutil.disk_usage(self.backing.path or ".").free
             if need > free:
                 raise EnvironmentProblem(
@@ -300,10 +302,8 @@ class Lab:
         if self.backing.kind in ("ram", "file"):
             images = [s.image for s in self.subjects if s.image]
             if self.backing.kind == "file":  # a disk: seconds a GiB, worth saying
-                self.on_step(
-                    f"writing {len(images)} image(s) of {format_size(self.size)} in full "
-                    f"in {self.backing.path}"
-                )
+                n, size, where = len(images), format_size(self.size), self.backing.path
+                self.on_step(f"writing {n} image(s) of {size} in full in {where}")
             fill_interleaved(images, self.size)
         trees: dict[str, dict[str, Any]] = {}  # format -> its first aged profile's tree
         # One pristine image per format and age, and one per subject's own mkfs options.
@@ -344,7 +344,9 @@ class Lab:
                 s.device = loops.attach(s.image, read_only=self.read_only, direct_io=direct)
                 loops.set_device(self.record, s.device, s.spec.knobs)
                 s.events += ["format", "copy", "attach"]
-            pristine.unlink()
+                s.pristine = pristine if direct else None
+            if self.backing.kind != "file":
+                pristine.unlink()
         for s in self.subjects:
             if s.spec.age == NONE and s.spec.driver.fs in trees:
                 s.aged_tree = {**trees[s.spec.driver.fs], "mirror": True}

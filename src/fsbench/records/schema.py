@@ -490,6 +490,9 @@ class Schedule(_Model):
     # every subject alike instead of always the last).
     order_seed: int | None = None
     orders: list[list[str]] = Field(default_factory=list)
+    # file: backing: the image file each subject used in each round (dealt out again before
+    # every round, targets.Rotation, so where an image lies varies inside each interval).
+    images: list[dict[str, str]] = Field(default_factory=list)
 
 
 class Run(_Model):

@@ -88,7 +88,8 @@ def images(plan: Plan) -> dict[str, Any]:
     specs = plan.subjects
     where = {
         "ram": f"/dev/shm/{RUN_DIR} (memory, filled before measuring)",
-        "file": f"{b.path}/{RUN_DIR} (written in full, loops with direct I/O)",
+        "file": f"{b.path}/{RUN_DIR} (written in full, loops with direct I/O, dealt out again "
+        "every round)",
         "device": f"{b.path} itself (formatted once per format)"
         if not plan.read_only
         else f"{b.path} read-only, as it is",

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 # The phases in the order a reader meets them in one sample's life.
-ORDER = ("mount", "prepare", "cache", "probes", "run", "warm-up", "bpftrace", "traced run")
+ORDER = ("setup", "mount", "prepare", "cache", "probes", "run", "warm-up", "bpftrace", "traced run")
 
 
 @dataclass

@@ -25,7 +25,7 @@ from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.sampler import Sampler
 from fsbench.schedule.stalled import Stalled
-from fsbench.stats import decide, verdict
+from fsbench.stats import decide
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.describe import needs_more_samples, summarize
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
@@ -99,6 +99,9 @@ class Runner:
     # Rounds that moved every subject of a table alike, set aside and measured again.
     stalled: Stalled = field(default_factory=Stalled)
     _redo: bool = field(default=False, init=False, repr=False)  # this round re-measures
+    # Before each round after the first: the subjects' setups dealt out again, where the backing
+    # does that (targets.Rotation on file:); subject -> why its setup failed.
+    setups: Callable[[int], dict[str, str]] | None = None
     # What one sample needs (fsbench.schedule.sampler.Sampler, built from these).
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
@@ -374,6 +377,12 @@ class Runner:
         return targets
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
+        if rep and self.setups is not None:
+            with self.clock.phase("setup"):
+                failed = self.setups(rep)
+            for rt in self.targets:
+                if rt.subject.id in failed and rt.subject.status == "ok":
+                    self._fail_subject(rt, failed[rt.subject.id])
         for rt in self._round_order(rep):
             if rt.subject.status != "ok":
                 continue
@@ -528,12 +537,6 @@ class Runner:
             rt.subject.error += f" (teardown: {e})"
         if self.sink:
             self.sink.save_subject(self.run.run_id, rt.subject)
-
-
-def ratio_settled(base: Result, res: Result, family: Family | None = None) -> bool:
-    """The comparison's verdict is decided (▲, ▼ or ≈): the one procedure of fsbench.stats.verdict,
-    whose interval the table prints, at the run's family of looks and comparisons."""
-    return verdict.verdict(base.samples, res.samples, family).decided
 
 
 def workload_id(wl: Workload) -> str:

@@ -9,6 +9,7 @@ The pipeline builds them inside the lab and hands them to the runner.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import stat
 from collections.abc import Callable, Iterator
@@ -16,7 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
-from fsbench.lab.backing import format_size
+from fsbench.lab import loops
+from fsbench.lab.backing import copy_over, format_size, settle
+from fsbench.lab.cold import flush_device
 from fsbench.lab.drivers import driver_version, serving_proof
 from fsbench.lab.integrity import Guard, directory_integrity
 from fsbench.lab.lab import Lab, LabSubject, drop_caches
@@ -243,6 +246,51 @@ class LabMounted:
 
     def evict(self) -> str | None:
         return self.lab.evict(self.ls)
+
+
+class Rotation:
+    """file: backing, before every round after the first: the images are dealt out to the
+    subjects again (a seeded shuffle per round) and each subject's pristine image is written
+    onto the one it is dealt, its loop settings moved with it. Where an image lies on the disk
+    then varies across each subject's rounds, inside its interval, instead of staying with the
+    subject: images written side by side here lay in two regions ~20 GiB apart, and identical
+    xfs subjects ran 1.27x apart by which they had; writing each image over in place, without
+    dealing them out, made that worse (docs/verdicts.md, "Setups")."""
+
+    def __init__(self, lab: Lab, targets: list[LabMounted], guard: Guard, seed: int) -> None:
+        self.lab, self.guard, self.seed = lab, guard, seed
+        self.targets = [t for t in targets if t.ls.pristine and t.ls.image and t.ls.device]
+        self.dealt: list[dict[str, str]] = []  # per round: subject -> the image it used
+
+    def __call__(self, rep: int) -> dict[str, str]:
+        """Deal and write this round's images; subject -> why it could not be set up."""
+        live = [t for t in self.targets if t.subject.status == "ok"]
+        if len(live) < 2:
+            return {}
+        if not self.dealt:  # the first round's, as prepare() dealt them
+            self.dealt.append({t.subject.id: Path(str(t.ls.image)).name for t in live})
+        slots = [(t.ls.image, t.ls.device) for t in live]
+        random.Random(f"{self.seed}:images:{rep}").shuffle(slots)
+        rec = self.lab.record
+        assert rec is not None  # the lab is open
+        for t in live:  # every image free before any is written over
+            self.lab.unmount(t.ls)
+            loops.restore_device(rec, str(t.ls.device))
+        failed = {}
+        for t, (image, device) in zip(live, slots, strict=True):
+            t.ls.image, t.ls.device = image, device
+            try:
+                loops.set_device(rec, str(device), t.ls.spec.knobs)
+                copy_over(Path(str(t.ls.pristine)), Path(str(image)))
+                settle(str(image))
+                flush_device(str(device))
+                self.lab.mount(t.ls)
+                self.guard.renewed(t.ls)
+            except (LabError, OSError) as e:
+                failed[t.subject.id] = f"setting up its image for round {rep + 1}: {e}"
+            t.ls.events.append("dealt")
+        self.dealt.append({t.subject.id: Path(str(t.ls.image)).name for t in live})
+        return failed
 
 
 def workdir_of(plan: Plan) -> Path:
