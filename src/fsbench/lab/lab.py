@@ -297,8 +297,9 @@ class Lab:
                 s.device, s.mkfs_command = dev, mkfs
                 s.events += ["attach"] if self.read_only else ["format", "attach"]
             return self.subjects
-        for s in self.subjects:
-            s.image = image_dir / f"{Path(s.mountpoint).name}.img"
+        for i, s in enumerate(self.subjects):  # file: images are dealt out anew each round
+            name = f"image-{i}" if self.backing.kind == "file" else Path(s.mountpoint).name
+            s.image = image_dir / f"{name}.img"
         if self.backing.kind in ("ram", "file"):
             images = [s.image for s in self.subjects if s.image]
             if self.backing.kind == "file":  # a disk: seconds a GiB, worth saying
@@ -332,14 +333,12 @@ class Lab:
             for s in self.subjects:
                 if (s.spec.driver.fs, s.spec.age, s.spec.mkfs) != (fs, age, extra):
                     continue
-                s.aging = aging
-                s.aged_tree = tree
+                s.aging, s.aged_tree, s.mkfs_command = aging, tree, mkfs
                 s.image_sha256 = shared["sha256"] if shared else None
                 assert s.image is not None
                 copy_over(pristine, s.image)  # into the pages (or blocks) it was dealt
                 if self.backing.kind == "file":
                     settle(s.image)
-                s.mkfs_command = mkfs
                 direct = self.backing.kind == "file"
                 s.device = loops.attach(s.image, read_only=self.read_only, direct_io=direct)
                 loops.set_device(self.record, s.device, s.spec.knobs)
