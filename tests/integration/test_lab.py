@@ -291,8 +291,9 @@ def test_file_backing_deals_the_images_out_again_every_round(
             rotation = Rotation(lab, targets, guard, seed=7)
             first = {ls.spec.id: ls.image for ls in subjects}
             moved = set()
+            ids = {ls.spec.id for ls in subjects}
             for rep in (1, 2, 3, 4):
-                assert rotation(rep) == {}
+                assert rotation(rep, ids) == {}
                 images = [ls.image for ls in subjects]
                 assert len(set(images)) == 3  # a permutation: each image dealt once
                 for ls in subjects:
@@ -304,7 +305,16 @@ def test_file_backing_deals_the_images_out_again_every_round(
                     want = "256" if ls.spec.knobs else str(loops.READ_AHEAD_KB)
                     assert str(loops.read_ahead_kb(ls.device)) == want, ls.spec.id
             assert moved, "no subject was ever dealt another image"
-            assert len(rotation.dealt) == 5  # the first round's and four more
+            # A subject the round does not sample (settled) keeps its image, mount and files.
+            kept = subjects[2]
+            Path(kept.workdir, "still-here").write_bytes(b"y")
+            image, mount = kept.image, kept.entry
+            for rep in (5, 6):
+                assert rotation(rep, ids - {kept.spec.id}) == {}
+                assert kept.image == image and kept.entry == mount
+                assert Path(kept.workdir, "still-here").exists()
+                assert {ls.image for ls in subjects[:2]} == set(images) - {image}
+            assert len(rotation.dealt) == 7  # the first round's and six more
             assert all(w.expected and w.set_error is None for w in guard.watches.values())
         d.assert_released()
     finally:

@@ -955,11 +955,14 @@ def test_setups_are_dealt_before_every_round_after_the_first_and_a_failed_one_fa
     asked: list[tuple[int, int]] = []  # (round, samples taken so far)
     wl = FakeWorkload()
 
-    def setups(rep: int) -> dict[str, str]:
+    def setups(rep: int, going: set[str]) -> dict[str, str]:
+        assert going == {s.id for s in run.subjects if s.status == "ok"}
         asked.append((rep, sum(1 for c in wl.calls if c[0] == "run")))
         return {IDS[1]: "setting up its image for round 3: disk full"} if rep == 2 else {}
 
-    run = _runner(tmp_path, [wl], repeat=3, setups=setups).execute()
+    runner = _runner(tmp_path, [wl], repeat=3, setups=setups)
+    run = runner.run
+    runner.execute()
     n = len(IDS)
     assert asked == [(1, n), (2, 2 * n)]
     by = _by_subject(run)

@@ -99,9 +99,8 @@ class Runner:
     # Rounds that moved every subject of a table alike, set aside and measured again.
     stalled: Stalled = field(default_factory=Stalled)
     _redo: bool = field(default=False, init=False, repr=False)  # this round re-measures
-    # Before each round after the first: the subjects' setups dealt out again, where the backing
-    # does that (targets.Rotation on file:); subject -> why its setup failed.
-    setups: Callable[[int], dict[str, str]] | None = None
+    # Rounds 2..: the sampled subjects' setups dealt out again (targets.Rotation); -> failures.
+    setups: Callable[[int, set[str]], dict[str, str]] | None = None
     # What one sample needs (fsbench.schedule.sampler.Sampler, built from these).
     # A sample lasts at least this long (iterations are added until it does).
     min_sample_s: float = 1.0
@@ -378,8 +377,10 @@ class Runner:
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
         if rep and self.setups is not None:
+            ids = [rt.subject.id for rt in self.targets]
+            going = {i for i in ids for wl in workloads if self._wants((i, workload_id(wl)))}
             with self.clock.phase("setup"):
-                failed = self.setups(rep)
+                failed = self.setups(rep, going)
             for rt in self.targets:
                 if rt.subject.id in failed and rt.subject.status == "ok":
                     self._fail_subject(rt, failed[rt.subject.id])
@@ -430,8 +431,8 @@ class Runner:
     def space_share(self, wl: Workload) -> float:
         """The part of the file budget this workload may fill: the budget is split between the
         workloads whose files stay on the target (fio jobs of one fileset share theirs)."""
-        groups = {space_group(w) for w in self.workloads} - {None}
-        group = space_group(wl)
+        groups = {w.space_group for w in self.workloads} - {None}
+        group = wl.space_group
         return 1.0 if group is None or not groups else 1.0 / len(groups)
 
     def finish(self) -> Family:
@@ -474,16 +475,22 @@ class Runner:
             self._sampler.untraced(self.results[key], wl)
         return self.results[key]
 
-    def _one(self, rt: Mounted, wl: Workload) -> None:
-        key = (rt.subject.id, workload_id(wl))
+    def _wants(self, key: tuple[str, str]) -> bool:
+        """This round samples the cell: never again once failed or unsupported (the same error
+        teaches nothing); in a round measured again only the cells set aside; past the
+        minimum rounds only the open ones (settled ones give their time to them)."""
         known = self.results.get(key)
         if known is not None and known.status != "ok":
-            return  # failed or unsupported once: the same error again teaches nothing
-        if self._redo and key not in self.stalled.owed:
-            return  # a round measured again: only the cells whose samples were set aside
-        if self._rounds >= self.repeat and not self._open(*key):
-            return  # settled, or sampled as planned: the time goes to the open ones
-        res = known or self._result(rt, wl)
+            return False
+        if self._redo:
+            return key in self.stalled.owed
+        return self._rounds < self.repeat or self._open(*key)
+
+    def _one(self, rt: Mounted, wl: Workload) -> None:
+        key = (rt.subject.id, workload_id(wl))
+        if not self._wants(key):
+            return
+        res = self.results.get(key) or self._result(rt, wl)
         of = "" if self.adaptive else f"/{self.repeat}"
         again = " (again: a round set aside)" if self._redo else ""
         self.on_eta(self._eta_s())
@@ -541,9 +548,3 @@ class Runner:
 
 def workload_id(wl: Workload) -> str:
     return str(wl.id)
-
-
-def space_group(wl: Workload) -> str | None:
-    """Which files a workload keeps on the target (None: too few to count)."""
-    group = wl.space_group
-    return None if group is None else str(group)

@@ -262,21 +262,26 @@ class Rotation:
         self.targets = [t for t in targets if t.ls.pristine and t.ls.image and t.ls.device]
         self.dealt: list[dict[str, str]] = []  # per round: subject -> the image it used
 
-    def __call__(self, rep: int) -> dict[str, str]:
-        """Deal and write this round's images; subject -> why it could not be set up."""
-        live = [t for t in self.targets if t.subject.status == "ok"]
+    def __call__(self, rep: int, going: set[str]) -> dict[str, str]:
+        """Deal and write this round's images among the subjects it samples (`going`; the
+        others keep theirs, untouched); subject -> why it could not be set up."""
+        if not self.dealt:  # the first round's, as prepare() dealt them
+            self.dealt.append(self._images())
+        live = [t for t in self.targets if t.subject.status == "ok" and t.subject.id in going]
         if len(live) < 2:
             return {}
-        if not self.dealt:  # the first round's, as prepare() dealt them
-            self.dealt.append({t.subject.id: Path(str(t.ls.image)).name for t in live})
-        slots = [(t.ls.image, t.ls.device) for t in live]
-        random.Random(f"{self.seed}:images:{rep}").shuffle(slots)
         rec = self.lab.record
         assert rec is not None  # the lab is open
-        for t in live:  # every image free before any is written over
-            self.lab.unmount(t.ls)
-            loops.restore_device(rec, str(t.ls.device))
         failed = {}
+        for t in list(live):  # every image free before any is written over
+            try:
+                self.lab.unmount(t.ls)
+                loops.restore_device(rec, str(t.ls.device))
+            except (LabError, OSError) as e:
+                failed[t.subject.id] = f"unmounting it before round {rep + 1}: {e}"
+                live.remove(t)  # its image stays its own: nothing may write over a mount
+        slots = [(t.ls.image, t.ls.device) for t in live]
+        random.Random(f"{self.seed}:images:{rep}").shuffle(slots)
         for t, (image, device) in zip(live, slots, strict=True):
             t.ls.image, t.ls.device = image, device
             try:
@@ -289,8 +294,11 @@ class Rotation:
             except (LabError, OSError) as e:
                 failed[t.subject.id] = f"setting up its image for round {rep + 1}: {e}"
             t.ls.events.append("dealt")
-        self.dealt.append({t.subject.id: Path(str(t.ls.image)).name for t in live})
+        self.dealt.append(self._images())
         return failed
+
+    def _images(self) -> dict[str, str]:
+        return {t.subject.id: Path(str(t.ls.image)).name for t in self.targets}
 
 
 def workdir_of(plan: Plan) -> Path:
