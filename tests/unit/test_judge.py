@@ -115,6 +115,11 @@ def test_a_stored_run_is_judged_as_it_printed(tmp_path: Path) -> None:
     code, out, _ = _judge(str(path), "--json", "--db", str(tmp_path / "none.db"))
     assert code == 0
     rows = json.loads(out)
+    # The same file kept under another name (bench/aa.py --keep writes RUN_ID.json) too.
+    kept = tmp_path / "kept" / "20261127-000000-aaaaaa.json"
+    kept.parent.mkdir()
+    kept.write_text(path.read_text())
+    assert json.loads(_judge(str(kept), "--json", "--db", str(tmp_path / "none.db"))[1]) == rows
     base = [r for r in rows if r["against"] == "ext4" and "p99" not in r["workload"]]
     assert len(base) >= 10
     for r in base:

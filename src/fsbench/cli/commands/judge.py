@@ -335,7 +335,7 @@ def _load(
     from fsbench.cli.commands.report import _store, load_run
 
     with _store(db, [source]) as store:
-        run = load_run(store, str(path.parent if _is_results_json(path) else source))
+        run = load_run(store, source)  # a results.json by any name, a directory or an id
     orders = None
     if baseline is not None:
         if not any(s.id == baseline for s in run.subjects):
