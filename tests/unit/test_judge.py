@@ -128,3 +128,20 @@ def test_a_stored_run_is_judged_as_it_printed(tmp_path: Path) -> None:
         v = Verdict(r["ratio"], (r["low"], r["high"]), 0.99, mark)  # type: ignore[arg-type]
         cell = ratio_cell(v, hib)
         assert cell in printed, (r["subject"], r["workload"], cell)
+
+
+def test_a_declared_resolution_keeps_a_step_from_making_a_mark(tmp_path: Path) -> None:
+    """fio's p99 is a bucket of its histogram (1/64 of a value): two identical subjects' p99
+    sit in buckets 1.5 steps apart, each side constant. Read from the digits the values carry,
+    the step is 0.001 and the difference a mark; declared (--resolution 1.5625), not."""
+    f = tmp_path / "p99.csv"
+    rows = [f"r,p99,{s},{v}" for s, v in (("a", 89.6), ("b", 91.648)) for _ in range(3)]
+    f.write_text("run,workload,subject,value\n" + "\n".join(rows) + "\n")
+    code, out, _ = _judge(str(f), "--lower-is-better", "--json")
+    assert code == 0 and json.loads(out)[0]["mark"] == "▼"
+    code, out, _ = _judge(str(f), "--lower-is-better", "--resolution", "1.5625", "--json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["mark"] == "?"
+    assert row["low"] < 1.0 < row["high"] and row["ratio"] == pytest.approx(91.648 / 89.6)
+    code, _, err = _judge(str(f), "--resolution", "50")
+    assert code == 2 and "--resolution" in err

@@ -106,10 +106,15 @@ def kind_of(subject: str) -> str:
 
 
 def runs_of(
-    rows: Iterable[Row], baseline: str | None, higher_is_better: bool, band: float
+    rows: Iterable[Row],
+    baseline: str | None,
+    higher_is_better: bool,
+    band: float,
+    resolution: float = 0.0,
 ) -> list[tuple[Any, dict[str, list[str]]]]:
     """One Run per `run` of the rows, its results stamped as compare stamps them (one look),
-    with each workload's subject order (its baseline first)."""
+    with each workload's subject order (its baseline first). A declared ``resolution`` (the
+    values' step over a value: fio's percentiles 1/64) is judged as compare judges fio's."""
     from fsbench.records.schema import Result, Run, Schedule, Subject
     from fsbench.stats import decide
     from fsbench.stats.describe import summarize
@@ -146,6 +151,8 @@ def runs_of(
             )
         largest = decide.stamp(results, kinds, looks=1, band=band)
         for res in results:
+            if resolution:
+                res.verdict_family = {**(res.verdict_family or {}), "resolution": resolution}
             sm = summarize(res.samples, prior=prior_of(res))
             res.center, res.median, res.ci95, res.cv = sm.center, sm.median, sm.ci95, sm.cv
         run = Run(
@@ -269,6 +276,14 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
     help="≈ when the interval lies within ±PCT % (samples from a file).",
 )
 @click.option(
+    "--resolution",
+    type=click.FloatRange(0.0, 50.0, max_open=True),
+    default=0.0,
+    help="The values' step in % of a value (fio's latency percentiles: 1.5625), so a step alone "
+    "never makes a mark; 0: read from the values (where a side's samples tie, the last digit "
+    "they are written to). Samples from a file.",
+)
+@click.option(
     "--fail-on",
     "fail_on",
     default=None,
@@ -282,6 +297,7 @@ def judge_command(
     baseline: str | None,
     lower_is_better: bool,
     equivalence: float,
+    resolution: float,
     fail_on: str | None,
     as_json: bool,
     db: Path | None,
@@ -292,7 +308,7 @@ def judge_command(
     from fsbench.report.diff import check_fail_on, gate_failures
 
     gate = check_fail_on(fail_on)
-    runs = _load(source, baseline, not lower_is_better, equivalence / 100.0, db)
+    runs = _load(source, baseline, not lower_is_better, equivalence / 100.0, db, resolution / 100)
     warn_serial(runs)
     if as_json:
         click.echo(
@@ -327,11 +343,16 @@ def warn_serial(runs: Iterable[tuple[Any, Any]]) -> None:
 
 
 def _load(
-    source: str, baseline: str | None, higher_is_better: bool, band: float, db: Path | None
+    source: str,
+    baseline: str | None,
+    higher_is_better: bool,
+    band: float,
+    db: Path | None,
+    resolution: float = 0.0,
 ) -> list[tuple[Any, dict[str, list[str]] | None]]:
     path = Path(source).expanduser()
     if path.is_file() and path.suffix != ".db" and not _is_results_json(path):
-        return list(runs_of(read_rows(path), baseline, higher_is_better, band))
+        return list(runs_of(read_rows(path), baseline, higher_is_better, band, resolution))
     from fsbench.cli.commands.report import _store, load_run
 
     with _store(db, [source]) as store:
