@@ -971,3 +971,34 @@ def test_setups_are_dealt_before_every_round_after_the_first_and_a_failed_one_fa
     assert len(by[IDS[1]].samples) == 2
     assert all(len(by[sid].samples) == 3 for sid in IDS if sid != IDS[1])
     assert run.schedule is not None and "setup" in run.schedule.phases
+
+
+def test_the_plan_is_estimated_again_from_the_variances_after_every_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run 20261127-153110: btrfs's cold read, planned 4 samples at the interim look from three
+    within 1 %, drew a fourth 19 % low and stopped at its plan, 4.4x wide and open with budget
+    left. The same first rounds give the same interim plan; a later sample that widens the
+    cell now buys it the samples its interval needs (decide.replan); calm ones keep the plan."""
+    base, first = "subj-a=100,101,99,100.5,99.5,100,101,99", "90,112,95"
+
+    def run(later: str) -> tuple[int, int]:
+        monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"{base};subj-b=50,51,49;subj-c={first},{later}")
+        runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+                         max_repeat=8)  # fmt: skip
+        interim: list[int] = []
+        replan = runner._replan
+
+        def recorded() -> None:
+            replan()
+            interim.append(runner.planned[("subj-c", "fake")])
+
+        monkeypatch.setattr(runner, "_replan", recorded)
+        res = _by_subject(runner.execute())
+        return interim[0], len(res["subj-c"].samples)
+
+    calm_plan, calm_n = run("101,99,100,100,101")
+    wild_plan, wild_n = run("70,140,60,150,65")
+    assert calm_plan == wild_plan < 8  # the interim look saw the same three rounds
+    assert calm_n == calm_plan  # calmer than planned: the plan stands (raised, never lowered)
+    assert wild_n > wild_plan  # planned again once the fourth sample widened the cell

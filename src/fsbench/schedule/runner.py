@@ -52,8 +52,7 @@ class Runner:
     on_sample: Callable[[], None] = lambda: None
     procfs: ProcFS = field(default_factory=ProcFS)
     results: dict[tuple[str, str], Result] = field(default_factory=dict)
-    # Adaptive repeats: after `repeat` rounds, go on while some result's 95 % CI half-width
-    # is above the target, up to max_repeat rounds or the time budget.
+    # Adaptive: after `repeat` rounds go on for the open results, to max_repeat or the budget.
     adaptive: bool = False
     max_repeat: int = 10
     time_budget_s: float | None = None
@@ -61,15 +60,13 @@ class Runner:
     budget_origin: float | None = None
     target_rel_halfwidth: float = 0.05
     # With adaptive: one look after the minimum rounds (_interim, fsbench.stats.decide): a subject
-    # none of whose table's comparisons (with the baseline, with the fastest) is open stops;
-    # the others get samples up to the n their variance plans, --max-repeat or the budget.
+    # in no open comparison (with the baseline, the fastest) stops, the others go on as planned.
     settle: bool = False
     # The seed of every round's subject order (None: the order as given, every round).
     order_seed: int | None = None
     # The equivalence band of ≈ (--equivalence).
     band: float = SETTLE_BAND
-    # The looks the verdicts' error rate is spread over: 1, or 2 for an adaptive run that has
-    # room for a round after the minimum (fixed at the interim look from costs alone).
+    # The looks the error rate is spread over: 2 if a round fits after the interim look, else 1.
     looks: int = 1
     # (subject, workload) pairs that get no more samples (filled by _workloads_for_round).
     settled: set[tuple[str, str]] = field(default_factory=set)
@@ -96,6 +93,7 @@ class Runner:
     # round again): what --repeat and --max-repeat count.
     _rounds: int = field(default=0, init=False, repr=False)
     _interim_done: bool = field(default=False, init=False, repr=False)
+    _looked: decide.Looked = field(default_factory=dict, init=False, repr=False)  # _interim's
     # Rounds that moved every subject of a table alike, set aside and measured again.
     stalled: Stalled = field(default_factory=Stalled)
     _redo: bool = field(default=False, init=False, repr=False)  # this round re-measures
@@ -150,6 +148,8 @@ class Runner:
             self._rep = rep
             self._round(todo, rep)
             self._rounds += not self._redo
+            if self._looked:  # every round past the interim look: the plan estimated again
+                self._replan()
             tables = self._tables()
             for wl in todo:
                 wid = workload_id(wl)
@@ -197,11 +197,9 @@ class Runner:
         return {sid: self.frozen_priors.get(k, NO_PRIOR) for sid, k in kind.items()}
 
     def _interim(self) -> None:
-        """The one look before the end (an adaptive run, after the minimum rounds). First the
-        looks, from what samples cost and the budget, never from what they measured: 2 if a
-        further round can fit, else this look is the last. Then per table the verdicts of the
-        comparisons it needs (decide.look): a subject in none that is open stops; the others
-        get the samples their variances plan (decide.planned_n)."""
+        """The one look before the end (adaptive, after the minimum rounds). The looks from costs
+        and the budget alone: 2 if a further round fits, else 1. Then per table (decide.look) a
+        subject in no open comparison stops; the others get what their variances plan."""
         spare = None
         if self.time_budget_s is not None:
             spare = self.time_budget_s - self._elapsed()
@@ -222,11 +220,15 @@ class Runner:
                 if sid not in going:
                     self.settled.add((sid, wid))
                     r.stopped = "settled"
-            plan = decide.planned_n(tl, samples, fam, priors, n_max=self.max_repeat)
-            if len(per) == 1:
-                plan = {sid: self.max_repeat for sid in per}  # alone: its own interval decides
-            for sid, n in plan.items():
-                self.planned[(sid, wid)] = n
+            self._looked[wid] = (tl, fam, priors)
+            if len(per) == 1:  # alone: its own interval decides
+                self.planned.update({(sid, wid): self.max_repeat for sid in per})
+        self._replan()
+
+    def _replan(self) -> None:
+        """The plan of every cell the interim look left going, from the variances now."""
+        samples = {w: {s: r.samples for s, r in per.items()} for w, per in self._tables().items()}
+        self.planned.update(decide.replan(self._looked, samples, self.max_repeat, self.planned))
 
     def _samplable(self, key: tuple[str, str]) -> bool:
         res = self.results.get(key)
@@ -241,9 +243,8 @@ class Runner:
         return self._elapsed() + cost <= self.time_budget_s
 
     def _round_fits(self, todo: list[Workload]) -> bool:
-        """Another round ends within the time budget, judged by what its samples cost last
-        time (so the budget is a bound on the measuring time, not a point past which the
-        last round started)."""
+        """Another round ends within the time budget at what its samples cost last time (the
+        budget bounds the measuring time; it is not a point past which a last round starts)."""
         if self.time_budget_s is None:
             return True
         return self._elapsed() + self._round_cost(todo) <= self.time_budget_s
@@ -377,8 +378,8 @@ class Runner:
 
     def _round(self, workloads: list[Workload], rep: int) -> None:
         if rep and self.setups is not None:
-            ids = [rt.subject.id for rt in self.targets]
-            going = {i for i in ids for wl in workloads if self._wants((i, workload_id(wl)))}
+            keys = [(rt.subject.id, workload_id(wl)) for rt in self.targets for wl in workloads]
+            going = {k[0] for k in keys if self._wants(k)}
             with self.clock.phase("setup"):
                 failed = self.setups(rep, going)
             for rt in self.targets:
@@ -476,9 +477,8 @@ class Runner:
         return self.results[key]
 
     def _wants(self, key: tuple[str, str]) -> bool:
-        """This round samples the cell: never again once failed or unsupported (the same error
-        teaches nothing); in a round measured again only the cells set aside; past the
-        minimum rounds only the open ones (settled ones give their time to them)."""
+        """This round samples the cell: never once failed or unsupported (the same error again
+        teaches nothing); in a round measured again the cells set aside; then the open ones."""
         known = self.results.get(key)
         if known is not None and known.status != "ok":
             return False
