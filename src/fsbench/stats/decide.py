@@ -174,7 +174,7 @@ def planned_n(
 
 
 # What the interim look left to plan, per workload: its look, family and subjects' priors.
-Looked = Mapping[str, tuple[TableLook, Family, Mapping[str, Prior]]]
+Looked = dict[str, tuple[TableLook, Family, Mapping[str, Prior]]]
 
 
 def replan(
