@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -215,113 +216,112 @@ def test_make_cold_kernel_drops_caches_without_remount(dirs: RunDirs) -> None:
     dirs.assert_released()
 
 
-def test_file_backing_images_are_written_in_full_and_settled(
+@pytest.fixture
+def on_disk(
     run_id: str, state_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """On a disk, identical subjects ran apart for a whole run while the host cached and
-    allocated their images: every image is written in full, identical, starts with nothing of
-    it dirty or cached on the host, and is attached with direct I/O."""
-    need_drivers("ext4")
+) -> Iterator[tuple[Path, RunDirs]]:
+    """A directory on a disk for file: backing (/tmp may be memory: then /var/tmp) and the
+    run's directories in it; whatever the test left is released after it."""
     holder = tmp_path_factory.mktemp("file-backing", numbered=True)
     if cold_in_memory(str(holder)):
         holder = Path("/var/tmp") / f"fsbench-test-{run_id}"
         holder.mkdir()
     d = RunDirs(run_id, str(holder / f"fsbench-{run_id}"), f"/run/fsbench/fsbench-{run_id}",
                 str(state_dir / f"{run_id}.json"))  # fmt: skip
-    specs = [parse_subject("ext4"), parse_subject("ext4:noatime")]
     try:
-        steps: list[str] = []
-        with Lab(run_id, Backing("file", str(holder)), SIZE, on_step=steps.append) as lab:
-            lab.check(specs)
-            a, b = lab.prepare(specs)
-            assert steps == [f"writing 2 image(s) of 64 MiB in full in {holder}"]
-            for s in (a, b):
-                assert s.image is not None and s.image.parent == Path(d.image_dir)
-                st = os.stat(s.image)
-                assert st.st_size == SIZE
-                assert st.st_blocks * 512 >= SIZE, f"{s.image}: holes left for the host"
-                assert (resident_bytes(str(s.image)) or 0) == 0, "the copy is still cached"
-                assert loop_backing(s.device) == str(s.image)
-                # Not cached twice, nor written back on the host's own schedule.
-                assert loops.uses_direct_io(s.device), f"{s.device}: a buffered loop"
-            assert sha256(a.image) == sha256(b.image)
-            lab.mount(a)
-            assert mount_at(a.mountpoint) is not None
-        d.assert_released()
+        yield holder, d
     finally:
         if d.leftovers():
             state.release(state.StateRecord(run_id, 0, d.image_dir, d.mount_dir, path=d.record))
         if holder.parent == Path("/var/tmp"):
-            holder.rmdir()
+            shutil.rmtree(holder, ignore_errors=True)
+
+
+def test_file_backing_images_are_written_in_full_and_settled(
+    run_id: str, on_disk: tuple[Path, RunDirs]
+) -> None:
+    """On a disk, identical subjects ran apart for a whole run while the host cached and
+    allocated their images: every image is written in full, identical, starts with nothing of
+    it dirty or cached on the host, and is attached with direct I/O."""
+    need_drivers("ext4")
+    holder, d = on_disk
+    specs = [parse_subject("ext4"), parse_subject("ext4:noatime")]
+    steps: list[str] = []
+    with Lab(run_id, Backing("file", str(holder)), SIZE, on_step=steps.append) as lab:
+        lab.check(specs)
+        a, b = lab.prepare(specs)
+        assert steps == [f"writing 2 image(s) of 64 MiB in full in {holder}"]
+        for s in (a, b):
+            assert s.image is not None and s.image.parent == Path(d.image_dir)
+            st = os.stat(s.image)
+            assert st.st_size == SIZE
+            assert st.st_blocks * 512 >= SIZE, f"{s.image}: holes left for the host"
+            assert (resident_bytes(str(s.image)) or 0) == 0, "the copy is still cached"
+            assert loop_backing(s.device) == str(s.image)
+            # Not cached twice, nor written back on the host's own schedule.
+            assert loops.uses_direct_io(s.device), f"{s.device}: a buffered loop"
+        assert sha256(a.image) == sha256(b.image)
+        lab.mount(a)
+        assert mount_at(a.mountpoint) is not None
+    d.assert_released()
 
 
 def test_file_backing_deals_the_images_out_again_every_round(
-    run_id: str, state_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    run_id: str, on_disk: tuple[Path, RunDirs]
 ) -> None:
     """Where an image lies on the disk stayed with its subject and split identical subjects
     (docs/verdicts.md, "Setups"): before every round after the first the images are dealt out
     again, each written afresh from its subject's pristine image (of its own format), its loop
     still direct and its loop settings moved with the subject, the integrity set on it again."""
     need_drivers("ext4", "ext2")
-    holder = tmp_path_factory.mktemp("file-rotation", numbered=True)
-    if cold_in_memory(str(holder)):
-        holder = Path("/var/tmp") / f"fsbench-test-{run_id}"
-        holder.mkdir()
-    d = RunDirs(run_id, str(holder / f"fsbench-{run_id}"), f"/run/fsbench/fsbench-{run_id}",
-                str(state_dir / f"{run_id}.json"))  # fmt: skip
+    holder, d = on_disk
     ra = loops.Knob("device", "read_ahead_kb", "256")
     specs = [parse_subject("ext4"), with_lab_changes(parse_subject("ext4"), knobs=(ra,)),
              parse_subject("ext2")]  # fmt: skip
-    try:
-        with Lab(run_id, Backing("file", str(holder)), SIZE) as lab:
-            lab.check(specs)
-            subjects = lab.prepare(specs)
-            guard = Guard()
-            targets = []
+    with Lab(run_id, Backing("file", str(holder)), SIZE) as lab:
+        lab.check(specs)
+        subjects = lab.prepare(specs)
+        guard = Guard()
+        targets = []
+        for ls in subjects:
+            rec = Subject(
+                id=ls.spec.id, driver=ls.spec.driver.name, fs=ls.spec.driver.fs, kind="kernel"
+            )
+            guard.before_mount(ls, rec)
+            lab.mount(ls)
+            guard.after_mount(ls, read_only=False)
+            os.makedirs(ls.workdir, exist_ok=True)
+            Path(ls.workdir, "from-round-1").write_bytes(b"x" * 4096)
+            targets.append(LabMounted(lab, ls, rec, MiB))
+        rotation = Rotation(lab, targets, guard, seed=7)
+        first = {ls.spec.id: ls.image for ls in subjects}
+        moved = set()
+        ids = {ls.spec.id for ls in subjects}
+        for rep in (1, 2, 3, 4):
+            assert rotation(rep, ids) == {}
+            images = [ls.image for ls in subjects]
+            assert len(set(images)) == 3  # a permutation: each image dealt once
             for ls in subjects:
-                rec = Subject(
-                    id=ls.spec.id, driver=ls.spec.driver.name, fs=ls.spec.driver.fs, kind="kernel"
-                )
-                guard.before_mount(ls, rec)
-                lab.mount(ls)
-                guard.after_mount(ls, read_only=False)
-                os.makedirs(ls.workdir, exist_ok=True)
-                Path(ls.workdir, "from-round-1").write_bytes(b"x" * 4096)
-                targets.append(LabMounted(lab, ls, rec, MiB))
-            rotation = Rotation(lab, targets, guard, seed=7)
-            first = {ls.spec.id: ls.image for ls in subjects}
-            moved = set()
-            ids = {ls.spec.id for ls in subjects}
-            for rep in (1, 2, 3, 4):
-                assert rotation(rep, ids) == {}
-                images = [ls.image for ls in subjects]
-                assert len(set(images)) == 3  # a permutation: each image dealt once
-                for ls in subjects:
-                    moved |= {ls.spec.id} if ls.image != first[ls.spec.id] else set()
-                    assert ls.mounted and loop_backing(ls.device) == str(ls.image)
-                    assert loops.uses_direct_io(ls.device)
-                    assert mount_at(ls.mountpoint).fstype == ls.spec.driver.fs  # its own format
-                    assert not Path(ls.workdir, "from-round-1").exists()
-                    want = "256" if ls.spec.knobs else str(loops.READ_AHEAD_KB)
-                    assert str(loops.read_ahead_kb(ls.device)) == want, ls.spec.id
-            assert moved, "no subject was ever dealt another image"
-            # A subject the round does not sample (settled) keeps its image, mount and files.
-            kept = subjects[2]
-            Path(kept.workdir, "still-here").write_bytes(b"y")
-            image, mount = kept.image, kept.entry
-            for rep in (5, 6):
-                assert rotation(rep, ids - {kept.spec.id}) == {}
-                assert kept.image == image and kept.entry == mount
-                assert Path(kept.workdir, "still-here").exists()
-                assert {ls.image for ls in subjects[:2]} == set(images) - {image}
-            assert len(rotation.dealt) == 7  # the first round's and six more
-            assert all(w.expected and w.set_error is None for w in guard.watches.values())
-        d.assert_released()
-    finally:
-        if d.leftovers():
-            state.release(state.StateRecord(run_id, 0, d.image_dir, d.mount_dir, path=d.record))
-        if holder.parent == Path("/var/tmp"):
-            shutil.rmtree(holder, ignore_errors=True)
+                moved |= {ls.spec.id} if ls.image != first[ls.spec.id] else set()
+                assert ls.mounted and loop_backing(ls.device) == str(ls.image)
+                assert loops.uses_direct_io(ls.device)
+                assert mount_at(ls.mountpoint).fstype == ls.spec.driver.fs  # its own format
+                assert not Path(ls.workdir, "from-round-1").exists()
+                want = "256" if ls.spec.knobs else str(loops.READ_AHEAD_KB)
+                assert str(loops.read_ahead_kb(ls.device)) == want, ls.spec.id
+        assert moved, "no subject was ever dealt another image"
+        # A subject the round does not sample (settled) keeps its image, mount and files.
+        kept = subjects[2]
+        Path(kept.workdir, "still-here").write_bytes(b"y")
+        image, mount = kept.image, kept.entry
+        for rep in (5, 6):
+            assert rotation(rep, ids - {kept.spec.id}) == {}
+            assert kept.image == image and kept.entry == mount
+            assert Path(kept.workdir, "still-here").exists()
+            assert {ls.image for ls in subjects[:2]} == set(images) - {image}
+        assert len(rotation.dealt) == 7  # the first round's and six more
+        assert all(w.expected and w.set_error is None for w in guard.watches.values())
+    d.assert_released()
 
 
 def test_file_backing_refuses_images_the_disk_cannot_hold(
