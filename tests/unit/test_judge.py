@@ -145,3 +145,8 @@ def test_a_declared_resolution_keeps_a_step_from_making_a_mark(tmp_path: Path) -
     assert row["low"] < 1.0 < row["high"] and row["ratio"] == pytest.approx(91.648 / 89.6)
     code, _, err = _judge(str(f), "--resolution", "50")
     assert code == 2 and "--resolution" in err
+    # A stored run keeps the resolutions it recorded: the option is refused, not ignored.
+    stored = tmp_path / "results.json"
+    stored.write_text((FIXTURES / "default_compare.json").read_text())
+    code, _, err = _judge(str(stored), "--resolution", "1.5625", "--db", str(tmp_path / "x.db"))
+    assert code == 2 and "--resolution is for samples from a file" in err

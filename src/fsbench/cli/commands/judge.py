@@ -353,6 +353,11 @@ def _load(
     path = Path(source).expanduser()
     if path.is_file() and path.suffix != ".db" and not _is_results_json(path):
         return list(runs_of(read_rows(path), baseline, higher_is_better, band, resolution))
+    if resolution:
+        raise UsageError(
+            "--resolution is for samples from a file: a stored run is judged at the "
+            "resolutions it recorded (fio's percentiles already carry theirs)"
+        )
     from fsbench.cli.commands.report import _store, load_run
 
     with _store(db, [source]) as store:
