@@ -468,3 +468,47 @@ def test_a_guest_that_dies_after_booting_names_the_consoles_last_line(
     )
     assert out.vm.status == "failed"
     assert not list(tmp_path.glob("fsbench-*"))  # released: its directory is gone
+
+
+def test_qemu_gone_without_a_word_before_the_boot_is_started_once_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vng's 255 with an empty console before the guest's first line (seen twice in CI, never
+    twice in a row): started once more and said; twice, it is the VM's failure, as before."""
+    count = tmp_path / "starts"
+    fake = tmp_path / "vng"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo x >> "{count}"\n'
+        f'[ "$(wc -l < "{count}")" -lt "$FAKE_SILENT" ] && exit 255\n'
+        'while [ "$1" != --rwdir ]; do shift; done\n'
+        'uname -r > "$2/booted"\n'
+        "echo 'Kernel panic - not syncing: VFS'\n"
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(guest, "vng_path", lambda: str(fake))
+    monkeypatch.setattr(guest, "warm_bytecode", lambda _p: False)
+    monkeypatch.setattr(guest, "host_memory_available", lambda: 0)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("FSBENCH_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    kernel = Kernel("path:x", str(tmp_path / "bzImage"), None, "7.0.0", "local")
+
+    def boot(silent: int) -> tuple[str | None, list[str], int]:
+        count.write_text("")
+        monkeypatch.setenv("FAKE_SILENT", str(silent))
+        steps: list[str] = []
+        group = GuestGroup(kernel=kernel, subjects=["ntfs3"], tag=False)
+        out = guest.run_guest("20261127-000000-abcdef", group,
+                              guest.VMSettings(args=[], size=MiB), steps.append)  # fmt: skip
+        return out.error, steps, len(count.read_text().splitlines())
+
+    error, steps, starts = boot(silent=2)  # the first start silent, the second boots
+    assert starts == 2 and any("starting it once more" in s for s in steps)
+    assert error is not None and error.endswith(": Kernel panic - not syncing: VFS")
+    error, steps, starts = boot(silent=9)  # silent every time: once more, not forever
+    assert starts == 2
+    assert error == "kernel path:x did not boot (qemu exited 255): the console printed nothing"
+    error, steps, starts = boot(silent=0)  # a console that spoke: no second start
+    assert starts == 1 and not any("once more" in s for s in steps)

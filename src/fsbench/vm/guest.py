@@ -38,6 +38,7 @@ GiB = 1024 * MiB
 # The guest's own needs beside the images: kernel, Python with numpy/scipy, fio, page cache.
 BASE_MEMORY = 768 * MiB
 BOOT_TIMEOUT = {"kvm": 60.0, "emulated": 240.0}  # from start to the guest's first line
+SILENT_CONSOLE = ": the console printed nothing"
 POWEROFF_TIMEOUT = 30.0  # from the guest's last line to qemu's exit
 
 
@@ -309,23 +310,7 @@ def run_guest(
         on_step(
             f"booting {group.kernel.name} ({vm.virtualization}, {cpus} CPUs, {memory // MiB} MiB)"
         )
-        with (work / "console.log").open("wb") as log:
-            started = time.monotonic()
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # one process group: vng, virtme-run, qemu
-            )
-            rec.processes.append([proc.pid, processes.start_time(proc.pid)])
-            rec.save()
-            error = _wait(proc, share, vm, started, settings.timeout, on_step, group.kernel.name)
-            if error:
-                # The console log goes with the VM's temporary directory: its last line is
-                # the only trace of why qemu gave up (before the boot) or the guest died.
-                error += console_tail(work / "console.log")
+        error = _boot(argv, env, work, rec, vm, settings.timeout, on_step, group.kernel.name)
         return _collect(share, vm, error)
     finally:
         release(rec)
@@ -409,13 +394,59 @@ def _wait(
     return None
 
 
+def _boot(
+    argv: list[str],
+    env: dict[str, str],
+    work: Path,
+    rec: StateRecord,
+    vm: VM,
+    timeout: float,
+    on_step: Callable[[str], None],
+    name: str,
+) -> str | None:
+    """Start the VM and wait for it (_wait); why it failed, with the console's last line."""
+    share = work / "share"
+    for attempt in (1, 2):
+        with (work / "console.log").open("wb") as log:
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # one process group: vng, virtme-run, qemu
+            )
+            rec.processes.append([proc.pid, processes.start_time(proc.pid)])
+            rec.save()
+            error = _wait(proc, share, vm, started, timeout, on_step, name)
+        # The console log goes with the VM's temporary directory: its last line is the
+        # only trace of why qemu gave up (before the boot) or the guest died.
+        tail = console_tail(work / "console.log") if error else ""
+        if attempt == 1 and _silent_start_failure(proc, vm, tail):
+            # qemu gone before the guest's first line with not a word on the console (vng's
+            # 255: qemu ended unexpectedly): seen twice in CI, never twice in a row. Once
+            # more, and said; a kernel that cannot boot says so on its console, or fails
+            # again.
+            on_step(f"qemu exited {proc.returncode} before {name} printed "
+                    "anything: starting it once more")  # fmt: skip
+            continue
+        break
+    return error + tail if error else None
+
+
+def _silent_start_failure(proc: subprocess.Popen, vm: VM, tail: str) -> bool:
+    """qemu ended before the guest booted and the console printed nothing at all."""
+    return proc.returncode is not None and not vm.boot_seconds and tail == SILENT_CONSOLE
+
+
 def console_tail(log: Path) -> str:
     """': <the console's last line>' (a failed boot's reason in qemu's or vng's words), or ''."""
     try:
         lines = [x.strip() for x in log.read_text(errors="replace").splitlines() if x.strip()]
     except OSError:
         return ""
-    return f": {lines[-1][:300]}" if lines else ": the console printed nothing"
+    return f": {lines[-1][:300]}" if lines else SILENT_CONSOLE
 
 
 def _guest_failure(share: Path) -> str:
