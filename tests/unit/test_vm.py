@@ -473,8 +473,8 @@ def test_a_guest_that_dies_after_booting_names_the_consoles_last_line(
 def test_qemu_gone_without_a_word_before_the_boot_is_started_once_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """vng's 255 with an empty console before the guest's first line (seen twice in CI, never
-    twice in a row): started once more and said; twice, it is the VM's failure, as before."""
+    """vng's 255 with an empty console before the guest's first line (seen in CI, its cause
+    not found): started once more and said; twice, it is the VM's failure, as before."""
     count = tmp_path / "starts"
     fake = tmp_path / "vng"
     fake.write_text(

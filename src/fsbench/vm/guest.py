@@ -425,9 +425,9 @@ def _boot(
         tail = console_tail(work / "console.log") if error else ""
         if attempt == 1 and _silent_start_failure(proc, vm, tail):
             # qemu gone before the guest's first line with not a word on the console (vng's
-            # 255: qemu ended unexpectedly): seen twice in CI, never twice in a row. Once
-            # more, and said; a kernel that cannot boot says so on its console, or fails
-            # again.
+            # 255: qemu ended unexpectedly), seen in CI's first VM test beside the lab tests,
+            # its cause not found. Once more, and said; a kernel that cannot boot says so on
+            # its console, or fails again.
             on_step(f"qemu exited {proc.returncode} before {name} printed "
                     "anything: starting it once more")  # fmt: skip
             continue
