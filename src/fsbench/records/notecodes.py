@@ -169,6 +169,14 @@ KINDS: tuple[Kind, ...] = (
         "a round moved all {k} alike: measured again",
         _round_set_aside,
     ),
+    Kind(
+        "first-round-slow",
+        "counted",
+        "round 1 ran slower for all {k}",
+        "round {round} ran slower for every subject of this table ({low}–{high} of each "
+        "one's later median), after its warm-up: a first touch the warm-up did not pay; "
+        "it widens the intervals without favouring a subject",
+    ),
     # The /proc probes' bookkeeping: a thread that came or went during a sample (flags
     # 'kthread-vanished', 'daemon-threads-exited', 'app-threads-started', ...).
     Kind("kthread-vanished", "detail"),

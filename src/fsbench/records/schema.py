@@ -178,6 +178,9 @@ class Result(_Model):
     # Samples of a round that moved every subject of the table alike, measured again and
     # used by no interval (fsbench.schedule.stalled); each with extra["round"], 1-based.
     set_aside: list[Sample] = Field(default_factory=list)
+    # The untraced warm-up runs' values, in order (a writing workload's go on until two agree):
+    # what the first touches cost, shown beside the samples that did not pay them.
+    warmup_values: list[float] = Field(default_factory=list)
     # The centre every output prints and a comparison's ratio divides: the samples' geometric
     # mean (fsbench.stats.describe); `ci95` its interval on the log scale (never negative).
     # Runs stored before it get both from their samples on load.

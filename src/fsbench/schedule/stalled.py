@@ -20,12 +20,16 @@ note `round-set-aside` says which round and by how much; no interval uses them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from fsbench.records.notecodes import Note, words
 from fsbench.records.schema import Result, Sample
 from fsbench.stats import serial
+from fsbench.units import fmt_ratio
 
 # Rounds measured again per table, at most (simulated: 1 left 19 % of a default-like run's
 # tables with an interval wider than 5x under 5 % stalled rounds, 3 left 10 %; docs/verdicts.md).
@@ -126,6 +130,10 @@ class Stalled:
                 for r in ok:
                     if any(k.extra.get("round") == a.round + 1 for k in r.set_aside):
                         _add(r, _note("round-set-aside", a.round + 1, a.stall))
+            first = first_round_slow(ok)
+            if first is not None:
+                for r in ok:
+                    _add(r, first)
             for st in serial.stalls([r.samples for r in ok]):
                 note = _note("round-shared", self.round_of(wid, st.round) + 1, st)
                 for r in ok:
@@ -142,3 +150,27 @@ def _add(r: Result, note: Note) -> None:
     if note not in r.notes:
         r.notes.append(note)
         r.warnings.append(words(note))
+
+
+# Round 1 is named when every subject's first sample fell below its later ones' median, by
+# this much on average (the warm-up is meant to leave it like the rest: Sampler.warm_up).
+FIRST_ROUND_LOG = math.log(1.10)
+
+
+def first_round_slow(table: list[Result]) -> Note | None:
+    """The note that round 1 ran slower for every subject of a table (2 or more subjects with
+    3 or more samples each), None when it did not: a first touch the warm-up left unpaid."""
+    cells = [r for r in table if len(r.samples) >= 3 and min(r.samples) > 0]
+    if len(cells) < 2 or len(cells) < len(table):
+        return None
+    dev = []
+    for r in cells:
+        d = math.log(r.samples[0]) - float(np.median(np.log(r.samples[1:])))
+        dev.append(d if r.higher_is_better else -d)
+    if max(dev) >= 0 or -sum(dev) / len(dev) < FIRST_ROUND_LOG:
+        return None
+    ratios = [math.exp(d) for d in dev]
+    return Note(
+        code="first-round-slow",
+        params={"round": 1, "low": fmt_ratio(min(ratios)), "high": fmt_ratio(max(ratios))},
+    )
