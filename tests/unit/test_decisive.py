@@ -136,3 +136,44 @@ def test_a_first_round_like_the_others_is_not_named() -> None:
     # Lower is better: a first round that took longer is the slow one.
     slow = first_round_slow([_res("a", [3.0, 2.0, 2.1], False), _res("b", [9, 6, 6.2], False)])
     assert slow is not None
+
+
+# --- an open result says what would close it ------------------------------------------------
+
+
+def _stamped(samples: dict[str, list[float]], stopped: str = "budget") -> list[Result]:
+    from fsbench.stats.verdict import table_family
+
+    fam = table_family(len(samples), looks=2).record()
+    return [
+        Result(subject=s, workload="w", workload_id="w", metric="m", unit="MiB/s",
+               samples=v, stopped=stopped, verdict_family=fam)
+        for s, v in samples.items()
+    ]  # fmt: skip
+
+
+def test_an_open_comparison_names_the_samples_and_budget_that_would_close_it() -> None:
+    from fsbench.schedule.closing import closing_notes
+
+    rs = _stamped({"a": [1000, 1100, 950], "b": [700, 900, 560], "c": [990, 1010, 1005]})
+    cost = {("a", "w"): 2.0, ("b", "w"): 2.0, ("c", "w"): 2.0}
+    closing_notes(rs, ["a", "b", "c"], cost, 200.0)
+    by = {r.subject: r for r in rs}
+    note = next(n for n in by["b"].notes if n.code == "would-close")
+    assert note.params["against"] == "a" and note.params["more"] >= 1
+    # Its budget pays for the planned samples of both sides, past what this run spent.
+    assert note.params["budget"] >= 200 + 2 * 2.0 * note.params["more"] - 10
+    assert "--time-budget" in by["b"].warnings[-1]
+    # c is within twice the band of a: no budget would decide it, so no promise is made.
+    assert not [n for n in by["c"].notes if n.code == "would-close"]
+    assert not [n for n in by["a"].notes if n.code == "would-close"]
+
+
+def test_a_fixed_repeat_run_names_the_repeat_instead() -> None:
+    from fsbench.schedule.closing import closing_notes
+
+    rs = _stamped({"a": [1000, 1100, 950], "b": [700, 900, 560]}, stopped="repeat")
+    closing_notes(rs, ["a", "b"], {}, 50.0)
+    note = next(n for n in rs[1].notes if n.code == "would-close")
+    assert note.params["repeat"] == 3 + note.params["more"]
+    assert "--repeat" in rs[1].warnings[-1]

@@ -105,6 +105,15 @@ def _round_set_aside(p: dict[str, Any]) -> str:
     )
 
 
+def _would_close(p: dict[str, Any]) -> str:
+    more = p["more"]
+    how = f"--time-budget {p['budget']}" if p.get("budget") else f"--repeat {p['repeat']}"
+    return (
+        f"not separated from {p['against']}: about {more} more sample{'s' if more > 1 else ''} "
+        f"a side would decide it if the ratio holds ({how})"
+    )
+
+
 @dataclass(frozen=True)
 class Kind:
     code: str
@@ -169,6 +178,7 @@ KINDS: tuple[Kind, ...] = (
         "a round moved all {k} alike: measured again",
         _round_set_aside,
     ),
+    Kind("would-close", "shown", words=_would_close),
     Kind(
         "first-round-slow",
         "counted",

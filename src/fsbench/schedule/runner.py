@@ -20,6 +20,7 @@ from fsbench.probes import trace as ktrace
 from fsbench.probes.procfs import ProcFS
 from fsbench.records.notecodes import words
 from fsbench.records.schema import Result, Run, Sample, Schedule, StopReason, Subject
+from fsbench.schedule.closing import closing_notes
 from fsbench.schedule.dimensions.placement import FREE, default_note, placement_of, split_note
 from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
@@ -97,17 +98,12 @@ class Runner:
     # Rounds that moved every subject of a table alike, set aside and measured again.
     stalled: Stalled = field(default_factory=Stalled)
     _redo: bool = field(default=False, init=False, repr=False)  # this round re-measures
-    # Rounds 2..: the sampled subjects' setups dealt out again (targets.Rotation); -> failures.
-    setups: Callable[[int, set[str]], dict[str, str]] | None = None
-    # What one sample needs (fsbench.schedule.sampler.Sampler, built from these).
-    # A sample lasts at least this long (iterations are added until it does).
+    setups: Callable[[int, set[str]], dict[str, str]] | None = None  # targets.Rotation, rounds 2..
+    # What one sample needs (Sampler, built from these): a sample lasts at least min_sample_s.
     min_sample_s: float = 1.0
-    # Discarded iterations before the first sample of each subject and workload.
-    warmup: int = 1
-    # Discard the first iteration of a sample that takes several (Sampler.iterations).
-    rewarm: bool = True
-    # The run's kernel trace probes (bpftrace for each traced run), None: not traced.
-    tracer: ktrace.Tracer | None = None
+    warmup: int = 1  # discarded iterations before each cell's first sample
+    rewarm: bool = True  # discard a several-iteration sample's first (Sampler.iterations)
+    tracer: ktrace.Tracer | None = None  # the run's kernel trace probes; None: not traced
     # The clock the budget and sample costs are read from (a simulation gives its own).
     now: Callable[[], float] = lambda: time.monotonic()
     # Where the measuring time goes (Schedule.phases).
@@ -231,8 +227,10 @@ class Runner:
         self.planned.update(decide.replan(self._looked, samples, self.max_repeat, self.planned))
 
     def _samplable(self, key: tuple[str, str]) -> bool:
-        res = self.results.get(key)
-        ok = {rt.subject.id for rt in self.targets if rt.subject.status == "ok"}
+        res, ok = (
+            self.results.get(key),
+            {t.subject.id for t in self.targets if t.subject.status == "ok"},
+        )
         return res is not None and res.status == "ok" and key[0] in ok
 
     def _fits(self, wid: str, cells: list[Result]) -> bool:
@@ -454,6 +452,8 @@ class Runner:
                     res.notes.append(note)
                     res.warnings.append(words(note))
         self.stalled.note(self._tables())
+        order = [rt.subject.id for rt in self.targets]
+        closing_notes(list(self.results.values()), order, self._cost, self._elapsed())
         if self.sink:
             for res in self.results.values():
                 self.sink.save_result(self.run.run_id, res)

@@ -297,3 +297,62 @@ def printed(
                 {s: prior_of(r) for s, r in per.items()},
             )
     return out
+
+
+# How far ahead `closing` plans an open comparison: past this many samples a side, the answer
+# is "more than a longer budget buys" and the note says so.
+CLOSE_N_MAX = 40
+
+
+@dataclass(frozen=True)
+class Closing:
+    """What would close an open comparison of a finished table: ``more`` samples of
+    ``subject`` (and as many of ``against``), planned from the variances as the runner plans
+    (planned_n at the interim target); ``seconds`` their cost at what the cells' samples
+    cost (None: not known)."""
+
+    subject: str
+    against: str
+    more: int
+    seconds: float | None
+
+
+def closing(
+    results: Sequence[Result],
+    order: Sequence[str],
+    cost: Mapping[tuple[str, str], float] | None = None,
+) -> dict[tuple[str, str], Closing]:
+    """(subject, workload) -> what would close its open comparison with its table's baseline,
+    read as the run recorded (printed): the samples a side its interval needs to exclude 1 if
+    the ratio holds (planned_n, half-width the ratio's own distance from 1), and what they
+    cost. None for a ratio within twice the equivalence band of 1 (no budget decides it), or
+    one that needs more than CLOSE_N_MAX samples a side."""
+    from fsbench.stats.verdict import Family, prior_of
+
+    out: dict[tuple[str, str], Closing] = {}
+    by = {(r.subject, r.workload_id or r.workload): r for r in results}
+    for wid, p in printed(results, order).items():
+        tl = p.looks.get("rate")
+        if tl is None or tl.baseline is None:
+            continue
+        base = by[(tl.baseline, wid)]
+        fam = Family.from_record(base.verdict_family)
+        samples = {s: by[(s, wid)].samples for s in order if (s, wid) in by}
+        priors = {s: prior_of(by[(s, wid)]) for s in samples}
+        for (a, b), v in tl.verdicts.items():
+            if a != tl.baseline or v.mark != "open" or not v.ratio:
+                continue
+            goal = abs(math.log(v.ratio))
+            if goal <= 2.0 * math.log1p(fam.band):
+                continue
+            one = TableLook(a, None, {(a, b): v})
+            need = planned_n(one, samples, fam, priors, n_max=CLOSE_N_MAX, target=goal)
+            n = need.get(b, CLOSE_N_MAX)
+            if n >= CLOSE_N_MAX:
+                continue
+            more = {s: max(0, n - len(samples[s])) for s in (a, b)}
+            secs = None
+            if cost is not None:
+                secs = sum(k * cost.get((s, wid), 0.0) for s, k in more.items()) or None
+            out[(b, wid)] = Closing(b, a, max(more.values()), secs)
+    return out
