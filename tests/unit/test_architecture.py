@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "fsbench.schedule.runner",
             "fsbench.schedule.stalled",
+            "fsbench.schedule.closing",
             "fsbench.schedule.sampler",
             "fsbench.schedule.merge",
             "fsbench.schedule.mounted",
