@@ -6,6 +6,7 @@ workload's warm-up goes on until it is steady; a first round that still ran slow
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -41,9 +42,9 @@ def test_the_borrowed_degrees_fall_steadily_to_none_at_the_fade() -> None:
         # A cell between the posterior and past the fade: its degrees never rise with it.
         v = 0.01 * (1.0 + k * 0.01)
         dfs.append(prior.moderate(v, 2)[1])
-    assert all(a >= b for a, b in zip(dfs, dfs[1:], strict=False))
+    assert all(a >= b for a, b in itertools.pairwise(dfs))
     # No jump between neighbours larger than the fade's slope allows (d0 / 0.25 per unit).
-    steps = [a - b for a, b in zip(dfs, dfs[1:], strict=False)]
+    steps = [a - b for a, b in itertools.pairwise(dfs)]
     assert max(steps) < 10.0 * 0.02 / (BORROW_FADE - 1.0)
     far = 0.01 * 3.0
     assert far / post(far) > BORROW_FADE and prior.moderate(far, 2) == (far, 2)
