@@ -43,6 +43,7 @@ from fsbench.records.schema import Result, Run
 from fsbench.records.store import Store
 from fsbench.schedule.dimensions.clients import check_clients
 from fsbench.schedule.mounted import Mounted
+from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.plan import Plan, vm_hint
 from fsbench.schedule.runner import Runner, workload_id
 from fsbench.schedule.targets import (
@@ -138,14 +139,16 @@ def execute(
     store.begin_run(run, plan.out_dir)
     progress = _Progress(on_step, on_sample, on_total, on_eta, on_result)
     session = _Session()
+    setup = PhaseClock()  # the steps before the first round (Schedule.setup)
     guard = Guard(enabled=plan.integrity)
     host = lab is not None or plan.subjects is None  # anything measured on this kernel
     with signals_raise():
         try:
             with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
-                _environment_in_lab(plan, lab, run, memory)
+                with setup.phase("noise floor"):
+                    _environment_in_lab(plan, lab, run, memory)
                 targets = (
-                    lab_targets(plan, lab, run, store, on_step, guard)
+                    lab_targets(plan, lab, run, store, on_step, guard, setup)
                     if lab is not None
                     else [dir_target(plan)]
                     if host
@@ -156,6 +159,7 @@ def execute(
                     session.runner = _runner(plan, run, targets, store, progress, session.tracer)
                     rotation = _rotation(plan, lab, targets, guard, session.runner)
                     session.runner.execute()
+                    _anatomy(run, setup)
                     if rotation is not None and run.schedule is not None:
                         run.schedule.images = rotation.dealt
                 _after_measuring(plan, lab, run, store, guard, on_step)
@@ -168,6 +172,17 @@ def execute(
         finally:
             _conclude(plan, run, store, session)
     return run, exit_code(run)
+
+
+def _anatomy(run: Run, setup: PhaseClock) -> None:
+    """The run's time anatomy beside its phases: the steps before the first round, and the
+    data time of every kept sample (Schedule.setup, data_s)."""
+    if run.schedule is None:
+        return
+    run.schedule.setup = {k: round(v, 1) for k, v in setup.spent.items()}
+    run.schedule.data_s = round(
+        sum(d.seconds or 0.0 for r in run.results for d in r.sample_details), 2
+    )
 
 
 def damaged(run: Run) -> list[str]:

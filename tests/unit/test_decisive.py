@@ -178,3 +178,25 @@ def test_a_fixed_repeat_run_names_the_repeat_instead() -> None:
     note = next(n for n in rs[1].notes if n.code == "would-close")
     assert note.params["repeat"] == 3 + note.params["more"]
     assert "--repeat" in rs[1].warnings[-1]
+
+
+# --- the run's time anatomy ----------------------------------------------------------------
+
+
+def test_the_time_anatomy_says_what_came_before_the_first_sample_and_what_a_sample_cost() -> None:
+    from fsbench.schedule.phases import PhaseClock, anatomy_line
+
+    t = [0.0]
+    clock = PhaseClock(clock=lambda: t[0])
+    with clock.phase("warm-up"):
+        t[0] += 5.0
+    with clock.phase("run"):
+        t[0] += 2.0
+    assert clock.since("run", -30.0) == 35.0  # the command began 30 s before the clock
+    assert clock.since("run", None) is None and clock.since("cache", 0.0) is None
+    phases = clock.report(7.0)
+    line = anatomy_line({"images": 20.0, "mounts": 3.0}, 35.0, phases, 7.0, 1.5, 2)
+    assert line.startswith("time anatomy: first sample at 35 s (images 20 s · mounts 3 s")
+    assert "warm-up and traced runs 5 s" in line
+    # 2 s of timed runs for 2 samples holding 1.5 s of data: 0.75 s data, 0.25 s around each.
+    assert "a sample 0.75 s of data + 0.25 s around it" in line

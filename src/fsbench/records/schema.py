@@ -487,6 +487,13 @@ class Schedule(_Model):
     # spent_s by phase (fsbench.schedule.phases.ORDER, and "other"): what the timed runs cost
     # against their preparation, cache drops, warm-up and bpftrace. Empty: older runs.
     phases: dict[str, float] = Field(default_factory=dict)
+    # The time anatomy around the rounds: seconds before the first round by step (images,
+    # mounts, semantics, integrity set, noise floor), the command's seconds until its first
+    # timed sample began, and the timed runs' own seconds (the data time, summed over every
+    # kept iteration: phases' "run" less this is what starting and stopping them cost).
+    setup: dict[str, float] = Field(default_factory=dict)
+    first_sample_s: float | None = None
+    data_s: float | None = None
     # The verdict procedure's family ({looks, comparisons, alpha, confidence, method}).
     verdict: dict[str, Any] = Field(default_factory=dict)
     # The subjects' order in each round (randomised with order_seed, so a position effect hits

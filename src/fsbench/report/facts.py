@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fsbench.records.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
 from fsbench.report.explain import fmt_us, wakeup_costs
 from fsbench.report.grouping import is_matrix, usable
-from fsbench.schedule.phases import phases_line
+from fsbench.schedule.phases import anatomy_line, phases_line
 from fsbench.stats import latency
 from fsbench.units import fmt_ratio, size_text
 
@@ -342,6 +342,7 @@ def env_rows(run: Run) -> list[tuple[str, str]]:
         if run.schedule.phases:
             line = phases_line(run.schedule.phases, run.schedule.spent_s, label=False)
             rows.append(("measuring time", line))
+            rows.append(("time anatomy", anatomy(run).removeprefix("time anatomy: ")))
     rows += [("interrupted by", env.interrupted_by or ""), ("report", env.report_error or "")]
     for k, v in sorted((env.model_extra or {}).items()):
         rows.append((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
@@ -401,6 +402,15 @@ def environment_line(run: Run) -> str:
     return " · ".join(b for b in bits if b)
 
 
+def anatomy(run: Run) -> str:
+    """The run's time anatomy (phases.anatomy_line), '' for a run that did not record it."""
+    sc = run.schedule
+    if sc is None or sc.first_sample_s is None:
+        return ""
+    n = sum(len(r.samples) for r in run.results)
+    return anatomy_line(sc.setup, sc.first_sample_s, sc.phases, sc.spent_s, sc.data_s, n)
+
+
 @dataclass
 class EnvironmentView:
     """The machine and the subjects as every output names them, and how the run went."""
@@ -432,7 +442,9 @@ def environment(run: Run) -> EnvironmentView:
         env.backing_note or "",
         noise_line(env.noise_floor) or "",
         schedule_line(run) if sc is not None else "",
-        phases_line(sc.phases, sc.spent_s) if sc is not None and sc.phases else "",
+        "\n".join(x for x in (phases_line(sc.phases, sc.spent_s), anatomy(run)) if x)
+        if sc is not None and sc.phases
+        else "",
         list(env.notes),
     )
 

@@ -151,8 +151,7 @@ class Runner:
                 wid = workload_id(wl)
                 self.stalled.look(wid, tables.get(wid, {}).values(), partial(self._fits, wid))
             rep += 1
-        spent = self.now() - self._t0
-        largest = self.finish()
+        spent, largest = self.now() - self._t0, self.finish()
         self.run.schedule = Schedule(
             adaptive=self.adaptive,
             repeat=self.repeat,
@@ -160,6 +159,7 @@ class Runner:
             time_budget_s=self.time_budget_s if self.adaptive else None,
             spent_s=round(spent, 1),
             phases=self.clock.report(spent),
+            first_sample_s=self.clock.since("run", self.budget_origin),
             verdict=decide.schedule_record(largest),
             order_seed=self.order_seed,
             orders=self._orders,

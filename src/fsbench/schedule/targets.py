@@ -29,6 +29,7 @@ from fsbench.probes.semantics import capabilities, probe_semantics
 from fsbench.records.schema import Aging, Feature, Run, Subject
 from fsbench.records.store import Store
 from fsbench.schedule.mounted import AlwaysMounted, Mounted
+from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.plan import Plan
 from fsbench.workloads.agedtree import MIRROR_DIR
 from fsbench.workloads.base import FILE_FRACTION, AgedTree, Target, free_bytes
@@ -60,14 +61,17 @@ def lab_targets(
     store: Store,
     on_step: Callable[[str], None],
     guard: Guard | None = None,
+    clock: PhaseClock | None = None,
 ) -> list[Mounted]:
     assert plan.subjects is not None
     guard = guard or Guard(enabled=False)
+    ph = (clock or PhaseClock()).phase  # the set-up's steps (Schedule.setup)
     on_step(
         f"formatting {len({(s.driver.fs, s.mkfs) for s in plan.subjects})} image(s) of "
         f"{format_size(plan.size)}"
     )
-    lab_subjects = lab.prepare(plan.subjects)
+    with ph("images"):
+        lab_subjects = lab.prepare(plan.subjects)
     # --scale grows every workload's files alike (longer samples; > 2.5 fills the image).
     file_size = max(MiB, int(plan.size * FILE_FRACTION * plan.scale) // MiB * MiB)
     file_size = aged_budget(lab_subjects, file_size)
@@ -79,16 +83,20 @@ def lab_targets(
         run.subjects.append(rec)
         on_step(f"mounting {ls.spec.id}")
         try:
-            guard.before_mount(ls, rec)
-            lab.mount(ls)
+            with ph("integrity set"):
+                guard.before_mount(ls, rec)
+            with ph("mounts"):
+                lab.mount(ls)
             rec.effective_mount_options = ls.entry.effective_options if ls.entry else None
             if ls.entry:
                 try:
                     rec.served_by = serving_proof(ls.spec.driver, ls.entry.fstype)
                 except ValueError as e:
                     raise LabError(str(e)) from None
-            rec.semantics = probe_semantics(ls.mountpoint, ls.block_device, lab.read_only)
-            guard.after_mount(ls, lab.read_only)
+            with ph("semantics"):
+                rec.semantics = probe_semantics(ls.mountpoint, ls.block_device, lab.read_only)
+            with ph("integrity set"):
+                guard.after_mount(ls, lab.read_only)
         except LabError as e:
             rec.status, rec.error = "failed", f"mount failed: {e}"
             # mount(8) says "bad option" whatever went wrong, so ask the driver instead: a
