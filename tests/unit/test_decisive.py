@@ -200,3 +200,48 @@ def test_the_time_anatomy_says_what_came_before_the_first_sample_and_what_a_samp
     assert "warm-up and traced runs 5 s" in line
     # 2 s of timed runs for 2 samples holding 1.5 s of data: 0.75 s data, 0.25 s around each.
     assert "a sample 0.75 s of data + 0.25 s around it" in line
+
+
+# --- one slow sample: set aside, measured again ----------------------------------------------
+
+
+def test_a_sample_far_slower_than_its_cells_others_is_slow() -> None:
+    from fsbench.schedule.stalled import slow_sample
+
+    xfs_cold = [3764.0, 4126.0, 3198.0, 736.0]
+    assert slow_sample(xfs_cold, True)
+    assert not slow_sample([3764.0, 4126.0, 3198.0, 3136.0], True)
+    assert not slow_sample([3764.0, 4126.0, 736.0], True)  # too few before it to judge by
+    # A noisy cell's own spread excuses more: 30 % apart, half is within 5 of its sds.
+    assert not slow_sample([100.0, 160.0, 70.0, 130.0, 50.0], True)
+    # Faster never counts (nothing runs faster for a stall); lower is better: longer is slow.
+    assert not slow_sample([3764.0, 4126.0, 3198.0, 9000.0], True)
+    assert slow_sample([1.0, 1.05, 0.98, 2.5], False)
+
+
+def test_a_slow_sample_is_set_aside_and_measured_again_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # b's fourth sample stalls; the round measured again gives it a fifth in its place.
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100;b=1000,1010,990,300,1005,400")
+    wl = FakeWorkload()
+    runner = _runner(tmp_path, wl, ("a", "b"), repeat=5)
+    run = runner.execute()
+    b = next(r for r in run.results if r.subject == "b")
+    assert b.samples == [1000.0, 1010.0, 990.0, 1005.0, 400.0]  # once per cell: 400 stays
+    assert [k.value for k in b.set_aside] == [300.0]
+    assert any(n.code == "sample-set-aside" for n in b.notes)
+    a = next(r for r in run.results if r.subject == "a")
+    assert a.samples == [100.0] * 5 and not a.set_aside
+
+
+def test_an_interrupt_before_the_sample_is_measured_again_puts_it_back() -> None:
+    from fsbench.schedule.stalled import Stalled
+
+    st = Stalled()
+    r = _res("b", [1000.0, 1010.0, 990.0, 300.0])
+    r.workload_id = "w"
+    assert st.look("w", [r], lambda _cells: True)
+    assert r.samples == [1000.0, 1010.0, 990.0] and ("b", "w") in st.owed
+    st.restore({("b", "w"): r})
+    assert r.samples == [1000.0, 1010.0, 990.0, 300.0] and not r.set_aside

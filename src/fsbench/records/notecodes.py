@@ -180,6 +180,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("would-close", "shown", words=_would_close),
     Kind(
+        "sample-set-aside",
+        "counted",
+        "a sample set aside in {k}",
+        "sample {sample} ran at {ratio:.2f}x of this subject's others, far below their spread "
+        "(a stall of this subject alone): set aside and measured again (results.json: "
+        "set_aside)",
+    ),
+    Kind(
         "first-round-slow",
         "counted",
         "round 1 ran slower for all {k}",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from fsbench.records.schema import Result
 from fsbench.stats import latency
+from fsbench.stats import verdict as verdict_mod
 from fsbench.stats.baseline import ranked
 from fsbench.stats.verdict import (
     NO_PRIOR,
@@ -26,7 +27,6 @@ from fsbench.stats.verdict import (
     Family,
     Prior,
     Verdict,
-    _t_quantile,
     fit_prior,
     log_var,
     table_family,
@@ -141,7 +141,6 @@ def planned_n(
     (moderated as the verdict moderates them). A subject in several takes the largest."""
     pri = priors or {}
     need: dict[str, int] = {}
-    p = 1.0 - (1.0 - family.confidence) / 2.0
     goals = [(pair, target) for pair in tl.open_pairs()]
     goals += [(pair, max(target, WIDE_TARGET_HALF_LOG)) for pair in tl.wide_pairs()]
     for (a, b), goal in goals:
@@ -165,7 +164,7 @@ def planned_n(
                 # ext4 open at 0.99-2.50 with the budget unspent; run 20261127-121449).
                 fa, fb = da + (m - len(samples[a])), db + (m - len(samples[b]))
                 df = welch_df(qa, fa, qb, fb, small=m < WELCH_MIN_N)
-                if _t_quantile(p, round(df, 6)) * se <= goal:
+                if verdict_mod.critical(family, df) * se <= goal:
                     n = m
                     break
         for s in (a, b):

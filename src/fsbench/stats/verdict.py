@@ -1,19 +1,14 @@
 """The ▲/▼/≈ verdict: one procedure gives a comparison its ratio, its interval and its mark.
 
-A user switches file systems on this mark, so it must hold its error rate, never disagree with
-the interval printed beside it, and still decide what the samples show. The procedure
-(docs/verdicts.md has the why, the simulation and the A/A numbers):
+It must hold its error rate, agree with its interval and decide what the samples show
+(docs/verdicts.md: the why, the simulations, the A/A numbers):
 
-- **Ratio and interval: Welch's t on the logarithms of the samples.** Rates are positive,
-  skewed and multiplicative (a stall halves a sample, nothing doubles it); on logs a ratio is a
-  difference. The estimate is the ratio of geometric means; the interval is Welch's interval
-  of the difference of mean logs, exponentiated.
+- **Ratio and interval: Welch's t on the logarithms of the samples** (rates are positive,
+  skewed, multiplicative): the ratio of geometric means, Welch's interval exponentiated.
 - **Variances that borrow strength** (empirical Bayes, Smyth 2004, limma's ``squeezeVar``):
-  at 3 samples a cell's variance has 2 degrees of freedom and Welch's t quantile at a family's
-  confidence is ~15; the run's other cells of the same driver kind say what variances look
-  like here. A ``Prior`` (d0, s0²) is fitted to their log variances (``fit_prior``); a cell's
-  variance becomes ``max(s², (d0·s0² + d·s²)/(d0 + d))`` with ``d0 + d`` degrees of freedom.
-  Never below its own: a subject noisier than the rest is not shrunk into a false mark.
+  a ``Prior`` (d0, s0²) fitted to the log variances of the run's cells of one driver kind
+  (``fit_prior``) raises a cell to ``(d0·s0² + d·s²)/(d0 + d)`` at ``d0 + d`` degrees; a cell
+  above that keeps its own variance, the prior's degrees fading (``Prior.moderate``).
 - **Mark from the interval, nothing else:** ▲/▼ exactly when the interval excludes 1, ≈ when
   it lies within the equivalence band (±2 % unless ``--equivalence``), open otherwise.
 - **The promise per table**: at most ``alpha`` = 5 % chance of any false ▲/▼ in a workload's
@@ -420,6 +415,12 @@ def _t_quantile(p: float, df: float) -> float:
     return float(stdtrit(df, p))
 
 
+def critical(fam: Family, df: float) -> float:
+    """A comparison's standard errors to its interval's end at ``df`` degrees: Student's t at
+    the family's Bonferroni level (the plan, decide.planned_n, counts with it too)."""
+    return _t_quantile(1.0 - (1.0 - fam.confidence) / 2.0, round(df, 6))
+
+
 def _exp(x: float) -> float:
     return math.exp(x) if x < 700 else math.inf
 
@@ -474,7 +475,7 @@ def verdict(
     half = 0.0  # both sides constant (and nothing borrowed): the ratio exact but for rounding
     if se > 0.0:
         df = welch_df(qa, dfa, qb, dfb, small=min(a.size, b.size) < WELCH_MIN_N)
-        half = _t_quantile(1.0 - (1.0 - conf) / 2.0, round(df, 6)) * se
+        half = critical(fam, df) * se
     half += off
     # Two samples at a high confidence can give a bound beyond floating point: infinity.
     interval = (_exp(diff - half), _exp(diff + half))
