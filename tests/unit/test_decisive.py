@@ -101,6 +101,16 @@ def test_a_writing_warm_up_goes_on_until_two_runs_agree(
     assert res["b"].warmup_values == [100.0, 100.0]  # steady at once: two runs
 
 
+def test_a_writing_warm_up_stops_when_a_run_is_not_faster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Slower after faster is noise on a busy machine, not a first touch: no more warm-ups.
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=300,1400,1050,1300,1200,1250")
+    run = _runner(tmp_path, _Writing(warmup=1), ("a",)).execute()
+    assert run.results[0].warmup_values == [300.0, 1400.0, 1050.0]
+    assert run.results[0].samples == [1300.0, 1200.0, 1250.0]
+
+
 def test_a_reading_warm_up_stays_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=300,600,1000,1000")
     wl = FakeWorkload(warmup=1)
@@ -158,7 +168,7 @@ def test_an_open_comparison_names_the_samples_and_budget_that_would_close_it() -
 
     rs = _stamped({"a": [1000, 1100, 950], "b": [700, 900, 560], "c": [990, 1010, 1005]})
     cost = {("a", "w"): 2.0, ("b", "w"): 2.0, ("c", "w"): 2.0}
-    closing_notes(rs, ["a", "b", "c"], cost, 200.0)
+    closing_notes({(r.subject, "w"): r for r in rs}, ["a", "b", "c"], cost, 200.0)
     by = {r.subject: r for r in rs}
     note = next(n for n in by["b"].notes if n.code == "would-close")
     assert note.params["against"] == "a" and note.params["more"] >= 1
@@ -174,7 +184,7 @@ def test_a_fixed_repeat_run_names_the_repeat_instead() -> None:
     from fsbench.schedule.closing import closing_notes
 
     rs = _stamped({"a": [1000, 1100, 950], "b": [700, 900, 560]}, stopped="repeat")
-    closing_notes(rs, ["a", "b"], {}, 50.0)
+    closing_notes({(r.subject, "w"): r for r in rs}, ["a", "b"], {}, 50.0)
     note = next(n for n in rs[1].notes if n.code == "would-close")
     assert note.params["repeat"] == 3 + note.params["more"]
     assert "--repeat" in rs[1].warnings[-1]

@@ -17,16 +17,16 @@ from fsbench.stats import decide
 
 
 def closing_notes(
-    results: Sequence[Result],
+    results: Mapping[tuple[str, str], Result],
     order: Sequence[str],
     cost: Mapping[tuple[str, str], float],
     ran_s: float,
 ) -> None:
     """Note on each result whose comparison with its baseline is open after it ran out of
-    budget or rounds what would close it (`would-close`); ``ran_s``: the budget used."""
-    by = {(r.subject, r.workload_id or r.workload): r for r in results}
-    for key, c in decide.closing(results, order, cost).items():
-        res = by[key]
+    budget or rounds what would close it (`would-close`); ``ran_s``: the seconds the budget
+    counted (or the budget, if more), which the suggested budget adds the samples' cost to."""
+    for key, c in decide.closing(list(results.values()), order, cost).items():
+        res = results[key]
         if res.stopped not in ("budget", "repeat", "max-repeat") or not c.more:
             continue
         params: dict[str, object] = {"against": c.against, "more": c.more}

@@ -452,8 +452,8 @@ class Runner:
                     res.notes.append(note)
                     res.warnings.append(words(note))
         self.stalled.note(self._tables())
-        order = [rt.subject.id for rt in self.targets]
-        closing_notes(list(self.results.values()), order, self._cost, self._elapsed())
+        ran = max(self._elapsed(), self.time_budget_s or 0.0)  # a budget no shorter than this one
+        closing_notes(self.results, [t.subject.id for t in self.targets], self._cost, ran)
         if self.sink:
             for res in self.results.values():
                 self.sink.save_result(self.run.run_id, res)

@@ -170,7 +170,7 @@ class Sampler:
         traced = self.trace.wanted and count > 0
         with self.clock.phase("warm-up", whole=True):
             seen = [self._iteration(rt, wl, res).m.value for _ in range(count - traced)]
-            if count and wl.is_write:
+            if count and wl.is_write and wl.higher_is_better:
                 seen = self._until_steady(rt, wl, res, seen)
         res.warmup_values = [round(v, 3) for v in seen]
         if not traced:
@@ -184,11 +184,13 @@ class Sampler:
     def _until_steady(
         self, rt: Mounted, wl: Workload, res: Result, seen: list[float]
     ) -> list[float]:
-        """A writing workload's untraced warm-ups go on until two in a row agree within
-        WARM_AGREE (at most WARM_MAX): its first writes allocate what later ones reuse (the
-        file system's blocks, the device's page cache, memory the hypervisor has not backed
-        yet). With one warm-up, seed 002's big_writes wrote 348 then 1,178 and 984 MiB/s
-        (ntfs-3g 233, 295, 303) and the ten-fold gain was "not separated" at --repeat 3."""
+        """A writing workload's untraced warm-ups go on while each runs faster than the one
+        before by more than WARM_AGREE (at most WARM_MAX): its first writes allocate what later
+        ones reuse (the file system's blocks, the device's page cache, memory the hypervisor
+        has not backed yet). With one warm-up, seed 002's big_writes wrote 348 then 1,178 and
+        984 MiB/s (ntfs-3g 233, 295, 303) and the ten-fold gain was "not separated" at
+        --repeat 3; in the default comparison every subject's first write ran at 0.1-0.3x its
+        second. One-sided: a run slower than the one before is noise, not a first touch."""
         while len(seen) < WARM_MAX and not _steady(seen):
             seen.append(self._iteration(rt, wl, res).m.value)
         return seen
@@ -298,17 +300,18 @@ class Sampler:
             m.flags.extend(f for f in pinned.flags if f not in m.flags)
 
 
-# A writing workload's warm-up is steady when its last two runs agree within this share, and
-# runs at most WARM_MAX untraced iterations to get there.
+# A writing workload's warm-up is steady when its last run was not faster than the one before
+# by more than this share, and runs at most WARM_MAX untraced iterations to get there.
 WARM_AGREE = 0.15
 WARM_MAX = 4
 
 
 def _steady(values: list[float]) -> bool:
+    """Values are rates (higher is faster) or, for a lower-is-better workload, the sampler
+    never asks: only writing workloads warm up until steady, and their values are rates."""
     if len(values) < 2 or min(values[-2:]) <= 0:
         return False
-    a, b = values[-2:]
-    return max(a, b) / min(a, b) <= 1.0 + WARM_AGREE
+    return values[-1] <= values[-2] * (1.0 + WARM_AGREE)
 
 
 def sized(target: Target, share: float) -> Target:
