@@ -255,3 +255,31 @@ def test_an_interrupt_before_the_sample_is_measured_again_puts_it_back() -> None
     assert r.samples == [1000.0, 1010.0, 990.0] and ("b", "w") in st.owed
     st.restore({("b", "w"): r})
     assert r.samples == [1000.0, 1010.0, 990.0, 300.0] and not r.set_aside
+
+
+# --- RAM images: the pristine one is sparse, so it is not counted ---------------------------
+
+
+def test_ram_images_are_refused_only_for_what_the_subjects_images_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 002's two 5 GiB subjects on a machine with 20.4 GiB free were refused for 15 GiB
+    (a pristine image counted whole, though it is sparse and freed once copied)."""
+    from types import SimpleNamespace
+
+    from fsbench.errors import EnvironmentProblem
+    from fsbench.lab import lab as labmod
+    from fsbench.lab.backing import Backing
+    from fsbench.lab.subject import parse_subjects
+
+    gib = 1024**3
+    free = SimpleNamespace(available=int(20.4 * gib))
+    monkeypatch.setattr(labmod.psutil, "virtual_memory", lambda: free)
+    # Only the size is asked here: root, the driver and mkfs are taken as present.
+    monkeypatch.setattr(labmod, "is_root", lambda: True)
+    monkeypatch.setattr(labmod, "availability", lambda _d: SimpleNamespace(available=True))
+    monkeypatch.setattr(labmod.shutil, "which", lambda *_a, **_k: "/usr/sbin/mkfs.ntfs")
+    specs = parse_subjects(["ntfs-3g", "ntfs-3g:big_writes"])
+    labmod.Lab("t", Backing("ram"), 5 * gib).check(specs)  # 10 GiB: within 70 % of 20.4
+    with pytest.raises(EnvironmentProblem, match=r"more than 70 % of the 20\.4 GiB"):
+        labmod.Lab("t", Backing("ram"), 8 * gib).check(specs)

@@ -93,6 +93,10 @@ class LabSubject:
         return os.path.join(self.mountpoint, "fsbench")
 
 
+# The share of free memory a run's RAM-backed images may take (check).
+RAM_SHARE = 0.7
+
+
 def is_root() -> bool:
     return os.geteuid() == 0
 
@@ -153,14 +157,16 @@ class Lab:
                     f"use at least {format_size(fmt.min_size)}"
                 )
         if self.backing.kind == "ram":
-            formats = {s.driver.fs for s in specs}
-            # Pristine images are freed once copied, so at most one lives beside the copies.
-            need = self.size * (len(specs) + min(1, len(formats)))
+            # A pristine image is sparse (only what mkfs wrote) and freed once copied: the
+            # subjects' images are what fills memory, and 30 % stays for the page cache and
+            # the daemons the workloads use.
+            need = self.size * len(specs)
             avail = psutil.virtual_memory().available
-            if need > 0.7 * avail:
+            if need > RAM_SHARE * avail:
                 raise EnvironmentProblem(
                     f"{len(specs)} RAM-backed images of {format_size(self.size)} need "
-                    f"{format_size(need)} but only {format_size(avail)} of memory is free; "
+                    f"{format_size(need)}, more than {RAM_SHARE * 100:.0f} % of the "
+                    f"{format_size(avail)} of memory free (the rest is the page cache's); "
                     f"use a smaller --size, fewer subjects, or --backing file:DIR"
                 )
         if self.backing.kind == "file":
