@@ -28,7 +28,7 @@ def test_a_cell_a_hair_above_the_posterior_keeps_nearly_all_borrowed_degrees() -
     post = (16.0 * 0.00127 + 2 * 0.0013) / 18.0
     var, df = prior.moderate(0.0013, 2)
     assert var == 0.0013  # never shrunk below its own variance
-    assert df > 2 + 16.0 * 0.9
+    assert df > 2 + 16.0 * 0.75
     assert var / post < BORROW_FADE
     below_v, below_df = prior.moderate(0.001, 2)  # below its prior: raised, every degree
     assert below_df == 18.0 and below_v == pytest.approx((16.0 * 0.00127 + 0.002) / 18.0)
@@ -65,7 +65,7 @@ def test_the_issue_row_is_decided_when_the_baseline_is_a_hair_above_its_prior() 
     v = verdict(ext4, ntfs, fam, kernel, fuse)
     assert v.mark == "below"
     lo, hi = v.interval
-    assert hi / lo < 3.0
+    assert hi / lo < 5.0  # at the cliff: x0.0020-2.30, 1,150x wide
     # Without any borrowing for the baseline (the cliff), the same row is open.
     assert verdict(ext4, ntfs, fam, Prior(), Prior()).mark == "open"
 
