@@ -39,6 +39,7 @@ from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
+from fsbench.probes.others import OthersWatch
 from fsbench.records.schema import Result, Run
 from fsbench.records.store import Store
 from fsbench.schedule.dimensions.clients import check_clients
@@ -158,8 +159,11 @@ def execute(
                 if targets or plan.vm_stage is None:  # VMs alone: the guests' runners measure
                     session.runner = _runner(plan, run, targets, store, progress, session.tracer)
                     rotation = _rotation(plan, lab, targets, guard, session.runner)
+                    others = OthersWatch.start(run.run_id)  # what else ran meanwhile
                     session.runner.execute()
                     _anatomy(run, setup)
+                    if busy := others.note():
+                        run.environment.notes.append(busy)
                     if rotation is not None and run.schedule is not None:
                         run.schedule.images = rotation.dealt
                 _after_measuring(plan, lab, run, store, guard, on_step)

@@ -283,3 +283,33 @@ def test_ram_images_are_refused_only_for_what_the_subjects_images_take(
     labmod.Lab("t", Backing("ram"), 5 * gib).check(specs)  # 10 GiB: within 70 % of 20.4
     with pytest.raises(EnvironmentProblem, match=r"more than 70 % of the 20\.4 GiB"):
         labmod.Lab("t", Backing("ram"), 8 * gib).check(specs)
+
+
+# --- a busy machine says so ------------------------------------------------------------------
+
+
+def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not() -> None:
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from fsbench.probes.others import OthersWatch
+
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass\n"
+    # Another program, not fsbench's child: a shell starts it and exits, so init adopts it.
+    sh = f"{sys.executable} -c '{spin}' >/dev/null 2>&1 & echo $!"
+    other = psutil.Process(int(subprocess.run(["sh", "-c", sh], capture_output=True,
+                                              text=True, check=True).stdout))  # fmt: skip
+    watch = OthersWatch.start("the-run-id")
+    # A child of this process, and one whose command line names the run (a FUSE daemon's).
+    ours = subprocess.Popen([sys.executable, "-c", spin, "the-run-id"])
+    seen = {pid for pid, _ in watch._read()}
+    assert other.pid in seen and ours.pid not in seen
+    other.wait(timeout=30)
+    ours.wait()
+    note = watch.note()  # the other took a CPU for a second: the machine was busy
+    assert note is not None and note.startswith("the machine was busy: other programs used")
+    assert "python" in note
+    time.sleep(0.01)
