@@ -94,6 +94,7 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "subject",
     "workload",
     "variant",
+    "workload_id",  # its table (seq-read/cold): what `fsbench judge` groups the samples by
     "title",
     "params",
     "metric",
@@ -106,6 +107,11 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "iops",
     "p99_us",
     "cache",
+    # What judges the samples as the run judged them (`fsbench judge` reads it): the
+    # direction and the verdict family the result recorded (JSON: its table's tails and looks,
+    # band, resolution, variance prior; {} for a run stored before families).
+    "higher_is_better",
+    "family",
 )
 
 
@@ -208,6 +214,7 @@ def to_samples_csv(run: Run) -> str:
                 "subject": res.subject,
                 "workload": res.workload,
                 "variant": res.params.get("variant"),
+                "workload_id": res.workload_id or res.workload,
                 "title": f.title,
                 "params": json.dumps(res.params, sort_keys=True, separators=(",", ":")),
                 "metric": res.metric,
@@ -220,6 +227,8 @@ def to_samples_csv(run: Run) -> str:
                 "iops": d.extra.get("iops") if d is not None else None,
                 "p99_us": lat.get("p99"),
                 "cache": d.cache if d is not None else res.cache,
+                "higher_is_better": res.higher_is_better,
+                "family": json.dumps(res.verdict_family or {}, sort_keys=True),
             }
             w.writerow({k: _cell(row.get(k)) for k in SAMPLE_COLUMNS})
     return buf.getvalue()
