@@ -76,8 +76,9 @@ CSV_COLUMNS: tuple[str, ...] = (
     "ratio_high",
     "verdict",
     "confidence",
-    # Latency-bound results (random, records <= 8 KiB): IOPS, the median p99 (fio's total
-    # latency, µs) and its verdict against the baseline's (lower better).
+    # Latency-bound results (random, records <= 8 KiB): IOPS, the p99 (fio's total latency,
+    # µs, the geometric mean over the samples: the centre its ratio divides) and its verdict
+    # against the baseline's (lower better).
     "iops",
     "p99_us",
     "p99_ratio",
@@ -335,7 +336,7 @@ def _diskmark_lines(report: Report) -> list[str]:
         for c in row["cells"]:
             cells += [f"{c['mb']} {c['mark']}".strip(), c["iops"], c["p99"]]
         out.append("| " + " | ".join(_md(x) for x in cells) + " |")
-    out += ["", f"p99: fio's {g['latency']}, µs, the median over the passes", ""]
+    out += ["", f"p99: fio's {g['latency']}, µs, the geometric mean over the passes", ""]
     return out
 
 
@@ -426,7 +427,7 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
         lines += [f"*{_md(t.described)}*", ""] if t.described else []
         lines += [*_workload_table(t), ""]
         if t.latency:
-            lines += [f"p99: fio's {t.latency_words}, µs, median over the samples  "]
+            lines += [f"p99: fio's {t.latency_words}, µs, geometric mean over the samples  "]
         notes = _notes(t)
         lines += [*notes, ""] if notes else ([""] if t.latency else [])
     lines += _matrix_lines(report.matrix)
