@@ -56,6 +56,7 @@ from fsbench.schedule.targets import (
     workdir_of,
 )
 from fsbench.stats import decide
+from fsbench.stats.verdict import prior_of
 from fsbench.workloads.base import Workload
 
 
@@ -354,11 +355,19 @@ def _after_measuring(
 
 
 def restamp(run: Run, band: float) -> None:
-    """After guests' results joined the run, a table spans kernels: its family and the
-    variance priors are made again over all its results (fsbench.stats.decide.stamp)."""
+    """After guests' results joined the run, a table spans kernels: its family is made again
+    over all its results (fsbench.stats.decide.stamp), but each result keeps the variance prior
+    its own run froze at its interim look (the host's from the host's runner, a guest's from
+    the guest's): refitted over every sample, a prior would judge the final look with another
+    variance than the looks that stopped its cells (decide.stamp's docstring). A result no run
+    stamped gets its kind's prior fitted here."""
     looks = max((int((r.verdict_family or {}).get("looks", 1)) for r in run.results), default=1)
     kinds = {s.id: s.kind for s in run.subjects}
+    frozen = {id(r): prior_of(r).record() for r in run.results if "d0" in (r.verdict_family or {})}
     largest = decide.stamp(run.results, kinds, looks, band)
+    for r in run.results:
+        if id(r) in frozen:
+            r.verdict_family = {**(r.verdict_family or {}), **frozen[id(r)]}
     if run.schedule is not None:
         run.schedule.verdict = decide.schedule_record(largest)
 

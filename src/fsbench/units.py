@@ -31,13 +31,15 @@ def fmt_ratio(r: float | None) -> str:
     12.3×, 123× (three significant digits, two decimals from 0.1 to 10)."""
     if r is None or not math.isfinite(r):
         return "–"
-    # Decide the form on the value as printed: 9.996 is "10.0×", not "10.00×".
-    r = float(f"{r:.3g}") if r >= 0.1 else float(f"{r:.2g}")
-    if r >= 100:
+    # Decide the form on the value as printed: 9.996 is "10.0×", not "10.00×"; but round the
+    # value itself once (0.28528 rounded twice, to 0.285 and then 2 decimals, printed 0.28×
+    # beside centres of 1,997 and 570).
+    shown = float(f"{r:.3g}") if r >= 0.1 else float(f"{r:.2g}")
+    if shown >= 100:
         return f"{r:.0f}×"
-    if r >= 10:
+    if shown >= 10:
         return f"{r:.1f}×"
-    if r >= 0.1:
+    if shown >= 0.1:
         return f"{r:.2f}×"
     return f"{r:.2g}×"
 

@@ -153,7 +153,8 @@ def test_a_look_compares_with_the_baseline_and_the_fastest_and_plans_the_open() 
 
 def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
     """After a VM stage merged guests' results, a table spans kernels: the pipeline stamps
-    every result again with its table's size and its kind's prior (pipeline.restamp)."""
+    every result again with its table's size (pipeline.restamp); results no run stamped (no
+    prior recorded) get their kind's prior."""
     from fsbench.pipeline import restamp
     from fsbench.records.schema import Result, Run, Schedule, Subject
 
@@ -181,6 +182,44 @@ def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
     assert all(f["looks"] == 2 and f["band"] == 0.05 for f in fams)
     assert fams[0]["tails"] == 12 and fams[4]["tails"] == 2
     assert run.schedule is not None and run.schedule.verdict["subjects"] == 4
+
+
+def test_a_vm_stage_keeps_the_priors_each_runs_looks_froze() -> None:
+    """pipeline.restamp after guests' results joined: each result keeps the variance prior its
+    own run froze at its interim look (the host's cells the host's, the guest's the guest's),
+    so the final marks are what the looks decided. Refitted over every sample (before), the
+    host's a-b went from ▼ (0.96-0.99, decided at the frozen prior) to open (0.95-1.01)."""
+    from fsbench.pipeline import restamp
+    from fsbench.records.schema import Result, Run, Schedule, Subject
+    from fsbench.stats.verdict import Prior, prior_of, table_family
+
+    host = table_family(2, 2).record() | Prior(d0=20.0, s0sq=0.00005).record()
+    guest = table_family(2, 2).record() | Prior(d0=4.0, s0sq=0.05).record()
+
+    def res(sid: str, wid: str, xs: list[float], fam: dict) -> Result:
+        return Result(subject=sid, workload=wid, workload_id=wid, metric="m", unit="MiB/s",
+                      samples=xs, verdict_family=dict(fam))  # fmt: skip
+
+    results = [
+        res("a", "w", [100.0, 100.6, 99.4], host),
+        res("b", "w", [97.5, 98.1, 96.9], host),
+        res("x@g", "v", [100.0, 130.0, 80.0], guest),
+        res("y@g", "v", [60.0, 90.0, 70.0], guest),
+    ]
+    subjects = [Subject(id=r.subject, driver="ext4", kind="kernel", fs="ext4") for r in results]
+    run = Run(run_id="r", started="2026-11-26T10:00:00", subjects=subjects, results=results,
+              schedule=Schedule(adaptive=True))  # fmt: skip
+    order = [s.id for s in subjects]
+
+    def marks() -> dict:
+        return {k: (v.mark, v.interval) for p in decide.printed(run.results, order).values()
+                for k, v in p.marks().items()}  # fmt: skip
+
+    looked, priors = marks(), [prior_of(r) for r in run.results]
+    assert looked[("rate", "a", "b")][0] == "below"
+    restamp(run, 0.02)
+    assert [prior_of(r) for r in run.results] == priors
+    assert marks() == looked
 
 
 def test_the_final_look_moderates_with_the_prior_the_interim_look_fitted() -> None:

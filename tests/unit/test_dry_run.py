@@ -64,7 +64,8 @@ def test_compare_dry_run_makes_nothing_and_says_the_plan(tmp_path: Path) -> None
     # time, which stays bounded.
     cpu0 = _children_cpu()
     res, took = _fsbench(*args, home=tmp_path)
-    assert res.returncode == 0, res.stderr
+    # The code the real run would end with: 3 where this machine refuses it (RAM now free).
+    assert res.returncode == json.loads(res.stdout)["exit_code"], res.stderr
     assert _children_cpu() - cpu0 < 2.0 and took < 10.0, took
     if _others_idle() and not any(before):
         assert _system() == before  # no loop attached, nothing mounted, no image directory
@@ -113,7 +114,11 @@ def test_the_plan_in_words_names_what_is_skipped_and_why(tmp_path: Path) -> None
     res, _ = _fsbench("compare", "vfat", "ext4", "--workloads", "metadata", "--size", "64M",
                       "--repeat", "4", "--dry-run", "--out", str(tmp_path / "o"),
                       home=tmp_path)  # fmt: skip
-    assert res.returncode == 0, res.stderr
+    from fsbench.lab.drivers import DRIVERS, availability
+
+    # The code the real run would end with: 3 where this kernel has no vfat (refused).
+    refused = not availability(DRIVERS["vfat"]).available or os.geteuid() != 0
+    assert res.returncode == (3 if refused else 0), res.stderr
     text = res.stdout
     assert text.startswith("plan (dry run: nothing is formatted, mounted, fetched or measured)")
     assert "subjects on this kernel (2): vfat (kernel, vfat), ext4 (kernel, ext4)" in text
@@ -126,8 +131,8 @@ def test_the_plan_in_words_names_what_is_skipped_and_why(tmp_path: Path) -> None
 
 def test_default_compare_names_the_drivers_left_out(tmp_path: Path) -> None:
     res, _ = _fsbench("compare", "--dry-run", "--json", home=tmp_path)
-    assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
+    assert res.returncode == plan["exit_code"] == (3 if plan["refused"] else 0), res.stderr
     measured = {s["driver"] for s in plan["subjects"]}
     left_out = {s["subject"] for s in plan["skipped"] if not s["workload"]}
     assert measured and not measured & left_out
@@ -170,3 +175,32 @@ def test_a_vm_plan_fetches_and_boots_nothing(tmp_path: Path) -> None:
 def test_bad_input_is_refused_as_without_dry_run(tmp_path: Path, bad: list[str]) -> None:
     res, _ = _fsbench("compare", "ext4", "--dry-run", *bad, home=tmp_path)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_a_refused_plan_exits_as_the_run_would_and_names_the_kernel_that_has_it(
+    tmp_path: Path,
+) -> None:
+    """`compare ntfs ntfs-3g --dry-run` on a kernel without ntfs: the plan, then "would be
+    refused" naming the VM that has it (ntfs@debian-sid, --kernel debian-sid), and exit 3 as
+    the real run's refusal; a --size too small for a format: 2; a plan nothing refuses: 0."""
+    from fsbench.lab.drivers import DRIVERS, availability
+
+    if availability(DRIVERS["ntfs"]).available or os.geteuid() != 0:
+        pytest.skip("not applicable here: needs root and a kernel without the ntfs driver")
+    res, _ = _fsbench("compare", "ntfs", "ntfs-3g", "--dry-run", home=tmp_path)
+    assert res.returncode == 3, res.stderr
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("would be refused")]
+    assert (
+        "(ntfs@debian-sid)" in line and "fsbench compare ntfs ntfs-3g --kernel debian-sid" in line
+    )
+    res, _ = _fsbench("compare", "ntfs", "ntfs-3g", "--dry-run", "--json", home=tmp_path)
+    assert res.returncode == 3 and json.loads(res.stdout)["exit_code"] == 3
+    res, _ = _fsbench("compare", "ntfs", "ntfs3", "--dry-run", "--json", home=tmp_path)
+    assert (
+        "fsbench compare ntfs ntfs3@debian-6.12 --kernel debian-sid"
+        in json.loads(res.stdout)["refused"][0]
+    )
+    res, _ = _fsbench("compare", "ext4", "--size", "1M", "--dry-run", home=tmp_path)
+    assert res.returncode == 2, res.stdout
+    res, _ = _fsbench("compare", "ext4", "--dry-run", "--json", home=tmp_path)
+    assert res.returncode == 0 and json.loads(res.stdout)["exit_code"] == 0

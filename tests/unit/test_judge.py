@@ -149,4 +149,87 @@ def test_a_declared_resolution_keeps_a_step_from_making_a_mark(tmp_path: Path) -
     stored = tmp_path / "results.json"
     stored.write_text((FIXTURES / "default_compare.json").read_text())
     code, _, err = _judge(str(stored), "--resolution", "1.5625", "--db", str(tmp_path / "x.db"))
-    assert code == 2 and "--resolution is for samples from a file" in err
+    assert code == 2 and err.count("\n") == 1 and "--resolution: a stored run is judged" in err
+
+
+@pytest.mark.parametrize("name", ["default_compare.json", "diskmark_compare.json"])
+@pytest.mark.parametrize("fmt", ["csv-samples", "json"])
+def test_what_export_writes_judge_reads_and_reproduces_the_runs_marks(
+    tmp_path: Path, name: str, fmt: str
+) -> None:
+    """`fsbench export RUN --format csv-samples > s.csv && fsbench judge s.csv --json` (and the
+    same with --format json) lists every comparison the stored run prints: the same ratios,
+    intervals and marks as judging the run itself, and against each table's baseline the
+    run's own verdicts (Run.verdicts: its rate and, latency-bound, its p99)."""
+    from fsbench.records.store import _read_results_json
+    from fsbench.report.export import export
+    from fsbench.report.upgrade import upgrade
+
+    stored = tmp_path / "results.json"
+    stored.write_text((FIXTURES / name).read_text())
+    run = upgrade(_read_results_json(stored))
+    f = tmp_path / ("s.csv" if fmt == "csv-samples" else "s.json")
+    f.write_text(export(run, fmt))
+    db = str(tmp_path / "x.db")
+    code, out, err = _judge(str(f), "--json", "--db", db)
+    assert code == 0, err
+    got = json.loads(out)
+    code, out, _ = _judge(str(stored), "--json", "--db", db)
+    assert code == 0 and got == json.loads(out)
+    by = {(c["workload"], c["subject"], c["against"]): c for c in got}
+    checked = 0
+    glyphs = {"better": "▲", "worse": "▼", "same": "≈", "open": "?"}
+    for v in run.verdicts:
+        res = run.results[v["index"]]
+        wid = res.workload_id or res.workload
+        for col, rec in (("", v), (" p99", v.get("p99"))):
+            if not rec or "ratio" not in rec:
+                continue
+            c = by[(wid + col, res.subject, v["baseline"])]
+            assert c["ratio"] == pytest.approx(rec["ratio"], rel=1e-12)
+            assert (c["low"], c["high"]) == pytest.approx((rec["ratio_low"], rec["ratio_high"]))
+            assert c["mark"] == glyphs[rec["verdict"]], (wid, res.subject, col)
+            checked += 1
+    assert checked >= (14 if name.startswith("default") else 12)
+
+
+def test_the_variants_of_a_workload_are_tables_apart(tmp_path: Path) -> None:
+    """csv-samples names the workload and its variant: seq-read/cold and seq-read/warm are two
+    tables, never one (a file naming only `variant` too)."""
+    f = tmp_path / "s.csv"
+    rows = [f"r,seq-read,{v},{s},{x}" for v, b in (("cold", 100.0), ("warm", 900.0))
+            for s, k in (("ext4", 1.0), ("xfs", 1.02)) for x in (b * k, b * k * 1.01)]  # fmt: skip
+    f.write_text("run_id,workload,variant,subject,value\n" + "\n".join(rows) + "\n")
+    code, out, err = _judge(str(f), "--json")
+    assert code == 0, err
+    assert {c["workload"] for c in json.loads(out)} == {"seq-read/cold", "seq-read/warm"}
+
+
+def test_options_a_recorded_source_answers_are_refused_not_ignored(tmp_path: Path) -> None:
+    """--equivalence and --lower-is-better on a stored run, or on samples that carry their
+    run's family and direction (csv-samples): one line, exit 2. On plain samples, honoured."""
+    from fsbench.records.store import _read_results_json
+    from fsbench.report.export import export
+    from fsbench.report.upgrade import upgrade
+
+    stored = tmp_path / "results.json"
+    stored.write_text((FIXTURES / "default_compare.json").read_text())
+    samples = tmp_path / "s.csv"
+    samples.write_text(export(upgrade(_read_results_json(stored)), "csv-samples"))
+    db = str(tmp_path / "x.db")
+    for source in (stored, samples):
+        for opt in (["--equivalence", "5"], ["--lower-is-better"], ["--equivalence", "2"]):
+            code, out, err = _judge(str(source), *opt, "--db", db)
+            assert code == 2 and err.count("\n") == 1 and opt[0] in err and not out, err
+    close = tmp_path / "c.csv"
+    close.write_text("run,workload,subject,value\n" + "".join(
+        f"r,w,{s},{v}\n" for s, vs in (("a", (100, 101, 99)), ("b", (103, 104, 102))) for v in vs
+    ))  # fmt: skip
+    for band, mark in (("2", "?"), ("20", "≈")):
+        code, out, _ = _judge(str(close), "--equivalence", band, "--json")
+        assert code == 0 and json.loads(out)[0]["mark"] == mark, out
+    plain = tmp_path / "p.csv"
+    plain.write_text(CSV)
+    code, out, _ = _judge(str(plain), "--lower-is-better", "--json")
+    marks = {(r["run"], r["subject"], r["against"]): r["mark"] for r in json.loads(out)}
+    assert code == 0 and marks[("r1", "ntfs-3g", "ext4")] == "▲"

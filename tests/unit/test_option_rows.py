@@ -184,7 +184,10 @@ def test_a_kernel_driver_this_host_lacks_names_the_kernel_that_has_it(tmp_path: 
     if availability(DRIVERS["ntfs"]).available:
         pytest.skip("not applicable here: this kernel has the ntfs driver")
     specs = [parse_subject("ntfs"), parse_subject("ntfs-3g")]
-    hint = "; kernel debian-sid has it (a VM): fsbench compare ntfs ntfs-3g --kernel debian-sid"
+    hint = (
+        "; a VM of a kernel that has it (ntfs@debian-sid): fsbench compare ntfs ntfs-3g "
+        "--kernel debian-sid"
+    )
     assert vm_hint(specs) == hint
     if os.geteuid() != 0:
         return  # the lab's check asks for root first

@@ -324,9 +324,11 @@ def _print_plan(plan: Any, vm_rows: list[dict] | None, as_json: bool) -> None:
     desc = describe(plan, vm_rows)
     if as_json:
         click.echo(json.dumps(desc, indent=2))
-        return
-    for line in lines(desc):
-        click.echo(line)
+    else:
+        for line in lines(desc):
+            click.echo(line)
+    if desc["exit_code"]:  # the code the real run would end with: a script can check a plan
+        sys.exit(desc["exit_code"])
 
 
 @cli.command()

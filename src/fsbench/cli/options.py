@@ -424,8 +424,10 @@ OPTIONS: list[Option] = [
            "sec\"): a pass's length in seconds (default 5).", parse=integer(1, 600),
            metavar="S", bad=("0", "601", "x"), needs=(DISKMARK,), example="2"),
     Option(("--dry-run",), "Print the plan (subjects, workloads, rounds, budget, images and their "
-           "sizes, VMs, what is skipped and why) and exit: nothing is formatted, mounted or "
-           "measured; with --json, as JSON.", flag=True, guest=HOST),
+           "sizes, VMs, what is skipped and why) and exit with the code the run would (3: "
+           "this machine would refuse it, naming the kernel that has a driver it lacks): "
+           "nothing is formatted, mounted or measured; with --json, as JSON.", flag=True,
+           guest=HOST),
 ]  # fmt: skip
 
 

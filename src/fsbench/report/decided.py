@@ -167,7 +167,7 @@ def result_facts(run: Run) -> list[ResultFacts]:
                 centre_of(res),
                 [note_words(n) for n in res.notes],
                 list(dict.fromkeys(n.code for n in res.notes)),
-                latency.figures(res) if latency.latency_bound(res) else {},
+                latency.printed(res) if latency.latency_bound(res) else {},
                 rec,
             )
         )

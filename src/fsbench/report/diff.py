@@ -1,4 +1,5 @@
-"""Two runs side by side: per matching result both medians, the ratio B / A with its interval,
+"""Two runs side by side: per matching result both centres (the geometric means the ratio
+divides), the ratio B / A with its interval,
 whether the difference is significant, and which kernel-probe figures changed with it; and what
 differs between the two environments.
 
@@ -22,7 +23,7 @@ from fsbench.report.comparison import Comparison, samples_verdict
 from fsbench.report.explain import changed_figures
 from fsbench.report.facts import changes as integrity_changes
 from fsbench.report.grouping import report_order, usable
-from fsbench.report.naming import confidence_text, result_title
+from fsbench.report.naming import centre_of, confidence_text, result_title
 from fsbench.report.style import css, glyph
 from fsbench.stats.verdict import Family
 
@@ -47,6 +48,10 @@ class ResultDiff:
     ci_b: tuple[float, float] | None
     n_a: int
     n_b: int
+    # The centres every view prints: each side's geometric mean, which the ratio B / A divides
+    # (naming.centre_of); the medians above are kept for readers of the JSON.
+    centre_a: float | None = None
+    centre_b: float | None = None
     ratio: float | None = None  # B / A, ratio of geometric means (fsbench.verdict)
     ratio_ci95: tuple[float, float] | None = None  # its interval, at `confidence`
     confidence: float | None = None
@@ -134,6 +139,16 @@ class RunDiff:
     environment: list[EnvDifference] = field(default_factory=list)
     # Integrity or probed semantics that changed for a subject in both runs (report/integrity).
     subject_changes: list[str] = field(default_factory=list)
+    # The comparisons' family: one look, the error rate spread over every pair compared.
+    family: Family = field(default_factory=Family)
+
+    @property
+    def legend(self) -> str:
+        """What the B / A column is and what its marks promise, at this diff's own family."""
+        return (
+            "B / A: ratio of the geometric means printed as A and B, with its interval "
+            f"(Welch on logs); {self.family.legend()} (green/red: better/worse for B)"
+        )
 
     @property
     def mattering(self) -> list[EnvDifference]:
@@ -151,6 +166,7 @@ class RunDiff:
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
             "subject_changes": self.subject_changes,
+            "legend": self.legend,
         }
 
 
@@ -188,6 +204,8 @@ def diff_results(
         ci_b=b.ci95,
         n_a=len(a.samples),
         n_b=len(b.samples),
+        centre_a=centre_of(a),
+        centre_b=centre_of(b),
     )
     if usable(a) and usable(b):
         v = samples_verdict(a.samples, b.samples, family or Family())
@@ -239,6 +257,7 @@ def diff_runs(a: Run, b: Run) -> RunDiff:
         only_b=[_label(r) for k, r in in_b.items() if k not in in_a],
         environment=env,
         subject_changes=integrity_changes(a, b),
+        family=family,
     )
 
 

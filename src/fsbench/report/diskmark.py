@@ -1,8 +1,8 @@
 """The diskmark suite's grid, as KDiskMark shows it: the model's grid (report/grids.py, via
 report/model.py) formatted for the terminal and the page. Rows are its eight tests, columns the
 subjects; each cell MB/s (10^6 bytes a second, KDiskMark's unit) and IOPS, the mean of the
-passes as KDiskMark averages them, and the p99 latency (median over the passes). The mark beside
-MB/s is the verdict on the subject's rate against the first subject's."""
+passes as KDiskMark averages them, and the p99 latency (geometric mean over the passes). The
+mark beside MB/s is the verdict on the subject's rate against the first subject's."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def grid_table(g: DiskmarkGrid | None) -> list[Table | Text]:
             row += [mb, c.iops, c.p99]
         t.add_row(*row)
     out: list[Table | Text] = [t]
-    out.append(Text(f"  p99: fio's {g.latency}, µs, the median over the passes", style="dim"))
+    said = f"  p99: fio's {g.latency}, µs, the geometric mean over the passes"
+    out.append(Text(said, style="dim"))
     if g.direct_not_honoured:
         out.append(Text(f"  {DIRECT_NOTE}", style="dim"))
     return out

@@ -76,8 +76,9 @@ CSV_COLUMNS: tuple[str, ...] = (
     "ratio_high",
     "verdict",
     "confidence",
-    # Latency-bound results (random, records <= 8 KiB): IOPS, the median p99 (fio's total
-    # latency, µs) and its verdict against the baseline's (lower better).
+    # Latency-bound results (random, records <= 8 KiB): IOPS, the p99 (fio's total latency,
+    # µs, the geometric mean over the samples: the centre its ratio divides) and its verdict
+    # against the baseline's (lower better).
     "iops",
     "p99_us",
     "p99_ratio",
@@ -94,6 +95,7 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "subject",
     "workload",
     "variant",
+    "workload_id",  # its table (seq-read/cold): what `fsbench judge` groups the samples by
     "title",
     "params",
     "metric",
@@ -106,6 +108,11 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     "iops",
     "p99_us",
     "cache",
+    # What judges the samples as the run judged them (`fsbench judge` reads it): the
+    # direction and the verdict family the result recorded (JSON: its table's tails and looks,
+    # band, resolution, variance prior; {} for a run stored before families).
+    "higher_is_better",
+    "family",
 )
 
 
@@ -208,6 +215,7 @@ def to_samples_csv(run: Run) -> str:
                 "subject": res.subject,
                 "workload": res.workload,
                 "variant": res.params.get("variant"),
+                "workload_id": res.workload_id or res.workload,
                 "title": f.title,
                 "params": json.dumps(res.params, sort_keys=True, separators=(",", ":")),
                 "metric": res.metric,
@@ -220,6 +228,8 @@ def to_samples_csv(run: Run) -> str:
                 "iops": d.extra.get("iops") if d is not None else None,
                 "p99_us": lat.get("p99"),
                 "cache": d.cache if d is not None else res.cache,
+                "higher_is_better": res.higher_is_better,
+                "family": json.dumps(res.verdict_family or {}, sort_keys=True),
             }
             w.writerow({k: _cell(row.get(k)) for k in SAMPLE_COLUMNS})
     return buf.getvalue()
@@ -326,7 +336,7 @@ def _diskmark_lines(report: Report) -> list[str]:
         for c in row["cells"]:
             cells += [f"{c['mb']} {c['mark']}".strip(), c["iops"], c["p99"]]
         out.append("| " + " | ".join(_md(x) for x in cells) + " |")
-    out += ["", f"p99: fio's {g['latency']}, µs, the median over the passes", ""]
+    out += ["", f"p99: fio's {g['latency']}, µs, the geometric mean over the passes", ""]
     return out
 
 
@@ -417,7 +427,7 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
         lines += [f"*{_md(t.described)}*", ""] if t.described else []
         lines += [*_workload_table(t), ""]
         if t.latency:
-            lines += [f"p99: fio's {t.latency_words}, µs, median over the samples  "]
+            lines += [f"p99: fio's {t.latency_words}, µs, geometric mean over the samples  "]
         notes = _notes(t)
         lines += [*notes, ""] if notes else ([""] if t.latency else [])
     lines += _matrix_lines(report.matrix)

@@ -22,7 +22,7 @@ from matplotlib.ticker import (
     NullLocator,
 )
 
-from fsbench.report.model import Result
+from fsbench.report.model import Result, centre_of
 from fsbench.units import size_text
 
 P = ParamSpec("P")
@@ -246,20 +246,28 @@ def short_size(n: int) -> str:
     return size_text(n).replace(" ", "").replace("iB", "")
 
 
+def centre(res: Result) -> float | None:
+    """Where a bar stands: the centre every table prints and every ratio divides (the
+    geometric mean; the median for a result without one), whose interval ci95 is."""
+    return centre_of(res)
+
+
 def ci_err(res: Result) -> tuple[float, float]:
-    """Error bar lengths below/above the median from the 95 % CI (0 when unknown)."""
-    if res.ci95 is None or res.median is None:
+    """Error bar lengths below/above the centre from its 95 % CI (0 when unknown)."""
+    c = centre(res)
+    if res.ci95 is None or c is None:
         return 0.0, 0.0
     lo, hi = res.ci95
-    return max(0.0, res.median - lo), max(0.0, hi - res.median)
+    return max(0.0, c - lo), max(0.0, hi - c)
 
 
 def ylog_err(res: Result) -> tuple[float, float]:
     # On a log axis a CI reaching below zero (a t interval at n = 3) cannot be drawn: clip it
-    # to a tenth of the median, so the bar still says "very uncertain".
-    assert res.median is not None
+    # to a tenth of the centre, so the bar still says "very uncertain".
+    c = centre(res)
+    assert c is not None
     below, above = ci_err(res)
-    return min(below, res.median * 0.9), above
+    return min(below, c * 0.9), above
 
 
 def rows_figure(n: int) -> tuple[Figure, object]:

@@ -142,8 +142,8 @@ def kdiskmark_label(variant: str) -> str:
 @dataclass
 class DiskmarkCell:
     """One subject in one test: MB/s (10^6 bytes a second, KDiskMark's unit) and IOPS, the mean
-    of the passes as KDiskMark averages them; the p99 (median over the passes); the mark of its
-    rate against the baseline's."""
+    of the passes as KDiskMark averages them; the p99 (geometric mean over the passes); the mark
+    of its rate against the baseline's."""
 
     status: str
     mb: str = ""  # '1,234' ('*' when O_DIRECT was not honoured)
@@ -177,7 +177,7 @@ def _dm_cell(decide: Decided, res: Result, base: Result | None) -> DiskmarkCell:
         "ok",
         _num(statistics.mean(res.samples) * MB_PER_MIB) + star,
         _num(statistics.mean(iops) if iops else None, 0),
-        _num(latency.figures(res).get("p99_us")),
+        _num(latency.printed(res).get("p99_us")),
         c,
         said if c is not None else "empty",
     )

@@ -163,8 +163,8 @@ def comparisons(diffs: list[RunDiff]) -> list[dict[str, Any]]:
                     {
                         "subject": r.subject,
                         "title": r.title,
-                        "a": fmt_value(r.median_a),
-                        "b": fmt_value(r.median_b),
+                        "a": fmt_value(r.centre_a),
+                        "b": fmt_value(r.centre_b),
                         "unit": r.unit,
                         "ratio": r.cell,
                         "cls": r.css,
@@ -175,6 +175,7 @@ def comparisons(diffs: list[RunDiff]) -> list[dict[str, Any]]:
                 ],
                 "only_a": d.only_a,
                 "only_b": d.only_b,
+                "legend": d.legend,
             }
         )
     return out

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from fsbench.report.figure import (
     PAGE_WIDTH_IN,
     Plot,
+    centre,
     colours,
     headed,
     log2_axis,
@@ -117,7 +118,7 @@ def _rate_panels(
             errs = list(zip(*[ylog_err(r) for _, r in pts], strict=True))
             ax.errorbar(
                 [x for x, _ in pts],
-                [r.median for _, r in pts],
+                [centre(r) for _, r in pts],
                 yerr=errs,
                 marker=marker,
                 ms=3.5,
@@ -161,8 +162,8 @@ def matrix_op_plot(group: Group, subjects: Sequence[str], env: Environment) -> P
         marks,
     )
     caption = (
-        f"{group.unit} (median, 95 % CI) per file size; one panel per record size, one line "
-        "per subject; log scales."
+        f"{group.unit} (geometric mean, 95 % CI) per file size; one panel per record size, one "
+        "line per subject; log scales."
     )
     if shown:
         caption += " Dashed: " + ", ".join(sorted(shown)) + "."
@@ -263,9 +264,9 @@ def ratio_heatmap(op_groups: list[Group], base: str, other: str, report: Report)
         fig,
         f"matrix-ratio-{slug(other)}",
         f"{other} / {base} over the matrix",
-        f"{other} vs {base}, per cell (ratio of medians)",
-        f"Each cell: median rate of {other} divided by {base}'s. Green: {other} faster; red: "
-        "slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ in the tables), ≈ "
-        "is within the run's equivalence band (±2 % unless --equivalence), ? is open (not "
-        "separated).",
+        f"{other} vs {base}, per cell (ratio of geometric means)",
+        f"Each cell: the geometric mean rate of {other} divided by {base}'s. Green: {other} "
+        "faster; red: slower; a cell without ≈ or ? is decided (its interval excludes 1: ▲/▼ "
+        "in the tables), ≈ is within the run's equivalence band (±2 % unless --equivalence), "
+        "? is open (not separated).",
     )

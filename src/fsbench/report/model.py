@@ -347,7 +347,7 @@ def _row(decided: Decided, res: Result, base: Result | None, lat: bool) -> Row:
         stop_words=STOP_WORDS.get(res.stopped or "", ""),
     )
     if lat:
-        figs = latency.figures(res)
+        figs = latency.printed(res)  # the p99 at the centre its ratio divides
         row.iops = fmt_value(figs["iops"], 0) if figs.get("iops") else "–"
         row.p99 = fmt_value(figs["p99_us"]) if figs.get("p99_us") is not None else "–"
         row.p99_comparison = decided.p99(base, res)

@@ -20,6 +20,7 @@ from fsbench.report.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
     Plot,
+    centre,
     ci_err,
     colours,
     headed,
@@ -74,10 +75,10 @@ def workload_plot(
             ax.text(0, y, f"  {r.status}", va="center", color="#b00", fontsize=8)
             continue
         below, above = ci_err(r)
-        ax.barh(y, r.median, color=col[s], alpha=0.85, height=0.6)
-        ax.errorbar(r.median, y, xerr=[[below], [above]], color="black", capsize=3, lw=1)
+        ax.barh(y, centre(r), color=col[s], alpha=0.85, height=0.6)
+        ax.errorbar(centre(r), y, xerr=[[below], [above]], color="black", capsize=3, lw=1)
     ax.set_yticks(ys, rows)
-    ax.set_xlabel(f"{group.unit} (median, 95 % CI)")
+    ax.set_xlabel(f"{group.unit} (geometric mean, 95 % CI)")
     ax.set_xlim(left=0)
     ax.grid(axis="y", visible=False)
     if with_ratio:
@@ -305,14 +306,14 @@ def placement_plot(run: Run) -> Plot | None:
                 continue
             below, above = ci_err(r)
             yy = y + 0.4 - h * (i + 0.5)
-            ax.barh(yy, r.median, height=h * 0.9, color=shade[place], label=place)
-            ax.errorbar(r.median, yy, xerr=[[below], [above]], color="black", capsize=2, lw=0.8)
+            ax.barh(yy, centre(r), height=h * 0.9, color=shade[place], label=place)
+            ax.errorbar(centre(r), yy, xerr=[[below], [above]], color="black", capsize=2, lw=0.8)
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles, strict=True))
     fig.legend(uniq.values(), uniq.keys(), loc="outside upper right", ncols=len(uniq))
     row_labels(ax, ys, [f"{key} · {subject}" for key, subject in (k for k, _ in rows)])
     unit = rows[0][1][next(iter(rows[0][1]))].unit
-    ax.set_xlabel(f"{unit} (median, 95 % CI)")
+    ax.set_xlabel(f"{unit} (geometric mean, 95 % CI)")
     ax.set_xlim(left=0)
     return headed(
         fig,

@@ -103,7 +103,8 @@ def workload_tables(report: Report, width: int = 100, verbose: bool = False) -> 
             )
         out.append(t)
         if tb.latency:
-            out.append(Text(f"  p99: fio's {tb.latency_words}, µs, median over the samples", "dim"))
+            said = f"  p99: fio's {tb.latency_words}, µs, geometric mean over the samples"
+            out.append(Text(said, "dim"))
         out += _note_lines(tb, verbose, width)
         for w in tb.whys:
             out += _why_lines(w, width)

@@ -16,10 +16,11 @@ from typing import Any
 
 import psutil
 
+from fsbench.errors import EXIT_ENVIRONMENT, EXIT_USAGE
 from fsbench.lab.backing import format_size
 from fsbench.lab.drivers import availability
 from fsbench.lab.formats import FORMATS
-from fsbench.schedule.plan import Plan
+from fsbench.schedule.plan import Plan, vm_hint
 from fsbench.workloads.base import NEED_WORDS
 
 SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
@@ -45,6 +46,7 @@ def describe(plan: Plan, vm: list[dict[str, Any]] | None = None) -> dict[str, An
         for w in plan.workloads
     ]
     results = len(specs) * len(plan.workloads) if plan.subjects is not None else len(workloads)
+    refused = refusals(plan)
     return {
         "dry_run": True,
         "subjects": [
@@ -72,7 +74,10 @@ def describe(plan: Plan, vm: list[dict[str, Any]] | None = None) -> dict[str, An
         "images": images(plan),
         "vm": vm or [],
         "skipped": skipped(plan),
-        "refused": refusals(plan),
+        "refused": [why for why, _ in refused],
+        # What the real run would exit with: its first refusal's code (3: this machine, 2:
+        # the input), 0 when nothing is refused; `--dry-run` exits with it.
+        "exit_code": refused[0][1] if refused else 0,
         "out_dir": str(plan.out_dir),
         "db": str(plan.db),
     }
@@ -131,28 +136,31 @@ def skipped(plan: Plan) -> list[dict[str, str]]:
     return out
 
 
-def refusals(plan: Plan) -> list[str]:
+def refusals(plan: Plan) -> list[tuple[str, int]]:
     """What the real run would refuse before creating anything, as far as can be known
-    without side effects (fsbench.lab.Lab.check also builds or fetches what it lacks)."""
+    without side effects (fsbench.lab.Lab.check also builds or fetches what it lacks), in the
+    order Lab.check meets it, each with the exit code the run would end with."""
     specs = plan.subjects or []
-    out: list[str] = []
+    out: list[tuple[str, int]] = []
     if specs and os.geteuid() != 0:
-        out.append("formatting and mounting need root")
+        out.append(("formatting and mounting need root", EXIT_ENVIRONMENT))
     for spec in specs:
         av = availability(spec.driver)
-        if not av.available:
-            out.append(f"driver {spec.driver.name} is not available: {av.reason}")
+        if not av.available:  # with the kernel that has it, as the run's refusal names it
+            why = f"driver {spec.driver.name} is not available: {av.reason}{vm_hint(specs)}"
+            out.append((why, EXIT_ENVIRONMENT))
     for fs in dict.fromkeys(s.driver.fs for s in specs):
         fmt = FORMATS[fs]
         if shutil.which(fmt.tool, path=SBIN) is None:
-            out.append(f"{fmt.tool} is missing (apt-get install {fmt.package})")
+            out.append((f"{fmt.tool} is missing (apt-get install {fmt.package})", EXIT_ENVIRONMENT))
         if plan.backing.kind != "device" and plan.size < fmt.min_size:
-            out.append(f"--size {format_size(plan.size)} is too small for {fs}: at least "
-                       f"{format_size(fmt.min_size)}")  # fmt: skip
+            out.append((f"--size {format_size(plan.size)} is too small for {fs}: at least "
+                        f"{format_size(fmt.min_size)}", EXIT_USAGE))  # fmt: skip
     need = images(plan).get("memory_at_most")
     avail = psutil.virtual_memory().available
     if need and need > 0.7 * avail:
-        out.append(f"the RAM images need {format_size(need)}; {format_size(avail)} is free")
+        out.append((f"the RAM images need {format_size(need)}; {format_size(avail)} is free",
+                    EXIT_ENVIRONMENT))  # fmt: skip
     return out
 
 

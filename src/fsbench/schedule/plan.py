@@ -87,17 +87,23 @@ def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject]
 
 
 def vm_hint(specs: list[SubjectSpec]) -> str:
-    """For subjects whose kernel driver this host lacks: the known kernel that has them and the
-    command that measures them all there ("" when none does)."""
+    """For subjects whose kernel driver this host lacks: the known kernel that has each, named
+    as a subject (`ntfs@debian-sid`), and the command that measures them all in VMs — the
+    kernel most of them need as `--kernel`, the others by their own (as the report's
+    "not measured" line names them, report/answer.py). "" when a known kernel has none."""
     lacking = [
         s for s in specs if s.driver.kind == "kernel" and not availability(s.driver).available
     ]
-    kernels = {_kernel_with(s.driver.name) for s in lacking}
-    if not lacking or None in kernels or len(kernels) != 1:
+    where = {s.id: _kernel_with(s.driver.name) for s in lacking}
+    if not lacking or None in where.values():
         return ""
-    (name,) = kernels
-    ids = " ".join(s.id for s in specs)
-    return f"; kernel {name} has it (a VM): fsbench compare {ids} --kernel {name}"
+    kernels = list(where.values())
+    name = max(dict.fromkeys(kernels), key=kernels.count)
+    ids = " ".join(
+        s.id if where.get(s.id) in (None, name) else f"{s.id}@{where[s.id]}" for s in specs
+    )
+    has = ", ".join(f"{sid}@{k}" for sid, k in where.items())
+    return f"; a VM of a kernel that has it ({has}): fsbench compare {ids} --kernel {name}"
 
 
 def _kernel_with(driver: str) -> str | None:

@@ -15,6 +15,7 @@ recorded on the result.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from typing import Any
@@ -64,6 +65,26 @@ def summary(samples: list[Sample]) -> dict[str, float] | None:
         vals = [float(v[k]) for v in lats if isinstance(v, dict) and k in v]
         if len(vals) == len(samples):
             out[f"{k}_us"] = round(statistics.median(vals), 3)
+    return out
+
+
+def centre(res: Result, key: str = "p99") -> float | None:
+    """The geometric mean of the samples' `key` (µs, or iops): the centre a comparison of
+    `view(res, key)` divides (fsbench.stats.verdict's ratio of geometric means), so the figure
+    printed beside a p99 ratio is the one divided. None when a sample lacks it."""
+    vals = per_sample(res, key)
+    if not vals or any(v <= 0 for v in vals):
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def printed(res: Result) -> dict[str, float]:
+    """The latency figures the outputs print: `figures`, with the p99 at its centre (the
+    geometric mean its ratio divides) instead of the median over the samples."""
+    out = dict(figures(res))
+    p99 = centre(res, "p99")
+    if p99 is not None:
+        out["p99_us"] = round(p99, 3)
     return out
 
 

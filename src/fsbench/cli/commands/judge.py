@@ -2,7 +2,11 @@
 
 In: a CSV (a header line naming `run,workload,subject,value` and optionally `round`) or a
 JSON file (a list of such records, or a stored run's results.json), or a stored run (id,
-prefix or output directory). Out: per run and workload the table `compare` prints for those
+prefix or output directory). What `fsbench export` writes is read as it is: `--format json` is
+a stored run, and `--format csv-samples` names `run_id`, the workload's `variant` and table
+(`workload_id`: seq-read/cold and seq-read/warm are two tables), each sample's p99, and the
+direction and verdict family the run recorded (`higher_is_better`, `family`), so its samples
+are judged as the run judged them. Out: per run and workload the table `compare` prints for those
 samples — each subject's centre and interval, its ratio to the baseline and to the fastest
 with the interval and mark — and the legend; `--json` lists every printed comparison.
 
@@ -10,7 +14,9 @@ One procedure: the tables' verdicts come from fsbench.stats.decide.printed, as c
 simulation's do. Tables are grouped by `run` (priors and families never cross runs); a
 subject's kind is its driver's (the name before ':'), anything else one kind; the first
 subject of a workload is its baseline unless --baseline. Samples from a file are one look
-(they were not stopped early); a stored run is judged at the families it recorded.
+(they were not stopped early); a stored run, and samples that carry their family, are judged
+at the families they recorded: --equivalence, --lower-is-better and --resolution, which would
+judge them otherwise, are refused with one line (exit 2), never ignored.
 """
 
 from __future__ import annotations
@@ -36,29 +42,56 @@ NEEDED = ("run", "workload", "subject", "value")
 @dataclass(frozen=True)
 class Row:
     run: str
-    workload: str
+    workload: str  # its table: the workload with its variant (seq-read/cold)
     subject: str
     value: float
     round: int | None = None
+    # What fsbench's csv-samples export adds: the direction and the verdict family the run
+    # recorded (JSON), the sample's p99 (µs) and the workload's parameters (JSON).
+    higher_is_better: bool | None = None
+    family: str | None = None
+    p99: float | None = None
+    params: str | None = None
 
 
 def _row(rec: Mapping[str, Any], where: str) -> Row:
+    rec = {**rec, "run": rec.get("run") or rec.get("run_id")}
     missing = [k for k in NEEDED if rec.get(k) in (None, "")]
     if missing:
         raise UsageError(f"{where}: no {', '.join(missing)} (need run, workload, subject, value)")
-    try:
-        value = float(rec["value"])
-    except (TypeError, ValueError):
-        raise UsageError(f"{where}: value {rec['value']!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
+    value = _number(rec["value"], where, "value")
+    if value is None or not value > 0 or value == float("inf"):
         raise UsageError(f"{where}: value {rec['value']!r} must be a positive finite number")
-    rnd = rec.get("round")
+    rnd = rec.get("round", rec.get("sample"))
     try:
         rnd_i = None if rnd in (None, "") else int(rnd)
     except (TypeError, ValueError):
         raise UsageError(f"{where}: round {rnd!r} is not a whole number") from None
-    names = [str(rec[k]).strip() for k in ("run", "workload", "subject")]
-    return Row(*names, value=value, round=rnd_i)
+    run, workload, subject = (str(rec[k]).strip() for k in ("run", "workload", "subject"))
+    table, variant = str(rec.get("workload_id") or "").strip(), str(rec.get("variant") or "")
+    if not table and variant.strip() and not workload.endswith(f"/{variant.strip()}"):
+        table = f"{workload}/{variant.strip()}"  # the variants of a workload: tables apart
+    hib = rec.get("higher_is_better")
+    if isinstance(hib, str):
+        hib = {"true": True, "false": False, "": None}.get(hib.strip().lower(), hib)
+    if hib is not None and not isinstance(hib, bool):
+        raise UsageError(f"{where}: higher_is_better {hib!r} is not true or false")
+    fam = rec.get("family")
+    return Row(
+        run, table or workload, subject, value, rnd_i, hib,
+        None if fam in (None, "") else (fam if isinstance(fam, str) else json.dumps(fam)),
+        _number(rec.get("p99_us"), where, "p99_us"),
+        None if rec.get("params") in (None, "") else str(rec["params"]),
+    )  # fmt: skip
+
+
+def _number(v: Any, where: str, what: str) -> float | None:
+    if v in (None, ""):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"{where}: {what} {v!r} is not a number") from None
 
 
 def read_rows(path: Path) -> list[Row]:
@@ -80,10 +113,10 @@ def read_rows(path: Path) -> list[Row]:
     else:
         reader = csv.DictReader(text.splitlines())
         head = [h.strip() for h in reader.fieldnames or []]
-        missing = [k for k in NEEDED if k not in head]
+        missing = [k for k in NEEDED if k not in head and not (k == "run" and "run_id" in head)]
         if missing:
             raise UsageError(
-                f"{path}: the header line must name run,workload,subject,value "
+                f"{path}: the header line must name run (or run_id),workload,subject,value "
                 f"(optional round); missing {', '.join(missing)}"
             )
         rows = []
@@ -114,11 +147,13 @@ def runs_of(
 ) -> list[tuple[Any, dict[str, list[str]]]]:
     """One Run per `run` of the rows, its results stamped as compare stamps them (one look),
     with each workload's subject order (its baseline first). A declared ``resolution`` (the
-    values' step over a value: fio's percentiles 1/64) is judged as compare judges fio's."""
-    from fsbench.records.schema import Result, Run, Schedule, Subject
+    values' step over a value: fio's percentiles 1/64) is judged as compare judges fio's.
+    Rows that carry the family their run recorded (fsbench's csv-samples) keep it, and their
+    direction: judged as the run judged them."""
+    from fsbench.records.schema import Run, Schedule, Subject
     from fsbench.stats import decide
     from fsbench.stats.describe import summarize
-    from fsbench.stats.verdict import prior_of
+    from fsbench.stats.verdict import Family, prior_of
 
     rows = list(rows)
     if baseline is not None and not any(r.subject == baseline for r in rows):
@@ -135,21 +170,12 @@ def runs_of(
             orders = {w: sorted(o, key=lambda s: s != baseline) for w, o in orders.items()}
         names = list(dict.fromkeys(s for _, s in cells))
         kinds = {s: kind_of(s) for s in names}
-        results = []
-        for (wl, subj), rs in cells.items():
-            rs = sorted(rs, key=lambda r: (r.round is None, r.round or 0))
-            results.append(
-                Result(
-                    subject=subj,
-                    workload=wl,
-                    workload_id=wl,
-                    metric="value",
-                    unit="",
-                    higher_is_better=higher_is_better,
-                    samples=[r.value for r in rs],
-                )
-            )
-        largest = decide.stamp(results, kinds, looks=1, band=band)
+        results = [_result(wl, subj, rs, higher_is_better) for (wl, subj), rs in cells.items()]
+        if all(r.verdict_family is not None for r in results):
+            largest = max((Family.from_record(r.verdict_family) for r in results),
+                          key=lambda f: f.n_tails)  # fmt: skip
+        else:
+            largest = decide.stamp(results, kinds, looks=1, band=band)
         for res in results:
             if resolution:
                 res.verdict_family = {**(res.verdict_family or {}), "resolution": resolution}
@@ -165,6 +191,45 @@ def runs_of(
         )
         out.append((run, orders))
     return out
+
+
+def _result(workload: str, subject: str, rows: list[Row], higher_is_better: bool) -> Any:
+    """One cell's samples as a Result, in the order they were taken; with each sample's p99
+    and the workload's parameters when the rows carry them (a latency-bound table then judges
+    its p99 column as compare does), and the family and direction the run recorded."""
+    from fsbench.records.schema import Result, Sample
+
+    rows = sorted(rows, key=lambda r: (r.round is None, r.round or 0))
+    first = rows[0]
+    if len({(r.family, r.higher_is_better, r.params) for r in rows}) > 1:
+        raise UsageError(
+            f"run {first.run}, {workload}, {subject}: its samples disagree on their family, "
+            "direction or parameters"
+        )
+    details = []
+    if all(r.p99 is not None for r in rows):
+        details = [Sample(value=r.value, seconds=0.0, extra={"lat_us": {"p99": r.p99}})
+                   for r in rows]  # fmt: skip
+    try:
+        params = json.loads(first.params) if first.params else {}
+        family = json.loads(first.family) if first.family else None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"run {first.run}, {workload}, {subject}: not JSON ({e.msg})") from None
+    if not isinstance(params, dict) or not isinstance(family, dict | None):
+        raise UsageError(f"run {first.run}, {workload}, {subject}: params and family are objects")
+    hib = first.higher_is_better
+    return Result(
+        subject=subject,
+        workload=workload.split("/", 1)[0],
+        workload_id=workload,
+        metric="value",
+        unit="",
+        higher_is_better=higher_is_better if hib is None else hib,
+        samples=[r.value for r in rows],
+        sample_details=details,
+        params=params,
+        verdict_family=family,
+    )
 
 
 def comparisons(
@@ -267,13 +332,17 @@ def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console)
     default=None,
     help="The subject every other is compared with (default: each workload's first).",
 )
-@click.option("--lower-is-better", is_flag=True, help="The values are times or latencies.")
+@click.option(
+    "--lower-is-better",
+    is_flag=True,
+    help="The values are times or latencies (samples that do not say their direction).",
+)
 @click.option(
     "--equivalence",
     type=click.FloatRange(0.1, 50.0),
-    default=2.0,
-    show_default=True,
-    help="≈ when the interval lies within ±PCT % (samples from a file).",
+    default=None,
+    help="≈ when the interval lies within ±PCT % (default 2; samples from a file that carry "
+    "no family of their own).",
 )
 @click.option(
     "--resolution",
@@ -296,7 +365,7 @@ def judge_command(
     source: str,
     baseline: str | None,
     lower_is_better: bool,
-    equivalence: float,
+    equivalence: float | None,
     resolution: float,
     fail_on: str | None,
     as_json: bool,
@@ -308,7 +377,9 @@ def judge_command(
     from fsbench.report.diff import check_fail_on, gate_failures
 
     gate = check_fail_on(fail_on)
-    runs = _load(source, baseline, not lower_is_better, equivalence / 100.0, db, resolution / 100)
+    given = Given(equivalence is not None, lower_is_better, bool(resolution))
+    band = (2.0 if equivalence is None else equivalence) / 100.0
+    runs = _load(source, baseline, given, band, db, resolution / 100)
     warn_serial(runs)
     if as_json:
         click.echo(
@@ -342,22 +413,47 @@ def warn_serial(runs: Iterable[tuple[Any, Any]]) -> None:
             click.echo(f"fsbench: warning: run {run.run_id}: {s.words()}", err=True)
 
 
+@dataclass(frozen=True)
+class Given:
+    """The options that would judge samples otherwise than as they were recorded."""
+
+    equivalence: bool
+    lower_is_better: bool
+    resolution: bool
+
+    def refuse(self, recorded: str, family: bool = True, direction: bool = True) -> None:
+        """One line and exit 2 for an option the source already answers (``recorded``: what
+        it is), never ignored: its families (band, resolution) and/or its direction."""
+        asked = (("--equivalence", self.equivalence and family),
+                 ("--resolution", self.resolution and family),
+                 ("--lower-is-better", self.lower_is_better and direction))  # fmt: skip
+        said = [f for f, on in asked if on]
+        if said:
+            raise UsageError(
+                f"{' and '.join(said)}: {recorded} is judged as it was recorded (its run's "
+                "equivalence band and resolutions, each result's direction); to judge it "
+                "otherwise, give the samples without those columns"
+            )
+
+
 def _load(
     source: str,
     baseline: str | None,
-    higher_is_better: bool,
+    given: Given,
     band: float,
     db: Path | None,
     resolution: float = 0.0,
 ) -> list[tuple[Any, dict[str, list[str]] | None]]:
     path = Path(source).expanduser()
     if path.is_file() and path.suffix != ".db" and not _is_results_json(path):
-        return list(runs_of(read_rows(path), baseline, higher_is_better, band, resolution))
-    if resolution:
-        raise UsageError(
-            "--resolution is for samples from a file: a stored run is judged at the "
-            "resolutions it recorded (fio's percentiles already carry theirs)"
-        )
+        rows = read_rows(path)
+        given.refuse(f"{path} (samples with the family their run recorded)",
+                     direction=False, family=any(r.family is not None for r in rows))  # fmt: skip
+        if any(r.higher_is_better is not None for r in rows):
+            given.refuse(f"{path} (samples that say their direction)", family=False)
+        hib = not given.lower_is_better
+        return list(runs_of(rows, baseline, hib, band, resolution))
+    given.refuse("a stored run")
     from fsbench.cli.commands.report import _store, load_run
 
     with _store(db, [source]) as store:

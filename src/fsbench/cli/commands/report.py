@@ -162,7 +162,7 @@ def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Pa
 def diff(
     run_a: str, run_b: str, as_json: bool, force: bool, fail_on: str | None, db: Path | None
 ) -> None:
-    """Per matching result of RUN_A and RUN_B: both medians, B / A with its interval,
+    """Per matching result of RUN_A and RUN_B: both geometric means, B / A with its interval,
     and the verdict (fsbench.stats.verdict: ▲/▼ when the ratio's interval excludes 1)."""
     from fsbench.report.diff import check_fail_on, diff_runs
 
@@ -227,9 +227,9 @@ def _gate(d: RunDiff, gate: str | None) -> None:
 
 def _print_diff(d: RunDiff, con: Console | None = None) -> None:
     """A table per workload, in the report's order (diff_runs), that fits 80 columns without
-    splitting a name or a figure: subject, both medians, B / A with its interval and mark; the
-    verdict's words from 100 columns. Under each table the figures that moved, broken between
-    figures only."""
+    splitting a name or a figure: subject, both centres (the geometric means), B / A with its
+    interval and mark; the verdict's words from 100 columns; the legend the model words.
+    Under each table the figures that moved, broken between figures only."""
     from fsbench.report.diff import ratio_text, verdict_class
     from fsbench.report.naming import confidence_text
     from fsbench.report.table import pack
@@ -238,7 +238,7 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
     con = con or Console()
     wide = con.width >= 100
     styles = {"better": "green", "worse": "red", "ns": "yellow", "dim": "dim"}
-    conf = next((r.confidence for r in d.results if r.confidence), 0.95)
+    conf = d.family.confidence
     con.print(Text(f"B = {d.run_b}  against  A = {d.run_a}", style="bold"))
     by_title: dict[str, list[ResultDiff]] = {}
     for r in d.results:
@@ -252,8 +252,8 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
         if wide:
             t.add_column("verdict", no_wrap=True, overflow="ellipsis")
         for r in rows:
-            a = fmt_value(r.median_a) if r.status_a == "ok" else r.status_a
-            b = fmt_value(r.median_b) if r.status_b == "ok" else r.status_b
+            a = fmt_value(r.centre_a) if r.status_a == "ok" else r.status_a
+            b = fmt_value(r.centre_b) if r.status_b == "ok" else r.status_b
             cells: list[str | Text] = [
                 r.subject,
                 a,
@@ -279,15 +279,7 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
         con.print(Text(f"only in A ({len(d.only_a)}): " + ", ".join(d.only_a[:8]), style="dim"))
     if d.only_b:
         con.print(Text(f"only in B ({len(d.only_b)}): " + ", ".join(d.only_b[:8]), style="dim"))
-    band = next((r.band for r in d.results if r.confidence), 0.02)
-    con.print(
-        Text(
-            "B / A: ratio of geometric means with its interval (Welch on logs; Bonferroni over "
-            "the results compared: any false ▲/▼ ≤ 5 %); ▲/▼ the interval excludes 1 (green/red: "
-            f"better/worse for B), ≈ within ±{band * 100:g} %, ? open",
-            style="dim",
-        )
-    )
+    con.print(Text(d.legend, style="dim"))
 
 
 def _short_test(r: ResultDiff) -> str:
