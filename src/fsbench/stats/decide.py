@@ -220,8 +220,9 @@ def stamp(
     table's family (what the legend states). ``priors`` (by kind) are the ones an adaptive
     run fixed at its interim look: the final look moderates with the same prior that stopped
     a cell, else a cell settled at the interim could be judged at 2 df instead of 20 at the
-    end. Kinds without one get a prior fitted here. Also after a VM stage merged guests'
-    results into the run: a table then spans kernels, and its family and priors span them."""
+    end. Kinds without one get a prior fitted here. After a VM stage merged guests' results
+    into the run, pipeline.restamp widens each table's family to span kernels and keeps every
+    result's own prior (the one its run's looks froze)."""
     per = tables(results)
     by_kind = priors_by_kind(
         (kind_of.get(r.subject, "?"), r.samples) for rs in per.values() for r in rs
