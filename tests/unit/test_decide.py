@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simulate_verdicts import DESIGNS, POWER, Design, false_tables, make_runner, power, run_once
+from simulate_verdicts import DESIGNS, POWER, Design, make_runner, power, run_once, within_promise
 
 from fsbench.stats import decide
 from fsbench.stats.decide import WIDE_SPAN, look, planned_n, priors_by_kind
-from fsbench.stats.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, verdict
+from fsbench.stats.verdict import (
+    NO_PRIOR,
+    Prior,
+    fit_prior,
+    log_var,
+    table_family,
+    verdict,
+)
 
-# The CI-sized simulation: a few hundred tables per design (bench/verdict_designs.py runs
-# them at full size). A design passes when its Monte-Carlo interval's lower end is within the
-# promise: at this size an upper end above 6 % is noise, a lower end above 5 % is not.
+# The CI-sized simulation: a few hundred tables per design to start (bench/verdict_designs.py
+# runs them at full size). A design passes when its Monte-Carlo interval's upper end is within
+# the promise (its rate shown <= 5 %, not merely not shown above it); while the interval
+# straddles 5 %, more tables are drawn (simulate_verdicts.within_promise).
 RUNS = 150
 
 
@@ -27,8 +35,8 @@ def test_every_design_keeps_the_familywise_rate(design: Design) -> None:
     """A/A tables through the runner's real schedule and the printed verdicts (every column):
     subjects consistently noisier, spreads 10x apart, n = 2, constant and quantized values,
     stalls, drift, fixed and adaptive."""
-    r = false_tables(design, max(40, RUNS // design.cells), seed=11)
-    assert r.interval()[0] <= 0.05 and r.p <= 0.06, r.text()
+    r = within_promise(design, max(40, RUNS // design.cells), seed=11)
+    assert r.interval()[1] <= 0.05, r.text()
 
 
 @pytest.mark.parametrize("design,want", POWER, ids=[d.name for d, _ in POWER])
