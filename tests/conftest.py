@@ -18,7 +18,7 @@ beside the lab scope's first test, the chaos test, which asserts nothing about c
 In CI (FSBENCH_STRICT_SKIPS=1, set by .ci/run) a test skipped for a missing tool, driver or
 privilege fails instead: CI installs everything and runs as root, so a skip there would hide a
 test that never ran. Skips about the machine's state, not about what is installed, say so by
-starting their reason with NOT_APPLICABLE.
+starting their reason with NOT_APPLICABLE's value, "not applicable here:".
 """
 
 from __future__ import annotations

@@ -7,15 +7,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from simulate_verdicts import DESIGNS, POWER, Design, false_tables, make_runner, power, run_once
+from simulate_verdicts import DESIGNS, POWER, Design, make_runner, power, run_once, within_promise
 
 from fsbench.stats import decide
 from fsbench.stats.decide import WIDE_SPAN, look, planned_n, priors_by_kind
-from fsbench.stats.verdict import NO_PRIOR, Prior, fit_prior, log_var, table_family, verdict
+from fsbench.stats.verdict import (
+    NO_PRIOR,
+    Prior,
+    fit_prior,
+    log_var,
+    prior_of,
+    table_family,
+    verdict,
+)
 
-# The CI-sized simulation: a few hundred tables per design (bench/verdict_designs.py runs
-# them at full size). A design passes when its Monte-Carlo interval's lower end is within the
-# promise: at this size an upper end above 6 % is noise, a lower end above 5 % is not.
+# The CI-sized simulation: a few hundred tables per design to start (bench/verdict_designs.py
+# runs them at full size). A design passes when its Monte-Carlo interval's upper end is within
+# the promise (its rate shown <= 5 %, not merely not shown above it); while the interval
+# straddles 5 %, more tables are drawn (simulate_verdicts.within_promise).
 RUNS = 150
 
 
@@ -27,8 +36,8 @@ def test_every_design_keeps_the_familywise_rate(design: Design) -> None:
     """A/A tables through the runner's real schedule and the printed verdicts (every column):
     subjects consistently noisier, spreads 10x apart, n = 2, constant and quantized values,
     stalls, drift, fixed and adaptive."""
-    r = false_tables(design, max(40, RUNS // design.cells), seed=11)
-    assert r.interval()[0] <= 0.05 and r.p <= 0.06, r.text()
+    r = within_promise(design, max(40, RUNS // design.cells), seed=11)
+    assert r.interval()[1] <= 0.05, r.text()
 
 
 @pytest.mark.parametrize("design,want", POWER, ids=[d.name for d, _ in POWER])
@@ -39,14 +48,34 @@ def test_power_as_stated(design: Design, want: float) -> None:
 
 def test_a_look_that_wrongly_borrowed_would_fail_the_three_subject_design() -> None:
     """The issue's design (3 subjects, n = 3, spreads 3/3/12 %) with the old moderation (a
-    prior's degrees lent to every cell, d0 from the point estimate) broke the promise: 9.2 %.
-    Guard: its d0 is bounded by the cells' own degrees, and a cell above the prior keeps its
-    own degrees."""
+    prior's degrees lent to every cell, d0 from the point estimate) broke the promise: 9.2 %
+    (6.5 % on today's code with both restored, 600 tables). Guard, in the cells and in the
+    design's own runs: a cell at or above its prior's posterior keeps its own degrees, and no
+    prior lends more degrees than the cells it was fitted to hold together."""
     assert Prior(10.0, 0.01).moderate(0.04, 2) == (0.04, 2)
     assert fit_prior([(0.01, 2), (0.011, 2), (0.012, 2)]).d0 <= 6.0
+    design = DESIGNS[0]
+    assert design.spreads == (0.03, 0.03, 0.12) and design.n0 == 3 and not design.adaptive
     rng = np.random.default_rng(0)
-    tables = [run_once(DESIGNS[0], rng) for _ in range(30)]
-    assert all(set(p.looks) == {"rate"} for t in tables for p in t.values())
+    noisier = 0
+    for _ in range(30):
+        run = make_runner(design, rng).execute()
+        own = {r.subject: log_var(r.samples) for r in run.results}
+        held = sum(df for _v, df in filter(None, own.values()))
+        kept: dict[str, float] = {}  # a cell that borrows nothing: its own degrees
+        for r in run.results:
+            prior, (var, df) = prior_of(r), own[r.subject] or (0.0, 0)
+            assert prior.d0 <= held, (r.subject, prior, held)
+            post = (prior.d0 * prior.s0sq + df * var) / (prior.d0 + df) if prior.d0 else var
+            if var >= post:
+                kept[r.subject] = df
+                noisier += prior.d0 > 0  # a prior it could have borrowed from
+        for p in decide.printed(run.results, [f"s{i}" for i in range(design.k)]).values():
+            for (_col, a, b), v in p.marks().items():
+                bound = min((kept[s] for s in (a, b) if s in kept), default=None)
+                if bound is not None and v.df is not None:
+                    assert v.df <= bound, (a, b, v, kept)
+    assert noisier >= 30  # cells that had a prior to borrow from and must not (41 of 90)
 
 
 def test_the_issues_twentyfold_gap_is_decided_once_its_samples_are_planned() -> None:

@@ -228,20 +228,27 @@ def _allowed(pid: int | str = "self") -> set[int]:
     raise AssertionError("no Cpus_allowed_list")
 
 
+# A stand-in FUSE daemon: argv[1] idle threads at once; with argv[2], that many more once a
+# line arrives on stdin (a daemon's workers started on demand, e.g. while the test pins it).
 STAND_IN = """
-import sys, threading, time
-n, every = int(sys.argv[1]), float(sys.argv[2])
-for _ in range(n):
-    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
-    time.sleep(every)
-time.sleep(60)
+import sys, threading
+def idle():
+    threading.Event().wait()
+def start(k):
+    for _ in range(k):
+        threading.Thread(target=idle, daemon=True).start()
+start(int(sys.argv[1]))
+if len(sys.argv) > 2:
+    sys.stdin.readline()
+    start(int(sys.argv[2]))
+idle()
 """
 
 
 @pytest.fixture
 def daemon() -> Iterator[subprocess.Popen]:
     """A stand-in FUSE daemon: a process with four threads."""
-    proc = subprocess.Popen([sys.executable, "-c", STAND_IN, "3", "0"])
+    proc = subprocess.Popen([sys.executable, "-c", STAND_IN, "3"])
     assert wait_until(lambda: len(ProcFS().tids(proc.pid)) >= 4, 10, interval=0.01)
     yield proc
     proc.kill()
@@ -308,8 +315,11 @@ def test_same_and_split_pin_app_children_and_every_daemon_thread_then_restore(
 @two_cpus
 def test_daemon_threads_born_while_pinned_get_the_daemon_mask_back(tmp_path: Path) -> None:
     """libfuse starts worker threads on demand; they inherit the pin and must lose it too."""
-    proc = subprocess.Popen([sys.executable, "-c", STAND_IN, "15", "0.02"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STAND_IN, "1", "3"], stdin=subprocess.PIPE, text=True
+    )
     try:
+        assert proc.stdin is not None
         assert wait_until(lambda: len(ProcFS().tids(proc.pid)) >= 2, 10, interval=0.01)
         target = Target("s", str(tmp_path), "fuse", MiB, daemon_pid=proc.pid)
         pinned = pin("same", target)
@@ -318,7 +328,10 @@ def test_daemon_threads_born_while_pinned_get_the_daemon_mask_back(tmp_path: Pat
         def born() -> set[int]:  # the stand-in starts more threads, from pinned threads
             return set(ProcFS().tids(proc.pid)) - set(pinned.saved)
 
-        assert wait_until(born, 10, interval=0.01), "no thread was started while pinned"
+        assert not born()
+        proc.stdin.write("start them\n")  # only now, while it is pinned
+        proc.stdin.flush()
+        assert wait_until(lambda: len(born()) == 3, 10, interval=0.01), born()
         assert all(os.sched_getaffinity(t) == {CPUS[0]} for t in born())
         pinned.restore()
         assert all(m == set(CPUS) for m in _thread_masks(proc.pid).values())

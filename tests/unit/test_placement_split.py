@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target
 from fsbench.workloads.fake import FakeWorkload
+from polling import wait_until
 
 MiB = 1024 * 1024
 CPUS = sorted(os.sched_getaffinity(0))
@@ -97,17 +97,26 @@ def test_free_placement_results_carry_the_split_note(
     assert not any(n.code == "placement-split" for n in done2.results[0].notes)
 
 
-SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
+# Says when it is pinned (the test reads the line), then spins.
+SPIN = (
+    "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\n"
+    "print('pinned', flush=True)\nwhile True: pass\n"
+)
 
 
 def _spin_thread(cpu: int, stop: threading.Event) -> threading.Thread:
+    """A thread of this process spinning on `cpu`, returned once it is pinned there."""
+    pinned = threading.Event()
+
     def spin() -> None:
         os.sched_setaffinity(0, {cpu})
+        pinned.set()
         while not stop.is_set():
             pass
 
     t = threading.Thread(target=spin, daemon=True)
     t.start()
+    assert pinned.wait(10), "the spinning thread never pinned itself"
     return t
 
 
@@ -115,18 +124,17 @@ def _spin_thread(cpu: int, stop: threading.Event) -> threading.Thread:
 @pytest.mark.parametrize(("apart", "want_same"), [(False, True), (True, False)])
 def test_the_watch_sees_whether_daemon_and_app_share_a_cpu(apart: bool, want_same: bool) -> None:
     a, b = CPUS[0], CPUS[1]
-    daemon = subprocess.Popen([sys.executable, "-c", SPIN, str(b if apart else a)])
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", SPIN, str(b if apart else a)], stdout=subprocess.PIPE, text=True
+    )
     stop = threading.Event()
     try:
-        time.sleep(0.2)  # the stand-in daemon pinned itself and spins
+        assert daemon.stdout is not None and daemon.stdout.readline() == "pinned\n"
         _spin_thread(a, stop)
         w = Watch(daemon.pid).start()
         # Until it has looked enough, not for a fixed time: on a loaded machine (CI beside
         # another suite) 0.6 s gave the watch 2 looks.
-        deadline = time.monotonic() + 20.0
-        time.sleep(0.6)
-        while w.looks < 5 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: w.looks >= 5, 20.0, interval=0.1)
         seen = w.stop()
     finally:
         stop.set()

@@ -90,7 +90,12 @@ def test_a_path_outside_the_mount_is_refused_with_its_line_and_section(
 def test_relative_names_stay_inside_and_are_accepted(tmp_path: Path) -> None:
     f = tmp_path / "ok.fio"
     f.write_text("[a]\nfilename=data/one:two\\:x\ndirectory=sub\nrw=write\n")
-    fiofile.check_paths(fiofile.read_job_file(str(f), env={}), "ok.fio")
+    job = fiofile.read_job_file(str(f), env={})
+    fiofile.check_paths(job, "ok.fio")  # accepted: no UsageError
+    # What was accepted is what fio will be given, relative to the mount.
+    (section,) = job.sections
+    assert section.effective["filename"] == "data/one:two\\:x"
+    assert fiofile.directories(job.sections) == ["sub"]
 
 
 def test_spec_parameters() -> None:

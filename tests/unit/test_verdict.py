@@ -89,11 +89,16 @@ def test_an_open_comparison_says_what_it_is() -> None:
 
 
 def test_the_equivalence_band_decides_the_same_mark() -> None:
-    a, b = [100.0, 100.5, 99.5, 100.2], [101.0, 101.4, 100.6, 101.2]
-    assert verdict(a, b, table_family(2)).mark in ("open", "above")
+    # An interval across 1 that lies within ±5 % but not ±2 % (0.985–1.023): the band decides.
+    a, b = [100.0, 102.0, 98.0, 101.0, 99.0, 100.5], [100.5, 102.5, 98.5, 101.5, 99.0, 101.0]
+    assert verdict(a, b, table_family(2)).mark == "open"
     wide = verdict(a, b, table_family(2, band=0.05))
-    assert wide.interval is not None and wide.interval[1] < 1.05
-    assert wide.mark in ("same", "above")
+    assert wide.interval is not None and 0.95 < wide.interval[0] < 1 < wide.interval[1] < 1.05
+    assert wide.mark == "same"
+    # An interval above 1 (1.001–1.019) is ▲ at any band: a decided difference stays decided.
+    a, b = [100.0, 100.5, 99.5, 100.2], [101.0, 101.4, 100.6, 101.2]
+    assert verdict(a, b, table_family(2)).mark == "above"
+    assert verdict(a, b, table_family(2, band=0.05)).mark == "above"
     assert mark_of((0.97, 1.04), band=0.05) == "same" and mark_of((0.97, 1.04)) == "open"
     # The printed bound never crosses the band the mark was read at.
     from fsbench.units import fmt_bound
