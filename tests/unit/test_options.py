@@ -92,7 +92,7 @@ def test_defaults_parse_to_the_documented_values(sandbox: Sandbox) -> None:
     raw = {o.key: (False if o.flag else None) for o in options.options_for("compare")}
     v = options.parse("compare", raw)
     assert v["repeat"] == (3, True)
-    assert (v["warmup"], v["scale"], v["min_sample_time"], v["max_repeat"]) == (1, 1.0, 0.5, 10)
+    assert (v["warmup"], v["scale"], v["min_sample_time"], v["max_repeat"]) == (1, 1.0, 1.0, 10)
     assert v["size"] == 1024**3 and v["backing"].kind == "ram"
     assert v["numjobs"] is None and v["placement"] is None and v["time_budget"] is None
 

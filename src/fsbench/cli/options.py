@@ -381,7 +381,7 @@ OPTIONS: list[Option] = [
            "to FILE.", path=True,
            guest="the guest sees the host's files read-only", example="tree.xxh128"),
     Option(("--min-sample-time",), "Seconds a sample lasts at least (runs are repeated until "
-           "it does); matrix cells do one pass of their work.", default="0.5",
+           "it does); matrix cells do one pass of their work.", default="1",
            parse=number(0, 600, "seconds"), bad=("-1", "601", "x")),
     Option(("--warmup",), "Discarded runs before each subject's first sample of a workload (0 "
            "for none).", default="1", parse=integer(0, 100), bad=("-1", "101", "one")),

@@ -42,7 +42,7 @@ class Plan:
     destroy_data: bool = False
     scale: float = 1.0
     warmup: int = 1
-    min_sample_s: float = 0.5
+    min_sample_s: float = 1.0
     tune: bool = True  # hold free page reporting off during a lab run
     # Subjects measured inside VMs with other kernels (src/fsbench/vm): run after the host's
     # subjects, merged into the same run. With it, subjects == [] means no host subject.
