@@ -97,9 +97,15 @@ class Guard:
         self.lock = threading.Lock()
         self.stdlib = _stdlib_dirs()
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-        self.fixed = (*SYSTEM, str(REPO), *(p for p in prefixes if p not in ("/", "")))
+        self.fixed: tuple[str, ...] = ()
+        self.fast: tuple[str, ...] = ()  # the fixed roots with their slash: one startswith
+        self.set_fixed((*SYSTEM, str(REPO), *(p for p in prefixes if p not in ("/", ""))))
         self._tmp = ("", "")
         self.busy = threading.local()  # the guard's own looks at paths are not watched
+
+    def set_fixed(self, roots: tuple[str, ...]) -> None:
+        self.fixed = roots
+        self.fast = tuple(r.rstrip("/") + "/" for r in roots)
 
     def allowed(self) -> tuple[str, ...]:
         tmp = tempfile.gettempdir()
@@ -120,8 +126,8 @@ class Guard:
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             name = frame.f_code.co_filename
-            if "-packages/" in name:
-                return None  # a library's (site-packages, dist-packages)
+            if "-packages/" in name or name.startswith("<frozen importlib"):
+                return None  # a library's (site-packages), or an import looking along sys.path
             if name == _HERE or name.startswith("<frozen") or _under(_real(name), self.stdlib):
                 frame = frame.f_back
                 continue
@@ -130,8 +136,10 @@ class Guard:
         return None
 
     def check(self, what: str, path: object) -> None:
-        if isinstance(path, int) or path is None:
+        if path is None or isinstance(path, int):
             return  # a file descriptor: its path was looked at when it was opened
+        if isinstance(path, str) and path.startswith(self.fast) and "/." not in path:
+            return  # the common case at once (a path to normalise takes the long way)
         if getattr(self.busy, "on", False):
             return
         self.busy.on = True
@@ -147,10 +155,15 @@ class Guard:
             return
         if not p:
             return
-        try:
-            p = os.path.normpath(p if os.path.isabs(p) else os.path.join(os.getcwd(), p))
-        except OSError:
-            return  # the working directory is gone: nothing fixed to name
+        if p[0] != "/":
+            try:
+                p = os.path.join(os.getcwd(), p)
+            except OSError:
+                return  # the working directory is gone: nothing fixed to name
+        if "/." in p or "//" in p:
+            p = os.path.normpath(p)
+        if p.startswith(self.fast) or p in self.fixed:
+            return  # the common case, without building the rest
 
         allowed = self.allowed()
         if _under(p, allowed):
@@ -202,7 +215,7 @@ def install() -> None:
     # The session's temporary directory as it is now, also while a test has pointed tempfile
     # (or $TMPDIR) at a directory of its own below it.
     tmp = tempfile.gettempdir()
-    GUARD.fixed = (*GUARD.fixed, tmp, os.path.realpath(tmp))
+    GUARD.set_fixed((*GUARD.fixed, tmp, os.path.realpath(tmp)))
     sys.addaudithook(GUARD.audit)
     for name in ("stat", "lstat"):
         original = getattr(os, name)
