@@ -57,8 +57,14 @@ SMOKES: dict[str, Smoke] = {
         ("--rounds", "1", "--files", "20", "--src", TMP),
         r"^ratio fsbench/cp \(throughput\): \d",
     ),
+    "decisive.py": Smoke(
+        ("--runs", "2"), r"^\s*1\.2x at .* samples a side .*× the bound$", codes=(0, 1)
+    ),
     "diskmark_vs_fio.py": Smoke(
         ("--smoke",), r"^worst fsbench/fio ratio [\d.]+ over 12 tests", root=True
+    ),
+    "family_choice.py": Smoke(
+        ("--runs", "1"), r"^3-3 rounds, bonferroni: any interval > 5x "
     ),
     "fio_overhead.py": Smoke(
         ("--rounds", "1"),  # on /dev/shm, its default: 1 GiB a side, a second or two
