@@ -64,7 +64,7 @@ SMOKES: dict[str, Smoke] = {
         ("--smoke",), r"^worst fsbench/fio ratio [\d.]+ over 12 tests", root=True
     ),
     "family_choice.py": Smoke(
-        ("--runs", "1"), r"^3-3 rounds, bonferroni: any interval > 5x "
+        ("--runs", "1", "--smoke"), r"^3-3 rounds, bonferroni: any interval > 5x "
     ),
     "fio_overhead.py": Smoke(
         ("--rounds", "1"),  # on /dev/shm, its default: 1 GiB a side, a second or two
