@@ -1,7 +1,7 @@
 """Aged against fresh for ext4 and ntfs-3g in one invocation: what aging costs each driver.
 
     flock /tmp/fsbench-heavy.lock uv run python bench/aging_ratios.py [--size 1G] \
-        [--age none,light,heavy] [--workloads WORKLOADS]
+        [--age none,light,heavy] [--workloads WORKLOADS] [--drivers ext4,ntfs-3g]
 
 Runs `fsbench compare ext4 ntfs-3g --age ...` twice with a private, empty image cache: the
 first run ages every image (its setup cost is the aging), the second reuses them (a checked
@@ -29,7 +29,7 @@ from fsbench.report.aging import aging_lines, effect_lines
 
 def compare(args: argparse.Namespace, out: Path, cache: Path, workloads: str) -> float:
     argv = [
-        sys.executable, "-m", "fsbench", "compare", "ext4", "ntfs-3g", "--age", args.age,
+        sys.executable, "-m", "fsbench", "compare", *args.drivers.split(","), "--age", args.age,
         "--size", args.size, "--workloads", workloads, "--out", str(out), "--no-trace",
         "--repeat", args.repeat,
     ]  # fmt: skip
@@ -46,6 +46,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="1G")
     ap.add_argument("--age", default="none,light,heavy")
+    ap.add_argument("--drivers", default="ext4,ntfs-3g")
     ap.add_argument("--repeat", default="5")
     ap.add_argument(
         "--workloads",

@@ -1,19 +1,23 @@
-"""fsbench's diskmark suite against the same eight KDiskMark jobs as plain fio job files, on
-ext4, interleaved in one invocation (fsbench, fio, fio, fsbench, ...).
+"""fsbench's diskmark-mix suite (KDiskMark's eight tests and each one's MIX) against the same
+twelve KDiskMark jobs as plain fio job files, on ext4, interleaved in one invocation (fsbench,
+fio, fio, fsbench, ...).
 
     sudo uv run python bench/diskmark_vs_fio.py [--rounds 5] [--passes 2] [--size 2G]
-        [--mode shared|own] [--tests T,...] [--lock PATH]
+        [--mode shared|own] [--tests T,...] [--lock PATH] [--runtime S] [--file-size SIZE]
+    sudo uv run python bench/diskmark_vs_fio.py --smoke   # CI: 1 round, 1 s passes, 8 MiB
 
 Per round, a RAM lab (fsbench's own `Lab`) makes two ext4 images of SIZE from one interleaved
 fill, as it does for the subjects of one compare (`lab.fill_interleaved`, the pristine copied
 over each), and mounts both:
-- fsbench: `fsbench run --target MOUNT --suite diskmark --repeat PASSES --warmup 0` on one,
+- fsbench: `fsbench run --target MOUNT --suite diskmark-mix --repeat PASSES --warmup 0` on one,
   PASSES passes per test (one sample is one pass: workloads/diskmark.py), its sampler, cache
   preparation and counters as in a compare;
 - fio: on the other, one file of the size fsbench's results say it used, laid out as
   KDiskMark lays its file out (`fio --create_only=1`), then each test PASSES times as a job
   file with KDiskMark 3.3's options (helper.cpp: ioengine=libaio direct=1 randrepeat=0
-  refill_buffers end_fsync=1 runtime=5, bs/iodepth/numjobs of the test), the caches dropped
+  refill_buffers end_fsync=1 runtime=5, bs/iodepth/numjobs of the test; a MIX rw/randrw at
+  rwmixread=70, its figure KDiskMark's (R*70 + W*30) / 100 of the two directions' rates, as
+  fsbench's), the caches dropped
   before each pass (the lab's make_cold; KDiskMark writes 1 to drop_caches, which O_DIRECT on
   ext4 does not notice).
 Which image each side gets alternates every two rounds, which side goes first every round.
@@ -61,26 +65,31 @@ from fsbench.lab.backing import Backing, parse_size
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject
 from fsbench.probes.procfs import ProcFS
-from fsbench.workloads.diskmark import DISKMARK_JOBS, RUNTIME_S
-from fsbench.workloads.fio import FioJob, fio_binary, parse_fio_json
+from fsbench.workloads.diskmark import DISKMARK_JOBS, RUNTIME_S, DiskmarkTest
+from fsbench.workloads.fio import fio_binary, parse_fio_json
 
 MB = 1e6
 JOBS = {j.variant: j for j in DISKMARK_JOBS}
 
 
 def fsbench_round(
-    where: list[str], passes: int, tmp: Path, i: int, tests: list[str]
+    where: list[str], args: argparse.Namespace, tmp: Path, i: int, tests: list[str]
 ) -> tuple[dict[str, list[float]], int, dict[str, list[float]]]:
-    """MB/s of each test's passes in one `fsbench WHERE --suite diskmark` (WHERE: `compare
+    """MB/s of each test's passes in one `fsbench WHERE --suite diskmark-mix` (WHERE: `compare
     ext4 --size S` or `run --target DIR`; `--workloads diskmark/TEST,...` when some tests are
     asked), the file size its results record, and for reads each pass's device read bytes over
     the bytes fio read (fsbench's own counters around the pass)."""
     out = tmp / f"fsbench-{i}"
     which = (
-        ["--suite", "diskmark"]
+        ["--suite", "diskmark-mix"]
         if len(tests) == len(JOBS)
         else ["--workloads", ",".join(f"diskmark/{v}" for v in tests)]
     )
+    # KDiskMark's "Measure" and "Test" choices, when the bench is asked for other than its own.
+    if args.runtime != RUNTIME_S:
+        which += ["--diskmark-runtime", str(args.runtime)]
+    if args.file_size_arg:
+        which += ["--diskmark-size", args.file_size_arg]
     proc = subprocess.run(
         [
             sys.executable,
@@ -89,7 +98,7 @@ def fsbench_round(
             *where,
             *which,
             "--repeat",
-            str(passes),
+            str(args.passes),
             "--warmup",
             "0",
             "--json",
@@ -123,9 +132,10 @@ def fsbench_round(
     return got, file_size, dev
 
 
-def job_file(job: FioJob, path: str, size: int) -> str:
+def job_file(job: DiskmarkTest, path: str, size: int, runtime: int) -> str:
     """KDiskMark's fio options for one test (helper.cpp's startBenchmarkTest), as a plain job
-    file; rwmixread and zero_buffers=0 are left out: fio's defaults, and no test mixes."""
+    file; zero_buffers=0 is left out (fio's default), rwmixread only on a MIX."""
+    mix = [f"rwmixread={job.rwmixread}"] if job.rwmixread is not None else []
     return "\n".join(
         [
             "[global]",
@@ -134,7 +144,7 @@ def job_file(job: FioJob, path: str, size: int) -> str:
             "randrepeat=0",
             "refill_buffers",
             "end_fsync=1",
-            f"runtime={RUNTIME_S}",
+            f"runtime={runtime}",
             f"size={size}",
             f"filename={path}",
             "",
@@ -143,6 +153,7 @@ def job_file(job: FioJob, path: str, size: int) -> str:
             f"bs={job.bs}",
             f"iodepth={job.iodepth}",
             f"numjobs={job.numjobs}",
+            *mix,
             "",
         ]
     )
@@ -164,15 +175,23 @@ def lay_out(path: str, size: int) -> None:
         sys.exit(f"prepare: {path} is not fully written ({os.path.getsize(path)} of {size} B)")
 
 
-def fio_pass(job: FioJob, path: str, size: int, tmp: Path) -> tuple[float, int]:
-    """MB/s of one pass and the bytes fio moved."""
+def fio_pass(job: DiskmarkTest, path: str, size: int, tmp: Path, runtime: int) -> tuple[float, int]:
+    """MB/s of one pass and the bytes fio moved; a MIX's MB/s is KDiskMark's figure,
+    (R*p + W*(100-p)) / 100 of its two directions' rates (p its read share)."""
     jf = tmp / f"{job.variant}.fio"
-    jf.write_text(job_file(job, path, size))
-    out = parse_fio_json(
-        fio_run(["--output-format=json", str(jf)], job.variant),
-        "write" if job.is_write else "read",
-    )
-    return out["bytes"] / MB / out["seconds"], out["bytes"]
+    jf.write_text(job_file(job, path, size, runtime))
+    stdout = fio_run(["--output-format=json", str(jf)], job.variant)
+    if job.rwmixread is not None:
+        r, w = (parse_fio_json(stdout, d) for d in ("read", "write"))
+        p = job.rwmixread
+        rate = (_mbps(r) * p + _mbps(w) * (100 - p)) / 100
+        return rate, r["bytes"] + w["bytes"]
+    out = parse_fio_json(stdout, "write" if job.is_write else "read")
+    return _mbps(out), out["bytes"]
+
+
+def _mbps(part: dict[str, float]) -> float:
+    return part["bytes"] / MB / part["seconds"] if part["seconds"] > 0 else 0.0
 
 
 def device_read(dev: str) -> int:
@@ -180,7 +199,7 @@ def device_read(dev: str) -> int:
 
 
 def fio_passes(
-    lab: Lab, s: LabSubject, tests: list[str], size: int, passes: int, tmp: Path
+    lab: Lab, s: LabSubject, tests: list[str], size: int, args: argparse.Namespace, tmp: Path
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """The fio side on a mounted lab subject: its file laid out as KDiskMark lays it out, then
     PASSES passes of each test, pass-major as fsbench's rounds run its workloads, the caches
@@ -192,11 +211,11 @@ def fio_passes(
     path = os.path.join(s.workdir, "diskmark.fio.0")
     os.makedirs(s.workdir, exist_ok=True)
     lay_out(path, size)
-    for _ in range(passes):
+    for _ in range(args.passes):
         for v in tests:
             lab.make_cold(s)
             before = device_read(s.device)
-            mbps, moved = fio_pass(JOBS[v], path, size, tmp)
+            mbps, moved = fio_pass(JOBS[v], path, size, tmp, args.runtime)
             got[v].append(mbps)
             if not JOBS[v].is_write:
                 dev_share[v].append((device_read(s.device) - before) / moved)
@@ -231,13 +250,13 @@ def own_round(
     for side in sides:
         if side == "fsbench":
             where = ["compare", "ext4", "--size", args.size]
-            got, size, dev = fsbench_round(where, args.passes, tmp, i, tests)
+            got, size, dev = fsbench_round(where, args, tmp, i, tests)
             ours = (got, dev)
             continue
         with Lab(f"bench-diskmark-{os.getpid()}-{i}", Backing("ram"), parse_size(args.size)) as lab:
             (s,) = lab.prepare([parse_subject("ext4")])
             lab.mount(s)
-            theirs = fio_passes(lab, s, tests, size, args.passes, tmp)
+            theirs = fio_passes(lab, s, tests, size, args, tmp)
             lab.unmount(s)
     return ours, theirs, size
 
@@ -263,10 +282,10 @@ def shared_round(
         for side in sides:
             if side == "fsbench":
                 where = ["run", "--target", mine.mountpoint]
-                got, size, dev = fsbench_round(where, args.passes, tmp, i, tests)
+                got, size, dev = fsbench_round(where, args, tmp, i, tests)
                 ours = (got, dev)
             else:
-                theirs = fio_passes(lab, fio_s, tests, size, args.passes, tmp)
+                theirs = fio_passes(lab, fio_s, tests, size, args, tmp)
         for s in (a, b):
             lab.unmount(s)
     return ours, theirs, size
@@ -295,7 +314,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--passes", type=int, default=2, help="passes per test per round per side")
     ap.add_argument("--size", default="2G", help="image size for both (default 2G)")
-    ap.add_argument("--tests", help="a comma list of the tests to run (default: all eight)")
+    ap.add_argument("--tests", help="a comma list of the tests to run (default: all twelve)")
+    ap.add_argument("--runtime", type=int, default=RUNTIME_S, help="a pass's limit, s")
+    ap.add_argument(
+        "--file-size", dest="file_size_arg", help="the test file (default: fsbench's choice)"
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="CI's smoke: 1 round of 1 pass, 1 s passes over an 8 MiB file on 128M images",
+    )
     ap.add_argument(
         "--lock", default="/tmp/fsbench-heavy.lock", help="taken per round ('' for none)"
     )
@@ -307,6 +335,9 @@ def main() -> None:
         "compare makes its own image, the fio side a fresh one the same way",
     )
     args = ap.parse_args()
+    if args.smoke:
+        args.rounds, args.passes, args.size, args.runtime = 1, 1, "128M", 1
+        args.file_size_arg, args.lock = "8M", ""
     tests = args.tests.split(",") if args.tests else list(JOBS)
     if unknown := [v for v in tests if v not in JOBS]:
         sys.exit(f"diskmark_vs_fio: no test {', '.join(unknown)}; the tests: {', '.join(JOBS)}")

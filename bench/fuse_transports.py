@@ -3,6 +3,7 @@
 
     flock /tmp/fsbench-heavy.lock uv run python bench/fuse_transports.py \
         [--size 1G] [--repeat auto|N] [--placement free] [--with ntfs-3g] [--keep DIR]
+        [--extra 'COMPARE OPTIONS']
 
 Prints per transport the floor's seq-write/fsync and seq-read/cold rates and their ratio to
 ext4's (same run, same image copy, interleaved), its wake-ups and cross-CPU wake-ups per GiB
@@ -33,7 +34,7 @@ def compare(args: argparse.Namespace, out: Path) -> dict:
         sys.executable, "-m", "fsbench", "compare", *subjects, "--size", args.size,
         "--workloads", ",".join(WORKLOADS), "--repeat", str(args.repeat),
         "--placement", args.placement, "--json", "--out", str(out / "run"),
-        "--db", str(out / "results.db"),
+        "--db", str(out / "results.db"), *args.extra.split(),
     ]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
@@ -110,6 +111,7 @@ def main() -> None:
     ap.add_argument("--repeat", default="auto")
     ap.add_argument("--placement", default="free")
     ap.add_argument("--with", dest="with_", action="append", default=[])
+    ap.add_argument("--extra", default="", help="more compare options, e.g. '--no-trace'")
     ap.add_argument("--keep", type=Path, help="keep the run here (results.json, report.html)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fuse-transports-") as tmp:

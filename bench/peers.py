@@ -1,6 +1,7 @@
 """fsbench beside the tools a user checks it with by hand, in one invocation (issue 37).
 
     sudo uv run python bench/peers.py [--size 2G] [--drivers ext4,ntfs-3g] [--rounds 6]
+        [--workloads W,...] [--extra 'COMPARE OPTIONS']
 
 One RAM image per driver, made by fsbench's own lab (its interleaved fill) and attached to a
 loop device, serves both sides: per workload and driver, `fsbench compare DRIVER --workloads W
@@ -99,6 +100,10 @@ def base(spec: str) -> str:
     return spec.split(":")[0]
 
 
+# More compare options for every run (--extra), e.g. CI's smoke: a fixed handful of samples.
+EXTRA: list[str] = []
+
+
 def compare_argv(
     drivers: list[str], workload: str, size: str, out: Path, db: Path, device: str | None = None
 ) -> list[str]:
@@ -110,7 +115,7 @@ def compare_argv(
         "--workloads", workload, "--size", size,
         *(["--placement", placed] if placed else []),
         *(["--backing", f"device:{device}", "--destroy-data"] if device else []),
-        "--out", str(out), "--db", str(db),
+        "--out", str(out), "--db", str(db), *EXTRA,
     ]  # fmt: skip
 
 
@@ -320,7 +325,9 @@ def main() -> None:
         default=",".join(WORKLOADS),
         help="some of the four, each may carry parameters (seq-read/cold:psync: fio's reader)",
     )
+    ap.add_argument("--extra", default="", help="more compare options, e.g. '--repeat 2'")
     args = ap.parse_args()
+    EXTRA[:] = args.extra.split()
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     for w in chosen:
         if base(w) not in WORKLOADS:

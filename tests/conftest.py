@@ -19,15 +19,36 @@ In CI (FSBENCH_STRICT_SKIPS=1, set by .ci/run) a test skipped for a missing tool
 privilege fails instead: CI installs everything and runs as root, so a skip there would hide a
 test that never ran. Skips about the machine's state, not about what is installed, say so by
 starting their reason with NOT_APPLICABLE's value, "not applicable here:".
+
+No test touches a fixed path outside its own temporary directory (tests/fixedpaths.py watches
+every open, listing and stat of this process, and fails the test that did). The session has a
+temporary directory of its own, made here under the caller's $TMPDIR and set as $TMPDIR for the
+tests, the workers and every command they start: every tmp_path is under it, /tmp itself is
+outside it, and it is removed at the end when the session passed (kept, and named, when not).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+import fixedpaths
+
+# The session's own $TMPDIR (see above); xdist's workers inherit it through the environment.
+SESSION_TMP = "FSBENCH_TEST_TMPDIR"
+if SESSION_TMP not in os.environ:
+    os.environ[SESSION_TMP] = tempfile.mkdtemp(prefix="fsbench-tests-")
+    # Open to every user as /tmp is: a test runs fsbench as nobody in a directory below it.
+    os.chmod(os.environ[SESSION_TMP], 0o755)
+os.environ["TMPDIR"] = os.environ[SESSION_TMP]
+tempfile.tempdir = os.environ[SESSION_TMP]
+fixedpaths.install()
 
 # The fake workload resolves only under the suite (registry.FAKE_WORKLOAD_ENV); CLI
 # subprocesses the tests start inherit it.
@@ -64,6 +85,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 1 if module.startswith(INTEGRATION) and not module.endswith(BESIDE_THE_LAB) else 2
 
     items.sort(key=rank)  # stable: the order within each group stays as collected
+    found = fixedpaths.take()
+    if found:  # a test module touched one as it was imported
+        raise pytest.UsageError("collecting touched a fixed path: " + "; ".join(found))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # a worker: the controller owns the directory
+    tmp = os.environ[SESSION_TMP]
+    mounted = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
+               if f" {tmp}/" in line]  # fmt: skip
+    if exitstatus == 0 and not mounted:
+        shutil.rmtree(tmp, ignore_errors=True)
+    elif os.path.isdir(tmp):
+        why = "something is still mounted under it" if mounted else "the session failed"
+        session.config.get_terminal_writer().line(f"kept {tmp} ({why})")
 
 
 NOT_APPLICABLE = "not applicable here:"
@@ -72,9 +109,17 @@ NOT_APPLICABLE = "not applicable here:"
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
+    rep = outcome.get_result()
+    found = fixedpaths.take()
+    if found:  # in this phase (set-up, call or teardown) the test touched a fixed path
+        touched = "touched a path outside its own temporary directory:\n  " + "\n  ".join(found)
+        if rep.failed:
+            rep.sections.append(("fixed paths", touched))
+        else:
+            rep.outcome, rep.longrepr = "failed", touched
+        return
     if os.environ.get("FSBENCH_STRICT_SKIPS") != "1":
         return
-    rep = outcome.get_result()
     if not rep.skipped or hasattr(rep, "wasxfail"):
         return
     reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)

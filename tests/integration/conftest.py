@@ -18,6 +18,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,8 +27,10 @@ from typing import Any
 
 import pytest
 
+import fixedpaths
 from fsbench.fuse import transports
 from fsbench.lab import state
+from fsbench.lab.cold import in_memory
 from fsbench.lab.drivers import DRIVERS, availability
 from polling import wait_until
 
@@ -195,6 +198,27 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(state, "STATE_DIR", d)
     monkeypatch.setenv("FSBENCH_STATE_DIR", str(d))
     return d
+
+
+# Where file: backing goes when the session's temporary directory is memory (a RAM-backed
+# image would measure nothing of a disk): each test its own directory, made and removed here.
+DISK_FALLBACK = "/var/tmp"  # fixed-path-ok: a unique directory under it (disk_dir), never read
+
+
+@pytest.fixture
+def disk_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A directory of this test's own on a disk: a tmp_path when the session's temporary
+    directory is on one, else a unique directory under /var/tmp, removed after the test."""
+    holder = tmp_path_factory.mktemp("on-disk", numbered=True)
+    if not in_memory(str(holder)):
+        yield holder
+        return
+    own = Path(tempfile.mkdtemp(prefix="fsbench-test-", dir=DISK_FALLBACK))
+    fixedpaths.own(own)
+    try:
+        yield own
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 @pytest.fixture

@@ -116,37 +116,33 @@ def test_compare_ext4_and_fuse2fs(
 
 @pytest.mark.root
 def test_a_file_backed_run_deals_its_images_out_every_round_and_stays_intact(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, state_dir: Path, disk_dir: Path
 ) -> None:
     """--backing file:DIR: before every round after the first the images are dealt out to the
     subjects again, each written afresh from its pristine image (the run records which image
     each subject used in each round, and the phases name the time); the integrity set goes on
     every image again, so the check at the end passes; nothing is left in DIR."""
     need_drivers("ext4", "fuse2fs")
-    holder = Path("/var/tmp") / f"fsbench-e2e-{os.getpid()}"  # a disk: /tmp may be memory
-    holder.mkdir()
-    try:
-        ran = fsbench_released(
-            state_dir, tmp_path / "out",
-            "compare", "ext4", "fuse2fs", "ext4:noatime", "--size", "64M", "--repeat", "3",
-            "--warmup", "0", "--min-sample-time", "0", "--workloads", "seq-write/fsync",
-            "--backing", f"file:{holder}", "--db", str(tmp_path / "results.db"), "--json",
-        )  # fmt: skip
-        doc = ran.doc
-        assert doc["status"] == "complete"
-        ids = {s["id"] for s in doc["subjects"]}
-        for s in doc["subjects"]:
-            assert s["status"] == "ok", s
-            assert s["integrity"]["status"] == "ok", s["integrity"]
-            assert s["integrity"]["digest_files"] > 0 and not s["integrity"]["digest_failures"]
-        assert all(len(r["samples"]) == 3 for r in doc["results"])
-        dealt = doc["schedule"]["images"]
-        assert len(dealt) == 3 and all(set(d) == ids for d in dealt), dealt
-        assert all(len(set(d.values())) == 3 for d in dealt), dealt  # one image each
-        assert doc["schedule"]["phases"].get("setup", 0) > 0, doc["schedule"]["phases"]
-        assert not list(holder.iterdir())
-    finally:
-        shutil.rmtree(holder, ignore_errors=True)
+    holder = disk_dir  # a disk: the session's temporary directory may be memory
+    ran = fsbench_released(
+        state_dir, tmp_path / "out",
+        "compare", "ext4", "fuse2fs", "ext4:noatime", "--size", "64M", "--repeat", "3",
+        "--warmup", "0", "--min-sample-time", "0", "--workloads", "seq-write/fsync",
+        "--backing", f"file:{holder}", "--db", str(tmp_path / "results.db"), "--json",
+    )  # fmt: skip
+    doc = ran.doc
+    assert doc["status"] == "complete"
+    ids = {s["id"] for s in doc["subjects"]}
+    for s in doc["subjects"]:
+        assert s["status"] == "ok", s
+        assert s["integrity"]["status"] == "ok", s["integrity"]
+        assert s["integrity"]["digest_files"] > 0 and not s["integrity"]["digest_failures"]
+    assert all(len(r["samples"]) == 3 for r in doc["results"])
+    dealt = doc["schedule"]["images"]
+    assert len(dealt) == 3 and all(set(d) == ids for d in dealt), dealt
+    assert all(len(set(d.values())) == 3 for d in dealt), dealt  # one image each
+    assert doc["schedule"]["phases"].get("setup", 0) > 0, doc["schedule"]["phases"]
+    assert not list(holder.iterdir())
 
 
 @pytest.mark.root

@@ -24,7 +24,6 @@ from conftest import (
 from fsbench.errors import EnvironmentProblem
 from fsbench.lab import loops, state
 from fsbench.lab.backing import Backing
-from fsbench.lab.cold import in_memory as cold_in_memory
 from fsbench.lab.integrity import Guard
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import parse_subject, with_lab_changes
@@ -217,15 +216,10 @@ def test_make_cold_kernel_drops_caches_without_remount(dirs: RunDirs) -> None:
 
 
 @pytest.fixture
-def on_disk(
-    run_id: str, state_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Path, RunDirs]]:
-    """A directory on a disk for file: backing (/tmp may be memory: then /var/tmp) and the
-    run's directories in it; whatever the test left is released after it."""
-    holder = tmp_path_factory.mktemp("file-backing", numbered=True)
-    if cold_in_memory(str(holder)):
-        holder = Path("/var/tmp") / f"fsbench-test-{run_id}"
-        holder.mkdir()
+def on_disk(run_id: str, state_dir: Path, disk_dir: Path) -> Iterator[tuple[Path, RunDirs]]:
+    """A directory on a disk for file: backing (conftest's disk_dir) and the run's directories
+    in it; whatever the test left is released after it."""
+    holder = disk_dir
     d = RunDirs(run_id, str(holder / f"fsbench-{run_id}"), f"/run/fsbench/fsbench-{run_id}",
                 str(state_dir / f"{run_id}.json"))  # fmt: skip
     try:
@@ -233,8 +227,6 @@ def on_disk(
     finally:
         if d.leftovers():
             state.release(state.StateRecord(run_id, 0, d.image_dir, d.mount_dir, path=d.record))
-        if holder.parent == Path("/var/tmp"):
-            shutil.rmtree(holder, ignore_errors=True)
 
 
 def test_file_backing_images_are_written_in_full_and_settled(

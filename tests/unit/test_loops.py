@@ -85,11 +85,11 @@ def test_a_loop_that_cannot_use_direct_io_is_detached_and_refused(
 
     monkeypatch.setattr(loops, "run", run)
     dio.write_text("1\n")
-    assert loops.attach(Path("/var/tmp/x.img"), sysfs=str(tmp_path), direct_io=True)
+    assert loops.attach(tmp_path / "x.img", sysfs=str(tmp_path), direct_io=True)
     assert "--direct-io=on" in calls[-1]
     dio.write_text("0\n")
     with pytest.raises(LabError, match="could not use direct I/O"):
-        loops.attach(Path("/var/tmp/x.img"), sysfs=str(tmp_path), direct_io=True)
+        loops.attach(tmp_path / "x.img", sysfs=str(tmp_path), direct_io=True)
     assert calls[-1] == ["losetup", "-d", "/dev/loop2"]
     # Other backings keep the buffered loop they were measured with.
     loops.attach(Path("/dev/shm/x.img"), sysfs=str(tmp_path))

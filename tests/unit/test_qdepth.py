@@ -30,9 +30,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "fio_json"
 def test_a_depth_on_a_psync_job_takes_libaio_and_names_the_variant() -> None:
     (job,) = resolve_workloads("rand-read/4k-direct:qd32", None)
     assert (job.id, job.iodepth, job.ioengine) == ("rand-read/4k-direct-qd32", 32, "libaio")
-    p = job.params(Target("s", "/tmp/x", "kernel", 64 << 20))
+    p = job.params(Target("s", "/mnt/x", "kernel", 64 << 20))
     assert (p["iodepth"], p["ioengine"]) == (32, "libaio")
-    argv = job.argv(Target("s", "/tmp/x", "kernel", 64 << 20))
+    argv = job.argv(Target("s", "/mnt/x", "kernel", 64 << 20))
     assert "--ioengine=libaio" in argv and "--iodepth=32" in argv
 
 
@@ -46,9 +46,9 @@ def test_engine_and_jobs_apply_to_every_variant_of_a_name() -> None:
 def test_plain_jobs_keep_their_old_params_and_argv() -> None:
     """psync at depth 1 names no depth, so results of older runs still match (diff)."""
     (job,) = resolve_workloads("rand-read/4k-direct", None)
-    p = job.params(Target("s", "/tmp/x", "kernel", 64 << 20))
+    p = job.params(Target("s", "/mnt/x", "kernel", 64 << 20))
     assert "iodepth" not in p and p["ioengine"] == "psync"
-    argv = job.argv(Target("s", "/tmp/x", "kernel", 64 << 20))
+    argv = job.argv(Target("s", "/mnt/x", "kernel", 64 << 20))
     assert "--randrepeat=1" in argv and not any(a.startswith("--iodepth") for a in argv)
 
 
@@ -84,7 +84,7 @@ def test_diskmark_is_kdiskmarks_eight_tests() -> None:
     want = {(d, bs, qd, 1) for rw, bs, qd in tests for d in (rw, rw.replace("read", "write"))}
     assert got == want and len(jobs) == 8
     for j in jobs:
-        argv = j.argv(Target("s", "/tmp/x", "kernel", 512 << 20))
+        argv = j.argv(Target("s", "/mnt/x", "kernel", 512 << 20))
         kdiskmark = ("--ioengine=libaio", "--direct=1", "--end_fsync=1", "--randrepeat=0")
         for opt in (*kdiskmark, "--refill_buffers=1"):
             assert opt in argv, (j.id, opt)
@@ -92,10 +92,10 @@ def test_diskmark_is_kdiskmarks_eight_tests() -> None:
         assert j.cache == "direct" and j.min_sample_s == 0.0  # one pass = one sample
         assert j.fileset == "diskmark"  # one test file, laid out once
         # The layout pass is plain and whole: no runtime cut, no depth.
-        layout = j.argv(Target("s", "/tmp/x", "kernel", 512 << 20), rw="write", whole=True)
+        layout = j.argv(Target("s", "/mnt/x", "kernel", 512 << 20), rw="write", whole=True)
         assert "--ioengine=psync" in layout and "--runtime=5" not in layout
         assert "--refill_buffers=1" not in layout  # untimed: no need to pay for fresh data
-        assert j.params(Target("s", "/tmp/x", "kernel", 512 << 20))["refill_buffers"] is True
+        assert j.params(Target("s", "/mnt/x", "kernel", 512 << 20))["refill_buffers"] is True
 
 
 def test_diskmark_io_uring_is_a_parameter_of_the_suite() -> None:
@@ -176,7 +176,7 @@ def test_every_timed_fio_run_asks_for_total_latency_percentiles() -> None:
     from fsbench.workloads.diskmark import DISKMARK_JOBS
     from fsbench.workloads.fio import FIO_JOBS, FioJob
 
-    target = Target("s", "/tmp/x", "kernel", 64 << 20)
+    target = Target("s", "/mnt/x", "kernel", 64 << 20)
     jobs = [j for j in FIO_JOBS if isinstance(j, FioJob)] + DISKMARK_JOBS
     for job in jobs:
         assert "--lat_percentiles=1" in job.argv(target), job.id

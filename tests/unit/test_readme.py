@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 RUN = "bash scripts/setup.sh && uv run fsbench compare"
@@ -63,9 +65,12 @@ def test_the_example_is_rendered_from_the_stored_run() -> None:
         assert quoted in README, quoted
 
 
-def test_a_two_driver_comparison_fits_one_screen() -> None:
-    """`compare ext4 ntfs-3g --size 512M` as it printed (the stored run, with its results path):
-    at most 45 lines at 100 columns, none wider."""
+def test_a_two_driver_comparison_fits_one_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compare ext4 ntfs-3g --size 512M` as it printed (the stored run, with its results path
+    and its report, in the test's own directory): at most 45 lines at 100 columns, none
+    wider."""
     from rich.console import Console
 
     from fsbench.records.schema import Run
@@ -74,9 +79,12 @@ def test_a_two_driver_comparison_fits_one_screen() -> None:
     run = Run.model_validate_json(
         (ROOT / "tests/unit/fixtures/compare_ext4_ntfs3g.json").read_text()
     )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run2").mkdir()
+    (tmp_path / "run2" / "report.html").write_text("<html></html>", encoding="utf-8")
     con = Console(width=100, record=True, color_system=None)
-    render(run, con, out_dir="/tmp/rep-run2")
+    render(run, con, out_dir="run2")
     lines = con.export_text().splitlines()
     assert len(lines) <= 45, len(lines)
     assert all(len(ln.rstrip()) <= 100 for ln in lines)
-    assert lines[-1].startswith("results: /tmp/rep-run2/results.json")
+    assert lines[-1] == "results: run2/results.json · report: run2/report.html"

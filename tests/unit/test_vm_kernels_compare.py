@@ -50,10 +50,11 @@ def test_one_image_per_format_for_every_guest(
 def test_the_guest_gets_the_images_read_only(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr("fsbench.vm.guest.vng_path", lambda: "vng")
     k = Kernel("debian-sid", "/k/vmlinuz", None, "7.2.13+deb14-amd64", "pkg")
-    argv = vng_argv(k, tmp_path / "s.sh", tmp_path, 2**30, 2, False, None, "/tmp/imgs")
-    assert argv[argv.index("--rodir") + 1] == "/tmp/imgs"
-    text = guest_script(tmp_path, ["ntfs"], [], ["ntfs"], None, "/tmp/imgs")
-    assert f"export {PRISTINE_DIR_ENV}=/tmp/imgs" in text
+    imgs = str(tmp_path / "imgs")
+    argv = vng_argv(k, tmp_path / "s.sh", tmp_path, 2**30, 2, False, None, imgs)
+    assert argv[argv.index("--rodir") + 1] == imgs
+    text = guest_script(tmp_path, ["ntfs"], [], ["ntfs"], None, imgs)
+    assert f"export {PRISTINE_DIR_ENV}={imgs}" in text
 
 
 def _subject(sid: str, kernel: str, digest: str = "ab" * 32) -> Subject:
