@@ -288,7 +288,9 @@ def test_ram_images_are_refused_only_for_what_the_subjects_images_take(
 # --- a busy machine says so ------------------------------------------------------------------
 
 
-def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not() -> None:
+def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import subprocess
     import sys
     import time
@@ -309,7 +311,10 @@ def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not() -
     assert other.pid in seen and ours.pid not in seen
     other.wait(timeout=30)
     ours.wait()
-    note = watch.note()  # the other took a CPU for a second: the machine was busy
+    # The other took a CPU-second; on a loaded machine that may be under BUSY_CPUS of the
+    # wall time, so the threshold is lowered: what is tested is whose CPU is counted.
+    monkeypatch.setattr("fsbench.probes.others.BUSY_CPUS", 0.01)
+    note = watch.note()
     assert note is not None and note.startswith("the machine was busy: other programs used")
     assert "python" in note
     time.sleep(0.01)

@@ -68,7 +68,9 @@ def _value(cmd: str, p: click.Option) -> str:
         return str(p.type.choices[0])
     if p.default not in (None, ()) and not callable(p.default):
         return str(p.default)
-    return {"INTEGER": "2", "FLOAT": "1.5"}.get(p.type.name.upper(), "target")
+    # A number's range type (click.FloatRange: "float range") takes the plain type's value.
+    kind = p.type.name.upper().removesuffix(" RANGE")
+    return {"INTEGER": "2", "FLOAT": "1.5"}.get(kind, "target")
 
 
 def _cases() -> list[tuple[str, click.Option]]:
