@@ -60,17 +60,22 @@ class OthersWatch:
             out[(info["pid"], info["create_time"])] = (info["name"] or "?", t.user + t.system)
         return out
 
+    def used(self) -> dict[str, float]:
+        """CPU seconds other programs took since the start, by program name."""
+        out: dict[str, float] = {}
+        for key, (name, cpu) in self._read().items():
+            before = self.cpu.get(key, (name, 0.0))[1]
+            if cpu > before:
+                out[name] = out.get(name, 0.0) + cpu - before
+        return out
+
     def note(self) -> str | None:
         """The run's note when other programs took BUSY_CPUS or more on average: how much of
         the machine, and the busiest of them; None on a quiet machine."""
         wall = time.monotonic() - self.at
         if wall <= 0:
             return None
-        used: dict[str, float] = {}
-        for key, (name, cpu) in self._read().items():
-            before = self.cpu.get(key, (name, 0.0))[1]
-            if cpu > before:
-                used[name] = used.get(name, 0.0) + cpu - before
+        used = self.used()
         total = sum(used.values()) / wall
         if total < BUSY_CPUS:
             return None
