@@ -161,6 +161,8 @@ def execute(
                     session.runner = _runner(plan, run, targets, store, progress, session.tracer)
                     rotation = _rotation(plan, lab, targets, guard, session.runner)
                     others = OthersWatch.start(run.run_id)  # what else ran meanwhile
+                    sampled = session.runner.on_sample  # read again between samples
+                    session.runner.on_sample = lambda: (others.tick(), sampled())[1]
                     session.runner.execute()
                     _anatomy(run, setup)
                     if busy := others.note():

@@ -316,6 +316,11 @@ def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not(
         monkeypatch.setattr("fsbench.probes.others.BUSY_CPUS", 0.01)
         note = watch.note()
         assert note is not None and note.startswith("the machine was busy: other programs used")
+        # Read between samples (tick), then gone before the end: still counted.
+        watch.tick(every=0.0)
+        other.kill()
+        other.wait(timeout=30)
+        assert watch.used().get(name, 0.0) >= 0.3
     finally:
         other.kill()
         ours.kill()

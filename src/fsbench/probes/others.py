@@ -6,7 +6,9 @@ the run reads every process's CPU time at its start and its end and counts what 
 fsbench nor its run's processes used: not fsbench and its children (fio, mkfs, the
 workloads), not a process whose command line names the run (its FUSE daemons mount under
 the run's directory), not a kernel thread (the loop devices' and file systems' own work).
-A process that started and ended between the two readings is not seen.
+The runner reads again between samples (at most every TICK_S), so a program that ran for a
+while and ended before the run did is counted up to its last reading; one that came and went
+between two readings is not seen.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import psutil
 
 # Other programs are named when they took this many CPUs on average (a spinning process: 1).
 BUSY_CPUS = 0.25
+TICK_S = 5.0  # between samples, at most this often: one reading of every process costs ~30 ms
 KTHREADD = 2
 
 
@@ -29,6 +32,10 @@ class OthersWatch:
     run_id: str
     at: float = field(default_factory=time.monotonic)
     cpu: dict[tuple[int, float], tuple[str, float]] = field(default_factory=dict)
+    # The latest reading of each process seen since (tick): one that ended before the run did
+    # is counted up to its last reading.
+    last: dict[tuple[int, float], tuple[str, float]] = field(default_factory=dict)
+    _ticked: float = 0.0
 
     @classmethod
     def start(cls, run_id: str) -> OthersWatch:
@@ -60,10 +67,19 @@ class OthersWatch:
             out[(info["pid"], info["create_time"])] = (info["name"] or "?", t.user + t.system)
         return out
 
+    def tick(self, every: float = TICK_S) -> None:
+        """Between samples (never inside a timed run): read again, at most every ``every``
+        seconds, so a program that ends before the run does is still counted."""
+        now = time.monotonic()
+        if now - self._ticked >= every:
+            self._ticked = now
+            self.last.update(self._read())
+
     def used(self) -> dict[str, float]:
         """CPU seconds other programs took since the start, by program name."""
         out: dict[str, float] = {}
-        for key, (name, cpu) in self._read().items():
+        self.last.update(self._read())
+        for key, (name, cpu) in self.last.items():
             before = self.cpu.get(key, (name, 0.0))[1]
             if cpu > before:
                 out[name] = out.get(name, 0.0) + cpu - before
