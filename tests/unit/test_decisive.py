@@ -291,6 +291,7 @@ def test_ram_images_are_refused_only_for_what_the_subjects_images_take(
 def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import contextlib
     import subprocess
     import sys
 
@@ -319,9 +320,10 @@ def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not(
         # Read between samples (tick), then gone before the end: still counted.
         watch.tick(every=0.0)
         other.kill()
-        other.wait(timeout=30)
+        assert wait_until(lambda: not other.is_running(), timeout=30)
         assert watch.used().get(name, 0.0) >= 0.3
     finally:
-        other.kill()
+        with contextlib.suppress(psutil.Error):
+            other.kill()
         ours.kill()
         ours.wait()
