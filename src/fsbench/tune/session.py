@@ -45,7 +45,7 @@ from fsbench.tune.choose import Candidate, Skipped, choose, lab_change, why_not
 from fsbench.tune.confirm import confirm
 from fsbench.tune.outcome import change, describe, family, family_words, gaps, workloads_of
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized, vm_kernel
-from fsbench.tune.subjects import candidate_spec, merge, one_daemon
+from fsbench.tune.subjects import candidate_spec, merge, one_daemon, transport_driver
 
 # Kept under their former names (tests and callers read them here).
 _merge, _one_daemon = merge, one_daemon
@@ -120,7 +120,7 @@ def problem(spec: SubjectSpec, backing: str = "ram") -> Callable[[Remedy], str |
             need = PLACEMENTS[r.change].min_cpus
             return f"needs {need} CPUs" if len(allowed_cpus()) < need else None
         if r.kind == "transport":
-            d = DRIVERS[r.driver or spec.driver.name]
+            d = DRIVERS[transport_driver(spec, r)]
             av = availability(d)
             if not av.available:
                 return f"{d.name} is not available here: {av.reason}"
