@@ -66,6 +66,9 @@ SMOKES: dict[str, Smoke] = {
     "family_choice.py": Smoke(
         ("--runs", "1", "--smoke"), r"^3-3 rounds, bonferroni: any interval > 5x "
     ),
+    "tune_null.py": Smoke(
+        ("--tunes", "2"), r"^[\d.]+ % of tunes recommend a change \(95 % Monte-Carlo interval"
+    ),
     "fio_overhead.py": Smoke(
         ("--rounds", "1"),  # on /dev/shm, its default: 1 GiB a side, a second or two
         r"^ratio fsbench/raw = [\d.]+",

@@ -91,11 +91,13 @@ def test_a_remedy_is_a_candidate_only_when_its_factor_is_there() -> None:
 def test_unsafe_only_with_the_flag_and_unavailable_with_its_reason() -> None:
     g = [Gap("w", [factor("block write", 0.8)])]
     safe, skipped = choose("ext4", g, GiB, False, never)
-    assert [c.name for c in safe] == ["scheduler mq-deadline"]  # the one safe one for it
+    # The safe ones for it: the loop device's scheduler, a larger journal at mkfs.
+    assert [c.name for c in safe] == ["scheduler mq-deadline", "ext4 journal 256 MiB"]
     assert all("--allow-unsafe" in s.reason for s in skipped if s.remedy.safety != SAFE)
     assert {s.remedy.name for s in skipped if s.remedy.safety != SAFE} >= {"nobarrier"}
     every, _ = choose("ext4", g, GiB, True, never)
-    assert {c.name for c in every} >= {"data=writeback", "nobarrier", "noatime"}
+    assert {c.name for c in every} >= {"data=writeback", "nobarrier", "noatime",
+                                       "ext4 journal_async_commit"}  # fmt: skip
 
     def unbuilt(r: Any) -> str | None:
         return "not built here" if r.kind == "transport" else None
@@ -116,6 +118,7 @@ def test_the_gap_once_spent_stops_the_list() -> None:
 # What each change does to the fixture's untuned samples (rate: higher is better).
 EFFECT = {"big_writes": 8.0, "delay_mtime": 1.0, "max_readahead=1048576": 3.0, "splice_read": 4.0}
 SAME = 2.5
+TIGHT = (0.95, 1.0, 1.05)  # the fake's samples, as multiples of the fixture's median
 # The same for what the lab makes for one subject: its own mkfs options, block-device settings.
 LAB_EFFECT: dict[str, float] = {}
 
@@ -147,12 +150,17 @@ def fake_run(plan: Plan) -> Run:
         bases += [_as(r, w) for w in sorted(wanted) if w in AS for r in src.results
                   if r.subject == name and f"{r.workload}/{r.params.get('variant')}"
                   == AS[w][0]]  # fmt: skip
+        # The fixture's 3 samples, pulled to within ±5 % of their median: the tune decides at
+        # its one family (every candidate × workload), and these tests are of its logic.
+        bases = [b.model_copy(update={"samples": [(b.median or 1.0) * f for f in TIGHT],
+                                      "center": b.median}) for b in bases]  # fmt: skip
         for base, place in ((b, p) for b in bases for p in placements):
             g = gain * (SAME if place == "same" and spec.driver.kind == "fuse" else 1.0)
             params = dict(base.params) | ({"placement": place} if place != "free" else {})
             run.results.append(base.model_copy(update={
                 "subject": spec.id, "params": params,
                 "samples": [x * g for x in base.samples], "median": (base.median or 0) * g,
+                "center": base.center * g if base.center else None,
             }))  # fmt: skip
         if spec.id not in {s.id for s in run.subjects}:
             run.subjects.append(run.subjects[0].model_copy(update={"id": spec.id}))
@@ -171,6 +179,7 @@ def _as(r: Any, wl: str) -> Any:
         "workload": name, "workload_id": wl, "variant": variant,
         "params": {**r.params, "variant": variant},
         "samples": [x * g for x in r.samples], "median": (r.median or 0) * g,
+        "center": r.center * g if r.center else None,
     })  # fmt: skip
 
 
@@ -259,27 +268,40 @@ def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return go
 
 
-def test_the_tune_measures_each_change_then_the_winners_together(tuned: Any) -> None:
+def test_the_tune_measures_each_change_then_confirms_the_winners_on_fresh_samples(
+    tuned: Any,
+) -> None:
     run, plans, steps = tuned()
-    explain, cands = plans
+    explain, cands, confirm = plans
     assert [s.id for s in explain.subjects] == ["ntfs-3g", "ext4"]
     # big_writes on the bigger image it needs, beside the untuned subject on the same size;
     # the placement candidate as the untuned subject pinned to one CPU in the same run.
     assert [s.id for s in cands.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
     assert cands.size >= 4 * GiB
     assert [getattr(w, "placement", "free") for w in cands.workloads] == ["free", "same"]  # 1 wl
+    # Both won: measured again in a run of their own (fresh images, fresh rounds), the
+    # combination (both in one subject, pinned) beside them.
+    assert [s.id for s in confirm.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
+    assert confirm.size >= 4 * GiB and confirm.run_id != cands.run_id
+    assert [getattr(w, "placement", "free") for w in confirm.workloads] == ["free", "same"]
     t = tune_of(run)
     assert t is not None
     by = {c.name: c for c in t.changes}
-    assert by["big_writes"].outcome == "better" and by["big_writes"].gain == pytest.approx(8.0)
+    big = by["big_writes"]
+    assert big.outcome == "better" and big.gain == pytest.approx(8.0)
+    assert big.run_id == t.runs["candidates-1"]
+    assert big.confirmation is not None and big.confirmation.run_id == t.runs["confirm"]
+    assert big.confirmation.outcome == "better" and big.confirmation.gain == pytest.approx(8.0)
     assert by["placement same"].gain == pytest.approx(SAME)
-    # The combination: both winners in one subject, pinned, against the untuned subject free:
-    # measured in the candidates run already (same images, same rounds).
+    # One family for the selection (2 changes × 1 workload), one for the confirmation.
+    assert t.families[0].startswith("selection (2 changes × 1 workload(s)): one family of 2")
+    assert t.families[1].startswith("confirmation (fresh samples): one family of 4")
     (together,) = t.combination
     assert together.remedies == ["big_writes", "placement same"]
     assert (together.subject, together.placement) == ("ntfs-3g:big_writes", "same")
-    assert together.run_id == t.runs["candidates-1"]
+    assert together.run_id == t.runs["confirm"] and together.confirmation is not None
     assert together.versus.endswith("▲ against big_writes alone")  # same run, same images
+    assert together.versus_outcome == "better"
     assert together.gain == pytest.approx(8.0 * SAME) and together.outcome == "better"
     assert together.gap_closed is not None and together.gap_closed > 0.9  # > 1: overtakes
     assert any("mount" in u or "ntfs-3g" in u for u in together.use)
@@ -289,11 +311,15 @@ def test_the_tune_measures_each_change_then_the_winners_together(tuned: Any) -> 
     measured = {o for p in plans for s in p.subjects or [] for o in s.options.split(",")}
     assert not unsafe & measured
     assert "delay_mtime" in {s.name for s in t.skipped}
+    # The --json record carries the confirmation on the change.
+    raw = json.loads(json.dumps(run.model_dump(mode="json")))["tune"]
+    (b,) = [c for c in raw["changes"] if c["name"] == "big_writes"]
+    assert b["confirmation"]["run_id"] == t.runs["confirm"] and b["confirmation"]["cell"]
 
 
-def test_two_option_winners_get_a_combination_run(tuned: Any) -> None:
+def test_two_option_winners_are_confirmed_together(tuned: Any) -> None:
     run, plans, _ = tuned(subject="fuse2fs", workloads="seq-write/fsync,seq-read/cold")
-    _explain, cands, combo = plans
+    _explain, cands, confirm = plans
     both = "fuse2fs:splice_read,splice_write,splice_move,max_readahead=1048576"
     # Readahead windows stand for no share of the gap: such remedies ride along in the run
     # made for the others, each subject with its own setting, until it has 3 candidates.
@@ -301,18 +327,22 @@ def test_two_option_winners_get_a_combination_run(tuned: Any) -> None:
         "fuse2fs", "fuse2fs:max_readahead=1048576", "fuse2fs:splice_read,splice_write,splice_move",
         "fuse2fs (FUSE bdi read_ahead_kb=1024)",
     }  # fmt: skip
-    t0 = tune_of(run)
-    assert t0 is not None
-    why = {s.name: s.reason for s in t0.skipped}
-    assert "3 candidates already" in why["read_ahead_kb"]
-    assert [s.id for s in combo.subjects] == ["fuse2fs", both]
-    assert {getattr(w, "placement", "free") for w in combo.workloads} == {"free", "same"}
     t = tune_of(run)
     assert t is not None
+    why = {s.name: s.reason for s in t.skipped}
+    assert "3 candidates already" in why["read_ahead_kb"]
+    # The winners alone and together, on fresh samples; the readahead (no effect) is not.
+    assert [s.id for s in confirm.subjects] == [
+        "fuse2fs", "fuse2fs:splice_read,splice_write,splice_move",
+        "fuse2fs:max_readahead=1048576", both,
+    ]  # fmt: skip
+    assert {getattr(w, "placement", "free") for w in confirm.workloads} == {"free", "same"}
     assert len(t.combination) == 2  # one per workload
     for together in t.combination:
-        assert together.run_id == t.runs["combination"] and together.placement == "same"
+        assert together.run_id == t.runs["confirm"] and together.placement == "same"
         assert together.gain == pytest.approx(3.0 * 4.0 * SAME)
+    ra = [c for c in t.changes if c.name == "FUSE readahead 1 MiB"]
+    assert ra and all(c.confirmation is None and c.gap_closed is None for c in ra)
     assert "io_uring transport" in {s.name for s in t.skipped}
 
 
@@ -411,6 +441,7 @@ def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_pat
 def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() -> None:
     from fsbench.records.tunerecord import TuneChange, TuneRecord
     from fsbench.report.tune import answer_lines, recommended
+    from fsbench.tune.outcome import confirmation
 
     def ch(name: str, gain: float, **kw: Any) -> TuneChange:
         return TuneChange(name=name, subject="ntfs-3g:x", untuned="ntfs-3g", workload="w",
@@ -421,12 +452,21 @@ def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() ->
                   safety="changes-semantics", change="big_writes, delay_mtime",
                   use=["ntfs-3g -o big_writes,delay_mtime"])  # fmt: skip
     t = TuneRecord(subject="ntfs-3g", against="ext4", changes=[single], combination=[together])
-    # Faster in its median but never set against big_writes alone: big_writes is the answer.
+    # ▲ in the run that chose it, never measured again: nothing to recommend yet.
+    assert recommended(t) is None
+    single.confirmation = confirmation(single)
+    together.confirmation = confirmation(together)
+    # Faster but never set against big_writes alone: big_writes is the answer.
     assert recommended(t) is single
     together.versus = "1.2× 1.1–1.3 ▲ against big_writes alone"
+    together.versus_outcome = "better"
     assert recommended(t) is together
     text = "\n".join(str(x) for x in answer_lines(t))
     assert "to use together: big_writes + delay_mtime (UNSAFE: semantics" in text
+    # Confirmed not separated: the selecting run's ▲ alone recommends nothing.
+    single.confirmation = single.confirmation.model_copy(update={"outcome": "open"})
+    t.combination = []
+    assert recommended(t) is None
 
 
 def test_a_lab_made_change_is_measured_and_combined_with_what_the_lab_makes(
@@ -452,14 +492,16 @@ def test_a_lab_made_change_is_measured_and_combined_with_what_the_lab_makes(
     ra = by["FUSE readahead 1 MiB", "seq-read/cold"]
     assert ra.outcome == "better" and any("read_ahead_kb" in u for u in ra.use)
     combo = plans[-1].subjects or []
-    (both,) = [s for s in combo if s.mkfs]
+    (both,) = [s for s in combo if s.mkfs and s.knobs]
     assert both.mkfs == ("-c", "1M") and [k.where for k in both.knobs] == ["mount"]
-    assert {c.run_id for c in t.combination} == {t.runs["combination"]}
+    assert {c.run_id for c in t.combination} == {t.runs["confirm"]}
 
 
 def test_an_io_size_change_is_the_workloads_larger_records_beside_its_own(tuned: Any) -> None:
     run, plans, _ = tuned(subject="fuse2fs", workloads="rand-write/4k-buffered")
-    (io,) = [p for p in plans if [s.id for s in p.subjects or []] == ["fuse2fs"]]
+    io, again = [p for p in plans if [s.id for s in p.subjects or []] == ["fuse2fs"]]
+    assert again.run_id != io.run_id  # confirmed afresh, on the same pair of workloads
+    assert {workload_id(w) for w in again.workloads} == {workload_id(w) for w in io.workloads}
     assert {workload_id(w).split("@")[0] for w in io.workloads} == {
         "rand-write/4k-buffered", "rand-write/8k-buffered"
     }  # fmt: skip
@@ -468,6 +510,7 @@ def test_an_io_size_change_is_the_workloads_larger_records_beside_its_own(tuned:
     (rec,) = [c for c in t.changes if c.name == "records 8 KiB"]
     assert rec.workload == "rand-write/4k-buffered" and rec.gain == pytest.approx(6.0)
     assert rec.outcome == "better" and rec.use[0].startswith("the application: 8k records")
+    assert rec.confirmation is not None and rec.confirmation.run_id == t.runs["confirm-io"]
     assert "8k variant beside its 4k one" in rec.lab
     assert all("records 8 KiB" not in c.remedies for c in t.combination)  # the app's own
     # On 1 MiB records there is nothing to resize: said, not measured.

@@ -3,7 +3,9 @@
 The tune's last run carries it (an extra field of `Run`, so older readers ignore it); the
 report, `show`, `export` and `--json` read it with `tune_of`. Every figure in it is one the
 run's results measured: a change's gain is the verdict of its result against the untuned
-subject's in the same run (fsbench.stats.verdict, through the report's one `compare`).
+subject's in the same run (fsbench.stats.verdict), at the tune's one family (every candidate ×
+workload of the tune), and again on fresh samples (`confirmation`) for the changes that won.
+One centre everywhere: the geometric mean the verdicts divide (Result.center).
 """
 
 from __future__ import annotations
@@ -24,11 +26,34 @@ class TuneGap(_Model):
 
     workload: str  # workload key (workload and variant)
     reference: str  # the reference subject measured
-    subject_median: float | None = None
+    subject_median: float | None = None  # stored by older tunes; not read (one centre)
     reference_median: float | None = None
+    subject_center: float | None = None  # geometric means (Result.center)
+    reference_center: float | None = None
     unit: str = ""
     higher_is_better: bool = True
-    factors: list[dict[str, Any]] = Field(default_factory=list)  # name, brief, accounts
+    cell: str = ""  # the subject against the reference: "0.043× 0.0061–0.31 ▼"
+    outcome: str = "none"
+    slower: float | None = None  # how many times slower, on the centres (> 1: a gap)
+    # name, brief, accounts (share of the gap, may overlap or run against it), text
+    factors: list[dict[str, Any]] = Field(default_factory=list)
+    explained: float | None = None  # the share of the gap the largest factor accounts for
+
+
+class TuneConfirmation(_Model):
+    """A change measured again on fresh samples (a run of its own, after the selection): the
+    gain the tune prints and recommends on."""
+
+    run_id: str = ""
+    center: float | None = None
+    untuned_center: float | None = None
+    ratio: float | None = None
+    interval: list[float] | None = None
+    outcome: str = "none"
+    cell: str = ""
+    gain: float | None = None
+    gap_closed: float | None = None  # only for a ▲: a change not separated closes no share
+    confidence: float | None = None  # each interval's, at the confirmation's family
 
 
 class TuneChange(_Model):
@@ -49,17 +74,24 @@ class TuneChange(_Model):
     run_id: str = ""  # the run it was measured in
     unit: str = ""
     higher_is_better: bool = True
-    untuned_median: float | None = None
+    untuned_median: float | None = None  # stored by older tunes; not read (one centre)
     median: float | None = None
+    untuned_center: float | None = None  # geometric means (Result.center)
+    center: float | None = None
+    confidence: float | None = None  # each interval's, at the tune's family
     ratio: float | None = None  # candidate / untuned, as the verdict states it
     interval: list[float] | None = None
     outcome: str = "none"  # better | worse | same | open | none (fsbench.report.naming)
     cell: str = ""  # "10.1× 9.2–11.0 ▲": the verdict as every table prints it
     gain: float | None = None  # speed-up factor (> 1: faster), whatever the metric's direction
-    gap_closed: float | None = None  # share of the gap to the reference this change closes
+    # share of the gap to the reference this change closes: only for a ▲ (a change not
+    # separated, or slower, closes no share: its words say so)
+    gap_closed: float | None = None
     addresses: list[str] = Field(default_factory=list)  # the factors it was chosen for
     use: list[str] = Field(default_factory=list)  # commands / fstab line to use it
     versus: str = ""  # the combination against the best single change, same run ('' not)
+    versus_outcome: str = "none"  # that comparison's outcome (better: the rest adds to it)
+    confirmation: TuneConfirmation | None = None  # measured again on fresh samples
 
 
 class TuneSkip(_Model):
@@ -80,6 +112,10 @@ class TuneRecord(_Model):
     combination: list[TuneChange] = Field(default_factory=list)  # the winners together
     skipped: list[TuneSkip] = Field(default_factory=list)
     runs: dict[str, str] = Field(default_factory=dict)  # phase -> run id
+    # The families the verdicts were decided under, each a line of the legend: the selection
+    # (every candidate × workload of the tune: one question), the confirmation's.
+    families: list[str] = Field(default_factory=list)
+    confidence: float | None = None  # each selection interval's confidence (the chart's axis)
     notes: list[str] = Field(default_factory=list)
 
 

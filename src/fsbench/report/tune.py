@@ -1,9 +1,13 @@
 """The tune record in the terminal (one screen) and on the page (a table and a bar chart of
-each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord)."""
+each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord).
+
+A change's gain is the confirmed one (measured again on fresh samples) where it was confirmed,
+the selecting run's beside it; a change not separated gets no share of the gap, only the words
+that say so. Every figure is a geometric mean or a ratio of them, with its interval."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -48,37 +52,86 @@ def _driver(subject: str) -> str:
     return subject.split(" (", 1)[0].split(":", 1)[0]
 
 
+class Shown(Protocol):
+    """What a change and its confirmation share: the comparison printed."""
+
+    cell: str
+    outcome: str
+    gain: float | None
+    gap_closed: float | None
+    interval: list[float] | None
+
+
+def shown(c: TuneChange) -> Shown:
+    """What the tune prints of a change: its confirmation (fresh samples) where it has one."""
+    return c.confirmation or c
+
+
+# A change that closes no share of the gap, in words (its outcome's).
+NO_SHARE = {
+    "open": "none: not separated",
+    "same": "none: the same",
+    "worse": "none: slower",
+    "none": "none: not compared",
+}
+
+
+def share(c: TuneChange) -> str:
+    """The share of the gap a ▲ closes; for any other outcome the words that say why none."""
+    x = shown(c)
+    if x.outcome != "better":
+        return NO_SHARE.get(x.outcome, "none")
+    return pct(x.gap_closed)
+
+
 def gap_lines(t: TuneRecord) -> list[str]:
     out = []
     for g in t.gaps:
-        if not g.subject_median or not g.reference_median:
+        if not g.subject_center or not g.reference_center:
             continue
-        slower = g.reference_median / g.subject_median
-        if not g.higher_is_better:
-            slower = 1 / slower
-        top = next((f for f in g.factors if f.get("accounts") is not None), None)
-        top = top or (g.factors[0] if g.factors else None)
-        why = ""
-        if top is not None:
-            share = f" ({pct(top['accounts'])} of the gap)" if top.get("accounts") else ""
-            why = f"; first factor{share}: {top['brief']}"
+        slower = f" ({fmt_ratio(g.slower)} slower)" if g.slower and g.slower > 1 else ""
+        top = next((f for f in g.factors if f.get("first")), g.factors[0] if g.factors else None)
+        why = f"; first factor: {top.get('line') or top['brief']}" if top is not None else ""
+        covered = (
+            f"; explained: {pct(g.explained)} of the gap (the largest factor's share; factors "
+            "overlap, so they are not added)"
+            if g.explained is not None
+            else "; explained: no share of the gap (no factor stands for its time)"
+        )
         out.append(
-            f"{g.workload}: {t.subject} {fmt_value(g.subject_median)} {g.unit} against "
-            f"{g.reference} {fmt_value(g.reference_median)} ({fmt_ratio(slower)} slower){why}"
+            f"{g.workload}: {t.subject} {fmt_value(g.subject_center)} {g.unit} against "
+            f"{g.reference} {fmt_value(g.reference_center)}: {g.cell}{slower}{why}{covered}"
         )
     return out
 
 
+def selecting(c: TuneChange) -> str:
+    """The selecting run's cell, beside a confirmed one ('' when there is no confirmation)."""
+    return c.cell if c.confirmation is not None and c.name != "combination" else ""
+
+
+def measured(c: TuneChange) -> str:
+    """Which samples the gain is from: confirmed (the selecting run's beside it), or the
+    selecting run only."""
+    if c.name == "combination":
+        return "fresh samples" if c.confirmation else "–"
+    if c.confirmation is None:
+        return "selecting run only"
+    return f"confirmed; selecting run {c.cell}"
+
+
 def changes_table(t: TuneRecord) -> Table:
     table = Table(title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("change", "workload", "gain (verdict)", "gap closed", "safety"):
+    for col in ("change", "workload", "gain (verdict)", "measured", "gap closed", "safety"):
         table.add_column(col, overflow="fold")
     for c in [*t.changes, *t.combination]:
+        x = shown(c)
         table.add_row(
             label(c),
             c.workload + where(c),
-            Text(c.cell or "–", style=colour(c.outcome)),
-            pct(c.gap_closed),
+            Text(x.cell or "–", style=colour(x.outcome)),
+            Text(measured(c), style="" if c.confirmation else "dim"),
+            share(c),
             Text(SAFETY.get(c.safety, c.safety), style="bold red" if c.safety != "safe" else ""),
         )
     return table
@@ -93,10 +146,19 @@ def lab_lines(t: TuneRecord) -> list[str]:
 
 
 def best(changes: list[TuneChange]) -> TuneChange | None:
-    """The measured change that closes the most of a gap with a ▲ (not one measured in an
-    emulated VM: its ratio is not representative)."""
-    won = [c for c in changes if c.outcome == "better" and not c.emulated]
-    return max(won, key=lambda c: (c.gap_closed or 0.0, c.gain or 0.0), default=None)
+    """The change that closes the most of a gap with a ▲ confirmed on fresh samples, and ▼ on
+    no workload there (never one measured in a VM: not confirmed on this host)."""
+    worse = {c.name for c in changes if c.confirmation and c.confirmation.outcome == "worse"}
+    won = [
+        c
+        for c in changes
+        if c.confirmation is not None
+        and c.confirmation.outcome == "better"
+        and c.name not in worse
+        and not c.vm
+    ]
+    return max(won, key=lambda c: (shown(c).gap_closed or 0.0, shown(c).gain or 0.0),
+               default=None)  # fmt: skip
 
 
 def recommended(t: TuneRecord) -> TuneChange | None:
@@ -104,26 +166,35 @@ def recommended(t: TuneRecord) -> TuneChange | None:
     in the same run, else the best single change (a combination not measured against it has
     not shown that the rest adds anything)."""
     single, together = best(t.changes), best(t.combination)
-    if together is not None and (single is None or "▲" in together.versus):
+    if together is not None and (single is None or together.versus_outcome == "better"):
         return together
     return single
+
+
+def gain_words(c: TuneChange) -> str:
+    """'12.2× faster (12.2× 8.1–18.4 ▲; selecting run 14.0× 9.9–19.8 ▲)': the confirmed gain
+    first, the selecting run's beside it."""
+    x = shown(c)
+    beside = f"; selecting run {c.cell}" if selecting(c) and c.cell != x.cell else ""
+    return f"{fmt_ratio(x.gain)} faster ({x.cell}{beside})"
 
 
 def answer_lines(t: TuneRecord) -> list[Text]:
     out: list[Text] = []
     single = best(t.changes)
     if single is not None:
-        out.append(Text(f"closes most of the gap: {single.name} on {single.workload}: "
-                        f"{fmt_ratio(single.gain)} faster ({single.cell}), "
-                        f"{pct(single.gap_closed)} of the gap closed", "green"))  # fmt: skip
+        out.append(Text(f"closes most of the gap, confirmed on fresh samples: {single.name} on "
+                        f"{single.workload}: {gain_words(single)}, {share(single)} of the gap "
+                        "closed", "green"))  # fmt: skip
     for c in t.combination:
         vs = f"; {c.versus}" if c.versus else "; not measured against the best change alone"
         out.append(Text(f"together ({' + '.join(c.remedies)}) on {c.workload}: {c.cell}, "
-                        f"{pct(c.gap_closed)} of the gap closed{vs}"))  # fmt: skip
+                        f"gap closed: {share(c)}{vs}"))  # fmt: skip
     out += emulated_lines(t)
     use = recommended(t)
     if use is None:
-        out.append(Text("no measured change was decidedly faster (▲) than the untuned subject"))
+        out.append(Text("no change was decidedly faster (▲) than the untuned subject, both in the "
+                        "selection and on fresh samples: none to recommend"))  # fmt: skip
         return out
     unsafe = f" ({SAFETY[use.safety]}: {use.change})" if use.safety != "safe" else ""
     out.append(Text(f"to use {label(use)}{unsafe}:", "bold red" if unsafe else "green"))
@@ -156,6 +227,7 @@ def terminal(run: Run) -> list[RenderableType]:
     out += [Text("  " + line) for line in gap_lines(t)]
     if t.changes or t.combination:
         out.append(changes_table(t))
+        out += [Text(f"▲/▼ decided, ≈ same, ? not separated; {f}", style="dim") for f in t.families]
         out += [Text(line, style="cyan") for line in lab_lines(t)]
     out += answer_lines(t)
     for s in t.skipped:
@@ -169,33 +241,43 @@ def gain_plot(t: TuneRecord) -> Plot | None:
     change and workload (the combination last); 1× drawn as the untuned subject."""
     from fsbench.report.figure import headed, row_labels, rows_figure
 
-    rows = [c for c in [*t.changes, *t.combination] if c.gain is not None]
+    rows = [c for c in [*t.changes, *t.combination] if shown(c).gain is not None]
     if not rows:
         return None
     fig, ax = rows_figure(len(rows))
     ys = list(range(len(rows)))[::-1]
     colour = {"better": "#55a868", "worse": "#c44e52", "same": "#dd8452"}
     for y, c in zip(ys, rows, strict=True):
-        assert c.gain is not None
-        ax.barh(y, c.gain, height=0.7, color=colour.get(c.outcome, "#8c8c8c"))
-        if c.interval is not None:
-            lo, hi = c.interval if c.higher_is_better else [1 / c.interval[1], 1 / c.interval[0]]
-            ax.errorbar(c.gain, y, xerr=[[c.gain - lo], [hi - c.gain]], color="black",
+        x = shown(c)
+        assert x.gain is not None
+        ax.barh(y, x.gain, height=0.7, color=colour.get(x.outcome, "#8c8c8c"))
+        if x.interval is not None:
+            lo, hi = x.interval if c.higher_is_better else [1 / x.interval[1], 1 / x.interval[0]]
+            ax.errorbar(x.gain, y, xerr=[[x.gain - lo], [hi - x.gain]], color="black",
                         capsize=2, lw=0.8)  # fmt: skip
-        ax.text(c.gain, y, f"  {c.cell}", va="center", fontsize=7)
+        ax.text(x.gain, y, f"  {x.cell}", va="center", fontsize=7)
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
     row_labels(ax, ys, [f"{label(c)} · {c.workload}{where(c)}" for c in rows])
-    ax.set_xlabel("speed-up over the untuned subject (×, log scale; 95 % interval)")
+    ax.set_xlabel(f"speed-up over the untuned subject (×, log scale; {axis_interval(t)})")
     return headed(
         fig,
         "tune-gain",
         "Tune",
         f"What each change gains for {t.subject}",
         "Each bar: one change against the untuned subject in the same run (identical images, "
-        "interleaved rounds); the line at 1× is the untuned subject. Green ▲ faster, red ▼ "
-        "slower, orange ≈ the same, grey not separated.",
+        "interleaved rounds), confirmed on fresh samples where it won; the line at 1× is the "
+        "untuned subject. Green ▲ faster, red ▼ slower, orange ≈ the same, grey not separated. "
+        + " ".join(t.families),
     )
+
+
+def axis_interval(t: TuneRecord) -> str:
+    """What each interval's confidence is, as the chart's axis says it: the family's."""
+    if t.confidence is None:
+        return "each interval at its family's confidence"
+    miss = (1 - t.confidence) * 100
+    return f"each interval at its family's confidence, {100 - miss:.3g} % in the selection"
 
 
 def html(run: Run) -> dict[str, Any] | None:
@@ -206,9 +288,10 @@ def html(run: Run) -> dict[str, Any] | None:
         {
             "change": label(c),
             "workload": c.workload + where(c),
-            "cell": c.cell,
-            "outcome": css(c.outcome),
-            "gap": pct(c.gap_closed),
+            "cell": shown(c).cell,
+            "measured": measured(c),
+            "outcome": css(shown(c).outcome),
+            "gap": share(c),
             "safety": SAFETY.get(c.safety, c.safety),
             "unsafe": c.safety != "safe",
             "lab": c.lab,
@@ -216,7 +299,8 @@ def html(run: Run) -> dict[str, Any] | None:
         }
         for c in [*t.changes, *t.combination]
     ]
-    return {"tune": {"record": t, "gaps": gap_lines(t), "rows": rows, "plot": gain_plot(t)}}
+    return {"tune": {"record": t, "gaps": gap_lines(t), "rows": rows, "plot": gain_plot(t),
+                     "families": t.families}}  # fmt: skip
 
 
 def markdown(run: Run) -> list[str]:
@@ -226,11 +310,12 @@ def markdown(run: Run) -> list[str]:
     if t is None:
         return []
     out = [f"### Tune: {t.subject} against {t.against}", "", *(f"{g}  " for g in gap_lines(t))]
-    out += ["", "| change | workload | gain (verdict) | gap closed | safety | lab |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    out += ["", "| change | workload | gain (verdict) | measured | gap closed | safety | "
+            "lab |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for c in [*t.changes, *t.combination]:
-        out.append(f"| {label(c)} | {c.workload}{where(c)} | {c.cell} | {pct(c.gap_closed)} | "
-                   f"{SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
+        out.append(f"| {label(c)} | {c.workload}{where(c)} | {shown(c).cell} | {measured(c)} | "
+                   f"{share(c)} | {SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
+    out += ["", *(f"{f}  " for f in t.families)]
     use = recommended(t)
     if use is not None:
         unsafe = f" ({SAFETY[use.safety]})" if use.safety != "safe" else ""
@@ -258,10 +343,11 @@ def tune_diff(a: Run, b: Run) -> dict[str, Any] | None:
         x, y = ia.get(k), ib.get(k)
         rows.append({
             "change": k[0], "workload": k[1], "placement": k[2],
-            "a": x.cell if x else None, "b": y.cell if y else None,
-            "outcome_a": x.outcome if x else None, "outcome_b": y.outcome if y else None,
-            "gain_a": x.gain if x else None, "gain_b": y.gain if y else None,
-            "moved": bool(x and y and x.outcome != y.outcome),
+            "a": shown(x).cell if x else None, "b": shown(y).cell if y else None,
+            "outcome_a": shown(x).outcome if x else None,
+            "outcome_b": shown(y).outcome if y else None,
+            "gain_a": shown(x).gain if x else None, "gain_b": shown(y).gain if y else None,
+            "moved": bool(x and y and shown(x).outcome != shown(y).outcome),
             "safety": (x or y).safety if (x or y) else "safe",
         })  # fmt: skip
     use_a, use_b = recommended(ta), recommended(tb)

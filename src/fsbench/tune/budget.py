@@ -49,6 +49,11 @@ def _fits(size: int, n_subjects: int) -> bool:
     return size * (n_subjects + 1) <= MEMORY_SHARE * psutil.virtual_memory().available
 
 
+def fits_memory(size: int, n_subjects: int) -> bool:
+    """Whether `n_subjects` images of `size` fit the memory (through `_fits`: a test's own)."""
+    return _fits(size, n_subjects)
+
+
 def plan_groups(
     cands: list[Candidate], base_size: int, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[Group], list[Skipped]]:
@@ -103,10 +108,12 @@ class Costs:
             total += cells * self.per_cell_s
         return total
 
-    def combination(self, size: int, n_workloads: int) -> float:
-        """The untuned subject and the winners together, free and pinned."""
-        image = self.image_s_per_gib * size / GiB * 3
-        return self.overhead_s + image + 2 * 2 * n_workloads * self.per_cell_s
+    def confirmation(self, size: int, n_workloads: int, pinned: bool) -> float:
+        """The confirmation run kept aside (tune/confirm.py): the untuned subject, the best
+        change and the winners together on fresh images, free and pinned when a placement
+        is among the candidates."""
+        image = self.image_s_per_gib * size / GiB * 4
+        return self.overhead_s + image + 3 * (2 if pinned else 1) * n_workloads * self.per_cell_s
 
 
 def costs_of(run: Run, subject: str, wall_s: float) -> Costs:
@@ -136,10 +143,10 @@ def _no_ride(group: Group | None) -> str:
 def fit_budget(
     groups: list[Group], left_s: float, costs: Costs, n_workloads: int
 ) -> tuple[list[Group], list[Skipped]]:
-    """Candidates in score order while the runs they need fit the budget left, keeping a
-    combination run aside when two option changes could win (one with the placement is
-    measured in its candidates run). The best candidate on this host is always measured; one
-    that needs a VM only when its run fits."""
+    """Candidates in score order while the runs they need fit the budget left, keeping the
+    confirmation run aside (every winner measured again on fresh samples, with the winners
+    together). The best candidate on this host is always measured; one that needs a VM only
+    when its run fits."""
     table = list(REMEDIES)  # ties keep the table's order, as choose() ranks them
     order = sorted(
         (c for g in groups for c in g.cands), key=lambda c: (-c.score, table.index(c.name))
@@ -166,14 +173,9 @@ def fit_budget(
             trial.append(Group(home.size, [c], home.io, home.kernel))
         else:
             mine.cands.append(c)
-        options = sum(
-            x.remedy.kind not in ("placement", "io-size") and not x.kernel
-            for g in trial
-            for x in g.cands
-        )
         size = max(g.size for g in trial)
-        combination = costs.combination(size, n_workloads) if options > 1 else 0.0
-        need = costs.run(trial, n_workloads) + combination
+        pinned = any(x.remedy.kind == "placement" for g in trial for x in g.cands)
+        need = costs.run(trial, n_workloads) + costs.confirmation(size, n_workloads, pinned)
         if need <= left_s or (not kept and not home.kernel):
             kept = trial
         elif home.kernel:

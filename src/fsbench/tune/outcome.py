@@ -1,10 +1,14 @@
 """What the tune's runs measured, as the tune record's gaps and changes.
 
-A gap is the subject's result against the reference's on one workload, with the explanation's
-factors (report.explain). A change is a candidate's result against the untuned subject's in
-the same run: its verdict is the one every table prints (report.comparison.compare), its gain the
-speed-up whatever the metric's direction, and the share of the gap it closes is read on the
-time per unit of work: (t_untuned - t_candidate) / (t_untuned - t_reference).
+A gap is the subject's result against the reference's on one workload (the comparison the
+explain run's table prints), with the explanation's factors (report.explain). A change is a
+candidate's result against the untuned subject's in the same run, decided by the verdict
+procedure (stats.verdict) at the tune's one family: every candidate × workload the tune
+measures is one comparison of it, so "any change ▲" holds the family's error rate, not each
+table's. Its gain is the speed-up whatever the metric's direction, and the share of the gap a
+▲ closes is read on the time per unit of work: (t_untuned - t_candidate) / (t_untuned -
+t_reference); a change not separated (or slower) closes no share. One centre everywhere: the
+geometric mean the verdicts divide (Result.center).
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from fsbench.lab.formats import FORMATS
 from fsbench.lab.loops import Knob
 from fsbench.lab.subject import SubjectSpec
 from fsbench.records.schema import Result, Run
-from fsbench.records.tunerecord import TuneChange, TuneGap
-from fsbench.report.comparison import compare
+from fsbench.records.tunerecord import TuneChange, TuneConfirmation, TuneGap
+from fsbench.report.answer import answer_factor, answer_text, gap_share
+from fsbench.report.comparison import Comparison, compare
 from fsbench.report.explain import Explanation, explain_result, workload_key
 from fsbench.report.keys import placement_of
 from fsbench.report.summary import usable
+from fsbench.stats.decide import gmean
+from fsbench.stats.verdict import ALPHA, Family, prior_of, verdict
 from fsbench.tune.choose import Candidate, Gap
 from fsbench.tune.remedies import Remedy, vm_kernel
 from fsbench.vm.kernels import KNOWN
@@ -39,13 +46,19 @@ def workloads_of(run: Run) -> list[str]:
     return list(dict.fromkeys(workload_key(r) for r in run.results))
 
 
+def centre(r: Result) -> float | None:
+    """The geometric mean of a result's samples: the centre every ratio divides."""
+    return r.center if r.center else gmean(r.samples)
+
+
 def _faster(a: Result, b: Result) -> bool:
-    assert a.median is not None and b.median is not None
-    return a.median > b.median if a.higher_is_better else a.median < b.median
+    ca, cb = centre(a) or 0.0, centre(b) or 0.0
+    return ca > cb if a.higher_is_better else 0 < ca < cb
 
 
 def gaps(run: Run, subject: str, references: Sequence[str]) -> list[tuple[TuneGap, Gap]]:
-    """Per workload: the fastest reference's result against the subject's, explained."""
+    """Per workload: the fastest reference's result (by its centre) against the subject's,
+    as the explain run's table compares them, explained."""
     out = []
     for wl in workloads_of(run):
         mine = result_of(run, subject, wl)
@@ -56,20 +69,40 @@ def gaps(run: Run, subject: str, references: Sequence[str]) -> list[tuple[TuneGa
         for r in refs[1:]:
             best = r if _faster(r, best) else best
         e: Explanation = explain_result(mine, best, run)
+        v = compare(best, mine)
+        first = answer_factor(e)
         factors = [
-            {"name": f.name, "brief": f.brief, "accounts": f.accounts} for f in e.factors[:6]
-        ]
+            {"name": f.name, "brief": f.brief, "accounts": f.accounts, "first": f is first,
+             "text": answer_text(e, f) if f is first else f.brief}
+            for f in e.factors[:6]
+        ]  # fmt: skip
+        for d in factors:
+            d["line"] = factor_words(d)
+        shares = [f.accounts for f in e.factors if f.accounts is not None and f.accounts > 0]
         record = TuneGap(
             workload=wl,
             reference=best.subject,
-            subject_median=mine.median,
-            reference_median=best.median,
+            subject_center=centre(mine),
+            reference_center=centre(best),
             unit=mine.unit,
             higher_is_better=mine.higher_is_better,
+            cell=v.cell(),
+            outcome=v.outcome,
+            slower=speed(1 / v.ratio, mine.higher_is_better) if v.ratio else None,
             factors=factors,
+            explained=min(1.0, max(shares)) if shares else None,
         )
         out.append((record, Gap(wl, e.factors)))
     return out
+
+
+def factor_words(f: dict[str, object]) -> str:
+    """A factor of the gap in one line with one share at most, never a negative one."""
+    acc = f.get("accounts")
+    text = str(f.get("text") or f.get("brief") or "")
+    if not isinstance(acc, (int, float)) or "the gap" in text:
+        return text
+    return f"{text} ({gap_share(float(acc))})"
 
 
 def speed(ratio: float | None, higher_is_better: bool) -> float | None:
@@ -79,14 +112,44 @@ def speed(ratio: float | None, higher_is_better: bool) -> float | None:
     return ratio if higher_is_better else 1 / ratio
 
 
-def gap_closed(gain: float | None, gap: TuneGap | None) -> float | None:
-    """The share of the gap to the reference a speed-up closes, on time per unit of work."""
-    if gain is None or gap is None or not gap.subject_median or not gap.reference_median:
+def gap_closed(gain: float | None, gap: TuneGap | None, outcome: str = "better") -> float | None:
+    """The share of the gap to the reference a ▲ closes, on time per unit of work (centres);
+    None for a change not separated, the same or slower: it closes no share."""
+    if outcome != "better" or gain is None or gap is None:
         return None
-    ref_speed = speed(gap.reference_median / gap.subject_median, gap.higher_is_better)
+    if not gap.subject_center or not gap.reference_center:
+        return None
+    ref_speed = speed(gap.reference_center / gap.subject_center, gap.higher_is_better)
     if ref_speed is None or ref_speed <= 1.0:
         return None  # the subject is not slower than the reference: no gap to close
     return (1 - 1 / gain) / (1 - 1 / ref_speed)
+
+
+def family(comparisons: int, looks: int = 1) -> Family:
+    """The tune's one family: `comparisons` two-sided comparisons (each candidate against the
+    untuned subject on each workload) at `looks` looks, alpha spread over them all."""
+    return Family(looks=max(1, looks), comparisons=max(1, comparisons), alpha=ALPHA)
+
+
+def family_words(what: str, fam: Family) -> str:
+    """A family as a line of the legend."""
+    return (
+        f"{what}: one family of {fam.comparisons} comparison(s), chance of any false ▲/▼ "
+        f"among them ≤ {fam.alpha * 100:.0f} %: each interval at {fam.confidence_text()} %"
+        + (f" (over {fam.looks} looks)" if fam.looks > 1 else "")
+    )
+
+
+def _looks(*rs: Result) -> int:
+    return max(Family.from_record(r.verdict_family).looks for r in rs)
+
+
+def decide(base: Result, mine: Result, comparisons: int) -> Comparison:
+    """`mine` against `base` at the tune's family of `comparisons` (the looks the run took),
+    with the variance priors each result recorded."""
+    fam = family(comparisons, _looks(base, mine))
+    v = verdict(base.samples, mine.samples, fam, prior_of(base), prior_of(mine))
+    return Comparison.of(v, mine.higher_is_better)
 
 
 def change(
@@ -97,15 +160,17 @@ def change(
     run: Run,
     wl: str,
     gap: TuneGap | None,
+    comparisons: int,
     cand_wl: str | None = None,
 ) -> TuneChange | None:
-    """One candidate's result against the untuned subject (free placement) in `run`; an
-    io-size candidate's on its own workload (`cand_wl`) against the untuned one's on `wl`."""
+    """One candidate's result against the untuned subject (free placement) in `run`, at the
+    tune's family of `comparisons`; an io-size candidate's on its own workload (`cand_wl`)
+    against the untuned one's on `wl`."""
     base = result_of(run, untuned, wl)
     mine = result_of(run, cand_subject, cand_wl or wl, placement)
     if base is None or mine is None:
         return None
-    v = compare(base, mine)
+    v = decide(base, mine, comparisons)
     hib = mine.higher_is_better
     gain = speed(v.ratio, hib)
     return TuneChange(
@@ -117,30 +182,43 @@ def change(
         run_id=run.run_id,
         unit=mine.unit,
         higher_is_better=hib,
-        untuned_median=base.median,
-        median=mine.median,
+        untuned_center=centre(base),
+        center=centre(mine),
+        confidence=v.confidence,
         ratio=v.ratio,
         interval=list(v.interval) if v.interval is not None else None,
         outcome=v.outcome,
         cell=v.cell(),
         gain=gain,
-        gap_closed=gap_closed(gain, gap),
+        gap_closed=gap_closed(gain, gap, v.outcome),
     )
 
 
-def versus_best(combo: TuneChange, singles: Sequence[TuneChange], run: Run) -> str:
-    """The combination against the best single change on its workload, when both were
-    measured in the same run (same images, same rounds): '1.30× 1.10–1.52 ▲ against
-    big_writes alone'; '' otherwise."""
+def confirmation(c: TuneChange) -> TuneConfirmation:
+    """A change measured on fresh samples, as the confirmation the selected change carries."""
+    return TuneConfirmation(
+        run_id=c.run_id, center=c.center, untuned_center=c.untuned_center, ratio=c.ratio,
+        interval=c.interval, outcome=c.outcome, cell=c.cell, gain=c.gain,
+        gap_closed=c.gap_closed, confidence=c.confidence,
+    )  # fmt: skip
+
+
+def versus_best(
+    combo: TuneChange, singles: Sequence[TuneChange], run: Run, comparisons: int
+) -> tuple[str, str]:
+    """The combination against the best single change on its workload, both measured in the
+    same run (same images, same rounds), at that run's family: ('1.30× 1.10–1.52 ▲ against
+    big_writes alone', 'better'); ('', 'none') otherwise."""
     mine = [c for c in singles if c.workload == combo.workload and c.run_id == run.run_id]
     best = max(mine, key=lambda c: c.gain or 0.0, default=None)
     if best is None or (best.subject, best.placement) == (combo.subject, combo.placement):
-        return ""
+        return "", "none"
     a = result_of(run, best.subject, combo.workload, best.placement)
     b = result_of(run, combo.subject, combo.workload, combo.placement)
     if a is None or b is None:
-        return ""
-    return f"{compare(a, b).cell()} against {best.name} alone"
+        return "", "none"
+    v = decide(a, b, comparisons)
+    return f"{v.cell()} against {best.name} alone", v.outcome
 
 
 def describe(

@@ -153,14 +153,24 @@ REMEDIES: dict[str, Remedy] = by_name(
     ),
     Remedy(
         "io_uring transport",
-        ("fuse2fs", "fuse2fs-3.18"),
+        ("fuse2fs", "fuse2fs-3.18", "passthrough_hp"),
         ("fuse WRITE", "fuse READ", "wake-ups", "context switches"),
         "transport",
         "uring",
-        "FUSE over io_uring (per-CPU rings) instead of /dev/fuse: e2fsprogs 1.47.4's fuse2fs "
-        "against libfuse 3.18, built here",
+        "FUSE over io_uring (per-CPU rings) instead of /dev/fuse: a daemon of libfuse 3.18 "
+        "built here (fuse2fs: e2fsprogs 1.47.4's, which offers it)",
         source="libfuse 3.18 README (io_uring); Linux 6.14+ filesystems/fuse-io-uring.rst",
-        driver="fuse2fs-3.18",
+        driver="fuse2fs-3.18",  # the daemon that serves it when the subject's own cannot
+    ),
+    Remedy(
+        "passthrough transport",
+        ("passthrough_hp",),
+        ("fuse WRITE", "fuse READ", "wake-ups", "context switches", "cpu"),
+        "transport",
+        "passthrough",
+        "reads and writes go to the backing file in the kernel and never reach the daemon "
+        "(FUSE passthrough: Linux 6.9+, libfuse 3.17+, a privileged daemon)",
+        source="Linux Documentation/filesystems/fuse-passthrough.rst; libfuse 3.17 ChangeLog",
     ),
     Remedy(
         "exfat cluster 1 MiB",
@@ -277,6 +287,96 @@ REMEDIES: dict[str, Remedy] = by_name(
         "no cache flushes at journal commits",
         DURABILITY,
         "ext4(5)",
+    ),
+    # btrfs (btrfs(5), Documentation/filesystems/btrfs.rst)
+    Remedy(
+        "btrfs compress zstd:1",
+        ("btrfs",),
+        ("block write", "write amplification", "writeback"),
+        "mount-option",
+        "compress=zstd:1",
+        "data compressed with zstd at level 1 as it is written: fewer bytes to the device where "
+        "the data compresses (none where it does not: btrfs gives up on a file's first "
+        "incompressible write)",
+        source="btrfs(5) compress=; zstd level 1 the cheapest (btrfs(5) 'COMPRESSION')",
+    ),
+    Remedy(
+        "btrfs space_cache=v2",
+        ("btrfs",),
+        ("block write", "writeback", "cpu"),
+        "mount-option",
+        "space_cache=v2",
+        "the free-space tree instead of v1's per-block-group cache files written at every "
+        "commit (the default since btrfs-progs 5.15's mkfs; said explicitly for older images)",
+        source="btrfs(5) space_cache=v2; btrfs-progs 5.15 release notes (free-space-tree default)",
+    ),
+    Remedy(
+        "btrfs ssd",
+        ("btrfs",),
+        ("block write", "write amplification"),
+        "mount-option",
+        "ssd",
+        "the SSD allocation scheme (clustered, less seeking-minded) on a device the kernel "
+        "reports as rotational (a loop device over a file does)",
+        source="btrfs(5) ssd, nossd, ssd_spread",
+    ),
+    Remedy(
+        "btrfs nodatacow",
+        ("btrfs",),
+        ("block write", "write amplification", "writeback", "cpu"),
+        "mount-option",
+        "nodatacow",
+        "new files' data overwritten in place, without copy-on-write, data checksums or "
+        "compression: no checksums, so a torn or corrupted block is never detected",
+        DURABILITY,
+        "btrfs(5) nodatacow (implies nodatasum; disables compression)",
+    ),
+    Remedy(
+        "btrfs nodatasum",
+        ("btrfs",),
+        ("cpu", "block write", "writeback"),
+        "mount-option",
+        "nodatasum",
+        "no checksums of new files' data: less CPU and metadata per write, and corruption of "
+        "that data is never detected (scrub cannot repair it)",
+        DURABILITY,
+        "btrfs(5) nodatasum",
+    ),
+    # ext4 (ext4(5), Documentation/admin-guide/ext4.rst)
+    Remedy(
+        "ext4 journal_async_commit",
+        ("ext4",),
+        ("block write", "writeback"),
+        "mount-option",
+        "data=writeback,journal_async_commit",
+        "the commit block written without waiting for the descriptor blocks (journal checksums "
+        "on); the kernel refuses it with data=ordered, so data is not ordered before its "
+        "metadata either",
+        DURABILITY,
+        "ext4(5) journal_async_commit; fs/ext4/super.c: 'can't mount with "
+        "journal_async_commit in data=ordered mode'",
+    ),
+    Remedy(
+        "ext4 journal 256 MiB",
+        ("ext4",),
+        ("block write", "writeback"),
+        "mkfs-option",
+        "-J size=256",
+        "a 256 MiB journal at mkfs instead of mke2fs's 64 MiB for a 1 GiB volume: fewer "
+        "checkpoints forced by a full journal under sustained metadata writes",
+        source="mke2fs(8) -J size=; ext2fs_default_journal_size (e2fsprogs lib/ext2fs/mkjournal.c)",
+        min_volume=1 * GiB,
+    ),
+    # xfs (xfs(5))
+    Remedy(
+        "xfs allocsize 16 MiB",
+        ("xfs",),
+        ("block write", "write amplification", "writeback"),
+        "mount-option",
+        "allocsize=16m",
+        "speculative preallocation of 16 MiB past a growing file's end instead of the dynamic "
+        "default: larger, fewer extents for streaming writes",
+        source="xfs(5) allocsize=",
     ),
     Remedy(
         "xfs log buffers",

@@ -10,8 +10,11 @@ interleaved rounds, the run's verdicts), each stored like any `compare`:
    that size (the untuned subject beside it on the same size), a placement candidate puts
    `same` beside `free`, a driver this kernel lacks a VM with a kernel that has it, the
    untuned subject beside it in the same VM (tune/invm.py).
-3. combination: the winners (▲ on a workload, ▼ on none) together, against the untuned
-   subject, when there are two or more.
+   Every candidate × workload is one comparison of the tune's one family (outcome.family):
+   a change wins when it is ▲ on a workload and ▼ on none under it.
+3. confirmation: every winner, and the winners together when two or more combine, measured
+   again on fresh samples beside the untuned subject (tune/confirm.py): the gain printed and
+   recommended on is that run's, the selecting run's beside it.
 
 The last run carries the tune record (tunerecord.py); its results.json and report.html are
 written again with it, and a copy goes to the tune's own output directory.
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +32,26 @@ from fsbench import pipeline
 from fsbench.errors import EXIT_FAILED, EXIT_OK, EnvironmentProblem, UsageError
 from fsbench.fuse import transports
 from fsbench.lab.drivers import DRIVERS, availability
-from fsbench.lab.subject import SubjectSpec, parse_subject, with_lab_changes
+from fsbench.lab.subject import SubjectSpec, parse_subject
 from fsbench.pipeline import write_report_safely, write_results
 from fsbench.records.schema import Run
 from fsbench.records.store import Store
-from fsbench.records.tunerecord import TuneChange, TuneGap, TuneRecord, TuneSkip, attach
-from fsbench.report.keys import placement_of
+from fsbench.records.tunerecord import TuneGap, TuneRecord, TuneSkip, attach
 from fsbench.schedule.dimensions.placement import PLACEMENTS, allowed_cpus
 from fsbench.schedule.plan import Plan, plan_from_options
 from fsbench.tune import invm
 from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
 from fsbench.tune.choose import Candidate, Skipped, choose, lab_change, why_not
-from fsbench.tune.outcome import change, describe, gaps, versus_best, workloads_of
+from fsbench.tune.confirm import confirm
+from fsbench.tune.outcome import change, describe, family, family_words, gaps, workloads_of
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized, vm_kernel
+from fsbench.tune.subjects import candidate_spec, merge, one_daemon, transport_driver
+
+# Kept under their former names (tests and callers read them here).
+_merge, _one_daemon = merge, one_daemon
+__all__ = ["Candidate", "Request", "Tuner", "candidate_spec", "problem", "references"]
 
 GiB = 1024**3
-PROMISING = 1.05  # a median speed-up this large joins the combination though not separated
 
 
 @dataclass
@@ -101,20 +108,6 @@ def knob_problem(r: Remedy, sysfs: str = "/sys") -> str | None:
     return None
 
 
-def candidate_spec(spec: SubjectSpec, r: Remedy) -> SubjectSpec:
-    """The subject a remedy makes of the untuned one (placement: the subject itself)."""
-    opts = [o for o in spec.options.split(",") if o]
-    if r.kind == "mount-option":
-        return parse_subject(f"{spec.driver.name}:{','.join([*opts, *r.option_names()])}")
-    if r.kind == "transport":
-        return parse_subject(f"{r.driver or spec.driver.name}:{','.join([r.change, *opts])}")
-    if r.kind in ("mkfs-option", "block-device"):
-        return with_lab_changes(spec, r.mkfs_args(), r.knobs())
-    if r.kind == "kernel-driver":  # another driver: the FUSE daemon's options do not carry over
-        return parse_subject(r.change)
-    return spec
-
-
 def problem(spec: SubjectSpec, backing: str = "ram") -> Callable[[Remedy], str | None]:
     """Why this machine cannot measure a remedy for `spec` (None: it can)."""
 
@@ -127,7 +120,7 @@ def problem(spec: SubjectSpec, backing: str = "ram") -> Callable[[Remedy], str |
             need = PLACEMENTS[r.change].min_cpus
             return f"needs {need} CPUs" if len(allowed_cpus()) < need else None
         if r.kind == "transport":
-            d = DRIVERS[r.driver or spec.driver.name]
+            d = DRIVERS[transport_driver(spec, r)]
             av = availability(d)
             if not av.available:
                 return f"{d.name} is not available here: {av.reason}"
@@ -170,6 +163,7 @@ class Tuner:
         self.measured: list[tuple[Group, Run]] = []  # each candidates run and its group
         self.costs = Costs(overhead_s=30.0, per_cell_s=30.0)  # until the explain run says
         self.code = EXIT_OK
+        self.k = 1  # the comparisons of the tune's one family (candidates × workloads)
 
     def _backing(self) -> str:
         b = self.req.options.get("backing")
@@ -266,6 +260,13 @@ class Tuner:
         self.costs = costs_of(explain, self.spec.id, self.clock.used())
         groups, no_time = fit_budget(groups, self.clock.left(), self.costs, n_wl)
         self._skip([*skipped, *no_room, *no_time])
+        self.k = comparisons(groups, n_wl)
+        fam = family(self.k)
+        self.record.confidence = fam.confidence
+        self.record.families.append(
+            family_words(f"selection ({sum(len(g.cands) for g in groups)} changes × "
+                         f"{n_wl} workload(s))", fam)
+        )  # fmt: skip
         gap_of = {x.workload: x for x, _ in found}
         for i, g in enumerate(groups):
             # The plan was made on estimates: a later group that no longer fits is skipped.
@@ -276,9 +277,9 @@ class Tuner:
             share = 0.5 if i + 1 < len(groups) else 0.7  # the combination keeps the rest
             self._measure_group(f"candidates-{i + 1}", g, gap_of, share)
         try:
-            self._combine([c for g in groups for c in g.cands], gap_of)
+            confirm(self, [c for g in groups for c in g.cands], gap_of)
         except UsageError as e:  # what was measured is kept and printed whatever this says
-            self.record.notes.append(f"combination not measured: {e}")
+            self.record.notes.append(f"confirmation not measured: {e}")
         return self.finish()
 
     def _skip(self, items: list[Skipped]) -> None:
@@ -302,7 +303,7 @@ class Tuner:
             s = candidate_spec(self.spec, c.remedy)
             place = c.remedy.change if c.remedy.kind == "placement" else "free"
             for wl in workloads_of(run):
-                ch = change(c.name, s.id, self.spec.id, place, run, wl, gap_of.get(wl))
+                ch = change(c.name, s.id, self.spec.id, place, run, wl, gap_of.get(wl), self.k)
                 if ch is None:
                     continue
                 ch.remedies = [c.name]
@@ -318,7 +319,8 @@ class Tuner:
         run = self.measure(name, [self.spec], g.size, g.placements, share, names)
         self.measured.append((g, run))
         for (wl, w2), c in pairs.items():
-            ch = change(c.name, self.spec.id, self.spec.id, "free", run, wl, gap_of.get(wl), w2)
+            ch = change(c.name, self.spec.id, self.spec.id, "free", run, wl, gap_of.get(wl), self.k,
+                        w2)  # fmt: skip
             if ch is not None:
                 ch.remedies = [c.name]
                 self.record.changes.append(describe(ch, [c], self.spec, self.spec))
@@ -340,7 +342,7 @@ class Tuner:
         for c in g.cands:
             s = candidate_spec(self.spec, c.remedy)
             for wl in workloads_of(run):
-                ch = change(c.name, s.id, self.spec.id, "free", run, wl, gap_of.get(wl))
+                ch = change(c.name, s.id, self.spec.id, "free", run, wl, gap_of.get(wl), self.k)
                 if ch is None:
                     continue
                 ch.remedies = [c.name]
@@ -358,69 +360,6 @@ class Tuner:
             )
             self._skip([Skipped(c.remedy, why) for c in lost])
 
-    def _combine(self, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> None:
-        """The winners together against the untuned subject. One option change with the
-        placement was measured pinned in its candidates run (same images, same rounds): read
-        there; more option or transport changes get a run with all of them in one subject."""
-        # An io-size change is the application's, measured on another workload, and another
-        # kernel driver takes none of the FUSE driver's changes: neither is merged into a
-        # subject (its verdict stands alone).
-        cands = [c for c in cands if c.remedy.kind not in ("io-size", "kernel-driver")]
-        won = [c for c in cands if _won(c.name, self.record.changes)]
-        # Changes interact: one not separated alone but faster in its median joins the winners
-        # (big_writes makes fewer requests, and each crosses CPUs or not).
-        maybe = [c for c in cands if c not in won and _promising(c.name, self.record.changes)]
-        if not won or len(won) + len(maybe) < 2:
-            self.record.notes.append(
-                f"combination not measured: {len(won)} change(s) won on their own"
-                + (f" ({won[0].name})" if won else "")
-                + ", no other was faster in its median"
-            )
-            return
-        if maybe:
-            self.record.notes.append(
-                "in the combination though not separated alone (faster in the median): "
-                + ", ".join(c.name for c in maybe)
-            )
-        won = _one_daemon(won + maybe, self.record.notes)
-        if len(won) < 2 or not any(_won(c.name, self.record.changes) for c in won):
-            self.record.notes.append("combination not measured: no winner left with another "
-                                     "change to combine")  # fmt: skip
-            return
-        spec, place, size = self.spec, "free", self.base_size
-        for c in won:
-            size = max(size, c.size or self.base_size)
-            if c.remedy.kind == "placement":
-                place = c.remedy.change
-            else:
-                spec = _merge(spec, candidate_spec(self.spec, c.remedy))
-        run = next((r for _, r in self.measured if _has(r, spec.id, place)), None)
-        if run is not None:
-            self.record.notes.append(
-                f"the combination was measured in the {_phase_of(self.record, run)} run: "
-                f"{spec.id} pinned ({place}) beside the untuned subject, same images"
-            )
-        else:
-            n_wl = max(1, len(self.record.workloads))
-            need = self.costs.combination(size, n_wl)
-            if need > self.clock.left():
-                self.record.notes.append(
-                    f"combination ({' + '.join(c.name for c in won)}) not measured: its run "
-                    f"(~{need:.0f} s) does not fit the {self.clock.left():.0f} s left; raise "
-                    "--time-budget"
-                )
-                return
-            places = ["free", place] if place != "free" else ["free"]
-            specs = [self.spec, spec] if spec.id != self.spec.id else [self.spec]
-            run = self.measure("combination", specs, size, places, 0.95)
-        names = [c.name for c in won]
-        for wl in workloads_of(run):
-            ch = change("combination", spec.id, self.spec.id, place, run, wl, gap_of.get(wl))
-            if ch is not None:
-                ch.remedies = names
-                ch.versus = versus_best(ch, self.record.changes, run)
-                self.record.combination.append(describe(ch, won, self.spec, spec))
-
     def finish(self) -> tuple[Run, TuneRecord, int]:
         """The record onto the last run, written again (results.json, report.html, store),
         and copied to the tune's own output directory."""
@@ -436,46 +375,11 @@ class Tuner:
         return run, self.record, self.code
 
 
-def _has(run: Run, subject: str, placement: str) -> bool:
-    return any(r.subject == subject and placement_of(r) == placement for r in run.results)
-
-
-def _phase_of(record: TuneRecord, run: Run) -> str:
-    return next((k for k, v in record.runs.items() if v == run.run_id), run.run_id)
-
-
-def _promising(name: str, changes: list[TuneChange]) -> bool:
-    mine = [c for c in changes if c.name == name]
-    return any((c.gain or 0) > PROMISING for c in mine) and not any(
-        c.outcome == "worse" for c in mine
-    )
-
-
-def _won(name: str, changes: list[TuneChange]) -> bool:
-    mine = [c for c in changes if c.name == name]
-    return any(c.outcome == "better" for c in mine) and not any(c.outcome == "worse" for c in mine)
-
-
-def _one_daemon(won: list[Candidate], notes: list[str]) -> list[Candidate]:
-    """A transport served by another driver's daemon (io_uring: fuse2fs-3.18, libfuse 3) does
-    not take the untuned driver's mount options (libfuse 2's splice_*, max_readahead): with any
-    of them among the winners it is left out of the combination, and the note says so."""
-    moved = [c for c in won if c.remedy.kind == "transport"]
-    if moved and any(c.remedy.kind == "mount-option" for c in won):
-        notes.append(f"{', '.join(c.name for c in moved)} not combined: another daemon "
-                     "(another driver), which does not take the other changes' mount "
-                     "options")  # fmt: skip
-        return [c for c in won if c not in moved]
-    return won
-
-
-def _merge(a: SubjectSpec, b: SubjectSpec) -> SubjectSpec:
-    """Two candidate subjects of one subject as one: the driver of the transport one (or b's),
-    both's options, mkfs options and block-device settings."""
-    opts = list(dict.fromkeys(o for o in (*a.options.split(","), *b.options.split(",")) if o))
-    lead = a if a.transport not in ("", transports.DEFAULT) else b
-    transport = lead.transport if lead.transport not in ("", transports.DEFAULT) else ""
-    shown = [transport] if transport else []
-    merged = replace(parse_subject(f"{lead.driver.name}:{','.join([*shown, *opts])}"), age=a.age)
-    mkfs = a.mkfs + (b.mkfs if b.mkfs != a.mkfs else ())
-    return with_lab_changes(merged, mkfs, tuple(dict.fromkeys((*a.knobs, *b.knobs))))
+def comparisons(groups: list[Group], n_workloads: int) -> int:
+    """The tune's one family: each candidate against the untuned subject on each workload (an
+    io-size candidate on each workload it resizes)."""
+    n = 0
+    for g in groups:
+        for c in g.cands:
+            n += sum(1 for wl in c.covers if resized(c.remedy, wl)) if g.io else n_workloads
+    return max(1, n)
