@@ -95,7 +95,7 @@ class OthersWatch:
         total = sum(used.values()) / wall
         if total < BUSY_CPUS:
             return None
-        top = sorted(used.items(), key=lambda kv: -kv[1])[:3]
+        top = [kv for kv in sorted(used.items(), key=lambda kv: -kv[1])[:3] if kv[1] >= 0.01 * wall]
         names = ", ".join(f"{n} {s / wall * 100:.0f} %" for n, s in top)
         return (
             f"the machine was busy: other programs used {total:.1f} of its {os.cpu_count()} "
