@@ -120,7 +120,9 @@ def why_not(r: Remedy, allow_unsafe: bool, problem: Callable[[Remedy], str | Non
 def _candidate(r: Remedy, hits: dict[str, list[Factor]], base_size: int, driver: str) -> Candidate:
     c = Candidate(r, 0.0, kernel=vm_kernel(r))
     for wl, factors in hits.items():
-        if not factors:
+        if not factors:  # an io-size change still resizes the workload the explanation left bare
+            if r.kind == "io-size" and resized(r, wl):
+                c.covers[wl] = ("", 0.0)
             continue
         best = max(factors, key=lambda f: (_share(f), f.weight))
         c.score += _share(best)

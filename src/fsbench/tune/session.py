@@ -315,6 +315,8 @@ class Tuner:
         """io-size: the untuned subject alone, each workload beside its larger-record variant
         (same image, interleaved rounds); the change is the variant against the workload."""
         pairs = {(wl, w2): c for c in g.cands for wl in c.covers if (w2 := resized(c.remedy, wl))}
+        if not pairs:  # nothing to resize: no run (an empty list of workloads is the default)
+            return self._skip([Skipped(c.remedy, "no workload of it to resize") for c in g.cands])
         names = list(dict.fromkeys(w for pair in pairs for w in pair))
         run = self.measure(name, [self.spec], g.size, g.placements, share, names)
         self.measured.append((g, run))
