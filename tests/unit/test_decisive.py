@@ -322,8 +322,8 @@ def test_a_program_spinning_beside_the_run_is_named_and_the_runs_own_are_not(
         other.kill()
         assert wait_until(lambda: not other.is_running(), timeout=30)
         assert watch.used().get(name, 0.0) >= 0.3
-    finally:
-        with contextlib.suppress(psutil.Error):
-            other.kill()
+    finally:  # both spin forever: neither may outlive the test, whatever failed
         ours.kill()
         ours.wait()
+        with contextlib.suppress(psutil.Error):
+            other.kill()
