@@ -75,7 +75,7 @@ def test_user_workloads_measure_time_and_throughput(monkeypatch: pytest.MonkeyPa
 def test_declared_defaults_stay_out_of_dataclass_fields() -> None:
     """Declarations shared by a class are class attributes, not fields: replace() and equality
     see only what differs between instances; a required field stays required (= field())."""
-    seq = registry.WORKLOADS["seq-write/fsync"]
+    seq = registry.WORKLOADS["rewrite/fsync"]
     assert "metric" not in {f.name for f in dataclasses.fields(seq)}
     assert _measures(dataclasses.replace(seq, numjobs=4)) == THROUGHPUT
     assert isinstance(seq, Declared)

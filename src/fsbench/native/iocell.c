@@ -234,13 +234,17 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     order_t o;
     if (parse_order(order_s, &o) != 0) return NULL;
-    int positional = strcmp(syscall_s, "pread") == 0;
-    if (!positional && strcmp(syscall_s, "read") != 0) {
-        PyErr_Format(PyExc_ValueError, "unknown syscall %s (pread, read)", syscall_s);
+    /* pread/pwrite at each record's offset, or read/write at the file position (dd's way);
+     * the name says which, the direction is `write`'s. */
+    int positional = strcmp(syscall_s, "pread") == 0 || strcmp(syscall_s, "pwrite") == 0;
+    if (!positional && strcmp(syscall_s, "read") != 0 && strcmp(syscall_s, "write") != 0) {
+        PyErr_Format(PyExc_ValueError, "unknown syscall %s (pread, pwrite, read, write)",
+                     syscall_s);
         return NULL;
     }
     if (!positional && o != ORDER_SEQ) {
-        PyErr_SetString(PyExc_ValueError, "syscall read moves records in sequential order only");
+        PyErr_Format(PyExc_ValueError, "syscall %s moves records in sequential order only",
+                     syscall_s);
         return NULL;
     }
     if (record_size == 0 || file_size < record_size || file_size % record_size != 0) {

@@ -27,7 +27,7 @@ from fsbench.workloads.base import (
 from fsbench.workloads.fiojson import LAT_ARGS, parse_fio_json
 from fsbench.workloads.fiojson import fio_json as fio_json
 from fsbench.workloads.fiojson import part_figures as part_figures
-from fsbench.workloads.readloop import ReadLoop
+from fsbench.workloads.seqloop import SeqLoop
 
 MiB = 1024 * 1024
 KiB = 1024
@@ -367,24 +367,29 @@ def _rand(name: str, rw: str, what: str) -> list[FioJob]:
     return jobs
 
 
-FIO_JOBS: list[FioJob | ReadLoop] = [
-    FioJob(
-        "seq-write",
-        "fsync",
-        "sequential write of a new file, 1 MiB records, fsync at the end (dd bs=1M conv=fsync)",
-        rw="write",
-        end_fsync=True,
-        fresh_file=True,
+FIO_JOBS: list[FioJob | SeqLoop] = [
+    SeqLoop(
+        FioJob(
+            "seq-write",
+            "fsync",
+            "sequential write of a new file, 1 MiB records by a write() loop, fsync at the "
+            "end (dd bs=1M conv=fsync)",
+            rw="write",
+            end_fsync=True,
+            fresh_file=True,
+        )
     ),
-    FioJob(
-        "seq-write",
-        "buffered",
-        "sequential write of a new file, 1 MiB records, no "
-        "fsync: what the page cache (or the FUSE daemon) absorbs",
-        rw="write",
-        fresh_file=True,
+    SeqLoop(
+        FioJob(
+            "seq-write",
+            "buffered",
+            "sequential write of a new file, 1 MiB records by a write() loop, no "
+            "fsync: what the page cache (or the FUSE daemon) absorbs",
+            rw="write",
+            fresh_file=True,
+        )
     ),
-    ReadLoop(
+    SeqLoop(
         FioJob(
             "seq-read",
             "cold",

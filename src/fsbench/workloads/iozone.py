@@ -47,7 +47,7 @@ from fsbench.errors import Unsupported, WorkloadFailed
 from fsbench.units import size_tag, size_text
 from fsbench.workloads.base import IO_EXTRAS, Declared, Measurement, Target
 from fsbench.workloads.fio import FIO_RUNTIME_CAP_S, FioJob, with_numjobs
-from fsbench.workloads.readloop import cell_measurement, checked_cell
+from fsbench.workloads.seqloop import cell_measurement, checked_cell
 
 KiB = 1024
 MiB = 1024 * KiB

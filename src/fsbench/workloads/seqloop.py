@@ -1,8 +1,11 @@
-"""seq-read/cold as a sequential reader does it: a native read() loop (dd, cp, cat).
+"""seq-read/cold and seq-write as dd does them: a native read() or write() loop (dd, cp, cat).
 
-Its fio job (fio.py) keeps everything but the timed read: the files, their layout and sizes,
-the cache state, the id and the form fio's client mode runs. Why a loop of its own rather than
-fio's psync reader: docs/figures.md (the peers) and bench/peers.py.
+Its fio job (fio.py) keeps everything but the timed run: the files, their layout and sizes,
+the cache state, the fsync, the id and the form fio's client mode runs. Why a loop of its own
+rather than fio's psync job: docs/figures.md (the peers) and bench/peers.py. The reads: no fio
+process contends for the CPUs a RAM-backed cold read is bound by. The writes: a 1 s sample of
+a fast subject is several passes over its file, and each fio process costs ~0.25 s of its own
+start and stop around them (fio 3.33 here) -- the budget's rounds went to it.
 """
 
 from __future__ import annotations
@@ -20,19 +23,21 @@ KiB = 1024
 # A bound on one read, so a pathologically slow driver cannot stall the run (a fio job's too).
 READ_TIMEOUT_S = 180
 
-# What seq-read/cold's reader is, in its params: a loop of read() calls as dd, cp and cat make.
+# What the reader or writer is, in its params: a loop of read() or write() calls as dd makes.
 READ_LOOP = "read() loop"
+WRITE_LOOP = "write() loop"
 
 
 @dataclass(frozen=True)
-class ReadLoop:
-    """A sequential read as dd, cp and cat do it: read() of `bs` records at the file position,
-    one thread per job, timed in C (fsbench._iocell) with no process started inside the sample.
+class SeqLoop:
+    """A sequential read or write as dd, cp and cat do it: read() or write() of `bs` records at
+    the file position, one thread per job, timed in C (fsbench._iocell) from the open to the
+    close (the fsync its fio job asks for included), with no process started inside a sample.
 
-    Everything but the timed read is its fio job's (`fio`): the files, their layout and sizes,
-    the cache state, the id, the clients' form. fio's own psync reader measures the same on a
-    quiet machine (docs/figures.md); the native loop has no fio parent process, helper thread
-    or job process contending for the CPUs a RAM-backed cold read is bound by."""
+    Everything but the timed run is its fio job's (`fio`): the files, their layout and sizes,
+    the cache state, a new file or an overwrite, the id, the clients' form. fio's own psync
+    jobs measure the same on a quiet machine (docs/figures.md); the native loop has no fio
+    parent process, helper thread or job process, nor their ~0.25 s start per pass."""
 
     merge_extra: ClassVar[dict[str, Any]] = IO_EXTRAS
 
@@ -41,12 +46,12 @@ class ReadLoop:
     app_comms = None
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached for what ReadLoop does not define: id, name, cache, fileset, numjobs...
+        # Only reached for what SeqLoop does not define: id, name, cache, fileset, numjobs...
         if name == "fio":
             raise AttributeError(name)
         return getattr(self.fio, name)
 
-    def with_numjobs(self, numjobs: int) -> ReadLoop:
+    def with_numjobs(self, numjobs: int) -> SeqLoop:
         return replace(self, fio=self.fio.with_numjobs(numjobs))
 
     def with_io(self, mods: Any) -> Any:
@@ -65,9 +70,11 @@ class ReadLoop:
 
     def params(self, target: Target) -> dict[str, Any]:
         p = self.fio.params(target)
+        role = "writer" if self.fio.is_write else "reader"
         if not self._native(target):
-            return {**p, "reader": "fio psync"}
-        return {**p, "engine": "native", "ioengine": "sync", "reader": READ_LOOP}
+            return {**p, role: "fio psync"}
+        loop = WRITE_LOOP if self.fio.is_write else READ_LOOP
+        return {**p, "engine": "native", "ioengine": "sync", role: loop}
 
     def prepare(self, target: Target) -> None:
         self.fio.prepare(target)
@@ -79,17 +86,24 @@ class ReadLoop:
 
         job, size, rec = self.fio, self.fio.per_job_size(target), parse_bs(self.fio.bs)
         files = [[f] for f in job._files(target)]
+        write = bool(job.is_write)
         return cell_measurement(
             lambda: _iocell.run(
                 files,
-                False,
+                write,
                 "seq",
                 size // rec * rec,
                 rec,
+                # A write's fsync is inside the timed run, as fio's end_fsync and dd's
+                # conv=fsync have it; a new file is created (prepare removed the old one).
+                fsync=bool(write and job.end_fsync),
+                create=write,
                 timeout_s=READ_TIMEOUT_S,
-                syscall="read",
+                syscall="write" if write else "read",
             ),
             job.id,
+            # How many files the writes synced: the fsync the variant names was made.
+            keep=("fsyncs",) if write else (),
         )
 
 
