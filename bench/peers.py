@@ -81,7 +81,9 @@ LOW, HIGH = 0.85, 1.18
 # ntfs-3g's cold read too: at load 1.1-1.3, dd and fsbench's read() loop read 1,850-1,879 MiB/s
 # with the daemon on the reader's CPU, 2,410-2,423 on the other, left free 2,121-2,317; the bench's
 # ntfs-3g row ran 0.73-1.21 across runs at free. Pinned alike, the readers agree (0.98, 1.01).
-PLACED = {"seq-write/fsync": "same", "seq-read/cold": "same"}
+# Every workload at "same", fsbench's default on this machine's CPUs (placement.DEFAULT): a peer
+# left free beside a pinned fsbench measured ext4's rand-read/4k-direct 1.57x apart (issue 52).
+PLACED = dict.fromkeys(WORKLOADS, "same")
 THREADS = default_threads()  # tree-hash's threads (one per CPU), so its peer's processes
 # (workload, driver) -> a peer's (round, MiB/s) measurements
 Rates = dict[tuple[str, str], list[tuple[int, float]]]

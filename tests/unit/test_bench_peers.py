@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fsbench.schedule.dimensions.placement import default_placement
 from fsbench.workloads.base import Target
 from fsbench.workloads.fio import FIO_JOBS, RANDOM_IO_BYTES
 
@@ -108,9 +109,10 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
 
 
 def test_placed_workloads_compare_at_their_placement(peers: Any, tmp_path: Path) -> None:
-    """A workload the peers pin runs its compare at the same placement, and its result
-    (`W@same`) is found under W; the others run at fsbench's default (free)."""
-    assert peers.PLACED["seq-write/fsync"] == "same"
+    """Every workload's peer runs pinned as fsbench's default pins it (same), its compare at
+    that placement, and its result (`W@same`) is found under W."""
+    assert set(peers.PLACED) == set(peers.WORKLOADS)
+    assert set(peers.PLACED.values()) == {"same"} == {default_placement([0, 1])}
     for w in peers.WORKLOADS:
         argv = peers.compare_argv(["ext4", "ntfs-3g"], w, "2G", tmp_path, tmp_path / "db")
         i = argv.index("--placement") if "--placement" in argv else None
