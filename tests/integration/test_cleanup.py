@@ -88,6 +88,9 @@ def _start_compare(tmp_path: Path) -> subprocess.Popen:
             "0",
             "--min-sample-time",
             "0.2",
+            # fio's writer (:psync), not the native loop: a signal lands beside a child process
+            "--workloads",
+            "seq-write/fsync:psync,seq-read/cold",
             "--out",
             str(tmp_path / "out"),
             "--db",

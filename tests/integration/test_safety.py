@@ -228,7 +228,7 @@ def test_faulty_fuse_daemons_fail_their_subjects_only(state_dir: Path, tmp_path:
     with fsbench_run(
         state_dir, tmp_path / "out",
         "compare", *DAEMON_FAULTS, "ext4", "--size", "128M", "--repeat", "2", "--warmup", "0",
-        "--min-sample-time", "0.2", "--workloads", "seq-write/fsync,seq-read/cold",
+        "--min-sample-time", "0.2", "--workloads", "seq-write/fsync:psync,seq-read/cold",
         "--db", str(tmp_path / "db"), returncode=1, timeout=240,
     ) as ran:  # fmt: skip
         rec = read_record(state_dir)
