@@ -258,21 +258,24 @@ class Peers:
             # buffered), and ntfs-3g's 4 KiB direct reads then read 0 bytes from the device.
             self.lab.make_cold(self.s)
             try:
-                r = fio_randread(self.file, self.seq_size, min(RANDOM_IO_BYTES, self.seq_size))
+                with self.placed("rand-read/4k-direct"):
+                    r = fio_randread(self.file, self.seq_size, min(RANDOM_IO_BYTES, self.seq_size))
                 rates[("rand-read/4k-direct", d)].append((k, r))
             except RuntimeError as e:
                 self.rand_unsupported = str(e)
             self.lab.make_cold(self.s)
             # The walk is timed too, as tree-hash times its own and `find | xxhsum` pays it.
             cpu0 = children_cpu()
-            r = timed(
-                lambda: run_xxhsum_parallel(walk_tree(self.root)[0], self.threads),
-                self.tree_bytes,
-            )
+            with self.placed("tree-hash/cold"):
+                r = timed(
+                    lambda: run_xxhsum_parallel(walk_tree(self.root)[0], self.threads),
+                    self.tree_bytes,
+                )
             rates[("tree-hash/cold", d)].append((k, r))
             rates[(XXHSUM_CPU, d)].append((k, (children_cpu() - cpu0) / (self.tree_bytes / GiB)))
         self.lab.make_cold(self.s)
-        r = timed(lambda: run_xxhsum(walk_tree(self.root)[0]), self.tree_bytes)
+        with self.placed("tree-hash/cold"):
+            r = timed(lambda: run_xxhsum(walk_tree(self.root)[0]), self.tree_bytes)
         rates[(ONE_XXHSUM, d)].append((k, r))
         for _ in range(reads):
             t0 = time.perf_counter()

@@ -103,9 +103,12 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     assert len(rates[(peers.XXHSUM_CPU, "ntfs-3g")]) == 2  # one per timed tree-hash run
     # Each cold dd read's share from the device, by the counter read around it.
     assert p.from_device == [1.0, 1.0]
-    # The write peer runs where fsbench's seq-write runs (PLACED): pinned just before dd.
+    # Every peer runs where fsbench's workload runs (PLACED): pinned just before it starts
+    # (the rand-read and tree-hash peers ran free beside a pinned fsbench until issue 52).
     assert log[log.index("dd write") - 1] == f"pin {peers.PLACED['seq-write/fsync']}"
     assert log[log.index("dd read") - 1] == f"pin {peers.PLACED['seq-read/cold']}"
+    timed = [i for i, e in enumerate(log) if e in ("dd write", "dd read", "fio", "xxhsum")]
+    assert all(log[i - 1].startswith("pin ") for i in timed), log
 
 
 def test_placed_workloads_compare_at_their_placement(peers: Any, tmp_path: Path) -> None:
