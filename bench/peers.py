@@ -439,13 +439,26 @@ def tree_hash_notes(d: str, r: dict | None, rates: Rates, k: int) -> list[str]:
     run_s = r["params"]["tree_bytes"] / MiB / statistics.median(got)
     ours = (r.get("cpu") or {}).get("per_gib", {}).get("app")
     theirs = statistics.median(cpu)
-    return [
+    notes = []
+    one = adjacent(rates[(ONE_XXHSUM, d)], k)
+    if one and r.get("median"):
+        # Measured beside it every round: the same tree hashed by one xxhsum process, as
+        # seed 000 runs it. Where that agrees and the parallel peer does not, the parallel
+        # peer's processes are what the row measures, not fsbench's hasher.
+        many, single = statistics.median(got), statistics.median(one)
+        notes.append(
+            f"tree-hash/cold on {d}: one xxhsum process reads {single:,.0f} MiB/s, "
+            f"{THREADS} in parallel {many:,.0f} ({single / many:.2f}×); fsbench against one "
+            f"process {r['median'] / single:.2f}"
+        )
+    notes.append(
         f"tree-hash/cold on {d}: the peer's processes start in "
         f"{statistics.median(start) * 1000:.0f} ms (xargs -P {THREADS} xxhsum over {os.devnull}), "
         f"{statistics.median(start) / run_s:.0%} of its {run_s * 1000:.0f} ms run; they use "
         f"{theirs:.2f} CPU s/GiB"
         + (f", fsbench's hasher {ours:.2f} ({theirs / ours:.2f}× as much per byte)" if ours else "")
-    ]
+    )
+    return notes
 
 
 def adjacent(rates: list[tuple[int, float]], k: int) -> list[float]:

@@ -159,6 +159,32 @@ def test_tree_hash_note_weighs_the_peers_start(peers: Any, capsys: pytest.Captur
     out = capsys.readouterr().out
     assert "the peer's processes start in 50 ms" in out and "10% of its 500 ms run" in out
     assert "they use 1.50 CPU s/GiB, fsbench's hasher 1.00 (1.50× as much per byte)" in out
+    # Without the one-process peer's figure, no note about it.
+    assert "one xxhsum process" not in out.split("xxhsum in one process")[-1]
+
+
+def test_tree_hash_note_sets_the_parallel_peer_beside_one_process(
+    peers: Any, capsys: pytest.CaptureFixture
+) -> None:
+    """ntfs-3g of issue 52: fsbench 1,412 MiB/s, the two-process peer 815, one xxhsum process
+    1,213: the note gives the one-process figure and fsbench's ratio to it."""
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
+    rates = {(w, "ntfs-3g"): [] for w in keys}
+    rates[("tree-hash/cold", "ntfs-3g")] = [(0, 815.0), (1, 815.0)]
+    rates[(peers.ONE_XXHSUM, "ntfs-3g")] = [(0, 1213.0), (1, 1213.0)]
+    rates[(peers.XXHSUM_START, "ntfs-3g")] = [(0, 0.003), (1, 0.003)]
+    rates[(peers.XXHSUM_CPU, "ntfs-3g")] = [(0, 0.23), (1, 0.23)]
+    res = {
+        ("tree-hash/cold", "ntfs-3g"): {
+            "status": "ok", "median": 1412.0, "samples": [1412.0],
+            "params": {"tree_bytes": 800 * MiB}, "cpu": {"per_gib": {"app": 0.18}},
+        }
+    }  # fmt: skip
+    args = SimpleNamespace(size="2G")
+    peers.report(res, ["tree-hash/cold"], ["ntfs-3g"], rates, [], args, (1.0, 1.0), {1: ""})
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tree-hash/cold on ntfs-3g: one xxhsum process reads 1,213 MiB/s" in out
+    assert "in parallel 815 (1.49×); fsbench against one process 1.16" in out
 
 
 def test_fsbench_runs_on_the_peers_device(
