@@ -94,6 +94,9 @@ XXHSUM_START = "tree-hash/cold xxhsum start"
 # Its CPU per GiB hashed (the processes' user + system time): on a driver the hash keeps busy,
 # the rate follows it, so this against fsbench's app CPU says which hasher does more per byte.
 XXHSUM_CPU = "tree-hash/cold xxhsum CPU"
+# Its context switches per GiB (its processes' and the FUSE daemon's threads'), against the
+# switches of fsbench's application and daemon (subject_ctx_switches_per_gib).
+XXHSUM_CTX = "tree-hash/cold xxhsum switches"
 GiB = 1024 * MiB
 
 
@@ -177,6 +180,18 @@ def children_cpu() -> float:
         resource.getrusage(resource.RUSAGE_CHILDREN),
     )
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def switches(daemon_pid: int | None) -> int:
+    """Context switches so far of this process's children and of the daemon's threads."""
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    n = kids.ru_nvcsw + kids.ru_nivcsw
+    for task in Path(f"/proc/{daemon_pid}/task").glob("*") if daemon_pid else ():
+        with contextlib.suppress(OSError):
+            for line in (task / "status").read_text().splitlines():
+                if "ctxt_switches:" in line:
+                    n += int(line.split(":")[1])
+    return n
 
 
 def timed(fn: Callable[[], None], nbytes: int) -> float:
@@ -265,14 +280,16 @@ class Peers:
                 self.rand_unsupported = str(e)
             self.lab.make_cold(self.s)
             # The walk is timed too, as tree-hash times its own and `find | xxhsum` pays it.
-            cpu0 = children_cpu()
+            cpu0, sw0 = children_cpu(), switches(self.s.daemon_pid)
             with self.placed("tree-hash/cold"):
                 r = timed(
                     lambda: run_xxhsum_parallel(walk_tree(self.root)[0], self.threads),
                     self.tree_bytes,
                 )
             rates[("tree-hash/cold", d)].append((k, r))
-            rates[(XXHSUM_CPU, d)].append((k, (children_cpu() - cpu0) / (self.tree_bytes / GiB)))
+            gib = self.tree_bytes / GiB
+            rates[(XXHSUM_CPU, d)].append((k, (children_cpu() - cpu0) / gib))
+            rates[(XXHSUM_CTX, d)].append((k, (switches(self.s.daemon_pid) - sw0) / gib))
         self.lab.make_cold(self.s)
         with self.placed("tree-hash/cold"):
             r = timed(lambda: run_xxhsum(walk_tree(self.root)[0]), self.tree_bytes)
@@ -344,7 +361,7 @@ def main() -> None:
             sys.exit(f"peers: {tool} not found; run scripts/setup.sh")
     drivers = [d for d in args.drivers.split(",") if d]
     size = parse_size(args.size)
-    extra = [ONE_XXHSUM, XXHSUM_START, XXHSUM_CPU]
+    extra = [ONE_XXHSUM, XXHSUM_START, XXHSUM_CPU, XXHSUM_CTX]
     rates: Rates = {(w, d): [] for w in [*WORKLOADS, *extra] for d in drivers}
     notes: list[str] = []
     results: dict[tuple[str, str], dict[str, Any]] = {}
@@ -450,6 +467,14 @@ def tree_hash_notes(d: str, r: dict | None, rates: Rates, k: int) -> list[str]:
             f"tree-hash/cold on {d}: one xxhsum process reads {single:,.0f} MiB/s, "
             f"{THREADS} in parallel {many:,.0f} ({single / many:.2f}×); fsbench against one "
             f"process {r['median'] / single:.2f}"
+        )
+    ctx = adjacent(rates.get((XXHSUM_CTX, d), []), k)
+    mine = r.get("subject_ctx_switches_per_gib")
+    if ctx and mine:
+        notes.append(
+            f"tree-hash/cold on {d}: the peer's processes and the daemon switched "
+            f"{statistics.median(ctx):,.0f} times per GiB, fsbench's hasher and the daemon "
+            f"{mine:,.0f} ({statistics.median(ctx) / mine:.2f}×)"
         )
     notes.append(
         f"tree-hash/cold on {d}: the peer's processes start in "

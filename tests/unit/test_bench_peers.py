@@ -88,7 +88,9 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(peers.os, "sync", lambda: None)
     monkeypatch.setattr(peers, "device_read", lambda _s: 8 * MiB * log.count("dd read"))
     monkeypatch.setattr(peers, "pin", lambda placement, _t: log.append(f"pin {placement}"))
-    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
+    monkeypatch.setattr(peers, "switches", lambda _pid: 100 * log.count("xxhsum"))
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU,
+            peers.XXHSUM_CTX]  # fmt: skip
     rates: dict = {(w, "ntfs-3g"): [] for w in keys}
     p.round(0, rates, writes=1, reads=2)
     reads = [i for i, e in enumerate(log) if e in ("dd read", "fio", "xxhsum")]
@@ -101,6 +103,8 @@ def test_every_read_peer_starts_cold(peers: Any, monkeypatch: pytest.MonkeyPatch
     # The peer's own start cost is measured apart from its timed runs, never inside one.
     assert log.count("xxhsum start") == 2 and len(rates[(peers.XXHSUM_START, "ntfs-3g")]) == 2
     assert len(rates[(peers.XXHSUM_CPU, "ntfs-3g")]) == 2  # one per timed tree-hash run
+    # Its switches per GiB (1 MiB of tree: 100 switches a run is 102,400 per GiB).
+    assert [v for _, v in rates[(peers.XXHSUM_CTX, "ntfs-3g")]] == [102400.0, 102400.0]
     # Each cold dd read's share from the device, by the counter read around it.
     assert p.from_device == [1.0, 1.0]
     # Every peer runs where fsbench's workload runs (PLACED): pinned just before it starts
@@ -143,7 +147,8 @@ def test_a_row_outside_says_what_each_side_saw(peers: Any, capsys: pytest.Captur
 def test_tree_hash_note_weighs_the_peers_start(peers: Any, capsys: pytest.CaptureFixture) -> None:
     """The tree-hash row's note says what share of the peer's run its process starts took, and
     its CPU per GiB against fsbench's application CPU."""
-    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU,
+            peers.XXHSUM_CTX]  # fmt: skip
     rates = {(w, "ext4"): [] for w in keys}
     rates[("tree-hash/cold", "ext4")] = [(0, 1000.0), (1, 1000.0)]  # 1 MiB/ms: 500 ms runs
     rates[(peers.XXHSUM_START, "ext4")] = [(0, 0.05), (1, 0.05)]
@@ -168,16 +173,19 @@ def test_tree_hash_note_sets_the_parallel_peer_beside_one_process(
 ) -> None:
     """ntfs-3g of issue 52: fsbench 1,412 MiB/s, the two-process peer 815, one xxhsum process
     1,213: the note gives the one-process figure and fsbench's ratio to it."""
-    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU]
+    keys = [*peers.WORKLOADS, peers.ONE_XXHSUM, peers.XXHSUM_START, peers.XXHSUM_CPU,
+            peers.XXHSUM_CTX]  # fmt: skip
     rates = {(w, "ntfs-3g"): [] for w in keys}
     rates[("tree-hash/cold", "ntfs-3g")] = [(0, 815.0), (1, 815.0)]
     rates[(peers.ONE_XXHSUM, "ntfs-3g")] = [(0, 1213.0), (1, 1213.0)]
     rates[(peers.XXHSUM_START, "ntfs-3g")] = [(0, 0.003), (1, 0.003)]
     rates[(peers.XXHSUM_CPU, "ntfs-3g")] = [(0, 0.23), (1, 0.23)]
+    rates[(peers.XXHSUM_CTX, "ntfs-3g")] = [(0, 60000.0), (1, 70000.0)]
     res = {
         ("tree-hash/cold", "ntfs-3g"): {
             "status": "ok", "median": 1412.0, "samples": [1412.0],
             "params": {"tree_bytes": 800 * MiB}, "cpu": {"per_gib": {"app": 0.18}},
+            "subject_ctx_switches_per_gib": 32500.0,
         }
     }  # fmt: skip
     args = SimpleNamespace(size="2G")
@@ -185,6 +193,10 @@ def test_tree_hash_note_sets_the_parallel_peer_beside_one_process(
     out = " ".join(capsys.readouterr().out.split())
     assert "tree-hash/cold on ntfs-3g: one xxhsum process reads 1,213 MiB/s" in out
     assert "in parallel 815 (1.49×); fsbench against one process 1.16" in out
+    assert (
+        "the peer's processes and the daemon switched 65,000 times per GiB, fsbench's hasher "
+        "and the daemon 32,500 (2.00×)"
+    ) in out
 
 
 def test_fsbench_runs_on_the_peers_device(
