@@ -102,10 +102,13 @@ def references(spec: SubjectSpec, against: str) -> list[SubjectSpec]:
         and d.in_default
         and d.fs == spec.driver.fs
         and availability(d).available
+        and d.name != spec.driver.name
     ]
+    # None but the subject itself (ext4: the only kernel driver of its format here): Linux's
+    # other usual file system, so the explain run has a reference (it measured ext4 alone).
     if not names:
         names = ["ext4"] if spec.driver.name != "ext4" else ["xfs"]
-    return [parse_subject(n) for n in names if n != spec.driver.name]
+    return [parse_subject(n) for n in names]
 
 
 def knob_problem(r: Remedy, sysfs: str = "/sys") -> str | None:
