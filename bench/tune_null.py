@@ -67,7 +67,8 @@ class NullLab:
         if "ext4" in ids:  # the explain run: the fixture's, as measured
             self.untuned = ids[0]
             run.subjects = [s for s in self.src.subjects if s.id in ids]
-            run.results = [r for r in self.src.results if r.subject in ids]
+            # As a run at compare's default placement records it: pinned, in its samples.
+            run.results = [pinned(r) for r in self.src.results if r.subject in ids]
         else:
             run.subjects = [self.src.subjects[0].model_copy(update={"id": i}) for i in ids]
             wanted = {workload_id(w).split("@")[0] for w in plan.workloads}
@@ -85,15 +86,29 @@ class NullLab:
 
     def _drawn(self, base: Any, subject: str, place: str) -> Any:
         centre = float(base.center or base.median)
-        if subject != self.untuned or place != "free":
-            centre *= self.effect if base.higher_is_better else 1 / self.effect
+        # The untuned subject is measured pinned, as compare measures it (None: the default);
+        # every change is `effect` faster than it, pinning `effect` faster than leaving it free.
+        eff = self.effect if base.higher_is_better else 1 / self.effect
+        if subject != self.untuned:
+            centre *= eff
+        elif place == "free":
+            centre /= eff
         xs = [centre * math.exp(self.sd * z) for z in self.rng.standard_normal(self.n)]
-        params = dict(base.params) | ({"placement": place} if place != "free" else {})
-        return base.model_copy(update={
+        # A placement asked for is in the params; compare's default (None) in the samples.
+        params = dict(base.params) | ({"placement": place} if place is not None else {})
+        r = base.model_copy(update={
             "subject": subject, "params": params, "samples": xs,
             "median": float(np.median(xs)), "center": math.exp(float(np.mean(np.log(xs)))),
             "verdict_family": {"looks": self.looks, "alpha": 0.05},
         })  # fmt: skip
+        return r if place is not None else pinned(r)
+
+
+def pinned(r: Any) -> Any:
+    """A result as compare's default placement records it: `same`, in each sample's record."""
+    details = [d.model_copy(update={"extra": {**d.extra, "pinned": {"placement": "same"}}})
+               for d in r.sample_details]  # fmt: skip
+    return r.model_copy(update={"sample_details": details})
 
 
 def one_tune(lab: NullLab, subject: str, workloads: str, tmp: Path, i: int) -> Any:

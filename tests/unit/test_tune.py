@@ -34,7 +34,11 @@ GiB = 1024**3
 
 
 def fixture_run() -> Run:
-    return Run.model_validate_json(FIXTURE.read_text())
+    """The fixture's real default compare, as compare records it now: every sample pinned at its
+    default placement (`same`; the fixture predates that record), as tune's explain run is."""
+    run = Run.model_validate_json(FIXTURE.read_text())
+    run.results = [placed(r, None) for r in run.results]
+    return run
 
 
 def never(_r: Any) -> None:
@@ -155,16 +159,30 @@ def fake_run(plan: Plan) -> Run:
         bases = [b.model_copy(update={"samples": [(b.median or 1.0) * f for f in TIGHT],
                                       "center": b.median}) for b in bases]  # fmt: skip
         for base, place in ((b, p) for b in bases for p in placements):
-            g = gain * (SAME if place == "same" and spec.driver.kind == "fuse" else 1.0)
-            params = dict(base.params) | ({"placement": place} if place != "free" else {})
-            run.results.append(base.model_copy(update={
-                "subject": spec.id, "params": params,
+            pinned = (place or "same") == "same" and spec.driver.kind == "fuse"
+            g = gain * (SAME * PINNED_WITH.get(spec.options, 1.0) if pinned else 1.0)
+            run.results.append(placed(base.model_copy(update={
+                "subject": spec.id,
                 "samples": [x * g for x in base.samples], "median": (base.median or 0) * g,
                 "center": base.center * g if base.center else None,
-            }))  # fmt: skip
+            }), place))  # fmt: skip
         if spec.id not in {s.id for s in run.subjects}:
             run.subjects.append(run.subjects[0].model_copy(update={"id": spec.id}))
     return run
+
+
+# What pinning does beside a change, over SAME (1.0: pinning gains SAME with it too).
+PINNED_WITH: dict[str, float] = {}
+
+
+def placed(r: Any, place: str | None) -> Any:
+    """A result as a run records where it ran: a placement asked for (`--placement`) in its
+    params; compare's default (None: not asked) in what each sample recorded it pinned."""
+    if place is not None:
+        return r.model_copy(update={"params": {**r.params, "placement": place}})
+    details = [d.model_copy(update={"extra": {**d.extra, "pinned": {"placement": "same"}}})
+               for d in r.sample_details]  # fmt: skip
+    return r.model_copy(update={"sample_details": details})
 
 
 # Workloads the fixture lacks, made from one it has (name, speed-up over it).
@@ -278,12 +296,12 @@ def test_the_tune_measures_each_change_then_confirms_the_winners_on_fresh_sample
     # the placement candidate as the untuned subject pinned to one CPU in the same run.
     assert [s.id for s in cands.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
     assert cands.size >= 4 * GiB
-    assert [getattr(w, "placement", "free") for w in cands.workloads] == ["free", "same"]  # 1 wl
-    # Both won: measured again in a run of their own (fresh images, fresh rounds), the
-    # combination (both in one subject, pinned) beside them.
+    # The untuned subject as compare measures it (pinned: `same`), beside it left free.
+    assert [getattr(w, "placement", None) for w in cands.workloads] == ["same", "free"]  # 1 wl
+    # Both won: measured again in a run of their own (fresh images, fresh rounds).
     assert [s.id for s in confirm.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
     assert confirm.size >= 4 * GiB and confirm.run_id != cands.run_id
-    assert [getattr(w, "placement", "free") for w in confirm.workloads] == ["free", "same"]
+    assert [getattr(w, "placement", None) for w in confirm.workloads] == ["same", "free"]
     t = tune_of(run)
     assert t is not None
     by = {c.name: c for c in t.changes}
@@ -295,16 +313,11 @@ def test_the_tune_measures_each_change_then_confirms_the_winners_on_fresh_sample
     assert by["placement same"].gain == pytest.approx(SAME)
     # One family for the selection (2 changes × 1 workload), one for the confirmation.
     assert t.families[0].startswith("selection (2 changes × 1 workload(s)): one family of 2")
-    assert t.families[1].startswith("confirmation (fresh samples): one family of 4")
-    (together,) = t.combination
-    assert together.remedies == ["big_writes", "placement same"]
-    assert (together.subject, together.placement) == ("ntfs-3g:big_writes", "same")
-    assert together.run_id == t.runs["confirm"] and together.confirmation is not None
-    assert together.versus.endswith("▲ against big_writes alone")  # same run, same images
-    assert together.versus_outcome == "better"
-    assert together.gain == pytest.approx(8.0 * SAME) and together.outcome == "better"
-    assert together.gap_closed is not None and together.gap_closed > 0.9  # > 1: overtakes
-    assert any("mount" in u or "ntfs-3g" in u for u in together.use)
+    assert t.families[1].startswith("confirmation (fresh samples): one family of 2")
+    # Pinning is in every change already (as compare measures): no combination to make.
+    assert not t.combination
+    assert big.gap_closed is not None and big.gap_closed > 0.8
+    assert any("mount" in u or "ntfs-3g" in u for u in big.use)
     assert any("budget" in s and "left" in s for s in steps)
     # Never measured without the flag: no plan names a remedy that is not safe.
     unsafe = {r.change for r in REMEDIES.values() if r.safety != SAFE}
@@ -336,11 +349,11 @@ def test_two_option_winners_are_confirmed_together(tuned: Any) -> None:
         "fuse2fs", "fuse2fs:splice_read,splice_write,splice_move",
         "fuse2fs:max_readahead=1048576", both,
     ]  # fmt: skip
-    assert {getattr(w, "placement", "free") for w in confirm.workloads} == {"free", "same"}
+    assert {getattr(w, "placement", None) for w in confirm.workloads} == {"free", "same"}
     assert len(t.combination) == 2  # one per workload
     for together in t.combination:
         assert together.run_id == t.runs["confirm"] and together.placement == "same"
-        assert together.gain == pytest.approx(3.0 * 4.0 * SAME)
+        assert together.gain == pytest.approx(3.0 * 4.0)  # both pinned, as compare measures
     ra = [c for c in t.changes if c.name == "FUSE readahead 1 MiB"]
     assert ra and all(c.confirmation is None and c.gap_closed is None for c in ra)
     assert "io_uring transport" in {s.name for s in t.skipped}
@@ -370,7 +383,7 @@ def test_the_stored_tune_run_reads_back(tuned: Any, tmp_path: Path) -> None:
     with Store(tmp_path / "db.sqlite") as store:
         again = store.load_run(run.run_id)
     t = tune_of(again)
-    assert t is not None and t.combination and t.subject == "ntfs-3g"
+    assert t is not None and t.changes and t.subject == "ntfs-3g"
     assert (tmp_path / "out-ntfs-3g-False-0" / "results.json").exists()
 
 
@@ -386,7 +399,7 @@ def test_diff_sets_two_tunes_side_by_side(tuned: Any, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "tune: ntfs-3g (A) → ntfs-3g (B)" in r.output
     assert "delay_mtime (UNSAFE: semantics) · seq-write/fsync: not measured → 1.00×" in r.output
-    assert "the change to use: together: big_writes + placement same → together" in r.output
+    assert "the change to use: big_writes → big_writes" in r.output
     assert "skipped in A only: delay_mtime: UNSAFE" in r.output
     j = CliRunner().invoke(cli, ["diff", safe.run_id, unsafe.run_id, "--db", db, "--json",
                                  "--force"])  # fmt: skip
@@ -401,6 +414,11 @@ def test_subject_and_reference_are_checked_first() -> None:
     spec = parse_subject("ntfs-3g")
     with pytest.raises(Exception, match="the subject itself"):
         session.references(spec, "ntfs-3g")
+    # The fastest for a subject that is its format's only kernel driver here: never itself
+    # alone (a tune of ext4 measured ext4 alone and found no gap to explain).
+    for name in ("ext4", "xfs", "btrfs"):
+        refs = [r.id for r in session.references(parse_subject(name), "fastest")]
+        assert refs and name not in refs, (name, refs)
 
 
 def test_the_budget_keeps_the_best_candidates_and_says_what_it_left() -> None:
@@ -533,3 +551,60 @@ def test_a_transport_of_another_daemon_is_not_merged_with_mount_options() -> Non
         merged = session._merge(a, b)
         assert merged.driver.name == "fuse2fs-3.18" and merged.transport == "uring"
         assert [k.text for k in merged.knobs] == ["loop read_ahead_kb=1024"]
+
+
+def test_tune_measures_the_subject_as_compare_does_and_names_the_free_one(
+    tuned: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One subject, one name: tune's untuned ntfs-3g is compare's (pinned to one CPU, compare's
+    default placement), so a change's gain is the ratio `compare ntfs-3g ntfs-3g:big_writes`
+    prints on the same machine; left free, the subject is measured beside it only as the
+    placement change's baseline, and named so. Here pinning gains less with big_writes (fewer
+    requests to wake the daemon for), as on the real driver: had tune measured the untuned
+    subject free, big_writes would read 8× here and compare 3.2×."""
+    from click.testing import CliRunner
+
+    from fsbench.cli.app import cli
+    from fsbench.report.keys import placement_of
+    from fsbench.tune.outcome import result_of
+
+    monkeypatch.setitem(PINNED_WITH, "big_writes", 0.4)
+    run, plans, _ = tuned()
+    explain, cands, _confirm = plans
+    # The explain run at compare's default: no placement asked for, every sample pinned `same`.
+    assert all(getattr(w, "placement", None) is None for w in explain.workloads)
+    assert [getattr(w, "placement", None) for w in cands.workloads] == ["same", "free"]
+    t = tune_of(run)
+    assert t is not None and t.untuned_placement == "same"
+    assert "as `fsbench compare` measures it" in t.measured_as
+    assert "ntfs-3g free (nothing pinned" in t.measured_as
+    by = {c.name: c for c in t.changes}
+    big, pin = by["big_writes"], by["placement same"]
+    assert (big.placement, big.untuned_placement) == ("same", "same")
+    assert big.gain == pytest.approx(8.0 * 0.4)  # the pinned ratio, compare's
+    assert not any(u.startswith("taskset") for u in big.use)  # its use: the change alone
+    # Pinning: the untuned subject pinned against itself free, same run; no share of the gap
+    # (the gap is the pinned subject's), its two placements named with their centres.
+    assert (pin.subject, pin.placement, pin.untuned_placement) == ("ntfs-3g", "same", "free")
+    assert pin.gain == pytest.approx(SAME) and pin.gap_closed is None
+    assert "ntfs-3g free (nothing pinned)" in pin.lab and "MiB/s pinned (same)" in pin.lab
+    assert any(u.startswith("taskset") for u in pin.use)
+    assert not t.combination  # pinning is in every change already: nothing to combine
+    con = Console(width=200, record=True)
+    for part in terminal(run):
+        con.print(part)
+    text = con.export_text()
+    assert t.measured_as in " ".join(text.split())
+    rows = {line.split("│")[0].strip(): line for line in text.splitlines() if "│" in line}
+    assert "[same]" in rows["placement same"] and "[same]" not in rows["big_writes"]
+    # compare, as a user runs it on the same (fake) machine: the same ratio.
+    db = str(plans[0].db)
+    args = ["compare", "ntfs-3g", "ntfs-3g:big_writes", "--size", "5G",
+            "--workloads", "seq-write/fsync", "--db", db, "--out", str(tmp_path / "cmp"),
+            "--json"]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    cmp = fake_run(plans[-1])
+    a, b = (result_of(cmp, s, "seq-write/fsync") for s in ("ntfs-3g", "ntfs-3g:big_writes"))
+    assert a is not None and b is not None and placement_of(a) == "same"
+    assert b.center / a.center == pytest.approx(big.confirmation.gain)  # type: ignore[union-attr,operator]

@@ -64,7 +64,11 @@ class TuneChange(_Model):
     subject: str  # the candidate subject as measured ("ntfs-3g:big_writes")
     untuned: str  # the untuned subject it was measured against (same run, same image)
     workload: str
-    placement: str = "free"
+    placement: str = "free"  # where the candidate ran
+    # where the untuned subject it is measured against ran: compare's default (`same`, pinned)
+    # for every change since the untuned subject is measured as compare measures it; `free`
+    # for a placement change (the subject left free), and for tunes stored before
+    untuned_placement: str = "free"
     kind: str = ""
     change: str = ""
     safety: str = "safe"
@@ -107,6 +111,10 @@ class TuneRecord(_Model):
     allow_unsafe: bool = False
     budget_s: float | None = None
     used_s: float | None = None
+    # How the untuned subject was measured ("" for tunes stored before: free, nothing pinned):
+    # as compare measures it, and the free placement beside it when placement is a candidate.
+    untuned_placement: str = ""
+    measured_as: str = ""  # the same in words, printed under the title
     gaps: list[TuneGap] = Field(default_factory=list)
     changes: list[TuneChange] = Field(default_factory=list)  # each candidate alone
     combination: list[TuneChange] = Field(default_factory=list)  # the winners together

@@ -32,9 +32,15 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{round(100 * x)} %"
 
 
+def placement(c: TuneChange) -> str:
+    """The change's placement where it is one (the untuned subject's, pinned as compare pins
+    it, or free in tunes stored before, is no change: "free")."""
+    return c.placement if c.placement not in ("free", c.untuned_placement) else "free"
+
+
 def where(c: TuneChange) -> str:
-    """The workload column's tag: a placement other than free, a VM the change ran in."""
-    tags = [c.placement] if c.placement != "free" else []
+    """The workload column's tag: a placement that is a change, a VM the change ran in."""
+    tags = [placement(c)] if placement(c) != "free" else []
     if c.vm:
         tags.append(f"VM {c.vm.split(' ')[0]}" + (", emulated" if c.emulated else ""))
     return f" [{'; '.join(tags)}]" if tags else ""
@@ -128,7 +134,7 @@ def changes_table(t: TuneRecord) -> Table:
         x = shown(c)
         table.add_row(
             label(c),
-            c.workload + where(c),
+            Text(c.workload + where(c)),  # text: "[same]" is no markup
             Text(x.cell or "–", style=colour(x.outcome)),
             Text(measured(c), style="" if c.confirmation else "dim"),
             share(c),
@@ -224,6 +230,7 @@ def terminal(run: Run) -> list[RenderableType]:
     out: list[RenderableType] = [
         Text(f"fsbench tune {t.subject} (against {t.against}{used})", style="bold")
     ]
+    out += [Text(f"  {t.measured_as}", style="dim")] if t.measured_as else []
     out += [Text("  " + line) for line in gap_lines(t)]
     if t.changes or t.combination:
         out.append(changes_table(t))
@@ -326,7 +333,7 @@ def markdown(run: Run) -> list[str]:
 
 # -- `fsbench diff` of two tune runs --------------------------------------------------------------
 def _key(c: TuneChange) -> tuple[str, str, str]:
-    return label(c), c.workload, c.placement
+    return label(c), c.workload, placement(c)
 
 
 def tune_diff(a: Run, b: Run) -> dict[str, Any] | None:

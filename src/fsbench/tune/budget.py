@@ -19,6 +19,7 @@ import psutil
 from fsbench.records.schema import Run
 from fsbench.tune.choose import Candidate, Skipped
 from fsbench.tune.invm import vm_cost
+from fsbench.tune.outcome import UNTUNED
 from fsbench.tune.remedies import REMEDIES
 
 GiB = 1024**3
@@ -40,9 +41,11 @@ class Group:
 
     @property
     def placements(self) -> list[str]:
-        return (
-            ["free", "same"] if any(c.remedy.kind == "placement" for c in self.cands) else ["free"]
-        )
+        """The untuned subject as compare measures it; a placement candidate adds it left
+        free (its baseline), not a subject."""
+        if any(c.remedy.kind == "placement" for c in self.cands):
+            return [UNTUNED, "free"]
+        return [UNTUNED]
 
 
 def _fits(size: int, n_subjects: int) -> bool:

@@ -21,11 +21,13 @@ from fsbench.records.tunerecord import TuneChange
 from fsbench.tune.budget import GiB, Group, fits_memory
 from fsbench.tune.choose import Candidate
 from fsbench.tune.outcome import (
+    UNTUNED,
     change,
     confirmation,
     describe,
     family,
     family_words,
+    placed,
     versus_best,
     workloads_of,
 )
@@ -75,7 +77,11 @@ def confirm(t: Tuner, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> Non
         return
     host = [c for c in winners if c.remedy.kind != "io-size"]
     io = [c for c in winners if c.remedy.kind == "io-size"]
-    combinable = one_daemon([c for c in host if c.remedy.kind != "kernel-driver"], notes)
+    # Not a placement: every change is measured pinned as compare measures it already, so
+    # pinning adds nothing to a combination (its own row is the subject against itself free).
+    combinable = one_daemon(
+        [c for c in host if c.remedy.kind not in ("kernel-driver", "placement")], notes
+    )
     combo = combinable if len(combinable) >= 2 else []
     n_wl = max(1, len(t.record.workloads))
     pairs = [(wl, w2, c) for c in io for wl in c.covers if (w2 := resized(c.remedy, wl))]
@@ -89,13 +95,10 @@ def confirm(t: Tuner, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> Non
 
 
 def _combined(t: Tuner, combo: list[Candidate]) -> tuple[SubjectSpec, str]:
-    spec, place = t.spec, "free"
+    spec = t.spec
     for c in combo:
-        if c.remedy.kind == "placement":
-            place = c.remedy.change
-        else:
-            spec = merge(spec, candidate_spec(t.spec, c.remedy))
-    return spec, place
+        spec = merge(spec, candidate_spec(t.spec, c.remedy))
+    return spec, UNTUNED
 
 
 def _plan(t: Tuner, host: list[Candidate], combo: list[Candidate]) -> tuple[int, list[SubjectSpec]]:
@@ -121,7 +124,8 @@ def _plan(t: Tuner, host: list[Candidate], combo: list[Candidate]) -> tuple[int,
 def _confirm_host(t: Tuner, host: list[Candidate], combo: list[Candidate],
                   gap_of: dict[str, TuneGap], k: int, share: float) -> None:  # fmt: skip
     size, specs = _plan(t, host, combo)
-    places = ["free", "same"] if any(c.remedy.kind == "placement" for c in host) else ["free"]
+    pinning = any(c.remedy.kind == "placement" for c in host)
+    places = [UNTUNED, "free"] if pinning else [UNTUNED]  # free: the placement's baseline
     n_wl = max(1, len(t.record.workloads))
     subjects = len(specs) + (len(places) > 1)  # placement adds cells, not images
     need = t.costs.run([Group(size, [])], n_wl) + subjects * len(places) * n_wl * t.costs.per_cell_s
@@ -137,9 +141,9 @@ def _confirm_host(t: Tuner, host: list[Candidate], combo: list[Candidate],
     fresh: list[TuneChange] = []
     for c in host:
         s = candidate_spec(t.spec, c.remedy)
-        place = c.remedy.change if c.remedy.kind == "placement" else "free"
+        place, base = placed(c)
         if s.id in ids:
-            fresh += _attach(t, run, c.name, s.id, place, gap_of, k)
+            fresh += _attach(t, run, c.name, s.id, place, gap_of, k, base_place=base)
     if combo:
         spec, place = _combined(t, combo)
         if spec.id in ids:
@@ -148,11 +152,11 @@ def _confirm_host(t: Tuner, host: list[Candidate], combo: list[Candidate],
 
 def _attach(t: Tuner, run: Run, name: str, subject: str, place: str,
             gap_of: dict[str, TuneGap], k: int, w2: str | None = None,
-            only: str | None = None) -> list[TuneChange]:  # fmt: skip
+            only: str | None = None, base_place: str = UNTUNED) -> list[TuneChange]:  # fmt: skip
     """The fresh comparison of a change on each workload, as its record's confirmation."""
     out = []
     for wl in [only] if only else workloads_of(run):
-        ch = change(name, subject, t.spec.id, place, run, wl, gap_of.get(wl), k, w2)
+        ch = change(name, subject, t.spec.id, place, run, wl, gap_of.get(wl), k, w2, base_place)
         if ch is None:
             continue
         out.append(ch)
@@ -184,6 +188,6 @@ def _confirm_io(t: Tuner, pairs: list[tuple[str, str, Candidate]],
                               f"confirmed: its run (~{need:.0f} s) does not fit the "
                               f"{t.clock.left():.0f} s left; raise --time-budget")  # fmt: skip
         return
-    run = t.measure("confirm-io", [t.spec], t.base_size, ["free"], 0.95, names)
+    run = t.measure("confirm-io", [t.spec], t.base_size, [UNTUNED], 0.95, names)
     for wl, w2, c in pairs:
-        _attach(t, run, c.name, t.spec.id, "free", gap_of, k, w2, only=wl)
+        _attach(t, run, c.name, t.spec.id, UNTUNED, gap_of, k, w2, only=wl)

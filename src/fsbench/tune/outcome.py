@@ -28,14 +28,20 @@ from fsbench.report.comparison import Comparison, compare
 from fsbench.report.explain import Explanation, explain_result, workload_key
 from fsbench.report.keys import placement_of
 from fsbench.report.summary import usable
+from fsbench.schedule.dimensions.placement import DEFAULT as COMPARE_PLACEMENT
 from fsbench.stats.decide import gmean
 from fsbench.stats.verdict import ALPHA, Family, prior_of, verdict
 from fsbench.tune.choose import Candidate, Gap
 from fsbench.tune.remedies import Remedy, vm_kernel
 from fsbench.vm.kernels import KNOWN
 
+# The untuned subject is measured as `compare` measures it, so the two commands agree on one
+# machine: compare's default placement (the application and the FUSE daemon pinned to one CPU).
+# A placement change is that subject against itself left free, in the same run.
+UNTUNED = COMPARE_PLACEMENT
 
-def result_of(run: Run, subject: str, workload: str, placement: str = "free") -> Result | None:
+
+def result_of(run: Run, subject: str, workload: str, placement: str = UNTUNED) -> Result | None:
     for r in run.results:
         if r.subject == subject and workload_key(r) == workload and placement_of(r) == placement:
             return r if usable(r) else None
@@ -162,23 +168,29 @@ def change(
     gap: TuneGap | None,
     comparisons: int,
     cand_wl: str | None = None,
+    base_place: str = UNTUNED,
 ) -> TuneChange | None:
-    """One candidate's result against the untuned subject (free placement) in `run`, at the
+    """One candidate's result against the untuned subject in `run` (measured as compare
+    measures it, or at `base_place`: a placement change's is the subject left free), at the
     tune's family of `comparisons`; an io-size candidate's on its own workload (`cand_wl`)
-    against the untuned one's on `wl`."""
-    base = result_of(run, untuned, wl)
+    against the untuned one's on `wl`. The gap was measured at UNTUNED: a change against the
+    subject placed otherwise closes no share of it."""
+    base = result_of(run, untuned, wl, base_place)
     mine = result_of(run, cand_subject, cand_wl or wl, placement)
     if base is None or mine is None:
         return None
     v = decide(base, mine, comparisons)
     hib = mine.higher_is_better
     gain = speed(v.ratio, hib)
+    if base_place != UNTUNED:
+        gap = None
     return TuneChange(
         name=name,
         subject=cand_subject,
         untuned=untuned,
         workload=wl,
         placement=placement,
+        untuned_placement=base_place,
         run_id=run.run_id,
         unit=mine.unit,
         higher_is_better=hib,
@@ -192,6 +204,15 @@ def change(
         gain=gain,
         gap_closed=gap_closed(gain, gap, v.outcome),
     )
+
+
+def placed(c: Candidate) -> tuple[str, str]:
+    """Where a candidate and the untuned subject it is set against ran: every change as compare
+    measures it, against the untuned subject measured so; a placement change is the untuned
+    subject placed so against it left free (nothing pinned, as users run it)."""
+    if c.remedy.kind == "placement":
+        return c.remedy.change, "free"
+    return UNTUNED, UNTUNED
 
 
 def confirmation(c: TuneChange) -> TuneConfirmation:
@@ -232,7 +253,9 @@ def describe(
     c.safety = worst[0] if worst else "safe"
     c.lab = "; ".join(x.lab for x in cands if x.remedy.name in c.remedies and x.lab)
     c.addresses = [a for x in cands if x.remedy.name in c.remedies for a in x.addresses]
-    c.use = use_lines(cand, c.placement, spec)
+    # Pinning's own lines only for a placement change: every change is measured as compare
+    # measures it (pinned), its use is the change itself.
+    c.use = use_lines(cand, c.placement if c.placement != c.untuned_placement else "", spec)
     for r in rs:
         if r.kind == "kernel-driver":
             c.use.append(kernel_line(r))

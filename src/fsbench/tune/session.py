@@ -43,7 +43,17 @@ from fsbench.tune import invm
 from fsbench.tune.budget import Costs, Group, costs_of, fit_budget, plan_groups
 from fsbench.tune.choose import Candidate, Skipped, choose, lab_change, why_not
 from fsbench.tune.confirm import confirm
-from fsbench.tune.outcome import change, describe, family, family_words, gaps, workloads_of
+from fsbench.tune.outcome import (
+    UNTUNED,
+    change,
+    describe,
+    family,
+    family_words,
+    gaps,
+    placed,
+    result_of,
+    workloads_of,
+)
 from fsbench.tune.remedies import REMEDIES, Remedy, applies_to, resized, vm_kernel
 from fsbench.tune.subjects import candidate_spec, merge, one_daemon, transport_driver
 
@@ -92,10 +102,13 @@ def references(spec: SubjectSpec, against: str) -> list[SubjectSpec]:
         and d.in_default
         and d.fs == spec.driver.fs
         and availability(d).available
+        and d.name != spec.driver.name
     ]
+    # None but the subject itself (ext4: the only kernel driver of its format here): Linux's
+    # other usual file system, so the explain run has a reference (it measured ext4 alone).
     if not names:
         names = ["ext4"] if spec.driver.name != "ext4" else ["xfs"]
-    return [parse_subject(n) for n in names if n != spec.driver.name]
+    return [parse_subject(n) for n in names]
 
 
 def knob_problem(r: Remedy, sysfs: str = "/sys") -> str | None:
@@ -216,7 +229,7 @@ class Tuner:
         explanation will find)."""
         from fsbench.schedule.dryrun import describe
 
-        plan = self.plan("explain", [self.spec, *self.refs], self.base_size, ["free"], 0.3)
+        plan = self.plan("explain", [self.spec, *self.refs], self.base_size, [UNTUNED], 0.3)
         remedies = []
         for r in REMEDIES.values():
             if not applies_to(r, self.spec.driver.name):
@@ -239,7 +252,10 @@ class Tuner:
             raise EnvironmentProblem(
                 f"driver {self.spec.driver.name} is not available: {av.reason}"
             )
-        explain = self.measure("explain", [self.spec, *self.refs], self.base_size, ["free"], 0.3)
+        # As compare measures them (its default placement), so tune's ntfs-3g is compare's.
+        self.record.untuned_placement = UNTUNED
+        self.record.measured_as = measured_as(self.spec.id, False)
+        explain = self.measure("explain", [self.spec, *self.refs], self.base_size, [UNTUNED], 0.3)
         found = gaps(explain, self.spec.id, [r.id for r in self.refs])
         self.record.workloads = workloads_of(explain)
         self.record.gaps = [g for g, _ in found]
@@ -260,6 +276,8 @@ class Tuner:
         self.costs = costs_of(explain, self.spec.id, self.clock.used())
         groups, no_time = fit_budget(groups, self.clock.left(), self.costs, n_wl)
         self._skip([*skipped, *no_room, *no_time])
+        if any(c.remedy.kind == "placement" for g in groups for c in g.cands):
+            self.record.measured_as = measured_as(self.spec.id, True)
         self.k = comparisons(groups, n_wl)
         fam = family(self.k)
         self.record.confidence = fam.confidence
@@ -301,13 +319,16 @@ class Tuner:
         self.measured.append((g, run))
         for c in g.cands:
             s = candidate_spec(self.spec, c.remedy)
-            place = c.remedy.change if c.remedy.kind == "placement" else "free"
+            place, base = placed(c)
             for wl in workloads_of(run):
-                ch = change(c.name, s.id, self.spec.id, place, run, wl, gap_of.get(wl), self.k)
+                ch = change(c.name, s.id, self.spec.id, place, run, wl, gap_of.get(wl), self.k,
+                            base_place=base)  # fmt: skip
                 if ch is None:
                     continue
                 ch.remedies = [c.name]
                 self.record.changes.append(describe(ch, [c], self.spec, s))
+                if base != UNTUNED:
+                    ch.lab = free_words(self.spec.id, run, wl, ch.lab)
 
     def _measure_resized(
         self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float
@@ -321,8 +342,8 @@ class Tuner:
         run = self.measure(name, [self.spec], g.size, g.placements, share, names)
         self.measured.append((g, run))
         for (wl, w2), c in pairs.items():
-            ch = change(c.name, self.spec.id, self.spec.id, "free", run, wl, gap_of.get(wl), self.k,
-                        w2)  # fmt: skip
+            ch = change(c.name, self.spec.id, self.spec.id, UNTUNED, run, wl, gap_of.get(wl),
+                        self.k, w2)  # fmt: skip
             if ch is not None:
                 ch.remedies = [c.name]
                 self.record.changes.append(describe(ch, [c], self.spec, self.spec))
@@ -339,12 +360,12 @@ class Tuner:
             return
         size = invm.guest_size(g.size, invm.virtualization())
         # Not among self.measured: no combination is read from another machine's run.
-        run = self.measure(name, [], size, ["free"], share, vm=vm)
+        run = self.measure(name, [], size, [UNTUNED], share, vm=vm)
         where, emulated, line = invm.measured_in(run, g.kernel, self.spec.id)
         for c in g.cands:
             s = candidate_spec(self.spec, c.remedy)
             for wl in workloads_of(run):
-                ch = change(c.name, s.id, self.spec.id, "free", run, wl, gap_of.get(wl), self.k)
+                ch = change(c.name, s.id, self.spec.id, UNTUNED, run, wl, gap_of.get(wl), self.k)
                 if ch is None:
                     continue
                 ch.remedies = [c.name]
@@ -375,6 +396,35 @@ class Tuner:
         with Store(self.req.options["db"] or None) as store:
             store.finish_run(run)
         return run, self.record, self.code
+
+
+def measured_as(subject: str, free_too: bool) -> str:
+    """The untuned subject's name and how it was measured, as the title's line says it."""
+    how = (
+        f"untuned: {subject} as `fsbench compare` measures it (placement {UNTUNED}, compare's "
+        "default: the application and a FUSE daemon pinned to one CPU); every change is "
+        "measured so, against it"
+    )
+    if free_too:
+        how += (
+            f"; beside it, {subject} free (nothing pinned, as it runs without taskset): the "
+            f"placement change's baseline"
+        )
+    return how
+
+
+def free_words(subject: str, run: Run, wl: str, lab: str) -> str:
+    """A placement change's lab line: the two placements of the untuned subject, named, with
+    their centres."""
+    a, b = result_of(run, subject, wl, UNTUNED), result_of(run, subject, wl, "free")
+    vals = ""
+    if a is not None and b is not None and a.center and b.center:
+        vals = f": {b.center:.4g} {b.unit} free, {a.center:.4g} {a.unit} pinned ({UNTUNED})"
+    said = (
+        f"{subject} pinned ({UNTUNED}, as compare measures it: every other change's baseline) "
+        f"against {subject} free (nothing pinned), same run, same images{vals}"
+    )
+    return f"{lab}; {said}" if lab else said
 
 
 def comparisons(groups: list[Group], n_workloads: int) -> int:
