@@ -49,7 +49,7 @@ SMOKES: dict[str, Smoke] = {
         r"^A/A: \d+ of \d+ tables with any false", root=True,
     ),
     "aging_ratios.py": Smoke(
-        ("--size", "128M", "--age", "none,light", "--repeat", "1", "--drivers", "ext4",
+        ("--size", "64M", "--age", "none,light", "--repeat", "1", "--drivers", "ext4",
          "--workloads", "seq-write/fsync"),
         r"^commands: first \d+ s \(ages\), second \d+ s \(reuses\)", root=True,
     ),
