@@ -7,9 +7,10 @@ that one worker runs in order, while the other worker runs unit test modules (ea
 scope, so module fixtures run once). A scheduler of our own rather than `--dist loadgroup`:
 xdist 3.8 marks groups by rewriting `item._nodeid`, which pytest 9 no longer reads.
 
-Two integration modules touch none of the host's lab state and run beside the lab scope: the
-VM tests (the guest has its own kernel, page cache and loop devices; the host only runs qemu)
-and the browser tests (a report file and Chromium). Scopes are queued in collection order
+Three integration modules touch none of the host's lab state and run beside the lab scope: the
+VM tests (the guest has its own kernel, page cache and loop devices; the host only runs qemu),
+the browser tests (a report file and Chromium) and the bench/ simulations' smokes (CPU only, as
+the unit tests). Scopes are queued in collection order
 (`--no-loadscope-reorder` in pyproject.toml) and the VM tests are collected first, so the VM
 scope starts on one worker and the lab scope on the other; the rest fill in behind them. The VM
 test's one host subject (ext4@host) is measured before the guest boots, in its first seconds:
@@ -59,7 +60,7 @@ os.environ["FSBENCH_TEST_NO_NOISE_FLOOR"] = "1"
 
 INTEGRATION = "tests/integration/"
 # Integration modules that share nothing with the lab scope (see above): a scope each.
-BESIDE_THE_LAB = ("test_vm_real.py", "test_report_browser.py")
+BESIDE_THE_LAB = ("test_vm_real.py", "test_report_browser.py", "test_bench_smoke_simulated.py")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -86,7 +86,8 @@ def test_same_placement_pins_daemon_and_fio_and_the_report_names_it(
     with fsbench_run(
         state_dir, tmp_path / "out",
         "compare", "ntfs-3g", "--placement", "same,free", "--workloads", "seq-write/fsync:psync",
-        "--size", "256M", "--repeat", "3", "--db", str(tmp_path / "db"),
+        "--size", "256M", "--repeat", "3", "--warmup", "0", "--min-sample-time", "0.3",
+        "--no-trace", "--db", str(tmp_path / "db"),
     ) as ran:  # fmt: skip
         mount_dir = read_record(state_dir)["mount_dir"]
         while ran.proc.poll() is None:

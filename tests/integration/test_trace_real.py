@@ -43,7 +43,9 @@ def _compare(
     doc = fsbench_released(
         state_dir, out,
         "compare", subject, "--size", size, "--scale", scale,
+        # The trace is the warm-up's (the last one): the one timed sample is a single pass.
         "--workloads", "seq-write/fsync", "--repeat", "1", "--warmup", "1",
+        "--min-sample-time", "0",
         "--db", str(tmp_path / "results.db"), *extra,
     ).doc  # fmt: skip
     # The run's own bpftrace is gone (others' may be running: only new ones count).

@@ -1,0 +1,15 @@
+"""The bench/ simulations at their smallest size (see test_bench_smoke.py): no file system and
+no I/O, only fsbench's runner and verdict code on made-up samples, so they run beside the lab
+scope (tests/conftest.py's BESIDE_THE_LAB) as the unit tests do, not in its queue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_bench_smoke import SMOKES, run_smoke
+
+
+@pytest.mark.parametrize("script", [s for s in sorted(SMOKES) if SMOKES[s].simulated])
+def test_the_simulation_runs_at_its_smallest_size(script: str, tmp_path: Path) -> None:
+    run_smoke(script, tmp_path)
