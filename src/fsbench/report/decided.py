@@ -21,6 +21,7 @@ from fsbench.report.grouping import groups, measured_subjects, report_order, usa
 from fsbench.report.naming import baseline_result, centre_of, ranked, result_title
 from fsbench.report.style import words
 from fsbench.stats import latency
+from fsbench.stats.verdict import Family, family_of
 
 
 def vs_cell(
@@ -64,6 +65,37 @@ def baselines(run: Run) -> dict[int, Result | None]:
             base = baseline_result(list(per.values()), order)
             out.update({id(r): base for r in per.values()})
     return out
+
+
+def table_family(results: list[Result], run: Run) -> Family:
+    """The family one table's verdicts were decided at (Result.verdict_family: its own
+    subjects, columns and looks), else the run's (a run stored before tables had their own)."""
+    rec = next((r.verdict_family for r in results if r.verdict_family), None)
+    return Family.from_record(rec) if rec else family_of(run)
+
+
+def family_line(f: Family) -> str:
+    """One table's confidence in a line: 'vs interval at 99.58 % (any false ▲/▼ in this table
+    ≤ 5 % over 6 pairs of 4 × 2 columns)'."""
+    spread = f.spread_text()
+    over = f" over {spread}" if spread else ""
+    scope = "this table" if f.tails else "the run"
+    return (
+        f"vs interval at {f.confidence_text()} % (any false ▲/▼ in {scope} ≤ "
+        f"{f.alpha * 100:.0f} %{over})"
+    )
+
+
+def tables_legend(shared: Family | None, run: Family) -> str:
+    """What ▲/▼ promise for every table at once: the family they share, else the run's error
+    rate and band with each interval at its own table's confidence (family_line)."""
+    if shared is not None:
+        return shared.legend()
+    return (
+        f"▲/▼ interval excludes 1 (chance of any false ▲/▼ in a table ≤ {run.alpha * 100:.0f} %"
+        f": each interval at its table's confidence, stated with the table); ≈ within "
+        f"±{run.band * 100:g} %; open: not separated (the interval's reach)"
+    )
 
 
 def verdict_key(res: Result) -> str:

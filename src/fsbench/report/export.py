@@ -428,14 +428,16 @@ def to_markdown(run: Run, figures: list[tuple[str, Path]] | None = None) -> str:
         lines += [*_workload_table(t), ""]
         if t.latency:
             lines += [f"p99: fio's {t.latency_words}, µs, geometric mean over the samples  "]
+        own = report.shared_family is None  # tables of other sizes: each states its own
+        lines += [f"{_md(t.legend)}  "] if own else []
         notes = _notes(t)
-        lines += [*notes, ""] if notes else ([""] if t.latency else [])
+        lines += [*notes, ""] if notes else ([""] if t.latency or own else [])
     lines += _matrix_lines(report.matrix)
     lines += _diskmark_lines(report)
     lines += _checks_lines(report)
     lines += [
         # The terminal's legend, word for word.
-        f"vs: ratio to the baseline with its interval · {report.family.legend()} · "
+        f"vs: ratio to the baseline with its interval · {report.verdict_legend} · "
         "CI: the geometric mean's 95 % interval (log scale) · CPU app+driver+kthreads.",
         "",
     ]

@@ -34,6 +34,7 @@ class WorkloadView:
     colours: dict[str, str] = field(default_factory=dict)  # the plots' colour per subject
     cpu_unit: str = "s/GiB"
     latency: bool = False  # IOPS and p99 columns
+    legend: str = ""  # its own confidence, where the tables' differ (Table.legend)
 
 
 @dataclass
@@ -110,6 +111,7 @@ def workload_views(
                 {s: col.get(s, "#888") for s in order},
                 t.cpu_unit,
                 t.latency,
+                "" if report.shared_family is not None else t.legend,
             )
         )
     return views

@@ -30,12 +30,15 @@ from fsbench.report.answer import (
     missing_pieces,
     why_lines,
 )
-from fsbench.report.comparison import Comparison
+from fsbench.report.comparison import Comparison, confidence_text
 from fsbench.report.decided import (
     Decided,
     ResultFacts,
     baselines,
+    family_line,
     result_facts,
+    table_family,
+    tables_legend,
     verdict_key,
     verdict_record,
     verdicts,
@@ -172,6 +175,12 @@ class Table:
     # hide), in row order; and the key of the workload's traces (placement left out).
     explained: list[tuple[Explanation, Why | None]] = field(default_factory=list)
     trace_key: str = ""
+    family: Family = field(default_factory=Family)  # its own verdicts' (decided.table_family)
+
+    @property
+    def legend(self) -> str:
+        """Its ratios' confidence, from its own family (decided.family_line)."""
+        return family_line(self.family)
 
     def note_lines(self, detail: bool = False) -> list[str]:
         """The counted kinds in one line with the advice (notes.counted_lines), brief or in
@@ -247,8 +256,20 @@ class Report:
 
     @cached_property
     def family(self) -> Family:
-        """The verdicts' family (confidence, error rate, band) the legends state."""
+        """The run's family (its largest table's; Run.schedule.verdict): its error rate and
+        band, which every table shares; a table's confidence is its own (Table.family)."""
         return family_of(self.run)
+
+    @cached_property
+    def shared_family(self) -> Family | None:
+        """The family every workload table shares (one legend for all), else None."""
+        fams = {t.family for t in self.tables}
+        return fams.pop() if len(fams) == 1 else None
+
+    @property
+    def verdict_legend(self) -> str:
+        """What ▲/▼ promise, for the tables and the answer (decided.tables_legend)."""
+        return tables_legend(self.shared_family, self.family)
 
     def not_shown(self, verbose_shows: bool = False) -> str:
         """What an output leaves to the page, in words ('rate and CPU plots, the summary grid,
@@ -298,6 +319,7 @@ __all__ = [
     "baseline_result",
     "baselines",
     "build",
+    "confidence_text",
     "diff_runs",
     "groups",
     "is_matrix",
@@ -426,6 +448,7 @@ def tables(run: Run, explained: dict[int, Explanation], decided: Decided) -> lis
                 results=results,
                 explained=exps,
                 trace_key=workload_key(results[0]),
+                family=table_family(results, run),
             )
         )
     return out

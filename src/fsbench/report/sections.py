@@ -335,7 +335,7 @@ def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
         "command": shlex.join(run.command[1:]) if run.command else "",
         "subjects": [{"id": s, "colour": col[s]} for s in subjects],
         "baseline": baseline(run),
-        "verdict_legend": v.model.family.legend(),
+        "verdict_legend": v.model.verdict_legend,
         "version": __version__,
         "result_title": result_title,
     }

@@ -105,6 +105,8 @@ def workload_tables(report: Report, width: int = 100, verbose: bool = False) -> 
         if tb.latency:
             said = f"  p99: fio's {tb.latency_words}, µs, geometric mean over the samples"
             out.append(Text(said, "dim"))
+        if report.shared_family is None:  # tables of other sizes: each states its own
+            out.append(Text(f"  {tb.legend}", "dim"))
         out += _note_lines(tb, verbose, width)
         for w in tb.whys:
             out += _why_lines(w, width)
@@ -169,11 +171,18 @@ def answer_head(report: Report) -> str:
 
 def legend(report: Report) -> str:
     """What the tables' columns mean, one line under them (the marks are explained beside the
-    answer): the interval's confidence and the error rate it holds (fsbench.verdict)."""
-    fam = report.family
-    scope = "a table" if getattr(fam, "tails", 0) else "the run"
-    return (
-        f"vs: ratio to the baseline, its interval at {fam.confidence_text()} % (any false ▲/▼ "
-        f"in {scope} ≤ {fam.alpha * 100:.0f} %) · CPU s/GiB app+driver+kthreads · "
-        "cold ✓ device read"
-    )
+    answer): the interval's confidence and the error rate it holds (fsbench.verdict), the
+    tables' shared family's, else each table's under it (Table.legend)."""
+    fam = report.shared_family
+    if fam is None:
+        vs = (
+            "its interval at the confidence under each table (any false ▲/▼ in a table ≤ "
+            f"{report.family.alpha * 100:.0f} %)"
+        )
+    else:
+        scope = "a table" if fam.tails else "the run"
+        vs = (
+            f"its interval at {fam.confidence_text()} % (any false ▲/▼ in {scope} ≤ "
+            f"{fam.alpha * 100:.0f} %)"
+        )
+    return f"vs: ratio to the baseline, {vs} · CPU s/GiB app+driver+kthreads · cold ✓ device read"
