@@ -93,3 +93,30 @@ def test_tables_of_one_family_share_one_legend(tmp_path: Path) -> None:
     # One legend for all: no table repeats it.
     assert "vs interval at" not in terminal and "its interval at 95 %" in terminal
     assert "vs interval at" not in export(run, "markdown")
+
+
+def test_tunes_chart_states_the_confidence_of_each_interval_it_draws() -> None:
+    """A confirmed change's bar is its confirmation's interval, at the confirmation's family:
+    the axis names that confidence beside the selection's, not "95 %" nor the selection's
+    alone."""
+    from fsbench.records.tunerecord import TuneChange, TuneConfirmation, TuneRecord
+    from fsbench.report.tune import gain_plot
+
+    sel, confirm = 1 - 0.05 / 8, 1 - 0.05 / 2  # 99.375 and 97.5 %
+    kw: dict = {"subject": "s:x", "untuned": "s", "workload": "w", "outcome": "better"}
+    alone = TuneChange(name="a", gain=2.0, interval=[1.5, 2.6], cell="2.0× ▲", confidence=sel,
+                       **kw)  # fmt: skip
+    again = TuneConfirmation(gain=1.8, interval=[1.2, 2.7], cell="1.8× ▲", confidence=confirm,
+                             outcome="better")  # fmt: skip
+    confirmed = TuneChange(name="b", gain=3.0, interval=[2.0, 4.0], cell="3.0× ▲",
+                           confidence=sel, confirmation=again, **kw)  # fmt: skip
+    t = TuneRecord(subject="s", against="r", changes=[alone, confirmed], confidence=sel)
+    plot = gain_plot(t)
+    assert plot is not None
+    axis = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", plot.svg))
+    assert "each interval at its family's confidence, 97.5 %, 99.38 %" in axis
+    assert "95 % interval" not in axis
+    # Only the selection drawn: its confidence alone.
+    t.changes = [alone]
+    plot = gain_plot(t)
+    assert plot is not None and "confidence, 99.38 %)" in re.sub(r"<[^>]+>", "", plot.svg)

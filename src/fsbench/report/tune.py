@@ -13,7 +13,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.report.model import TuneChange, TuneRecord, tune_of
+from fsbench.report.model import TuneChange, TuneRecord, confidence_text, tune_of
 from fsbench.report.style import colour, css
 from fsbench.units import fmt_ratio, fmt_value
 
@@ -66,6 +66,7 @@ class Shown(Protocol):
     gain: float | None
     gap_closed: float | None
     interval: list[float] | None
+    confidence: float | None
 
 
 def shown(c: TuneChange) -> Shown:
@@ -266,7 +267,7 @@ def gain_plot(t: TuneRecord) -> Plot | None:
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
     row_labels(ax, ys, [f"{label(c)} · {c.workload}{where(c)}" for c in rows])
-    ax.set_xlabel(f"speed-up over the untuned subject (×, log scale; {axis_interval(t)})")
+    ax.set_xlabel(f"speed-up over the untuned subject (×, log scale; {axis_interval(rows)})")
     return headed(
         fig,
         "tune-gain",
@@ -279,12 +280,12 @@ def gain_plot(t: TuneRecord) -> Plot | None:
     )
 
 
-def axis_interval(t: TuneRecord) -> str:
-    """What each interval's confidence is, as the chart's axis says it: the family's."""
-    if t.confidence is None:
-        return "each interval at its family's confidence"
-    miss = (1 - t.confidence) * 100
-    return f"each interval at its family's confidence, {100 - miss:.3g} % in the selection"
+def axis_interval(rows: list[TuneChange]) -> str:
+    """What the bars' intervals' confidences are, as the chart's axis says them: each the
+    family's of the comparison the bar draws (the selection's, or the confirmation's)."""
+    confs = sorted({x.confidence for x in map(shown, rows) if x.confidence is not None})
+    said = ", ".join(f"{confidence_text(c)} %" for c in confs)
+    return "each interval at its family's confidence" + (f", {said}" if said else "")
 
 
 def html(run: Run) -> dict[str, Any] | None:
