@@ -35,7 +35,6 @@ from rich.table import Table
 from fsbench.cli.options import db_option
 from fsbench.errors import UsageError
 
-GLYPH = {"better": "▲", "worse": "▼", "same": "≈", "open": "?", "none": "?"}
 NEEDED = ("run", "workload", "subject", "value")
 
 
@@ -232,11 +231,24 @@ def _result(workload: str, subject: str, rows: list[Row], higher_is_better: bool
     )
 
 
-def comparisons(
+def comparisons(run: Any, orders: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """Every comparison the run's tables print, as judge --json lists them."""
+    from fsbench.report.style import glyph
+
+    return [c | {"mark": glyph(outcome)} for c, outcome in _compared(run, orders)]
+
+
+def gate_words(run: Any, orders: Mapping[str, list[str]] | None = None) -> list[str]:
+    """Each comparison's outcome against its table's baseline (better, worse, same, open,
+    none): what --fail-on reads, as decided, never read back from a mark."""
+    return [o for _, o in _compared(run, orders, baseline_only=True)]
+
+
+def _compared(
     run: Any, orders: Mapping[str, list[str]] | None = None, baseline_only: bool = False
-) -> list[dict[str, Any]]:
-    """Every comparison the run's tables print, as judge --json lists them (``baseline_only``:
-    those against each table's baseline, what --fail-on reads)."""
+) -> list[tuple[dict[str, Any], str]]:
+    """Every printed comparison with its outcome (``baseline_only``: those against each
+    table's baseline)."""
     from fsbench.stats import decide
 
     order = [s.id for s in run.subjects]
@@ -248,18 +260,16 @@ def comparisons(
                 continue
             hib = hib0 if col == "rate" else False
             lo, hi = v.interval if v.interval else (None, None)
-            out.append(
-                {
-                    "run": run.run_id,
-                    "workload": wid if col == "rate" else f"{wid} {col}",
-                    "subject": subj,
-                    "against": ref,
-                    "ratio": v.ratio,
-                    "low": lo,
-                    "high": hi,
-                    "mark": GLYPH[_outcome(v, hib)],
-                }
-            )
+            said = {
+                "run": run.run_id,
+                "workload": wid if col == "rate" else f"{wid} {col}",
+                "subject": subj,
+                "against": ref,
+                "ratio": v.ratio,
+                "low": lo,
+                "high": hi,
+            }
+            out.append((said, _outcome(v, hib)))
     return out
 
 
@@ -387,11 +397,7 @@ def judge_command(
                 [c for run, o in runs for c in comparisons(run, o)], indent=2, ensure_ascii=False
             )
         )
-        words = [
-            {"▲": "better", "▼": "worse"}.get(c["mark"], "open")
-            for run, o in runs
-            for c in comparisons(run, o, baseline_only=True)
-        ]
+        words = [w for run, o in runs for w in gate_words(run, o)]
     else:
         con = Console()
         words = [w for run, o in runs for w in print_tables(run, o, con)]
