@@ -326,8 +326,8 @@ def remeasure_noise_floor(
     env: Environment, directory: Path, run_seconds: float | None = None
 ) -> None:
     """The noise floor again after the last sample (as the wake-up cost), into the start's
-    record (`mib_s_end`, `cv_end`); when the two medians' 95 % intervals do not overlap, the
-    machine itself changed speed during the run and the run's notes say so. A run shorter
+    record (`mib_s_end`, `cv_end`): whether the machine itself changed speed during the run
+    the report's model decides from them (report/facts.py floor_moved). A run shorter
     than REMEASURE_FACTOR times the floor's own cost (`run_seconds` so far) records why it
     was not measured again (`end_not_measured`)."""
     floor = env.noise_floor
@@ -345,27 +345,6 @@ def remeasure_noise_floor(
         return
     floor["mib_s_end"] = [round(r, 1) for r in rates]
     floor["cv_end"] = _cv(rates)
-    note = floor_moved(floor)
-    if note:
-        env.notes.append(note)
-
-
-def floor_moved(floor: dict[str, Any]) -> str | None:
-    """A sentence when the floor's level moved by more than its own intervals (the 95 % CI
-    of the median of each set of runs: disjoint), else None."""
-    from fsbench.stats.describe import median_ci
-
-    start, end = floor.get("mib_s") or [], floor.get("mib_s_end") or []
-    a, b = median_ci(start), median_ci(end)
-    if a is None or b is None or (a[1] >= b[0] and b[1] >= a[0]):
-        return None
-    med_a, med_b = sorted(start)[len(start) // 2], sorted(end)[len(end) // 2]
-    return (
-        f"the machine's noise floor moved during the run: raw fio read {med_a:,.0f} MiB/s "
-        f"[{a[0]:,.0f}–{a[1]:,.0f}] at the start, {med_b:,.0f} MiB/s [{b[0]:,.0f}–{b[1]:,.0f}] "
-        f"at the end ({(med_b / med_a - 1) * 100:+.0f} %): the machine itself changed speed; "
-        "results measured early and late may differ by as much, beyond their intervals"
-    )
 
 
 def noise_rates(directory: Path, runs: int) -> list[float] | None:

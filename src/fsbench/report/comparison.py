@@ -44,6 +44,15 @@ def samples_verdict(a: Any, b: Any, family: Family) -> Verdict:
     return verdict(a, b, family)
 
 
+def rates_verdict(start: Any, end: Any) -> Verdict | None:
+    """Raw rates measured again against themselves (the machine's noise floor at the run's
+    end against its start): one two-sided comparison of the procedure, no priors; None
+    without two rates a side."""
+    if len(start) < 2 or len(end) < 2:
+        return None
+    return verdict(start, end, Family())
+
+
 def outcome_of(v: Verdict, higher_is_better: bool) -> str:
     """better | worse | same | open | none: the verdict's mark for this metric's direction."""
     b = v.better(higher_is_better)

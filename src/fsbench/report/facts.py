@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 import shlex
-import statistics as _st
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fsbench.records.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
+from fsbench.report.comparison import Comparison, confidence_text, rates_verdict
 from fsbench.report.explain import fmt_us, wakeup_costs
 from fsbench.report.grouping import is_matrix, usable
 from fsbench.schedule.phases import anatomy_line, phases_line
 from fsbench.stats import latency
-from fsbench.units import fmt_ratio, size_text
+from fsbench.stats.decide import gmean
+from fsbench.units import fmt_ratio, fmt_value, size_text
 
 
 # -- integrity -----------------------------------------------------------------------------------
@@ -300,22 +301,51 @@ def schedule_line(run: Run) -> str:
 
 
 def noise_line(floor: dict | None) -> str | None:
-    """The machine's noise floor at the start of the run and, re-measured, at its end (a move
-    beyond their intervals is also one of the run's notes: env.remeasure_noise_floor)."""
+    """The machine's noise floor at the start of the run and, re-measured, at its end, each
+    the geometric mean of its rates (a decided move is also one of the notes: floor_moved)."""
     if not floor or floor.get("cv") is None or not floor.get("mib_s"):
         return None
     text = (
         f"CV {floor['cv'] * 100:.1f} % over {floor['runs']} identical raw fio runs at the "
-        f"start ({_st.median(floor['mib_s']):,.0f} MiB/s)"
+        f"start ({gmean(floor['mib_s']) or 0:,.0f} MiB/s)"
     )
     if floor.get("cv_end") is not None and floor.get("mib_s_end"):
         text += (
             f", {floor['cv_end'] * 100:.1f} % at the end "
-            f"({_st.median(floor['mib_s_end']):,.0f} MiB/s)"
+            f"({gmean(floor['mib_s_end']) or 0:,.0f} MiB/s)"
         )
     elif floor.get("end_not_measured"):
         text += f", not measured again at the end ({floor['end_not_measured']})"
     return text + ": a spread no subject can beat here"
+
+
+# What fsbench before the model decided the floor's move wrote among the run's notes (a
+# median's order-statistic interval): the model decides it again from the stored rates.
+_OLD_FLOOR_NOTE = "the machine's noise floor moved"
+
+
+def floor_moved(floor: dict | None) -> str | None:
+    """A sentence when the machine's noise floor moved during the run: its rates at the end
+    decidedly (▲/▼) apart from those at the start, by the verdict procedure; the centres
+    printed are the geometric means its ratio divides."""
+    start, end = (floor or {}).get("mib_s") or [], (floor or {}).get("mib_s_end") or []
+    v = rates_verdict(start, end)
+    c = Comparison.of(v, True) if v is not None else None
+    if c is None or not c.decided:
+        return None
+    return (
+        f"{_OLD_FLOOR_NOTE} during the run: raw fio read {fmt_value(gmean(start))} MiB/s at the "
+        f"start, {fmt_value(gmean(end))} MiB/s at the end ({c.cell()}, "
+        f"{confidence_text(c.confidence)} % interval): the machine itself changed speed; "
+        "results measured early and late may differ by as much, beyond their intervals"
+    )
+
+
+def run_notes(env: Environment) -> list[str]:
+    """The run's notes, and the floor's move as the model decides it."""
+    kept = [n for n in env.notes if not n.startswith(_OLD_FLOOR_NOTE)]
+    moved = floor_moved(env.noise_floor)
+    return [*kept, moved] if moved else kept
 
 
 def env_rows(run: Run) -> list[tuple[str, str]]:
@@ -336,7 +366,7 @@ def env_rows(run: Run) -> list[tuple[str, str]]:
     rows += [(f"tool: {k}", v or "missing") for k, v in sorted(env.tools.items()) if k != "fio"]
     rows += [(f"sysctl {k}", v) for k, v in sorted(env.sysctl.items())]
     rows += [(f"{k} cache", size_text(v)) for k, v in env.cpu_caches.items() if v]
-    rows += [("note", n) for n in env.notes]
+    rows += [("note", n) for n in run_notes(env)]
     if run.schedule is not None:
         rows.append(("samples", schedule_line(run).removeprefix("samples: ")))
         if run.schedule.phases:
@@ -445,7 +475,7 @@ def environment(run: Run) -> EnvironmentView:
         "\n".join(x for x in (phases_line(sc.phases, sc.spent_s), anatomy(run)) if x)
         if sc is not None and sc.phases
         else "",
-        list(env.notes),
+        run_notes(env),
     )
 
 
