@@ -504,3 +504,175 @@ def test_the_model_is_free_of_rich_jinja_and_matplotlib() -> None:
             )
             wrong += [f"{m}: {n}" for n in names if n.split(".")[0] in drawing]
     assert wrong == []
+
+
+# -- one model of a verdict, in all of fsbench ---------------------------------------------------
+# No module outside the report's model (report/model.py and what it builds from) and the
+# verdict procedure (stats/) computes a ratio, an interval or a mark a reader sees: it reads
+# them from the model, or from what the procedure recorded. Read with ast, three ways a module
+# computes one:
+# - it calls the procedure: a verdict, a centre's interval, an interim look;
+PROCEDURE = {
+    "fsbench.stats.verdict": {"verdict", "judge", "mark_of"},
+    "fsbench.stats.decide": {"look", "printed", "closing", "replan", "planned_n"},
+    "fsbench.stats.describe": {"summarize", "median_ci", "log_interval", "needs_more_samples"},
+    "fsbench.report.comparison": {
+        "verdict_of",
+        "compare",
+        "samples_verdict",
+        "latency_verdict",
+        "rates_verdict",
+    },
+}
+# - it divides one centre by another (a ratio the model would print with its interval);
+CENTRES = {"center", "centre", "median", "p99", "p99_us"}
+CENTRE_CALLS = {"median", "geometric_mean", "gmean", "fmean", "centre_of", "median_of"}
+# - it makes a mark or reads one back from text (▲ → "better"): the marks are style.py's.
+MARKS = ("▲", "▼", "≈")
+# Outside the model, where the procedure itself runs or plans with it: each with its reason,
+# and the kinds it may do. The list may only shrink.
+PROCEDURE_USERS: dict[str, tuple[set[str], str]] = {
+    "fsbench.stats": ({"asks", "ratio"}, "the verdict procedure and its statistics"),
+    "fsbench.schedule.runner": (
+        {"asks"},
+        "the planner: its looks (decide.look, replan) stop sampling; summarize gives each "
+        "result its centre and interval as it is measured",
+    ),
+    "fsbench.schedule.closing": ({"asks"}, "the planner's last look (decide.closing)"),
+    "fsbench.cli.commands.judge": (
+        {"asks"},
+        "the procedure as a tool: decide.printed on samples from a file, each result's centre "
+        "by summarize, as a run's end makes them",
+    ),
+    "fsbench.report.upgrade": (
+        {"asks"},
+        "an older run brought to the schema: its centres and intervals by summarize, as the "
+        "runner makes them",
+    ),
+    "fsbench.tune.outcome": (
+        {"asks"},
+        "the tune's selection: one family over every candidate × workload decides which "
+        "change is confirmed (its planner, as schedule/ uses decide)",
+    ),
+}
+# Sites still computing outside the model, each to be moved into it; may only shrink.
+KNOWN_OUTSIDE: set[tuple[str, str]] = {
+    # the share of the gap a ▲ closes: the reference's speed over the subject's (tune/)
+    ("fsbench.tune.outcome", "ratio"),
+}
+
+
+def _name(f: ast.expr) -> str:
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _centre(n: ast.expr) -> bool:
+    if isinstance(n, ast.Subscript):
+        return _centre(n.value)
+    if isinstance(n, ast.Call):
+        return _name(n.func) in CENTRE_CALLS
+    name = _name(n)
+    return name in CENTRES or name.endswith(("_center", "_centre", "_median"))
+
+
+def _uses(tree: ast.AST) -> set[str]:
+    """The qualified names a module uses: `from m import f` as m.f, `m.f` through an import."""
+    alias: dict[str, str] = {}
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            for a in n.names:
+                alias[a.asname or a.name] = f"{n.module}.{a.name}"
+                out.add(f"{n.module}.{a.name}")
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                alias[a.asname or a.name.split(".")[0]] = (
+                    a.name if a.asname else a.name.split(".")[0]
+                )
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in alias:
+            out.add(f"{alias[n.value.id]}.{n.attr}")
+    return out
+
+
+def computes(source: str) -> dict[str, list[str]]:
+    """What a module's source computes of a verdict, by kind ("asks", "ratio", "mark"), each
+    with where."""
+    tree = ast.parse(source)
+    found: dict[str, list[str]] = {}
+    uses = _uses(tree)
+    for module, names in PROCEDURE.items():
+        for name in sorted(names):
+            if f"{module}.{name}" in uses:
+                found.setdefault("asks", []).append(f"{module}.{name}")
+    for n in ast.walk(tree):
+        div = isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+        if div and _centre(n.left) and _centre(n.right):  # type: ignore[attr-defined]
+            found.setdefault("ratio", []).append(f"{n.lineno}: {ast.unparse(n)}")
+        strings: list[ast.expr] = []
+        if isinstance(n, ast.Compare):
+            strings = [n.left, *n.comparators]
+        elif isinstance(n, ast.Dict):
+            strings = [k for k in n.keys if k is not None]
+        texts = [c.value for s in strings for c in ast.walk(s) if isinstance(c, ast.Constant)]
+        if any(isinstance(t, str) and any(m in t for m in MARKS) for t in texts):
+            found.setdefault("mark", []).append(f"{n.lineno}: {ast.unparse(n)}")
+    return found
+
+
+def _the_model() -> set[str]:
+    """report/model.py and every report module it builds from (the renderers are not)."""
+    seen, todo = set(), ["fsbench.report.model"]
+    while todo:
+        m = todo.pop()
+        if m in seen or not m.startswith("fsbench.report") or m in RENDERERS:
+            continue
+        seen.add(m)
+        todo += GRAPH.get(m, ())
+    return seen
+
+
+def _allowed(module: str, kind: str) -> bool:
+    for prefix, (kinds, _why) in PROCEDURE_USERS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and kind in kinds:
+            return True
+    return (module, kind) in KNOWN_OUTSIDE
+
+
+def test_no_module_outside_the_model_computes_a_ratio_an_interval_or_a_mark() -> None:
+    model = _the_model()
+    assert {"fsbench.report.decided", "fsbench.report.comparison"} <= model
+    assert not model & RENDERERS
+    wrong, seen = [], set()
+    for module, path in sorted(MODULES.items()):
+        if module in model:
+            continue
+        for kind, where in computes(path.read_text()).items():
+            seen.add((module, kind))
+            if not _allowed(module, kind):
+                wrong.append(f"{module} {kind}: {where}")
+    assert wrong == [], "read these from the model (report/model.py)"
+    assert KNOWN_OUTSIDE - seen == set(), "fixed: take them off KNOWN_OUTSIDE"
+    users = {m for m, _ in seen}
+    for prefix in PROCEDURE_USERS:
+        assert any(m == prefix or m.startswith(prefix + ".") for m in users), (
+            f"{prefix} no longer computes: take it off PROCEDURE_USERS"
+        )
+
+
+def test_the_verdict_rule_sees_a_module_that_computes() -> None:
+    """The rule can fail: a made-up lab module that asks for a verdict, divides two centres,
+    or reads a mark back from a cell is caught, and one that only reads the model is not."""
+    made_up = {
+        "asks": "from fsbench.stats.verdict import verdict\nv = verdict(a, b)\n",
+        "ratio": "def speed(new, old):\n    return new.center / old.center\n",
+        "mark": "def word(cell):\n    return 'better' if '▲' in cell else 'open'\n",
+    }
+    for kind, source in made_up.items():
+        assert kind in computes(source), kind
+        assert not _allowed("fsbench.lab.fake", kind)
+    assert computes("WORDS = {'▼': 'worse'}\n") == {"mark": ["1: {'▼': 'worse'}"]}
+    assert computes("from fsbench.stats import decide\nn = decide.look(x)\n")["asks"]
+    reads = "from fsbench.report.model import build\nrow = build(run).tables[0].rows[0].vs\n"
+    assert computes(reads) == {}
+    assert computes("x = res.center * 2 / n\n") == {}
