@@ -44,7 +44,7 @@ import numpy as np
 from scipy.stats import beta, combine_pvalues, f_oneway
 
 from fsbench.records.schema import Run
-from fsbench.report.comparison import outcome_of
+from fsbench.report.model.comparison import outcome_of
 from fsbench.stats import decide
 from fsbench.stats.serial import serial
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from fsbench.records.schema import Run
-from fsbench.report.aging import aging_lines, effect_lines
+from fsbench.report.model.aging import aging_lines, effect_lines
 
 
 def compare(args: argparse.Namespace, out: Path, cache: Path, workloads: str) -> float:

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print("tune_null: --tunes ≥ 1, --n ≥ 2, --sd > 0, --looks ≥ 1, --effect > 0",
               file=sys.stderr)  # fmt: skip
         return 2
-    from fsbench.report.tune import recommended
+    from fsbench.report.views.tune import recommended
 
     lab = NullLab(np.random.default_rng(a.seed), a.n, a.sd, a.looks, a.effect)
     patch(lab)

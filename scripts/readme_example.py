@@ -15,8 +15,8 @@ from pathlib import Path
 from rich.console import Console
 
 from fsbench.records.schema import Run
-from fsbench.report.sections import render
-from fsbench.report.upgrade import with_centres
+from fsbench.report.model.upgrade import with_centres
+from fsbench.report.views.sections import render
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -327,7 +327,7 @@ def remeasure_noise_floor(
 ) -> None:
     """The noise floor again after the last sample (as the wake-up cost), into the start's
     record (`mib_s_end`, `cv_end`): whether the machine itself changed speed during the run
-    the report's model decides from them (report/facts.py floor_moved). A run shorter
+    the report's model decides from them (report/model/facts.py floor_moved). A run shorter
     than REMEASURE_FACTOR times the floor's own cost (`run_seconds` so far) records why it
     was not measured again (`end_not_measured`)."""
     floor = env.noise_floor

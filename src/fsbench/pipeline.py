@@ -452,7 +452,7 @@ def write_report_safely(run: Run, out_dir: Path) -> None:
     """report.html beside results.json; a rendering problem must never cost the run's data."""
     if in_guest():
         return  # the host renders the one report of the merged run
-    from fsbench.report.sections import write_report
+    from fsbench.report.views.sections import write_report
 
     try:
         write_report(run, out_dir)

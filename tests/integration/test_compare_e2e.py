@@ -31,7 +31,7 @@ from fsbench.lab.lab import Lab
 from fsbench.lab.subject import parse_subject
 from fsbench.pipeline import Plan
 from fsbench.registry import resolve_workloads
-from fsbench.report.sections import render, render_html
+from fsbench.report.views.sections import render, render_html
 
 NOBODY = 65534
 

@@ -18,8 +18,8 @@ from fsbench.lab.subject import parse_subject
 from fsbench.pipeline import Plan
 from fsbench.records.schema import Run
 from fsbench.registry import resolve_workloads
-from fsbench.report.naming import baseline_result, ranked
-from fsbench.report.summary import findings
+from fsbench.report.model.naming import baseline_result, ranked
+from fsbench.report.model.summary import findings
 
 # The file of the integrity set whose byte the hook flips (its largest: many blocks).
 FLIPPED = f"{INTEGRITY_DIR}/f{len(SET_SIZES) - 1}-{SET_SIZES[-1]}.bin"

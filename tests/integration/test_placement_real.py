@@ -23,9 +23,9 @@ from conftest import (
 )
 
 from fsbench.records.schema import Run
-from fsbench.report.comparison import verdict_of
-from fsbench.report.explain import explain_run
-from fsbench.report.naming import outcome, ratio_cell
+from fsbench.report.model.comparison import verdict_of
+from fsbench.report.model.explain import explain_run
+from fsbench.report.model.naming import outcome, ratio_cell
 from fsbench.units import fmt_ratio
 
 CPUS = set(os.sched_getaffinity(0))

@@ -17,8 +17,8 @@ from types import ModuleType
 import pytest
 
 from fsbench.report.model import build
-from fsbench.report.plots import plan
-from fsbench.report.sections import write_report
+from fsbench.report.plots.rates import plan
+from fsbench.report.views.sections import write_report
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"
 CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "chrome")
@@ -176,8 +176,8 @@ def test_default_comparison_answers_on_the_first_screen_and_nothing_is_wider(
     import re
 
     from fsbench.records.schema import Run
-    from fsbench.report.answer import answer_factor, answer_text, answers
     from fsbench.report.model import build
+    from fsbench.report.model.answer import answer_factor, answer_text, answers
 
     run = Run.model_validate_json((UNIT / "fixtures" / "default_compare.json").read_text())
     page = write_report(run, tmp_path / "out")

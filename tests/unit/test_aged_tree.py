@@ -1,6 +1,6 @@
 """The workloads that read the files an aging left (workloads/agedtree.py), on plain
 directories without root: which files they read, the fresh copy, the digests they check, what
-they refuse; the tree's record; and what changed with age (report/aging_why.py)."""
+they refuse; the tree's record; and what changed with age (report/model/aging_why.py)."""
 
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def _result(subject: str, per_gib: dict[str, float], extents: float, reads: int)
 
 def test_what_changed_with_age_figure_by_figure() -> None:
     from fsbench.records.schema import Run, Subject
-    from fsbench.report.aging_why import age_changes, why_line
+    from fsbench.report.model.aging_why import age_changes, why_line
 
     run = Run(run_id="r", started="", command=[])
     run.subjects = [Subject(id=s, driver="ext4", fs="ext4", kind="kernel") for s in ("a", "b")]

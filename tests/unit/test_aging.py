@@ -260,7 +260,7 @@ def test_aged_budget_is_the_same_for_every_subject() -> None:
 
 def test_report_says_ratio_and_ranking() -> None:
     from fsbench.records.schema import Aging, Result, Run, Subject
-    from fsbench.report.aging import age_effects, aging_lines, effect_lines
+    from fsbench.report.model.aging import age_effects, aging_lines, effect_lines
 
     def subj(sid: str, driver: str, fs: str, age: str | None) -> Subject:
         aging = None

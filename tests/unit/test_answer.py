@@ -13,7 +13,8 @@ import pytest
 from rich.console import Console
 
 from fsbench.records.schema import Run
-from fsbench.report.answer import (
+from fsbench.report.model import build
+from fsbench.report.model.answer import (
     answer_factor,
     answer_text,
     answers,
@@ -21,10 +22,9 @@ from fsbench.report.answer import (
     missing,
     why_lines,
 )
-from fsbench.report.comparison import compare
-from fsbench.report.explain import explain_run
-from fsbench.report.model import build
-from fsbench.report.sections import render
+from fsbench.report.model.comparison import compare
+from fsbench.report.model.explain import explain_run
+from fsbench.report.views.sections import render
 
 STORED = Path(__file__).parent / "fixtures" / "default_compare.json"
 
@@ -52,7 +52,7 @@ def test_every_explained_subject_shows_its_first_factor(run: Run, width: int) ->
     exps = [e for e in explain_run(run) if not e.is_baseline and first_factor(e) is not None]
     assert {e.subject for e in exps} >= {"ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse"}
     # Only a decided difference (▲/▼ against the baseline) is explained: the others get the
-    # verdict's words and no reason (report/model.py).
+    # verdict's words and no reason (report/model/).
     rows = {(t.title, r.subject): r for t in build(run).tables for r in t.rows}
     undecided = 0
     for e in exps:
@@ -170,7 +170,7 @@ def test_every_plot_is_drawn_at_the_pages_width_with_room_and_no_legend_over_a_p
     """Sizes and overlaps as matplotlib laid them out (plots.Svg): a figure drawn at the page's
     width (≈1130 px, so 8.5 pt text reads as ~12 px), every panel at least 1.2 in tall, no
     legend over any axes or cut off, no tick labels on top of each other."""
-    from fsbench.report.plots import plan
+    from fsbench.report.plots.rates import plan
 
     seen = set()
     for r in _runs(run):
@@ -192,7 +192,7 @@ def test_the_overlap_check_sees_a_legend_over_its_axes() -> None:
     nothing."""
     from matplotlib.figure import Figure
 
-    from fsbench.report.figure import to_svg
+    from fsbench.report.plots.figure import to_svg
 
     fig = Figure(figsize=(11, 3))
     ax = fig.subplots()

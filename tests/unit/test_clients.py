@@ -298,8 +298,8 @@ def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_report_plots_scaling_and_lists_clients() -> None:
     from fsbench.records.schema import ClientInfo, Subject
-    from fsbench.report.diff import environment_differences
-    from fsbench.report.sections import render_html
+    from fsbench.report.model.diff import environment_differences
+    from fsbench.report.views.sections import render_html
 
     run = Run(run_id="r", started="t")
     run.subjects.append(Subject(id="/mnt/nfs", driver="directory", fs="nfs", kind="directory"))

@@ -27,7 +27,7 @@ from fsbench.records.probes.counter import (
 from fsbench.records.probes.factor import Factor, FactorInput, differs, ratio_weight
 from fsbench.records.probes.numbers import fmt_pct
 from fsbench.records.schema import Result
-from fsbench.report.explain import explain_run, factor_sources
+from fsbench.report.model.explain import explain_run, factor_sources
 from fsbench.schedule.merge import Iteration, build_sample, merge_iterations
 from fsbench.schedule.runner import aggregate
 from fsbench.workloads.base import Measurement

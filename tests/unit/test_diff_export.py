@@ -20,9 +20,9 @@ from fsbench.cli.commands.report import _print_diff
 from fsbench.errors import UsageError
 from fsbench.records.schema import CPU, Environment, Result, Run
 from fsbench.records.store import Store
-from fsbench.report.diff import diff_runs, environment_differences, ratio_text
-from fsbench.report.diff import test_text as words_of
-from fsbench.report.export import CSV_COLUMNS, export, to_csv
+from fsbench.report.exports.export import CSV_COLUMNS, export, to_csv
+from fsbench.report.model.diff import diff_runs, environment_differences, ratio_text
+from fsbench.report.model.diff import test_text as words_of
 from fsbench.stats.describe import summarize
 
 MiB = 1024**2

@@ -58,7 +58,7 @@ def test_a_kernel_lack_is_a_field_of_the_record() -> None:
     """The report tells a driver this kernel lacks by `Subject.unavailable`; records written
     before the field get it from their words once, when read."""
     from fsbench.records.schema import Run, Subject
-    from fsbench.report.answer import missing
+    from fsbench.report.model.answer import missing
 
     base = {"fs": "x", "kind": "kernel", "status": "unavailable"}
     new = Subject(id="a", driver="a", error="reworded", unavailable="kernel", **base)

@@ -24,14 +24,14 @@ from rich.console import Console
 
 from fsbench.lab.drivers import Driver
 from fsbench.records.schema import Quirk, Run
-from fsbench.report.diff import diff_runs
-from fsbench.report.explain import (
+from fsbench.report.model.diff import diff_runs
+from fsbench.report.model.explain import (
     Explanation,
     brief_lines,
     explain_run,
     run_json,
 )
-from fsbench.report.sections import render, render_html
+from fsbench.report.views.sections import render, render_html
 
 
 def explained(r: Run, subject: str = "ntfs-3g", placement: str = "free") -> Explanation:
@@ -427,7 +427,7 @@ def test_show_json_of_a_stored_run_carries_the_explanations(tmp_path: Path) -> N
 
 def test_iozone_cells_get_explanations_but_no_plot_each() -> None:
     from fsbench.report.model import build
-    from fsbench.report.plots import plan
+    from fsbench.report.plots.rates import plan
 
     r = ntfs_vs_ext4()
     for res in r.results:

@@ -20,7 +20,7 @@ from rich.console import Console
 
 import fixedpaths
 from fsbench.records.schema import Run
-from fsbench.report.sections import render
+from fsbench.report.views.sections import render
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -55,7 +55,7 @@ def test_the_guard_sees_what_the_code_under_test_touches() -> None:
     render(run, Console(width=100, record=True), out_dir=LEFTOVER)
     found = fixedpaths.take()
     assert len(found) == 1 and f"{LEFTOVER}/report.html" in found[0], found
-    assert "src/fsbench/report/sections.py:" in found[0]
+    assert "src/fsbench/report/views/sections.py:" in found[0]
 
 
 def test_the_tests_own_paths_and_the_system_pass(tmp_path: Path) -> None:

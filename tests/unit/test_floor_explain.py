@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from explain_fixtures import GiB, fuse_trace, kernel_trace, result, run
 
-from fsbench.report.explain import explain_run
+from fsbench.report.model.explain import explain_run
 
 
 def _passthrough_trace() -> dict:

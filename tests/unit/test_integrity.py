@@ -21,10 +21,10 @@ from fsbench.records.schema import (
     Result,
     Run,
 )
-from fsbench.report.diff import diff_runs
-from fsbench.report.naming import baseline_result
-from fsbench.report.sections import render, render_html
-from fsbench.report.summary import findings
+from fsbench.report.model.diff import diff_runs
+from fsbench.report.model.naming import baseline_result
+from fsbench.report.model.summary import findings
+from fsbench.report.views.sections import render, render_html
 from fsbench.stats.describe import summarize
 
 

@@ -12,9 +12,9 @@ from rich.console import Console
 
 from fsbench.cli.app import cli
 from fsbench.records.schema import Run
-from fsbench.report.naming import ratio_cell
-from fsbench.report.sections import render
-from fsbench.report.upgrade import with_centres
+from fsbench.report.model.naming import ratio_cell
+from fsbench.report.model.upgrade import with_centres
+from fsbench.report.views.sections import render
 from fsbench.stats.verdict import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -163,8 +163,8 @@ def test_what_export_writes_judge_reads_and_reproduces_the_runs_marks(
     intervals and marks as judging the run itself, and against each table's baseline the
     run's own verdicts (Run.verdicts: its rate and, latency-bound, its p99)."""
     from fsbench.records.store import _read_results_json
-    from fsbench.report.export import export
-    from fsbench.report.upgrade import upgrade
+    from fsbench.report.exports.export import export
+    from fsbench.report.model.upgrade import upgrade
 
     stored = tmp_path / "results.json"
     stored.write_text((FIXTURES / name).read_text())
@@ -210,8 +210,8 @@ def test_options_a_recorded_source_answers_are_refused_not_ignored(tmp_path: Pat
     """--equivalence and --lower-is-better on a stored run, or on samples that carry their
     run's family and direction (csv-samples): one line, exit 2. On plain samples, honoured."""
     from fsbench.records.store import _read_results_json
-    from fsbench.report.export import export
-    from fsbench.report.upgrade import upgrade
+    from fsbench.report.exports.export import export
+    from fsbench.report.model.upgrade import upgrade
 
     stored = tmp_path / "results.json"
     stored.write_text((FIXTURES / "default_compare.json").read_text())

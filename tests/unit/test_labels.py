@@ -21,12 +21,12 @@ from fsbench.errors import EXIT_FAILED, UsageError
 from fsbench.lab import state
 from fsbench.probes.sample import ProbeDelta
 from fsbench.records.schema import CPU, Device, Environment, Result, Run, Sample, Subject
-from fsbench.report.diff import diff_runs
-from fsbench.report.diff import ratio_text as diff_ratio_text
-from fsbench.report.explain import explain_result, profile
 from fsbench.report.model import build
-from fsbench.report.sections import render as render_table
-from fsbench.report.sections import render_html
+from fsbench.report.model.diff import diff_runs
+from fsbench.report.model.diff import ratio_text as diff_ratio_text
+from fsbench.report.model.explain import explain_result, profile
+from fsbench.report.views.sections import render as render_table
+from fsbench.report.views.sections import render_html
 from fsbench.schedule.merge import build_sample
 from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner, aggregate

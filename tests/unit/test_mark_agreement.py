@@ -10,8 +10,8 @@ import numpy as np
 from rich.console import Console
 
 from fsbench.records.schema import Result, Run, Subject
-from fsbench.report.diff import diff_runs, ratio_text
-from fsbench.report.sections import render, render_html
+from fsbench.report.model.diff import diff_runs, ratio_text
+from fsbench.report.views.sections import render, render_html
 
 CELL = re.compile(r"([\d.]+)× ([\d.e-]+)–([\d.e-]+) ([▲▼≈?])")
 

@@ -11,9 +11,9 @@ from explain_fixtures import fuse_trace, kernel_trace, result, run
 from rich.console import Console
 
 from fsbench.records.schema import Run
-from fsbench.report.answer import answers
-from fsbench.report.export import to_markdown
-from fsbench.report.sections import render, render_html
+from fsbench.report.exports.export import to_markdown
+from fsbench.report.model.answer import answers
+from fsbench.report.views.sections import render, render_html
 
 
 def _tie(third: bool = False) -> Run:

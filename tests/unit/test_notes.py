@@ -1,5 +1,5 @@
-"""One decision of which notes a table shows (report/notes.py), read from a stored real run: the
-terminal and the HTML page say the same counted lines with the same advice, the page shows
+"""One decision of which notes a table shows (report/model/notes.py), read from a stored real
+run: the terminal and the HTML page say the same counted lines with the same advice, the page shows
 what `--verbose` shows, no output repeats a stored sentence's "raise --repeat", no interval is
 called 100 %, and the integrity summary names only subjects that were mounted."""
 
@@ -17,11 +17,11 @@ from rich.console import Console
 from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.records.notecodes import Note, legacy, words
 from fsbench.records.schema import SCHEMA_VERSION, Integrity, Result, Run, Sample, Schedule
-from fsbench.report.facts import checked_subjects
-from fsbench.report.grouping import groups
-from fsbench.report.naming import confidence_text
-from fsbench.report.notes import counted_lines, table_notes
-from fsbench.report.sections import render, render_html
+from fsbench.report.model.facts import checked_subjects
+from fsbench.report.model.grouping import groups
+from fsbench.report.model.naming import confidence_text
+from fsbench.report.model.notes import counted_lines, table_notes
+from fsbench.report.views.sections import render, render_html
 from fsbench.stats.aggregate import aggregate
 from fsbench.stats.baseline import ranked
 

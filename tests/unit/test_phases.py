@@ -97,7 +97,7 @@ def test_the_phases_show_with_verbose_and_in_the_html() -> None:
     from rich.console import Console
 
     from fsbench.records.schema import Schedule
-    from fsbench.report.sections import render, render_html
+    from fsbench.report.views.sections import render, render_html
 
     r = Run(run_id="t", started="2025-01-01T00:00:00")
     r.schedule = Schedule(spent_s=100.0, phases={"run": 40.0, "cache": 35.0, "other": 25.0})

@@ -16,7 +16,7 @@ from fsbench.workloads.fake import FakeWorkload
 def test_report_failure_is_in_results_json_and_the_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fsbench.report.sections as html
+    import fsbench.report.views.sections as html
 
     def broken(_run, _out):  # type: ignore[no-untyped-def]
         raise RuntimeError("template exploded")
@@ -45,7 +45,7 @@ def test_report_failure_is_in_results_json_and_the_store(
 
     from rich.console import Console
 
-    from fsbench.report.sections import render
+    from fsbench.report.views.sections import render
 
     console = Console(record=True, width=100)
     render(run, console, out_dir=str(out))

@@ -25,8 +25,8 @@ from fsbench.probes import wakeup
 from fsbench.probes.procfs import ProcFS
 from fsbench.records import schema
 from fsbench.records.schema import Environment, Run, Subject, WakeupCost
-from fsbench.report.diff import environment_differences, match_key
-from fsbench.report.sections import render, render_html
+from fsbench.report.model.diff import environment_differences, match_key
+from fsbench.report.views.sections import render, render_html
 from fsbench.schedule.dimensions.placement import (
     DEFAULT,
     PARTIAL_FLAG,
@@ -538,7 +538,7 @@ def test_diff_says_when_one_machine_had_costly_cross_cpu_wakeups() -> None:
 
 
 def test_iozone_matrix_cells_of_two_placements_stay_apart() -> None:
-    from fsbench.report.grouping import MATRIX_WORKLOAD, groups
+    from fsbench.report.model.grouping import MATRIX_WORKLOAD, groups
 
     cells = []
     for place, value in (("same", 300.0), ("free", 70.0)):

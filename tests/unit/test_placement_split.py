@@ -148,9 +148,9 @@ def test_the_watch_sees_whether_daemon_and_app_share_a_cpu(apart: bool, want_sam
 
 
 def test_the_split_is_told_under_the_table_without_verbose() -> None:
-    """A finding, not a caveat: every output shows it beside its subject (report/notes.py)."""
+    """A finding, not a caveat: every output shows it beside its subject (report/model/notes.py)."""
     from fsbench.records.schema import Result
-    from fsbench.report.notes import table_notes
+    from fsbench.report.model.notes import table_notes
 
     note = split_note([480.0, 490.0, 820.0, 840.0], [None] * 4, "MiB/s")
     assert note is not None

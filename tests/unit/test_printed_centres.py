@@ -17,12 +17,12 @@ from rich.console import Console
 
 from fsbench.records.schema import Run
 from fsbench.records.store import _read_results_json
-from fsbench.report.diff import diff_runs
-from fsbench.report.export import export
-from fsbench.report.html import comparisons
+from fsbench.report.exports.export import export
 from fsbench.report.model import build
-from fsbench.report.sections import render
-from fsbench.report.upgrade import upgrade
+from fsbench.report.model.diff import diff_runs
+from fsbench.report.model.upgrade import upgrade
+from fsbench.report.views.html import comparisons
+from fsbench.report.views.sections import render
 from fsbench.units import fmt_ratio, fmt_value
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -18,8 +18,8 @@ from fsbench.records.probes.factor import Factor, FactorInput, Profile, differs,
 from fsbench.records.probes.numbers import fmt_count, number
 from fsbench.records.probes.record import Figure, Maps, Probe, SubjectKeys, rows
 from fsbench.records.schema import Quirk
-from fsbench.report.explain import explain_run
-from fsbench.report.sections import render
+from fsbench.report.model.explain import explain_run
+from fsbench.report.views.sections import render
 
 
 # -- the test's own probe: lock contention of the subject's tasks, one record --------------------
@@ -115,7 +115,7 @@ def test_a_new_probe_record_is_traced_parsed_and_explained(with_locks: None) -> 
     table = console.export_text()
     assert "60,000 lock waits/GiB" in table and "(toyfs: page writes)" in table
 
-    from fsbench.report.explain import profile
+    from fsbench.report.model.explain import profile
 
     figures = {k: v for k, _, v, _ in profile(r.results[1], r).figures()}
     assert figures["locks.waits"] == 60000

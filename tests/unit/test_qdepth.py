@@ -13,11 +13,11 @@ import pytest
 from fsbench.errors import UsageError
 from fsbench.records.schema import Result, Sample
 from fsbench.registry import resolve_workloads
-from fsbench.report.comparison import latency_verdict as judge
-from fsbench.report.grids import kdiskmark_label as label
-from fsbench.report.latency_plots import cdf_points, latency_plots
 from fsbench.report.model import build
-from fsbench.report.table import workload_tables
+from fsbench.report.model.comparison import latency_verdict as judge
+from fsbench.report.model.grids import kdiskmark_label as label
+from fsbench.report.plots.latency_plots import cdf_points, latency_plots
+from fsbench.report.views.table import workload_tables
 from fsbench.stats import latency
 from fsbench.units import fmt_value
 from fsbench.workloads.base import Target
@@ -317,7 +317,7 @@ def test_every_report_names_the_latency_it_shows() -> None:
     figures, called completion latency."""
     from rich.console import Console
 
-    from fsbench.report.diskmark import grid_table, grid_view
+    from fsbench.report.views.diskmark import grid_table, grid_view
 
     new = [_res("ext4", [100, 101, 99]), _res("ntfs-3g", [600, 610, 590], mib_s=10)]
     old = [_res(r.subject, [100, 101, 99], basis=None) for r in new]

@@ -74,7 +74,7 @@ def test_a_two_driver_comparison_fits_one_screen(
     from rich.console import Console
 
     from fsbench.records.schema import Run
-    from fsbench.report.sections import render
+    from fsbench.report.views.sections import render
 
     run = Run.model_validate_json(
         (ROOT / "tests/unit/fixtures/compare_ext4_ntfs3g.json").read_text()

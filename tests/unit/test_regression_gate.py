@@ -15,7 +15,7 @@ import pytest
 from fsbench.errors import UsageError
 from fsbench.pipeline import write_results
 from fsbench.records.schema import Run, Subject
-from fsbench.report.diff import FAIL_ON, check_fail_on, gate_failures, verdict_word
+from fsbench.report.model.diff import FAIL_ON, check_fail_on, gate_failures, verdict_word
 from fsbench.schedule.mounted import AlwaysMounted
 from fsbench.schedule.runner import Runner
 from fsbench.workloads.base import Target

@@ -15,11 +15,11 @@ from rich.console import Console, Group
 from run_parts import subject
 
 from fsbench.records.schema import CPU, Environment, Result, Run, Subject
-from fsbench.report import plots
-from fsbench.report.matrix_table import matrix_tables
 from fsbench.report.model import build
-from fsbench.report.sections import render_html, write_report
-from fsbench.report.summary import findings
+from fsbench.report.model.summary import findings
+from fsbench.report.plots import rates as plots
+from fsbench.report.views.matrix_table import matrix_tables
+from fsbench.report.views.sections import render_html, write_report
 from fsbench.stats.describe import summarize
 from fsbench.units import fmt_ratio
 
@@ -338,7 +338,7 @@ def test_matrix_table_groups_by_op_and_marks_the_best(run: Run) -> None:
 
 
 def test_matrix_runs_with_several_job_counts_stay_apart() -> None:
-    from fsbench.report.grouping import groups
+    from fsbench.report.model.grouping import groups
 
     results = []
     for jobs in (1, 2):

@@ -1,4 +1,4 @@
-"""Every output formats the same decided cells (report/model.py): stored runs (a default run,
+"""Every output formats the same decided cells (report/model/): stored runs (a default run,
 a diskmark run, an Iozone matrix run, a run with a damaged volume), loaded as `show` loads them
 and rendered as terminal, HTML, markdown, CSV and JSON, carry the same ratio, interval, mark,
 CPU, n and notes; the same matrix cells and ratios, diskmark grid, integrity and semantics
@@ -20,14 +20,14 @@ from rich.console import Console
 
 from fsbench.records.schema import Run
 from fsbench.records.store import _read_results_json
-from fsbench.report.diskmark import grid_view
-from fsbench.report.export import export
+from fsbench.report.exports.export import export
 from fsbench.report.model import Report, Table, build
-from fsbench.report.notes import counted_lines
-from fsbench.report.plots import Plots
-from fsbench.report.sections import View, render, render_html
+from fsbench.report.model.notes import counted_lines
+from fsbench.report.model.upgrade import upgrade
+from fsbench.report.plots.rates import Plots
 from fsbench.report.style import glyph
-from fsbench.report.upgrade import upgrade
+from fsbench.report.views.diskmark import grid_view
+from fsbench.report.views.sections import View, render, render_html
 from fsbench.units import size_text
 
 FIXTURES = Path(__file__).parent / "fixtures"

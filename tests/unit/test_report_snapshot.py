@@ -18,8 +18,8 @@ import pytest
 from rich.console import Console
 
 from fsbench.records.schema import Run
-from fsbench.report.sections import REPORT_NAME, render
-from fsbench.report.upgrade import with_centres
+from fsbench.report.model.upgrade import with_centres
+from fsbench.report.views.sections import REPORT_NAME, render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = {

@@ -19,7 +19,7 @@ import pytest
 
 from fsbench.cli.commands.docs import results_schema_text
 from fsbench.records.schema import SCHEMA_VERSION, Run
-from fsbench.report.export import export
+from fsbench.report.exports.export import export
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "docs" / "results.schema.json"
@@ -97,7 +97,7 @@ def test_an_older_run_loaded_exports_as_migrated() -> None:
     verdicts."""
     from fsbench.records.schema import SCHEMA_VERSION
     from fsbench.records.store import _read_results_json
-    from fsbench.report.upgrade import upgrade
+    from fsbench.report.model.upgrade import upgrade
 
     for path in FIXTURES:
         old = json.loads(path.read_text())["schema_version"]

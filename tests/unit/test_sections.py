@@ -1,4 +1,4 @@
-"""The report as section records (report/sections.py): one order drives the terminal and the
+"""The report as section records (report/views/sections.py): one order drives the terminal and the
 page, every page section has its template, and a new view is one record that shows in both.
 Also the answer's reasons: time first, shares of the gap bounded, against the named subject."""
 
@@ -14,13 +14,13 @@ from rich.text import Text
 
 from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.records.schema import Run
-from fsbench.report import html as page
-from fsbench.report import sections
-from fsbench.report.answer import gap_share
-from fsbench.report.sections import SECTIONS, Section, render, render_html
+from fsbench.report.model.answer import gap_share
+from fsbench.report.views import html as page
+from fsbench.report.views import sections
+from fsbench.report.views.sections import SECTIONS, Section, render, render_html
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
-TEMPLATES = Path(sections.__file__).parent / "templates"
+TEMPLATES = Path(sections.__file__).parent.parent / "templates"
 
 
 def _run() -> Run:
@@ -113,9 +113,9 @@ def test_the_legend_sits_beside_the_answer_and_under_the_tables() -> None:
 
 def test_every_section_the_terminal_cannot_show_is_named_there() -> None:
     """A section with a page part and no terminal part is something of the run the terminal
-    names instead ("only in report.html: …", report/facts.py PAGE_ONLY), never
+    names instead ("only in report.html: …", report/model/facts.py PAGE_ONLY), never
     drops in silence; 'comparison' (other runs, `report --with`) is not the run's."""
-    from fsbench.report.facts import PAGE_ONLY
+    from fsbench.report.model.facts import PAGE_ONLY
 
     page_only = {s.id for s in SECTIONS if s.terminal is None and s.html is not None}
     named = {sid for _, p in PAGE_ONLY for sid in p.sections}

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from fsbench.cli.app import cli
 from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.records.schema import Run
-from fsbench.report.answer import answers
-from fsbench.report.comparison import verdict_of
-from fsbench.report.export import to_csv, to_markdown, write_figures
-from fsbench.report.grouping import groups, report_order
-from fsbench.report.naming import result_title
-from fsbench.report.notes import counted_lines, table_notes
+from fsbench.report.exports.export import to_csv, to_markdown, write_figures
+from fsbench.report.model.answer import answers
+from fsbench.report.model.comparison import verdict_of
+from fsbench.report.model.grouping import groups, report_order
+from fsbench.report.model.naming import result_title
+from fsbench.report.model.notes import counted_lines, table_notes
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 
@@ -118,7 +118,7 @@ def _diff_text(width: int) -> tuple[str, list[str]]:
     from rich.console import Console
 
     from fsbench.cli.commands.report import _print_diff
-    from fsbench.report.diff import diff_runs
+    from fsbench.report.model.diff import diff_runs
 
     a = _run()
     b = a.model_copy(deep=True)

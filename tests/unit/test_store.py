@@ -18,7 +18,7 @@ from fsbench.records import store as store_mod
 from fsbench.records.notecodes import words
 from fsbench.records.schema import CPU, Device, Environment, Result, Run, Sample, Subject
 from fsbench.records.store import Store, default_db_path, result_key
-from fsbench.report.upgrade import upgrade
+from fsbench.report.model.upgrade import upgrade
 
 
 def _subjects() -> list[Subject]:
@@ -537,7 +537,7 @@ def test_a_run_renders_the_verdicts_it_stored(tmp_path: Path) -> None:
     from rich.console import Console
 
     from fsbench.report.model import build
-    from fsbench.report.sections import render
+    from fsbench.report.views.sections import render
 
     fixture = Path(__file__).parent / "fixtures" / "default_compare.json"
     out = tmp_path / "old"

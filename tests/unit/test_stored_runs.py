@@ -10,7 +10,7 @@ from pathlib import Path
 from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.lab.drivers import DRIVERS
 from fsbench.records.schema import Quirk, Run
-from fsbench.report.explain import explain_run
+from fsbench.report.model.explain import explain_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "default_compare.json"
 

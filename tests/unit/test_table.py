@@ -7,7 +7,7 @@ from explain_fixtures import result, run
 from rich.console import Console
 
 from fsbench.records.notecodes import Note
-from fsbench.report.sections import render
+from fsbench.report.views.sections import render
 
 SUBJECTS = ("ext4", "xfs", "ntfs-3g", "lowntfs-3g", "fuse2fs", "exfat-fuse", "btrfs", "ext2")
 

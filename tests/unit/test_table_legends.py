@@ -1,7 +1,7 @@
 """Each table's legend states its own family: a run whose tables were decided at other
 confidences (other subject counts, a p99 column beside the rate) prints, under each table in
 the terminal, the page and markdown, the confidence its own intervals were decided at, never
-the largest table's (report/model.py Table.family)."""
+the largest table's (report/model/ Table.family)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from rich.console import Console
 
 from fsbench.records.schema import Run
 from fsbench.records.store import _read_results_json
-from fsbench.report.export import export
+from fsbench.report.exports.export import export
 from fsbench.report.model import build
-from fsbench.report.sections import render, render_html
-from fsbench.report.upgrade import upgrade
+from fsbench.report.model.upgrade import upgrade
+from fsbench.report.views.sections import render, render_html
 from fsbench.stats.verdict import table_family
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -100,7 +100,7 @@ def test_tunes_chart_states_the_confidence_of_each_interval_it_draws() -> None:
     the axis names that confidence beside the selection's, not "95 %" nor the selection's
     alone."""
     from fsbench.records.tunerecord import TuneChange, TuneConfirmation, TuneRecord
-    from fsbench.report.tune import gain_plot
+    from fsbench.report.views.tune import gain_plot
 
     sel, confirm = 1 - 0.05 / 8, 1 - 0.05 / 2  # 99.375 and 97.5 %
     kw: dict = {"subject": "s:x", "untuned": "s", "workload": "w", "outcome": "better"}

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from fsbench.records.schema import CPU, Result, Run, Subject
 from fsbench.report.model import build
-from fsbench.report.table import workload_tables
+from fsbench.report.views.table import workload_tables
 
 
 def _render(results: list[Result]) -> str:

@@ -19,9 +19,9 @@ from fsbench.records.probes.factor import Factor
 from fsbench.records.schema import Run
 from fsbench.records.store import Store
 from fsbench.records.tunerecord import tune_of
-from fsbench.report.export import export
-from fsbench.report.sections import render_html
-from fsbench.report.tune import terminal
+from fsbench.report.exports.export import export
+from fsbench.report.views.sections import render_html
+from fsbench.report.views.tune import terminal
 from fsbench.schedule.plan import Plan
 from fsbench.schedule.runner import workload_id
 from fsbench.tune import budget, invm, remedies, session
@@ -458,7 +458,7 @@ def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_pat
 
 def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() -> None:
     from fsbench.records.tunerecord import TuneChange, TuneRecord
-    from fsbench.report.tune import answer_lines, recommended
+    from fsbench.report.views.tune import answer_lines, recommended
     from fsbench.tune.outcome import confirmation
 
     def ch(name: str, gain: float, **kw: Any) -> TuneChange:
@@ -565,7 +565,7 @@ def test_tune_measures_the_subject_as_compare_does_and_names_the_free_one(
     from click.testing import CliRunner
 
     from fsbench.cli.app import cli
-    from fsbench.report.keys import placement_of
+    from fsbench.report.model.keys import placement_of
     from fsbench.tune.outcome import result_of
 
     monkeypatch.setitem(PINNED_WITH, "big_writes", 0.4)

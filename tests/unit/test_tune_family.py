@@ -11,7 +11,7 @@ import pytest
 from test_tune import GiB, factor, fixture_run, never
 
 from fsbench.records.tunerecord import TuneChange, TuneGap, TuneRecord
-from fsbench.report.tune import changes_table, gap_lines, share
+from fsbench.report.views.tune import changes_table, gap_lines, share
 from fsbench.stats.decide import gmean
 from fsbench.tune import budget, session
 from fsbench.tune.choose import Gap, choose

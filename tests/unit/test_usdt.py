@@ -14,7 +14,7 @@ from fsbench.probes import trace as T
 from fsbench.probes import usdt
 from fsbench.records.probes import libfuse
 from fsbench.records.probes.record import SubjectKeys
-from fsbench.report.explain import explain_run
+from fsbench.report.model.explain import explain_run
 
 
 def test_the_notes_of_a_daemon_built_with_usdt_are_read(tmp_path: Path) -> None:

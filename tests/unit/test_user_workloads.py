@@ -399,9 +399,9 @@ def _user_run(run_id: str, seconds: list[float], definitions_: list[dict]) -> Ru
 
 
 def test_user_workloads_reach_the_report_export_and_diff(tmp_path: Path) -> None:
-    from fsbench.report.diff import diff_runs
-    from fsbench.report.export import to_csv
-    from fsbench.report.sections import render_html
+    from fsbench.report.exports.export import to_csv
+    from fsbench.report.model.diff import diff_runs
+    from fsbench.report.views.sections import render_html
 
     monkey_env = {"TIOBENCH_SIZE": "2m"}
     os.environ.update(monkey_env)

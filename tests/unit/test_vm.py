@@ -19,7 +19,7 @@ from fsbench.errors import EnvironmentProblem, UsageError
 from fsbench.lab import state
 from fsbench.probes import processes
 from fsbench.records.schema import Result, Run, Subject
-from fsbench.report.vm_notes import vm_notes
+from fsbench.report.model.vm_notes import vm_notes
 from fsbench.vm import group_subjects, guest
 from fsbench.vm.guest import (
     BASE_MEMORY,

@@ -15,10 +15,10 @@ from rich.console import Console
 from fsbench.cli.app import _print_kernels
 from fsbench.cli.commands.report import with_driver_quirks
 from fsbench.records.schema import Run
-from fsbench.report.answer import missing
-from fsbench.report.export import to_markdown
-from fsbench.report.sections import render, render_html
-from fsbench.report.vm_notes import SMALL_FLAGS, emulation_caveat
+from fsbench.report.exports.export import to_markdown
+from fsbench.report.model.answer import missing
+from fsbench.report.model.vm_notes import SMALL_FLAGS, emulation_caveat
+from fsbench.report.views.sections import render, render_html
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "unit" / "fixtures" / "default_compare.json"

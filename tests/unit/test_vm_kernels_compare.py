@@ -12,7 +12,7 @@ import pytest
 
 from fsbench.lab.lab import PRISTINE_DIR_ENV, PRISTINE_MANIFEST, shared_pristine
 from fsbench.records.schema import VM, Result, Run, Subject
-from fsbench.report.vm_notes import vm_notes
+from fsbench.report.model.vm_notes import vm_notes
 from fsbench.vm import add_anchors, group_subjects, images
 from fsbench.vm.guest import guest_script, vng_argv
 from fsbench.vm.kernels import Kernel

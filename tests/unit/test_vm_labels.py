@@ -13,7 +13,7 @@ from fsbench import pipeline
 from fsbench.environment import memory_notes
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 from fsbench.records.schema import VM, Result, Run, Schedule, Subject
-from fsbench.report.facts import schedule_line
+from fsbench.report.model.facts import schedule_line
 from fsbench.vm.guest import GuestGroup, GuestOutcome, merge
 from fsbench.vm.kernels import Kernel
 

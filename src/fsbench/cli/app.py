@@ -143,7 +143,7 @@ def _print_kernels(con: Console, vms: dict[str, Any]) -> None:
         t.add_row(k["name"], _yn(k["cached"]), k["release"] or k["source"], adds, drivers)
     con.print(t)
     if vms["why_emulated"]:
-        from fsbench.report.vm_notes import SMALL_FLAGS, emulation_caveat
+        from fsbench.report.model.vm_notes import SMALL_FLAGS, emulation_caveat
 
         con.print(
             f"[yellow]note:[/] {emulation_caveat(vms['why_emulated'])}; keep the check small: "
@@ -281,13 +281,13 @@ def _go(o: dict[str, Any], **plan_fields: Any) -> None:
         return
     from fsbench.cli.commands.progress import shown
     from fsbench.pipeline import execute
-    from fsbench.report.sections import render
+    from fsbench.report.views.sections import render
 
     out_dir, as_json = plan.out_dir, o["as_json"]
     with shown(err, plan) as callbacks:
         run, code = execute(plan, **callbacks)
     if as_json:
-        from fsbench.report.explain import run_json
+        from fsbench.report.model.explain import run_json
 
         click.echo(run_json(run))
     else:
@@ -346,7 +346,7 @@ def show(
     """
     from fsbench.cli.commands.report import load_run, out_dir_of
     from fsbench.records.store import Store, default_db_path
-    from fsbench.report.sections import render
+    from fsbench.report.views.sections import render
 
     if not list_runs and not run_ref:
         raise UsageError("give a RUN (id, prefix or output directory) or --list")
@@ -384,7 +384,7 @@ def show(
         Console().print(t)
         return
     if as_json:
-        from fsbench.report.explain import run_json
+        from fsbench.report.model.explain import run_json
 
         click.echo(run_json(run))
     else:

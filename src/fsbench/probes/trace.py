@@ -252,7 +252,7 @@ def to_trace(
     work: dict[str, float],
     probes: Iterable[Probe] | None = None,
 ) -> dict[str, Any]:
-    """One subject's share of a sample's maps, in the shape report/explain.py reads: each
+    """One subject's share of a sample's maps, in the shape report/model/explain.py reads: each
     available probe's record (of `probes`, the catalogue by default) parses its own part."""
     trace: dict[str, Any] = {"probes": dict(status)}
     for probe in PROBES if probes is None else probes:

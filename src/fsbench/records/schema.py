@@ -76,12 +76,12 @@ from fsbench.records.notecodes import Note, legacy, words
 #     latency (clat_ns), which reports name so (fsbench.stats.latency.words).
 #     Later, additive: Result.center (the geometric mean every output prints, which a ratio
 #     divides) and ci95 on the log scale; older results get both from their samples when a
-#     command reads them (fsbench.report.upgrade).
+#     command reads them (fsbench.report.model.upgrade).
 # 5 - Run.verdicts: the comparisons the report shows, decided once at the end of the run
 #     (fsbench.report.model.verdicts: per result its table's baseline, the ratio, its interval
 #     and confidence, the outcome, the verdict's words; a latency-bound result's p99 too), so
 #     show, export, report and diff render what the run decided. Version 4 and older runs
-#     get them computed once when a command reads them (fsbench.report.upgrade).
+#     get them computed once when a command reads them (fsbench.report.model.upgrade).
 #     Such a run is then at version 5 and says what it was: `migrated_from` (an extra
 #     field, in results.json exports too), which every export names beside the version.
 SCHEMA_VERSION = 5

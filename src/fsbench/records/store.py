@@ -386,7 +386,7 @@ class Store:
 
     def load_run(self, ref: str) -> Run:
         """A run by id, unique id prefix (>= 4 chars), or output directory, as it was written
-        (an older run's centres and verdicts: fsbench.report.upgrade)."""
+        (an older run's centres and verdicts: fsbench.report.model.upgrade)."""
         if not ref.strip():
             # Path("") is ".", which would silently load whatever the cwd holds.
             raise UsageError(f"empty run reference; {_LIST_HINT}")

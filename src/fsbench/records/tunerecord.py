@@ -85,7 +85,7 @@ class TuneChange(_Model):
     confidence: float | None = None  # each interval's, at the tune's family
     ratio: float | None = None  # candidate / untuned, as the verdict states it
     interval: list[float] | None = None
-    outcome: str = "none"  # better | worse | same | open | none (fsbench.report.naming)
+    outcome: str = "none"  # better | worse | same | open | none (fsbench.report.model.naming)
     cell: str = ""  # "10.1× 9.2–11.0 ▲": the verdict as every table prints it
     gain: float | None = None  # speed-up factor (> 1: faster), whatever the metric's direction
     # share of the gap to the reference this change closes: only for a ▲ (a change not

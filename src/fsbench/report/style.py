@@ -1,6 +1,6 @@
 """The one style table: what each outcome a reader sees looks like in every output.
 
-An outcome is decided once (report/comparison.py, report/model.py); a renderer looks it up here
+An outcome is decided once (report/model/comparison.py, report/model/); a renderer looks it up here
 for its glyph (every output), its terminal colour (rich), its page class (CSS) and its words. No
 renderer reads one of these back from another's rendering.
 """

@@ -23,11 +23,11 @@ from fsbench.lab.loops import Knob
 from fsbench.lab.subject import SubjectSpec
 from fsbench.records.schema import Result, Run
 from fsbench.records.tunerecord import TuneChange, TuneConfirmation, TuneGap
-from fsbench.report.answer import answer_factor, answer_text, gap_share
-from fsbench.report.comparison import Comparison, compare
-from fsbench.report.explain import Explanation, explain_result, workload_key
-from fsbench.report.keys import placement_of
-from fsbench.report.summary import usable
+from fsbench.report.model.answer import answer_factor, answer_text, gap_share
+from fsbench.report.model.comparison import Comparison, compare
+from fsbench.report.model.explain import Explanation, explain_result, workload_key
+from fsbench.report.model.keys import placement_of
+from fsbench.report.model.summary import usable
 from fsbench.schedule.dimensions.placement import DEFAULT as COMPARE_PLACEMENT
 from fsbench.stats.decide import gmean
 from fsbench.stats.verdict import ALPHA, Family, prior_of, verdict

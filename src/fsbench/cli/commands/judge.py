@@ -288,7 +288,7 @@ def _printed_pairs(p: Any) -> list[tuple[tuple[str, str, str], Any]]:
 
 
 def _outcome(v: Any, hib: bool) -> str:
-    from fsbench.report.naming import outcome
+    from fsbench.report.model.naming import outcome
 
     return outcome(v, hib)
 
@@ -296,7 +296,7 @@ def _outcome(v: Any, hib: bool) -> str:
 def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console) -> list[str]:
     """The run's tables as compare prints their verdict columns; returns each comparison's
     word (better, worse, same, open) for --fail-on."""
-    from fsbench.report.naming import ci_text, outcome, ratio_cell
+    from fsbench.report.model.naming import ci_text, outcome, ratio_cell
     from fsbench.stats import decide
     from fsbench.stats.verdict import Family
     from fsbench.units import fmt_value
@@ -384,7 +384,7 @@ def judge_command(
     """The ▲/▼/≈ verdicts of samples from anywhere (dd, fio, another tool, a stored run):
     the tables, intervals, marks and legend compare prints for them."""
     from fsbench.errors import EXIT_FAILED
-    from fsbench.report.diff import check_fail_on, gate_failures
+    from fsbench.report.model.diff import check_fail_on, gate_failures
 
     gate = check_fail_on(fail_on)
     given = Given(equivalence is not None, lower_is_better, bool(resolution))

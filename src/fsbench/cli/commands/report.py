@@ -25,13 +25,13 @@ if TYPE_CHECKING:
     # Imported where used: `fsbench --help` should not pay for pydantic and matplotlib.
     from fsbench.records.schema import Run
     from fsbench.records.store import Store
-    from fsbench.report.diff import ResultDiff, RunDiff
+    from fsbench.report.model.diff import ResultDiff, RunDiff
 
 
 def load_run(store: Store, ref: str) -> Run:
     """A stored run as every command shows it: brought to the current schema once (its
-    centres and verdicts, report/upgrade.py), its subjects with their driver's quirks."""
-    from fsbench.report.upgrade import upgrade
+    centres and verdicts, report/model/upgrade.py), its subjects with their driver's quirks."""
+    from fsbench.report.model.upgrade import upgrade
 
     return upgrade(with_driver_quirks(store.load_run(ref)))
 
@@ -131,7 +131,7 @@ def report(run_ref: str, html_path: Path | None, others: tuple[str, ...], db: Pa
     path = _check_writable(path, "--html")
     # matplotlib (imported with the renderer) writes caches under $HOME: only once the input
     # is known to be good, so a refused command leaves nothing behind.
-    from fsbench.report.sections import render_html
+    from fsbench.report.views.sections import render_html
 
     page = render_html(run, compare_with=other_runs or None)
     tmp = path.with_name(path.name + ".tmp")
@@ -164,13 +164,13 @@ def diff(
 ) -> None:
     """Per matching result of RUN_A and RUN_B: both geometric means, B / A with its interval,
     and the verdict (fsbench.stats.verdict: ▲/▼ when the ratio's interval excludes 1)."""
-    from fsbench.report.diff import check_fail_on, diff_runs
+    from fsbench.report.model.diff import check_fail_on, diff_runs
 
     gate = check_fail_on(fail_on)
     with _store(db, [run_a, run_b]) as store:
         a = load_run(store, run_a)
         b = load_run(store, run_b)
-    from fsbench.report.tune import tune_diff
+    from fsbench.report.views.tune import tune_diff
 
     d = diff_runs(a, b)
     tuned = tune_diff(a, b)  # two `fsbench tune` runs: their changes side by side too
@@ -198,7 +198,7 @@ def diff(
         if d.results:
             _print_diff(d)
         if tuned:
-            from fsbench.report.tune import tune_diff_lines
+            from fsbench.report.views.tune import tune_diff_lines
 
             con = Console(soft_wrap=False)
             for line in tune_diff_lines(tuned):
@@ -209,7 +209,7 @@ def diff(
 def _gate(d: RunDiff, gate: str | None) -> None:
     """`--fail-on`: exit 1 with one line naming what failed (report.diff.gate_failures)."""
     from fsbench.errors import EXIT_FAILED
-    from fsbench.report.diff import FAIL_ON, gate_failures
+    from fsbench.report.model.diff import FAIL_ON, gate_failures
 
     n = gate_failures((r.verdict for r in d.results), gate)
     if n and gate is not None:
@@ -230,9 +230,9 @@ def _print_diff(d: RunDiff, con: Console | None = None) -> None:
     splitting a name or a figure: subject, both centres (the geometric means), B / A with its
     interval and mark; the verdict's words from 100 columns; the legend the model words.
     Under each table the figures that moved, broken between figures only."""
-    from fsbench.report.diff import ratio_text, verdict_class
-    from fsbench.report.naming import confidence_text
-    from fsbench.report.table import pack
+    from fsbench.report.model.diff import ratio_text, verdict_class
+    from fsbench.report.model.naming import confidence_text
+    from fsbench.report.views.table import pack
     from fsbench.units import fmt_value
 
     con = con or Console()
@@ -324,8 +324,8 @@ def export(
 ) -> None:
     """Print (or write) a stored RUN as JSON, CSV (per result or per sample) or markdown, rows
     in the report's order."""
-    from fsbench.report.export import ALIASES, FORMATS
-    from fsbench.report.export import export as do_export
+    from fsbench.report.exports.export import ALIASES, FORMATS
+    from fsbench.report.exports.export import export as do_export
 
     if fmt.strip().lower() not in (*FORMATS, *ALIASES):
         raise UsageError(f"--format {fmt!r}: give {', '.join(FORMATS)}")
@@ -347,7 +347,7 @@ def export(
         run = load_run(store, run_ref)
     drawn = None
     if figures is not None:
-        from fsbench.report.export import write_figures
+        from fsbench.report.exports.export import write_figures
 
         drawn = write_figures(run, figures)
         click.echo(f"fsbench: {len(drawn)} figures (PNG and SVG) in {figures}", err=True)

@@ -1,7 +1,7 @@
 """`fsbench tune SUBJECT`: the changes the explanation points at, measured and ranked.
 
 Thin: the options are compare's (fsbench.cli.options, at their defaults unless given here), the
-work is fsbench.tune.session's, the words fsbench.report.tune's.
+work is fsbench.tune.session's, the words fsbench.report.views.tune's.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def tune(
 ) -> None:
     """Measure the changes that would close SUBJECT's gap to a faster driver, and rank them."""
     from fsbench.lab.subject import parse_subject
-    from fsbench.report.tune import terminal
+    from fsbench.report.views.tune import terminal
     from fsbench.schedule.plan import check_out_dir, default_out_dir, new_run_id
     from fsbench.tune.session import Request, Tuner
 

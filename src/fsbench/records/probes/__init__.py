@@ -1,7 +1,7 @@
 """The probes' catalogues: one record per probe, each in its own module. A kernel trace probe
 is a `record.Probe`, named in `PROBES` and `EXPLAINED`; a /proc probe is a
 `counter.CounterProbe`, named in `COUNTERS`. `probes/trace.py` and `probes/sample.py` read these
-tuples and `report/explain.py` reads them when called, never a probe by name."""
+tuples and `report/model/explain.py` reads them when called, never a probe by name."""
 
 from fsbench.records.probes import (
     block,

@@ -1,7 +1,7 @@
 """The explanation's factors from a result's own figures, not the trace probes': CPU by part,
 context switches, device amplification. Each is a function of a `FactorInput`, like a probe
 record's `factors`; the /proc probe records (`counter.CounterProbe`) that measure those figures
-name them, and `report/explain.py` calls them through that catalogue."""
+name them, and `report/model/explain.py` calls them through that catalogue."""
 
 from __future__ import annotations
 

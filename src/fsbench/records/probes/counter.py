@@ -1,7 +1,7 @@
 """The form of a /proc probe: one record says what it reads (a function of the reader and the
 `ProbeSpec`), how two readings around a sample become its fields of `ProbeDelta` and its flags,
 and the factor functions it contributes to the explanation. `probes/sample.py` snapshots and
-diffs by the catalogue (COUNTERS); `report/explain.py` calls the catalogue's factor
+diffs by the catalogue (COUNTERS); `report/model/explain.py` calls the catalogue's factor
 functions; neither knows a probe by name."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the explanation is made of: a result's `Profile` (its probe figures per unit of work),
 the `Factor` records it ranks, and the input every factor function gets (`FactorInput`). In the
-records layer so the probe records (`records/probes/`) and the report (`report/explain.py`) both
-build on them."""
+records layer so the probe records (`records/probes/`) and the report
+(`report/model/explain.py`) both build on them."""
 
 from __future__ import annotations
 

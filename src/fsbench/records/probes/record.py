@@ -1,8 +1,8 @@
 """The form of a trace probe: one record says what it collects (tracepoints, bpftrace
 fragment, maps), how its maps become its part of a result's `trace`, how that part becomes the
 figures of a `Profile`, and the factors it adds to an explanation. `probes/trace.py` runs the
-records' fragments; `report/explain.py` calls their `read` and `factors`; neither knows a probe
-by name."""
+records' fragments; `report/model/explain.py` calls their `read` and `factors`; neither knows
+a probe by name."""
 
 from __future__ import annotations
 

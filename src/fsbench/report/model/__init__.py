@@ -19,8 +19,8 @@ from functools import cached_property
 
 from fsbench.records.schema import SCHEMA_VERSION, Environment, Result, Run
 from fsbench.records.tunerecord import TuneChange, TuneRecord, tune_of
-from fsbench.report.aging import aging_lines, effect_lines
-from fsbench.report.answer import (
+from fsbench.report.model.aging import aging_lines, effect_lines
+from fsbench.report.model.answer import (
     answer_factor,
     answer_text,
     answers,
@@ -30,8 +30,8 @@ from fsbench.report.answer import (
     missing_pieces,
     why_lines,
 )
-from fsbench.report.comparison import Comparison, confidence_text
-from fsbench.report.decided import (
+from fsbench.report.model.comparison import Comparison, confidence_text
+from fsbench.report.model.decided import (
     Decided,
     ResultFacts,
     baselines,
@@ -44,9 +44,9 @@ from fsbench.report.decided import (
     verdicts,
     vs_cell,
 )
-from fsbench.report.diff import RunDiff, diff_runs
-from fsbench.report.explain import Explanation, OpFigures, Profile, explain_run, profile
-from fsbench.report.facts import (
+from fsbench.report.model.diff import RunDiff, diff_runs
+from fsbench.report.model.explain import Explanation, OpFigures, Profile, explain_run, profile
+from fsbench.report.model.facts import (
     EnvironmentView,
     IntegrityRow,
     IntegrityView,
@@ -58,7 +58,7 @@ from fsbench.report.facts import (
     page_only,
     semantics,
 )
-from fsbench.report.grids import (
+from fsbench.report.model.grids import (
     DiskmarkCell,
     DiskmarkGrid,
     Matrix,
@@ -69,9 +69,16 @@ from fsbench.report.grids import (
     matrix,
     summary,
 )
-from fsbench.report.grouping import Group, by_title, groups, is_matrix, measured_subjects, usable
-from fsbench.report.keys import placement_of, workload_key
-from fsbench.report.naming import (
+from fsbench.report.model.grouping import (
+    Group,
+    by_title,
+    groups,
+    is_matrix,
+    measured_subjects,
+    usable,
+)
+from fsbench.report.model.keys import placement_of, workload_key
+from fsbench.report.model.naming import (
     amp_text,
     baseline_result,
     centre_of,
@@ -83,9 +90,9 @@ from fsbench.report.naming import (
     ranked,
     result_title,
 )
-from fsbench.report.notes import TableNotes, counted_lines, table_notes
+from fsbench.report.model.notes import TableNotes, counted_lines, table_notes
+from fsbench.report.model.vm_notes import vm_notes
 from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS
-from fsbench.report.vm_notes import vm_notes
 from fsbench.stats import latency
 from fsbench.stats.verdict import Family, family_of
 from fsbench.units import fmt_value

@@ -4,7 +4,7 @@ the same placement."""
 from __future__ import annotations
 
 from fsbench.records.schema import Result
-from fsbench.report.naming import result_title
+from fsbench.report.model.naming import result_title
 
 PLACEMENT_WORDS = {
     "same": "on one CPU",

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from fsbench.report.figure import (
+from fsbench.report.model import Environment, Group, Result, usable
+from fsbench.report.plots.figure import (
     PAGE_WIDTH_IN,
     Plot,
     centre,
@@ -26,7 +27,6 @@ from fsbench.report.figure import (
     styled,
     ylog_err,
 )
-from fsbench.report.model import Environment, Group, Result, usable
 from fsbench.report.style import glyph
 from fsbench.units import fmt_ratio, size_text
 

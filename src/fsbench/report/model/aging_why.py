@@ -16,7 +16,7 @@ from typing import Any
 
 from fsbench.records.probes.factor import differs
 from fsbench.records.schema import Result, Run
-from fsbench.report.explain import fmt_figure, profile
+from fsbench.report.model.explain import fmt_figure, profile
 from fsbench.units import fmt_ratio
 
 __all__ = ["AgeChange", "age_changes", "change_text", "why_line"]

@@ -10,7 +10,7 @@ The terminal table, the HTML report, `--json` and `diff` all read these records.
 Each trace probe is one record (`fsbench/probedefs/`): its `read` makes its figures of the
 Profile and its `factors` what they say; this module calls them in the catalogue's order, then
 the factor functions the /proc probe records name (`probedefs.COUNTERS`: CPU, context switches,
-amplification, over the result's own figures) and the FUSE floor's (`report/floor.py`), and
+amplification, over the result's own figures) and the FUSE floor's (`report/model/floor.py`), and
 knows no probe by name.
 
 Nothing here is canned: a sentence exists only when the numbers it quotes were measured in this
@@ -45,11 +45,11 @@ from fsbench.records.probes.numbers import (
 )
 from fsbench.records.probes.sched import wakeup_costs
 from fsbench.records.schema import Result, Run
-from fsbench.report.decided import Decided, Pair
-from fsbench.report.floor import floor_factors
-from fsbench.report.grouping import measured_subjects, usable
-from fsbench.report.keys import PLACEMENT_WORDS, placement_of, workload_key
-from fsbench.report.naming import (
+from fsbench.report.model.decided import Decided, Pair
+from fsbench.report.model.floor import floor_factors
+from fsbench.report.model.grouping import measured_subjects, usable
+from fsbench.report.model.keys import PLACEMENT_WORDS, placement_of, workload_key
+from fsbench.report.model.naming import (
     OUTCOME_WORDS,
     baseline_result,
     confidence_text,

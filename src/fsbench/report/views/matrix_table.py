@@ -1,4 +1,4 @@
-"""The Iozone matrix in a terminal: the model's matrix (report/grids.py, via report/model.py)
+"""The Iozone matrix in a terminal: the model's matrix (report/model/grids.py, via report/model/)
 as one table per operation, a row per (file, record) cell, a column per subject with the best
 of each row starred, and each subject's ratio to the first subject. Cells nobody could run
 (files larger than the image) are counted below, not listed.

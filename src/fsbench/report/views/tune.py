@@ -18,8 +18,8 @@ from fsbench.report.style import colour, css
 from fsbench.units import fmt_ratio, fmt_value
 
 if TYPE_CHECKING:
-    from fsbench.report.figure import Plot
     from fsbench.report.model import Run
+    from fsbench.report.plots.figure import Plot
 
 SAFETY = {
     "safe": "safe",
@@ -247,7 +247,7 @@ def terminal(run: Run) -> list[RenderableType]:
 def gain_plot(t: TuneRecord) -> Plot | None:
     """Each change's speed-up over the untuned subject with its interval, one bar per
     change and workload (the combination last); 1× drawn as the untuned subject."""
-    from fsbench.report.figure import headed, row_labels, rows_figure
+    from fsbench.report.plots.figure import headed, row_labels, rows_figure
 
     rows = [c for c in [*t.changes, *t.combination] if shown(c).gain is not None]
     if not rows:

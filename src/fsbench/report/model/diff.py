@@ -19,11 +19,11 @@ from typing import Any
 
 from fsbench.errors import UsageError
 from fsbench.records.schema import Environment, Result, Run, Subject, WakeupCost
-from fsbench.report.comparison import Comparison, samples_verdict
-from fsbench.report.explain import changed_figures
-from fsbench.report.facts import changes as integrity_changes
-from fsbench.report.grouping import report_order, usable
-from fsbench.report.naming import centre_of, confidence_text, result_title
+from fsbench.report.model.comparison import Comparison, samples_verdict
+from fsbench.report.model.explain import changed_figures
+from fsbench.report.model.facts import changes as integrity_changes
+from fsbench.report.model.grouping import report_order, usable
+from fsbench.report.model.naming import centre_of, confidence_text, result_title
 from fsbench.report.style import css, glyph
 from fsbench.stats.verdict import Family
 

@@ -1,4 +1,4 @@
-"""A stored run to share, each format a formatter of the report model (report/model.py) listed
+"""A stored run to share, each format a formatter of the report model (report/model/) listed
 in EXPORTERS: JSON (the results.json document with the verdicts the report shows), CSV (one row
 per result with its verdict against the table's baseline, IOPS and p99), CSV of the samples
 (one row per sample, long format), markdown (the answer, a table per workload with the
@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.errors import UsageError
-from fsbench.report.diskmark import grid_view
-from fsbench.report.html_views import missing_view
 from fsbench.report.model import (
     Matrix,
     Report,
@@ -29,7 +27,9 @@ from fsbench.report.model import (
     verdicts,
 )
 from fsbench.report.style import glyph
-from fsbench.report.tune import markdown as tune_markdown
+from fsbench.report.views.diskmark import grid_view
+from fsbench.report.views.html_views import missing_view
+from fsbench.report.views.tune import markdown as tune_markdown
 
 # The CSV's columns, in order: identity, the number and its interval, what it cost, its state.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -238,14 +238,14 @@ def to_samples_csv(run: Run) -> str:
 def to_json(run: Run) -> str:
     """The run as results.json holds it, with the verdicts the report shows (`verdicts`: per
     result its baseline, ratio, interval, outcome and words; old readers ignore the key)."""
-    if not run.verdicts:  # a run made in memory (read runs have them: report/upgrade.py)
+    if not run.verdicts:  # a run made in memory (read runs have them: report/model/upgrade.py)
         run = run.model_copy(update={"verdicts": verdicts(run)})
     return run.to_json() + "\n"
 
 
 def _schema(run: Run) -> str:
     """The schema the export's figures are in; a run stored in an older one, migrated when
-    it was read (report/upgrade.py), says so: 'schema 5 (migrated from 4)'."""
+    it was read (report/model/upgrade.py), says so: 'schema 5 (migrated from 4)'."""
     old = (run.model_extra or {}).get("migrated_from")
     return f"{run.schema_version}" + (f" (migrated from {old})" if old else "")
 
@@ -384,9 +384,9 @@ def write_figures(run: Run, out_dir: Path) -> list[tuple[str, Path]]:
     ('01-seq-write-fsync.png', ...): the same drawings the page inlines. Returns (title, PNG
     path) per plot."""
     # Imported here: matplotlib only when figures are asked for.
-    from fsbench.report.figure import files
-    from fsbench.report.plots import plan
-    from fsbench.report.scaling import scaling_plots
+    from fsbench.report.plots.figure import files
+    from fsbench.report.plots.rates import plan
+    from fsbench.report.plots.scaling import scaling_plots
 
     with files():
         plots = [*plan(build(run)).all(), *scaling_plots(run)]

@@ -16,7 +16,19 @@ from matplotlib.ticker import (
     NullFormatter,
 )
 
-from fsbench.report.figure import (
+from fsbench.report.model import (
+    Group,
+    Result,
+    Run,
+    baseline_result,
+    groups,
+    is_matrix,
+    measured_subjects,
+    placement_of,
+    usable,
+    workload_key,
+)
+from fsbench.report.plots.figure import (
     CPU_PARTS,
     PAGE_WIDTH_IN,
     Plot,
@@ -31,21 +43,9 @@ from fsbench.report.figure import (
     styled,
     to_svg,
 )
-from fsbench.report.matrix_plots import knees, matrix_op_plot, ratio_heatmap, stride_plot
-from fsbench.report.model import (
-    Group,
-    Result,
-    Run,
-    baseline_result,
-    groups,
-    is_matrix,
-    measured_subjects,
-    placement_of,
-    usable,
-    workload_key,
-)
+from fsbench.report.plots.matrix_plots import knees, matrix_op_plot, ratio_heatmap, stride_plot
+from fsbench.report.plots.trace_plots import trace_plots
 from fsbench.report.style import glyph
-from fsbench.report.trace_plots import trace_plots
 
 if TYPE_CHECKING:
     from fsbench.report.model import Report

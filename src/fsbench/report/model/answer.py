@@ -1,5 +1,5 @@
 """The answer first, as every output leads with it: per workload the fastest subject and the
-ranking of the others (report/model.py adds each one's comparison to the fastest, so the marks
+ranking of the others (report/model/ adds each one's comparison to the fastest, so the marks
 are the tables' marks), per subject the first-ranked reason it differs (explain.py's first
 factor) in the words and line widths the outputs print, and the drivers this machine lacks
 with the command that measures them in a VM. Free of rich: the model reads it."""
@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from fsbench.records.probes.numbers import fmt_pct, fmt_time
 from fsbench.records.schema import Result, Run, Subject
-from fsbench.report.decided import leaders
-from fsbench.report.explain import Explanation, Factor, brief_lines
-from fsbench.report.grouping import groups, measured_subjects, usable
-from fsbench.report.naming import baseline_result, ranked
-from fsbench.report.vm_notes import SMALL_FLAGS, caveat_pieces
+from fsbench.report.model.decided import leaders
+from fsbench.report.model.explain import Explanation, Factor, brief_lines
+from fsbench.report.model.grouping import groups, measured_subjects, usable
+from fsbench.report.model.naming import baseline_result, ranked
+from fsbench.report.model.vm_notes import SMALL_FLAGS, caveat_pieces
 from fsbench.stats.decide import gmean
 
 
@@ -110,7 +110,7 @@ def _key(res: Result) -> float:
 
 def answers(run: Run) -> list[WorkloadAnswer]:
     """Per workload (run order; the Iozone matrix has its own summary): the ranking and the
-    leaders (report/model.py adds the comparisons and the reasons)."""
+    leaders (report/model/ adds the comparisons and the reasons)."""
     order = measured_subjects(run)
     out = []
     for g in groups(run):

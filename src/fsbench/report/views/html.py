@@ -1,6 +1,6 @@
 """The self-contained HTML report: one file, inline CSS and SVG plots, no script, no network.
 
-What the page's sections show, as records for their templates (report/sections.py walks them:
+What the page's sections show, as records for their templates (report/views/sections.py walks them:
 `render_html(run)` returns the page, `write_report(run, out_dir)` writes `report.html`).
 Reads finished `Run` records only.
 """
@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from fsbench.records.probes.numbers import fmt_pct, fmt_time
 from fsbench.report.model import Explanation, Matrix, Report, Row, RunDiff, Why
-from fsbench.report.plots import Plot, colours
+from fsbench.report.plots.rates import Plot, colours
 from fsbench.report.style import OUTCOMES, css
 from fsbench.units import fmt_ratio, fmt_value
 
@@ -26,7 +26,7 @@ class WorkloadView:
     title: str
     description: str
     unit: str
-    rows: list[Row]  # the model's (report/model.py)
+    rows: list[Row]  # the model's (report/model/)
     plot: Plot | None
     explanations: list[dict[str, Any]] = field(default_factory=list)
     trace_plot: Plot | None = None
@@ -146,7 +146,7 @@ def matrix_view(m: Matrix | None, matrix_plots: list[Plot]) -> MatrixView | None
 
 
 def comparisons(diffs: list[RunDiff]) -> list[dict[str, Any]]:
-    """This run against others (report/diff.py's records), for the page."""
+    """This run against others (report/model/diff.py's records), for the page."""
     out = []
     for d in diffs:
         out.append(

@@ -1,5 +1,5 @@
-"""The diskmark suite's grid, as KDiskMark shows it: the model's grid (report/grids.py, via
-report/model.py) formatted for the terminal and the page. Rows are its eight tests, columns the
+"""The diskmark suite's grid, as KDiskMark shows it: the model's grid (report/model/grids.py, via
+report/model/) formatted for the terminal and the page. Rows are its eight tests, columns the
 subjects; each cell MB/s (10^6 bytes a second, KDiskMark's unit) and IOPS, the mean of the
 passes as KDiskMark averages them, and the p99 latency (geometric mean over the passes). The
 mark beside MB/s is the verdict on the subject's rate against the first subject's."""

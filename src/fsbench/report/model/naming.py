@@ -6,8 +6,8 @@ and plot prints a ratio through these, so a mark never disagrees with its printe
 from __future__ import annotations
 
 from fsbench.records.schema import Result
-from fsbench.report.comparison import Comparison, confidence_text
-from fsbench.report.comparison import outcome_of as outcome
+from fsbench.report.model.comparison import Comparison, confidence_text
+from fsbench.report.model.comparison import outcome_of as outcome
 from fsbench.report.style import OUTCOMES, STOP_MARKS, STOP_WORDS, VERDICT_OUTCOMES
 from fsbench.stats.baseline import baseline_result, ranked
 from fsbench.stats.verdict import Verdict

@@ -1,5 +1,5 @@
-"""Integrity and semantics in the terminal: the model's records (report/facts.py, via
-report/model.py) formatted. Failures lead the output, loud; then a compact line per checked
+"""Integrity and semantics in the terminal: the model's records (report/model/facts.py, via
+report/model/) formatted. Failures lead the output, loud; then a compact line per checked
 subject (one line for all when every one is ok and not --verbose); the semantics in a line,
 or with --verbose as a table in doctor style (subject × feature, ✓ ✗ ? or the limit)."""
 
@@ -12,7 +12,7 @@ from rich.text import Text
 
 from fsbench.report.model import IntegrityView, SemanticsView
 from fsbench.report.style import colour
-from fsbench.report.table import pack
+from fsbench.report.views.table import pack
 
 
 def failure_banners(view: IntegrityView | None) -> list[Text]:

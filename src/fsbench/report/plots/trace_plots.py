@@ -14,15 +14,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from fsbench.report.figure import (
-    PAGE_WIDTH_IN,
-    Plot,
-    colours,
-    headed,
-    short_size,
-    slug,
-    styled,
-)
 from fsbench.report.model import (
     OpFigures,
     Profile,
@@ -33,6 +24,15 @@ from fsbench.report.model import (
     profile,
     usable,
     workload_key,
+)
+from fsbench.report.plots.figure import (
+    PAGE_WIDTH_IN,
+    Plot,
+    colours,
+    headed,
+    short_size,
+    slug,
+    styled,
 )
 
 # A colour per series inside a panel (opcode or direction); the subject is the panel's title.

@@ -2,7 +2,7 @@
 and workload with its interval, and whether the ranking between drivers changes with age.
 
 An aged subject is `BASE (aged:PROFILE)` with `Subject.aging`; its fresh counterpart is the
-subject whose id is BASE. Under each ratio, what changed with age (report/aging_why.py). Reads
+subject whose id is BASE. Under each ratio, what changed with age (report/model/aging_why.py). Reads
 finished `Run` records only.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from fsbench.records.schema import Aging, Result, Run, Subject
-from fsbench.report.aging_why import age_changes, why_line
-from fsbench.report.comparison import Comparison
-from fsbench.report.decided import Decided, Pair
-from fsbench.report.grouping import by_title
+from fsbench.report.model.aging_why import age_changes, why_line
+from fsbench.report.model.comparison import Comparison
+from fsbench.report.model.decided import Decided, Pair
+from fsbench.report.model.grouping import by_title
 from fsbench.stats.baseline import ranked
 from fsbench.units import size_text
 

@@ -1,7 +1,7 @@
 """What the HTML report's first screen and its compact tables show, as plain records for the
 template: the answer (per workload the fastest, the others' ratios to it with the terminal's
 marks, each subject's first reason), the drivers not measured, the summary as a table, the
-semantics and integrity tables. Formats the report model (report/model.py); the page's class of
+semantics and integrity tables. Formats the report model (report/model/); the page's class of
 every outcome is the style table's (report/style.py).
 """
 

@@ -1,10 +1,10 @@
 """What the run decided, as every output shows it: each result against its table's baseline
 (the first subject that finished, per Iozone cell), as a cell ('0.44× 0.24–0.80 ▼'), an outcome
 and words, and as results.json stores it (Run.verdicts, schema 5: decided once at the end of a
-run, or once when an older run is read: report/upgrade.py). `Decided` hands every view its
+run, or once when an older run is read: report/model/upgrade.py). `Decided` hands every view its
 comparisons, those the run stored and any other pair a view sets side by side (the fastest,
 another placement, an aged image against the fresh one), each asked for here once;
-report/model.py builds every view from these.
+report/model/ builds every view from these.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 from fsbench.records.notecodes import words as note_words
 from fsbench.records.schema import Result, Run
-from fsbench.report.comparison import Comparison, compare, confidence_text, latency_verdict
-from fsbench.report.grouping import groups, measured_subjects, report_order, usable
-from fsbench.report.naming import baseline_result, centre_of, ranked, result_title
+from fsbench.report.model.comparison import Comparison, compare, confidence_text, latency_verdict
+from fsbench.report.model.grouping import groups, measured_subjects, report_order, usable
+from fsbench.report.model.naming import baseline_result, centre_of, ranked, result_title
 from fsbench.report.style import words
 from fsbench.stats import latency
 from fsbench.stats.verdict import Family, family_of

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fsbench.records.schema import Result, Run
-from fsbench.report.naming import result_title
+from fsbench.report.model.naming import result_title
 
 MATRIX_WORKLOAD = "iozone"
 OP_ORDER = ("write", "rewrite", "read", "reread", "rand-read", "rand-write", "stride-read")

@@ -1,4 +1,4 @@
-"""What a report says besides its rates, as records decided once (report/model.py puts them in
+"""What a report says besides its rates, as records decided once (report/model/ puts them in
 the `Report`): integrity (the damaged volumes that lead every output, the one line when all is
 well, what was checked per subject), the semantics each mount probed (the features the subjects
 differ in and those they share), and the environment (the machine, the subjects, how the run
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fsbench.records.schema import FEATURES, Environment, Feature, Integrity, Run, Subject
-from fsbench.report.comparison import Comparison, confidence_text, rates_verdict
-from fsbench.report.explain import fmt_us, wakeup_costs
-from fsbench.report.grouping import is_matrix, usable
+from fsbench.report.model.comparison import Comparison, confidence_text, rates_verdict
+from fsbench.report.model.explain import fmt_us, wakeup_costs
+from fsbench.report.model.grouping import is_matrix, usable
 from fsbench.schedule.phases import anatomy_line, phases_line
 from fsbench.stats import latency
 from fsbench.stats.decide import gmean
@@ -483,7 +483,7 @@ def environment(run: Run) -> EnvironmentView:
 @dataclass(frozen=True)
 class PageOnly:
     """Something of the run only the page (report.html) shows: its words, the page's sections
-    that show it (report/sections.py ids), and whether the terminal shows it with --verbose
+    that show it (report/views/sections.py ids), and whether the terminal shows it with --verbose
     (and says so where it leaves it out)."""
 
     words: str

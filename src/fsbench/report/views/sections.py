@@ -23,24 +23,6 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from fsbench import __version__
-from fsbench.report import table as term
-from fsbench.report import tune as tune_view
-from fsbench.report.diskmark import grid_table as diskmark_table
-from fsbench.report.diskmark import grid_view as diskmark_view
-from fsbench.report.html_views import (
-    answer_view,
-    integrity_view,
-    missing_view,
-    semantics_view,
-    summary_table,
-)
-from fsbench.report.integrity import (
-    failure_banners,
-    integrity_lines,
-    semantics_line,
-    semantics_table,
-)
-from fsbench.report.matrix_table import matrix_tables
 from fsbench.report.model import (
     Report,
     Run,
@@ -49,9 +31,27 @@ from fsbench.report.model import (
     measured_subjects,
     result_title,
 )
+from fsbench.report.views import table as term
+from fsbench.report.views import tune as tune_view
+from fsbench.report.views.diskmark import grid_table as diskmark_table
+from fsbench.report.views.diskmark import grid_view as diskmark_view
+from fsbench.report.views.html_views import (
+    answer_view,
+    integrity_view,
+    missing_view,
+    semantics_view,
+    summary_table,
+)
+from fsbench.report.views.integrity import (
+    failure_banners,
+    integrity_lines,
+    semantics_line,
+    semantics_table,
+)
+from fsbench.report.views.matrix_table import matrix_tables
 
 if TYPE_CHECKING:
-    from fsbench.report.plots import Plot, Plots
+    from fsbench.report.plots.rates import Plot, Plots
 
 # The page's modules draw with matplotlib: imported where a page is made, so the terminal
 # (and a command refused before it measures) never loads it or writes its cache.
@@ -75,19 +75,19 @@ class View:
 
     @cached_property
     def plots(self) -> Plots:
-        from fsbench.report.plots import plan
+        from fsbench.report.plots.rates import plan
 
         return plan(self.model)
 
     @cached_property
     def scaling(self) -> list[Plot]:
-        from fsbench.report.scaling import scaling_plots
+        from fsbench.report.plots.scaling import scaling_plots
 
         return scaling_plots(self.run)
 
     @cached_property
     def latency_plots(self) -> list[Plot]:
-        from fsbench.report.latency_plots import latency_plots
+        from fsbench.report.plots.latency_plots import latency_plots
 
         return latency_plots(self.model)
 
@@ -190,7 +190,7 @@ def _workloads_terminal(v: View) -> list[RenderableType]:
 
 
 def _page() -> Any:
-    from fsbench.report import html
+    from fsbench.report.views import html
 
     return html
 
@@ -229,7 +229,7 @@ def _placement_html(v: View) -> dict[str, Any] | None:
 
 
 def _clients_html(v: View) -> dict[str, Any] | None:
-    from fsbench.report.scaling import client_rows
+    from fsbench.report.plots.scaling import client_rows
 
     rows = client_rows(v.run)
     return {"scaling": v.scaling, "client_rows": rows} if v.scaling or rows else None
@@ -271,7 +271,7 @@ def _comparison_html(v: View) -> dict[str, Any] | None:
 
 def _paths_terminal(v: View) -> list[RenderableType]:
     out: list[RenderableType] = []
-    # What only the page shows, named (report/facts.py PAGE_ONLY): never dropped in silence.
+    # What only the page shows, named (report/model/facts.py PAGE_ONLY): never dropped in silence.
     not_shown = v.model.not_shown(verbose_shows=True)
     if not_shown:
         out.append(Text(f"only in report.html: {not_shown}", style="dim"))
@@ -324,7 +324,7 @@ def render(
 def render_html(run: Run, compare_with: list[Run] | None = None) -> str:
     """The report of a run as one self-contained HTML page (optionally against other runs):
     every section with something to show, in SECTIONS' order."""
-    from fsbench.report.plots import baseline, colours
+    from fsbench.report.plots.rates import baseline, colours
 
     v = View(run, compare_with=compare_with or [])
     subjects = measured_subjects(run)

@@ -1,4 +1,4 @@
-"""The report's grids as records, decided once (report/model.py puts them in the `Report`): the
+"""The report's grids as records, decided once (report/model/ puts them in the `Report`): the
 Iozone matrix (per operation a row per file and record size, a cell per subject, the best of
 the row, each subject's comparison with the baseline) and the diskmark grid (KDiskMark's tests
 as rows, per subject MB/s with its mark, IOPS and p99). Every comparison is the one the run
@@ -11,12 +11,12 @@ import statistics
 from dataclasses import dataclass
 
 from fsbench.records.schema import Result, Run
-from fsbench.report.answer import rank
-from fsbench.report.comparison import Comparison
-from fsbench.report.decided import Decided, leaders
-from fsbench.report.grouping import groups, measured_subjects, usable
-from fsbench.report.naming import baseline_result, centre_of, ci_text
-from fsbench.report.summary import Finding, findings
+from fsbench.report.model.answer import rank
+from fsbench.report.model.comparison import Comparison
+from fsbench.report.model.decided import Decided, leaders
+from fsbench.report.model.grouping import groups, measured_subjects, usable
+from fsbench.report.model.naming import baseline_result, centre_of, ci_text
+from fsbench.report.model.summary import Finding, findings
 from fsbench.stats import latency
 from fsbench.units import fmt_ratio, fmt_value, size_text
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.report.figure import PAGE_WIDTH_IN, Plot, headed, new_figure, styled
 from fsbench.report.model import Result, Run
+from fsbench.report.plots.figure import PAGE_WIDTH_IN, Plot, headed, new_figure, styled
 
 
 def _series_key(r: Result) -> tuple[str, str]:

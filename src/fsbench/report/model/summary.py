@@ -1,7 +1,8 @@
 """What a run says, in words: per workload (and per Iozone operation) the fastest subject and
 by how much, with the CPU it cost (the page's summary grid).
 
-Only reads finished `Run` records; every comparison is one the run decided (report/decided.py).
+Only reads finished `Run` records; every comparison is one the run decided
+(report/model/decided.py).
 """
 
 from __future__ import annotations
@@ -10,10 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsbench.records.schema import Result, Run
-from fsbench.report.comparison import Comparison
-from fsbench.report.decided import Decided, Pair
-from fsbench.report.grouping import Group, groups, measured_subjects, usable
-from fsbench.report.naming import OUTCOME_WORDS, centre_of, confidence_text, ranked, result_title
+from fsbench.report.model.comparison import Comparison
+from fsbench.report.model.decided import Decided, Pair
+from fsbench.report.model.grouping import Group, groups, measured_subjects, usable
+from fsbench.report.model.naming import (
+    OUTCOME_WORDS,
+    centre_of,
+    confidence_text,
+    ranked,
+    result_title,
+)
 from fsbench.stats.decide import gmean
 from fsbench.units import fmt_ratio, fmt_value, size_text
 

@@ -4,7 +4,7 @@ The store reads a run as it was written (records/store.py); what an older run la
 the statistics and the report can give is filled in here: a result stored before
 `Result.center` gets its centre and log-scale interval from its samples (fsbench.stats.describe,
 at the priors it recorded), a run stored before schema 5 gets its comparisons decided
-(`Run.verdicts`, report/decided.py) as the end of a run decides them. A run so upgraded is at
+(`Run.verdicts`, report/model/decided.py) as the end of a run decides them. A run so upgraded is at
 the current schema and says what it was (`migrated_from`), which every export names. A run
 that has its centres and verdicts keeps what it recorded.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from fsbench.records.schema import SCHEMA_VERSION, Run
-from fsbench.report.decided import verdicts
+from fsbench.report.model.decided import verdicts
 from fsbench.stats.describe import summarize
 from fsbench.stats.verdict import Prior
 

@@ -15,7 +15,7 @@ from fsbench.records.probes.factor import Factor, FactorInput, OpFigures
 from fsbench.records.probes.fuse import fuse_ops
 from fsbench.records.probes.numbers import fmt_count, fmt_pct, fmt_us
 from fsbench.records.schema import Result, Run
-from fsbench.report.keys import placement_of, workload_key
+from fsbench.report.model.keys import placement_of, workload_key
 from fsbench.units import fmt_ratio, size_text
 
 FLOOR_DRIVER = "passthrough_hp"

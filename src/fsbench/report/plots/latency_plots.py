@@ -8,15 +8,6 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
-from fsbench.report.figure import (
-    PAGE_WIDTH_IN,
-    Plot,
-    colours,
-    headed,
-    new_figure,
-    slug,
-    styled,
-)
 from fsbench.report.model import (
     Result,
     baseline_result,
@@ -25,6 +16,15 @@ from fsbench.report.model import (
     measured_subjects,
     result_title,
     usable,
+)
+from fsbench.report.plots.figure import (
+    PAGE_WIDTH_IN,
+    Plot,
+    colours,
+    headed,
+    new_figure,
+    slug,
+    styled,
 )
 from fsbench.report.style import glyph
 from fsbench.units import fmt_ratio

@@ -1,0 +1,1 @@
+"""The exports: JSON, CSV per result and per sample, markdown."""

@@ -1,0 +1,1 @@
+"""The figures: what the model decided, drawn."""

@@ -1,0 +1,1 @@
+"""The views: the terminal, the page and their sections, formatting the model."""
