@@ -14,21 +14,19 @@ explained. A subject not separated from its reference gets no reason, only the v
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from fsbench.records.schema import SCHEMA_VERSION, Environment, Result, Run
 from fsbench.records.tunerecord import TuneChange, TuneRecord, tune_of
 from fsbench.report.model.aging import aging_lines, effect_lines
 from fsbench.report.model.answer import (
+    Why,
     answer_factor,
-    answer_text,
     answers,
-    first_factor,
-    first_why,
     missing,
     missing_pieces,
-    why_lines,
+    why,
 )
 from fsbench.report.model.comparison import Comparison, confidence_text
 from fsbench.report.model.decided import (
@@ -96,38 +94,6 @@ from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS
 from fsbench.stats import latency
 from fsbench.stats.verdict import Family, family_of
 from fsbench.units import fmt_value
-
-
-@dataclass
-class Why:
-    """What a table or the answer says about why a subject differs from its reference: the
-    explanation's factors when the difference was decided, else only the verdict's words."""
-
-    subject: str
-    explanation: Explanation | None  # factors to give (None: nothing measured to say)
-    words: str = ""  # 'not separated: within ×0.52–2.43 against ext4' (undecided)
-
-    def lines(self, width: int) -> list[str]:
-        """The factors under a table, wrapped to `width`, the first never dropped."""
-        e = self.explanation
-        return why_lines(e, min(width, 100)) if e is not None and e.factors else []
-
-    def answer_lines(self, width: int) -> list[str]:
-        """The answer's reason (its time first), wrapped to `width`."""
-        return first_why(self.explanation, width, answer=True) if self.explanation else []
-
-    @property
-    def answer_reason(self) -> str:
-        """The answer's reason in one string, or the verdict's words."""
-        e = self.explanation
-        f = answer_factor(e) if e is not None else None
-        return self.words or (answer_text(e, f) if e is not None and f is not None else "")
-
-    @property
-    def brief(self) -> str:
-        """The first-ranked reason's brief, or the verdict's words."""
-        f = first_factor(self.explanation) if self.explanation is not None else None
-        return self.words or (f.brief if f is not None else "")
 
 
 @dataclass
@@ -385,29 +351,6 @@ def _row(decided: Decided, res: Result, base: Result | None, lat: bool) -> Row:
 
 # -- rows ----------------------------------------------------------------------------------------
 # -- reasons: only what was decided ----------------------------------------------------------------
-def _decided_placements(e: Explanation) -> Explanation:
-    """The explanation's placement remarks whose verdict is ▲ or ▼ (they compare the subject
-    with itself, a comparison of their own)."""
-    moved = [
-        f for f in e.factors if f.name.startswith("placement") and f.outcome in ("better", "worse")
-    ]
-    return replace(e, factors=moved)
-
-
-def why(e: Explanation | None, c: Comparison | None, base: str | None) -> Why | None:
-    """What is said about a subject's difference from its reference: the ranked factors when
-    the difference was decided (▲/▼); the verdict's words, and no reason, when it was not."""
-    if e is None:
-        return None
-    if e.is_baseline:
-        kept = _decided_placements(e)
-        return Why(e.subject, kept) if kept.factors else None
-    if c is not None and not c.decided:
-        kept = _decided_placements(e)
-        return Why(e.subject, kept if kept.factors else None, f"{c.words} against {base}")
-    return Why(e.subject, e) if e.factors else None
-
-
 # -- tables ----------------------------------------------------------------------------------------
 def tables(run: Run, explained: dict[int, Explanation], decided: Decided) -> list[Table]:
     """One table per workload (the matrix has its own), subjects in run order; each cell as
