@@ -278,7 +278,57 @@ LAYOUT: dict[str, set[str]] = {
     "fsbench.fuse": {"transports", "sourcebuild", "libfuse", "fuse2fs"},
     # the schedule's dimensions beside a workload's variants
     "fsbench.schedule.dimensions": {"placement", "clients", "fio_clients"},
+    # the report: its model, the views, the exports and the plots, one style table for all
+    "fsbench.report": {"model", "views", "exports", "plots", "style"},
+    # the model: the report's face (__init__) and the cells and decisions it builds from
+    "fsbench.report.model": {
+        "aging",
+        "aging_why",
+        "answer",
+        "comparison",
+        "decided",
+        "diff",
+        "explain",
+        "facts",
+        "floor",
+        "grids",
+        "grouping",
+        "keys",
+        "naming",
+        "notes",
+        "summary",
+        "upgrade",
+        "vm_notes",
+    },
+    # what a reader sees: the terminal, the page, their sections, tune's view
+    "fsbench.report.views": {
+        "diskmark",
+        "html",
+        "html_views",
+        "integrity",
+        "matrix_table",
+        "sections",
+        "table",
+        "tune",
+    },
+    "fsbench.report.exports": {"export"},  # JSON, CSV per result and per sample, markdown
+    "fsbench.report.plots": {
+        "figure",
+        "latency_plots",
+        "matrix_plots",
+        "rates",
+        "scaling",
+        "trace_plots",
+    },
 }
+# The report's rooms, top to bottom: a room imports only the rooms below it (and the style
+# table): an export formats the views' records, a view draws the plots, all read the model.
+REPORT_ROOMS = [
+    "fsbench.report.exports",
+    "fsbench.report.views",
+    "fsbench.report.plots",
+    "fsbench.report.model",
+]
 MAX_LAB_MODULES = 14
 
 
@@ -293,6 +343,27 @@ def test_each_folder_holds_its_own_concept() -> None:
     for package, expected in LAYOUT.items():
         assert _package_modules(package) == expected, f"{package}: update LAYOUT and ARCHITECTURE"
     assert len(_package_modules("fsbench.lab")) <= MAX_LAB_MODULES
+
+
+def _room(module: str) -> int | None:
+    return next(
+        (i for i, r in enumerate(REPORT_ROOMS) if module == r or module.startswith(r + ".")), None
+    )
+
+
+def test_the_reports_rooms_import_only_downwards() -> None:
+    wrong = []
+    for m, targets in GRAPH.items():
+        mine = _room(m)
+        if mine is None:
+            continue
+        for t in targets:
+            theirs = _room(t)
+            if theirs is not None and theirs < mine:
+                wrong.append(f"{m} imports {t}")
+    assert wrong == []
+    # The rule can fail: a made-up model module importing a view is caught.
+    assert _room("fsbench.report.views.table") < _room("fsbench.report.model.facts")  # type: ignore[operator]
 
 
 # One way down: aging is built on the lab (it ages an image through the lab's loops, mounts and
@@ -508,7 +579,7 @@ def test_the_model_is_free_of_rich_jinja_and_matplotlib() -> None:
 
 
 # -- one model of a verdict, in all of fsbench ---------------------------------------------------
-# No module outside the report's model (report/model/ and what it builds from) and the
+# No module outside the report's model (report/model/) and the
 # verdict procedure (stats/) computes a ratio, an interval or a mark a reader sees: it reads
 # them from the model, or from what the procedure recorded. Read with ast, three ways a module
 # computes one:
@@ -544,11 +615,6 @@ PROCEDURE_USERS: dict[str, tuple[set[str], str]] = {
         {"asks"},
         "the procedure as a tool: decide.printed on samples from a file, each result's centre "
         "by summarize, as a run's end makes them",
-    ),
-    "fsbench.report.model.upgrade": (
-        {"asks"},
-        "an older run brought to the schema: its centres and intervals by summarize, as the "
-        "runner makes them",
     ),
     "fsbench.tune.outcome": (
         {"asks"},
@@ -622,15 +688,10 @@ def computes(source: str) -> dict[str, list[str]]:
 
 
 def _the_model() -> set[str]:
-    """report/model/ and every report module it builds from (the renderers are not)."""
-    seen, todo = set(), ["fsbench.report.model"]
-    while todo:
-        m = todo.pop()
-        if m in seen or not m.startswith("fsbench.report") or m in RENDERERS:
-            continue
-        seen.add(m)
-        todo += GRAPH.get(m, ())
-    return seen
+    """report/model/: the report's face and the cells and decisions it builds from."""
+    return {
+        m for m in MODULES if m == "fsbench.report.model" or m.startswith("fsbench.report.model.")
+    }
 
 
 def _allowed(module: str, kind: str) -> bool:
