@@ -77,13 +77,10 @@ def table_family(results: list[Result], run: Run) -> Family:
 def family_line(f: Family) -> str:
     """One table's confidence in a line: 'vs interval at 99.58 % (any false ▲/▼ in this table
     ≤ 5 % over 6 pairs of 4 × 2 columns)'."""
+    said = f"vs interval at {f.confidence_text()} % (any false ▲/▼ in "
+    said += f"{'this table' if f.tails else 'the run'} ≤ {f.alpha * 100:.0f} %"
     spread = f.spread_text()
-    over = f" over {spread}" if spread else ""
-    scope = "this table" if f.tails else "the run"
-    return (
-        f"vs interval at {f.confidence_text()} % (any false ▲/▼ in {scope} ≤ "
-        f"{f.alpha * 100:.0f} %{over})"
-    )
+    return said + (f" over {spread})" if spread else ")")
 
 
 def tables_legend(shared: Family | None, run: Family) -> str:
