@@ -7,6 +7,7 @@ untuned subject's samples, scaled by what each change is made to do)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -290,18 +291,26 @@ def test_the_tune_measures_each_change_then_confirms_the_winners_on_fresh_sample
     tuned: Any,
 ) -> None:
     run, plans, steps = tuned()
-    explain, cands, confirm = plans
+    explain, cands, pinned, confirm, confirm_pinned = plans
     assert [s.id for s in explain.subjects] == ["ntfs-3g", "ext4"]
-    # big_writes on the bigger image it needs, beside the untuned subject on the same size;
-    # the placement candidate as the untuned subject pinned to one CPU in the same run.
+    # big_writes on the bigger image it needs, beside the untuned subject on the same size,
+    # as compare measures it (pinned: `same`).
     assert [s.id for s in cands.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
     assert cands.size >= 4 * GiB
-    # The untuned subject as compare measures it (pinned: `same`), beside it left free.
-    assert [getattr(w, "placement", None) for w in cands.workloads] == ["same", "free"]  # 1 wl
-    # Both won: measured again in a run of their own (fresh images, fresh rounds).
+    # At compare's default placement (no --placement: pinned `same`); 1 workload.
+    assert [getattr(w, "placement", None) for w in cands.workloads] == [None]
+    # The placement candidate on the tune's own image size, in a run of its own: the untuned
+    # subject pinned beside it left free (free, its passes over a 4 GiB image's file were the
+    # slowest cells of the tune: 28 s a sample on the real ntfs-3g).
+    assert [s.id for s in pinned.subjects] == ["ntfs-3g"] and pinned.size == GiB
+    assert [getattr(w, "placement", None) for w in pinned.workloads] == ["same", "free"]
+    # Both won: measured again in runs of their own (fresh images, fresh rounds), each on the
+    # size it was chosen on.
     assert [s.id for s in confirm.subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
     assert confirm.size >= 4 * GiB and confirm.run_id != cands.run_id
-    assert [getattr(w, "placement", None) for w in confirm.workloads] == ["same", "free"]
+    assert [getattr(w, "placement", None) for w in confirm.workloads] == [None]
+    assert [s.id for s in confirm_pinned.subjects] == ["ntfs-3g"] and confirm_pinned.size == GiB
+    assert [getattr(w, "placement", None) for w in confirm_pinned.workloads] == ["same", "free"]
     t = tune_of(run)
     assert t is not None
     by = {c.name: c for c in t.changes}
@@ -430,7 +439,14 @@ def test_the_budget_keeps_the_best_candidates_and_says_what_it_left() -> None:
     kept, skipped = budget.fit_budget(groups, 60, costs, 2)
     assert [c.name for g in kept for c in g.cands] == [cands[0].name]  # the best, always
     assert {s.remedy.name for s in skipped} == {c.name for c in cands[1:]}
-    assert all("--time-budget" in s.reason for s in skipped)
+    # Skipped for the budget; those whose factors stand for no time also because the only run
+    # kept (the best: pinning) measures the subject pinned and free alone.
+    riders = {c.name for c in cands if c.score <= 0}
+    for s in skipped:
+        assert "--time-budget" in s.reason or (
+            s.remedy.name in riders and "pinned and free only" in s.reason
+        ), (s.remedy.name, s.reason)
+    assert any("--time-budget" in s.reason for s in skipped)
     kept, skipped = budget.fit_budget(groups, 10_000, costs, 2)
     # Time enough for all; those whose factors stand for no time stop at 3 in a run.
     assert all("3 candidates already" in s.reason and s.remedy.name in {c.name for c in cands}
@@ -570,10 +586,12 @@ def test_tune_measures_the_subject_as_compare_does_and_names_the_free_one(
 
     monkeypatch.setitem(PINNED_WITH, "big_writes", 0.4)
     run, plans, _ = tuned()
-    explain, cands, _confirm = plans
-    # The explain run at compare's default: no placement asked for, every sample pinned `same`.
+    explain, cands, pinned = plans[:3]
+    # The explain run at compare's default: no placement asked for, every sample pinned `same`;
+    # big_writes' run so too, and the placement's run with the subject free beside it.
     assert all(getattr(w, "placement", None) is None for w in explain.workloads)
-    assert [getattr(w, "placement", None) for w in cands.workloads] == ["same", "free"]
+    assert all(getattr(w, "placement", None) is None for w in cands.workloads)
+    assert [getattr(w, "placement", None) for w in pinned.workloads] == ["same", "free"]
     t = tune_of(run)
     assert t is not None and t.untuned_placement == "same"
     assert "as `fsbench compare` measures it" in t.measured_as
@@ -583,7 +601,7 @@ def test_tune_measures_the_subject_as_compare_does_and_names_the_free_one(
     assert (big.placement, big.untuned_placement) == ("same", "same")
     assert big.gain == pytest.approx(8.0 * 0.4)  # the pinned ratio, compare's
     assert not any(u.startswith("taskset") for u in big.use)  # its use: the change alone
-    # Pinning: the untuned subject pinned against itself free, same run; no share of the gap
+    # Pinning: the untuned subject pinned against itself free, one run; no share of the gap
     # (the gap is the pinned subject's), its two placements named with their centres.
     assert (pin.subject, pin.placement, pin.untuned_placement) == ("ntfs-3g", "same", "free")
     assert pin.gain == pytest.approx(SAME) and pin.gap_closed is None
@@ -608,3 +626,35 @@ def test_tune_measures_the_subject_as_compare_does_and_names_the_free_one(
     a, b = (result_of(cmp, s, "seq-write/fsync") for s in ("ntfs-3g", "ntfs-3g:big_writes"))
     assert a is not None and b is not None and placement_of(a) == "same"
     assert b.center / a.center == pytest.approx(big.confirmation.gain)  # type: ignore[union-attr,operator]
+
+
+def test_a_confirmation_starts_only_when_the_selecting_cells_say_it_fits(
+    tuned: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget is kept by what the selecting runs took, cell by cell: ntfs-3g left free took
+    28 s a sample on a 4.25 GiB image here, and a confirmation priced by the explain run's
+    per-cell seconds ran 69 s past a 540 s budget. Here the free cells took 200 s a sample:
+    pinning's confirmation (4 × 200 s for the free cell alone) does not fit 600 s, and is said
+    not to be confirmed; big_writes' own confirmation, priced by its cheap cells, runs."""
+    real = fake_run
+
+    def slow_free(plan: Plan) -> Run:
+        run = real(plan)
+        for i, r in enumerate(run.results):
+            if r.params.get("placement") == "free":
+                slow = [d.model_copy(update={"seconds": 200.0}) for d in r.sample_details]
+                run.results[i] = r.model_copy(update={"sample_details": slow})
+        return run
+
+    monkeypatch.setattr(sys.modules[__name__], "fake_run", slow_free)
+    run, plans, _ = tuned(budget_s=600)
+    t = tune_of(run)
+    assert t is not None
+    assert "confirm" in t.runs and "confirm-placement" not in t.runs
+    by = {c.name: c for c in t.changes}
+    assert by["big_writes"].confirmation is not None
+    assert by["placement same"].confirmation is None
+    (note,) = [n for n in t.notes if n.startswith("placement same not confirmed")]
+    assert "as the selecting run took for the same cells" in note and "--time-budget" in note
+    # Nothing was started that the budget could not pay for: the last plan is big_writes'.
+    assert [s.id for s in plans[-1].subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]

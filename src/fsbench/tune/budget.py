@@ -1,8 +1,11 @@
 """How the tune's candidates are grouped into runs and how many of them the budget pays for.
 
 A group is one candidates run: the untuned subject beside the candidates that need the same
-image size (a placement candidate adds no subject: it pins the untuned one, so it joins the
-first group), small enough for memory as the lab's own check counts it; a driver this host's
+image size, small enough for memory as the lab's own check counts it (a placement candidate adds
+no subject: it pins the untuned one, so it joins the group of the tune's own image size, or
+makes one: left free, the untuned subject can be several times slower, and its samples are
+passes over a file that grows with the image — ntfs-3g free on big_writes' 4.25 GiB image took
+28 s a sample here, against 7 s on 1 GiB); a driver this host's
 kernel lacks gets a group of its own, one VM run per kernel, the untuned subject in the same VM
 (tune/invm.py). The explain run says what a run costs here (`costs_of`): the seconds beyond
 measuring, and the subject's measuring seconds per workload; `fit_budget` keeps candidates in
@@ -61,7 +64,8 @@ def plan_groups(
     cands: list[Candidate], base_size: int, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[Group], list[Skipped]]:
     """Candidates by the image size they need, each group small enough for memory. A placement
-    candidate adds no subject (the untuned one is pinned): it joins the first group."""
+    candidate adds no subject (the untuned one is pinned): it joins the group of the tune's
+    own image size, or has one of its own at that size (see the module's docstring)."""
     fits = fits or _fits
     out: list[Group] = []
     skipped: list[Skipped] = []
@@ -79,8 +83,9 @@ def plan_groups(
             skipped.append(Skipped(c.remedy, f"needs two {size / GiB:g} GiB RAM images beside "
                                              "each other; not enough free memory"))  # fmt: skip
     if placed:
-        if out:
-            out[0].cands += placed
+        home = next((g for g in out if g.size == base_size), None)
+        if home is not None:
+            home.cands += placed
         else:
             out.append(Group(base_size, placed))
     if resized:  # a run of its own: other workloads, one subject
@@ -98,6 +103,14 @@ class Costs:
     overhead_s: float
     per_cell_s: float
     image_s_per_gib: float = 3.0  # filling RAM images (measured here: 41 s for 3 x 4.25 GiB)
+    # The explain run's image size: a sample is a pass over a file that grows with the image,
+    # so a cell on a larger image costs that much more (0: not known, no scaling).
+    base_size: int = 0
+
+    def cell_s(self, size: int) -> float:
+        """A cell's measuring seconds on an image of `size`."""
+        scale = size / self.base_size if self.base_size else 1.0
+        return self.per_cell_s * max(1.0, scale)
 
     def run(self, groups: list[Group], n_workloads: int) -> float:
         total = 0.0
@@ -108,26 +121,31 @@ class Costs:
             subjects = 1 if g.io else 1 + sum(c.remedy.kind != "placement" for c in g.cands)
             cells = subjects * len(g.placements) * n_workloads * (2 if g.io else 1)
             total += self.overhead_s + self.image_s_per_gib * g.size / GiB * (subjects + 1)
-            total += cells * self.per_cell_s
+            total += cells * self.cell_s(g.size)
         return total
 
     def confirmation(self, size: int, n_workloads: int, pinned: bool) -> float:
-        """The confirmation run kept aside (tune/confirm.py): the untuned subject, the best
-        change and the winners together on fresh images, free and pinned when a placement
-        is among the candidates."""
+        """The confirmation runs kept aside (tune/confirm.py): the untuned subject, the best
+        change and the winners together on fresh images; a placement among the candidates
+        confirmed in a run of its own on the tune's own image size, free and pinned."""
         image = self.image_s_per_gib * size / GiB * 4
-        return self.overhead_s + image + 3 * (2 if pinned else 1) * n_workloads * self.per_cell_s
+        total = self.overhead_s + image + 3 * n_workloads * self.cell_s(size)
+        if pinned:
+            base = self.base_size or size
+            total += self.overhead_s + self.image_s_per_gib * base / GiB * 2
+            total += 2 * n_workloads * self.cell_s(base)
+        return total
 
 
-def costs_of(run: Run, subject: str, wall_s: float) -> Costs:
+def costs_of(run: Run, subject: str, wall_s: float, size: int = 0) -> Costs:
     """The explain run's overhead and the subject's own measuring time per cell (the slowest
-    subject of the run as a rule: it is the one being tuned)."""
+    subject of the run as a rule: it is the one being tuned), on its images of `size`."""
     spent = run.schedule.spent_s if run.schedule and run.schedule.spent_s else 0.8 * wall_s
     secs = {r.subject: sum(s.seconds for s in r.sample_details) for r in run.results}
     total = sum(secs.values()) or 1.0
     cells = max(1, sum(r.subject == subject for r in run.results))
     share = secs.get(subject, 0.0) / total
-    return Costs(max(10.0, wall_s - spent), max(1.0, spent * share / cells))
+    return Costs(max(10.0, wall_s - spent), max(1.0, spent * share / cells), base_size=size)
 
 
 def _no_ride(group: Group | None) -> str:
@@ -138,6 +156,10 @@ def _no_ride(group: Group | None) -> str:
         return "an io-size run measures one subject"
     if group.kernel:
         return "a VM run measures the drivers its kernel adds"
+    if all(c.remedy.kind == "placement" for c in group.cands):
+        # Every subject of that run is measured free as well (the pinning's baseline): a
+        # rider would add its slowest cells, and one more comparison to every interval.
+        return "the run of its image size measures the subject pinned and free only"
     if sum(c.remedy.kind != "placement" for c in group.cands) >= RIDERS_UNTIL:
         return f"its run has {RIDERS_UNTIL} candidates already (each more widens every interval)"
     return ""

@@ -10,7 +10,10 @@ subject on its workload beside the larger-record variant), beside the untuned su
 images and in fresh rounds. The gain printed and recommended on is that run's; the selecting
 run's stays beside it (`TuneChange.cell`) and the fresh one is the change's `confirmation`.
 The confirmation's comparisons are one family of their own (each winner and the combination ×
-workload, and the combination against the best change alone).
+workload, and the combination against the best change alone). A placement that won is
+confirmed on the tune's own image size, in a run of its own when the other winners need a
+larger one (its free baseline is the slow cell: see tune/budget.py); each run is started only
+when what the selecting runs took for the same cells says it fits the budget left.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class Tuner(Protocol):
     record: TuneRecord
     costs: Costs
     clock: Clock
+    measured: list[tuple[Group, Run]]
 
     def measure(self, name: str, specs: list[SubjectSpec], size: int, placements: list[str],
                 share: float, workloads: list[str] | None = None) -> Run: ...  # fmt: skip
@@ -88,8 +92,14 @@ def confirm(t: Tuner, cands: list[Candidate], gap_of: dict[str, TuneGap]) -> Non
     k = (len(host) + 2 * bool(combo)) * n_wl + len(pairs)
     fam = family(k)
     t.record.families.append(family_words("confirmation (fresh samples)", fam))
-    if host:
-        _confirm_host(t, host, combo, gap_of, k, 0.6 if pairs else 0.95)
+    pins = [c for c in host if c.remedy.kind == "placement"]
+    opts = [c for c in host if c.remedy.kind != "placement"]
+    runs = [("confirm", host, combo)]
+    if pins and opts and max(c.size or t.base_size for c in opts) > t.base_size:
+        runs = [("confirm", opts, combo), ("confirm-placement", pins, [])]
+    for i, (name, cands_, together) in enumerate(runs):
+        more = i + 1 < len(runs) or bool(pairs)
+        _confirm_host(t, name, cands_, together, gap_of, k, 0.5 if more else 0.95)
     if pairs:
         _confirm_io(t, pairs, gap_of, k)
 
@@ -121,22 +131,39 @@ def _plan(t: Tuner, host: list[Candidate], combo: list[Candidate]) -> tuple[int,
     return size, specs
 
 
-def _confirm_host(t: Tuner, host: list[Candidate], combo: list[Candidate],
+def _cell_s(t: Tuner, subject: str, place: str, workload: str, size: int) -> float:
+    """What one cell of a confirmation costs at its fewest samples (a warm-up and three): as
+    the selecting run measured the same subject, placement and workload on the same image
+    size; the explain run's estimate where none did (the combination)."""
+    from fsbench.tune.outcome import result_of
+
+    for g, run in t.measured:
+        r = result_of(run, subject, workload, place) if g.size == size else None
+        if r is not None and r.sample_details:
+            return 4 * sum(d.seconds for d in r.sample_details) / len(r.sample_details)
+    return t.costs.cell_s(size)
+
+
+def _confirm_host(t: Tuner, name: str, host: list[Candidate], combo: list[Candidate],
                   gap_of: dict[str, TuneGap], k: int, share: float) -> None:  # fmt: skip
     size, specs = _plan(t, host, combo)
     pinning = any(c.remedy.kind == "placement" for c in host)
     places = [UNTUNED, "free"] if pinning else [UNTUNED]  # free: the placement's baseline
-    n_wl = max(1, len(t.record.workloads))
-    subjects = len(specs) + (len(places) > 1)  # placement adds cells, not images
-    need = t.costs.run([Group(size, [])], n_wl) + subjects * len(places) * n_wl * t.costs.per_cell_s
+    wls = t.record.workloads or [""]
+    need = t.costs.run([Group(size, [])], 0) + t.costs.image_s_per_gib * size / GiB * (
+        len(specs) - 1
+    )
+    need += sum(_cell_s(t, s.id, p, wl, size) for s in specs for p in places for wl in wls)
     if need > t.clock.left():
+        what = ", ".join(c.name for c in host)
         t.record.notes.append(
-            f"not confirmed: the confirmation run (~{need:.0f} s) does not fit the "
-            f"{t.clock.left():.0f} s left; the gains printed are the selecting run's (biased "
-            "upward: the largest of several noisy gains); raise --time-budget"
+            f"{what} not confirmed: its confirmation run (~{need:.0f} s, as the selecting run "
+            f"took for the same cells) does not fit the {t.clock.left():.0f} s left; the gain "
+            "printed is the selecting run's (biased upward: the largest of several noisy "
+            "gains); raise --time-budget"
         )
         return
-    run = t.measure("confirm", specs, size, places, share)
+    run = t.measure(name, specs, size, places, share)
     ids = {s.id for s in specs}
     fresh: list[TuneChange] = []
     for c in host:

@@ -273,7 +273,7 @@ class Tuner:
         )  # fmt: skip
         groups, no_room = plan_groups(cands, self.base_size)
         n_wl = max(1, len(self.record.workloads))
-        self.costs = costs_of(explain, self.spec.id, self.clock.used())
+        self.costs = costs_of(explain, self.spec.id, self.clock.used(), self.base_size)
         groups, no_time = fit_budget(groups, self.clock.left(), self.costs, n_wl)
         self._skip([*skipped, *no_room, *no_time])
         if any(c.remedy.kind == "placement" for g in groups for c in g.cands):
