@@ -79,7 +79,7 @@ def test_candidates_follow_the_factors_of_a_real_explanation() -> None:
 
 
 def test_a_remedy_is_a_candidate_only_when_its_factor_is_there() -> None:
-    only_cpu = [Gap("seq-write/fsync", [factor("cpu", None)])]
+    only_cpu = [Gap("seq-write/fsync", [factor("cpu", 0.6)])]
     cands, skipped = choose("ntfs-3g", only_cpu, 8 * GiB, False, never)
     assert [c.name for c in cands] == ["big_writes"]  # addresses cpu; placement does not
     assert cands[0].size == 0 and cands[0].lab == ""  # the volume is big enough already
@@ -91,6 +91,33 @@ def test_a_remedy_is_a_candidate_only_when_its_factor_is_there() -> None:
     assert [c.name for c in cands] == [
         "FUSE readahead 1 MiB", "max_readahead", "read_ahead_kb", "splice"
     ]  # fmt: skip
+
+
+def test_a_gap_the_explanation_leaves_unaccounted_for_tries_its_usual_causes() -> None:
+    """ext4 against xfs: no factor the probes measure stands for the time of either gap (the
+    explain run of 2026-12-05: CPU named, no share). The remedies for the usual causes of a
+    gap of each direction are candidates, scored 0 and saying why; a factor the explanation
+    names that accounts for half or more keeps the others out."""
+    bare = [Gap("seq-write/fsync", [factor("cpu", None)]), Gap("seq-read/cold", [])]
+    cands, skipped = choose("ext4", bare, GiB, False, never)
+    by = {c.name: c for c in cands}
+    assert set(by) == {"read_ahead_kb", "scheduler mq-deadline", "ext4 journal 256 MiB"}
+    assert all(c.score == 0 for c in cands)
+    assert set(by["read_ahead_kb"].covers) == {"seq-read/cold"}
+    assert set(by["ext4 journal 256 MiB"].covers) == {"seq-write/fsync"}
+    assert set(by["scheduler mq-deadline"].covers) == {"seq-write/fsync", "seq-read/cold"}
+    assert any("a usual cause of its gap, which the explanation accounts for only 0 %" in a
+               for a in by["read_ahead_kb"].addresses)  # fmt: skip
+    # xfs and btrfs: at least three safe changes each for a gap so unexplained.
+    for fs, least in (("xfs", 3), ("btrfs", 3)):
+        assert len(choose(fs, bare, GiB, False, never)[0]) >= least, fs
+    # Explained enough (a factor of 60 % of the write gap): only what addresses it.
+    said = [Gap("seq-write/fsync", [factor("block write", 0.6)])]
+    cands, skipped = choose("ext4", said, GiB, False, never)
+    assert "read_ahead_kb" not in {c.name for c in cands}
+    assert (
+        "names none of the factors" in {s.remedy.name: s.reason for s in skipped}["read_ahead_kb"]
+    )
 
 
 def test_unsafe_only_with_the_flag_and_unavailable_with_its_reason() -> None:

@@ -63,7 +63,8 @@ def test_a_gap_line_gives_one_share_never_a_negative_one() -> None:
                           "first": True, "line": "856 ms/GiB (against the gap)"}])  # fmt: skip
     (line,) = gap_lines(TuneRecord(subject="exfat-fuse", against="fastest", gaps=[g]))
     assert "0.50× 0.40–0.62 ▼ (2.00× slower)" in line and "against the gap" in line
-    assert "-53" not in line and "explained: no share of the gap" in line
+    assert "-53" not in line and "explained: 0 % of the gap" in line
+    assert "100 % unaccounted for" in line
 
 
 def test_every_candidate_and_workload_is_one_family() -> None:

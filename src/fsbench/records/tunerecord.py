@@ -21,6 +21,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+# Below this share of a workload's gap explained, tune tries the remedies for the gap's usual
+# causes too (tune/choose.py), and its output says how much is unaccounted for.
+EXPLAINED_ENOUGH = 0.5
+
+
 class TuneGap(_Model):
     """The subject's gap to the reference on one workload, and what the explanation said."""
 

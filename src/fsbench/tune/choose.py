@@ -7,6 +7,12 @@ among them; its score is the share of the gap of the best factor it addresses, s
 workloads. Candidates are measured in score order; once the factors the chosen ones address
 account for the whole gap of every workload, the rest are listed as not needed. Remedies that
 cannot be measured here are listed with the reason, never silently dropped.
+
+Where the explanation accounts for less than half of a workload's gap (ext4 against xfs: no
+factor the probes measure stands for its time), the remedies for the usual causes of a gap of
+that direction (a read's: readahead, block reads; a write's: block writes, writeback, the
+journal) are candidates too, scored 0 and saying so: tried beside the others as riders
+(tune/budget.py), or listed with what it would take to try them.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from dataclasses import dataclass, field
 
 from fsbench.lab.loops import WHERE
 from fsbench.records.probes.factor import Factor
+from fsbench.records.tunerecord import EXPLAINED_ENOUGH
 from fsbench.tune.remedies import (
     MEASURABLE,
     NOT_MEASURABLE,
@@ -63,8 +70,28 @@ class Skipped:
     reason: str
 
 
+# The factors that usually stand behind a gap of each direction when the probes name none.
+USUAL = {
+    "read": ("readahead", "block read", "fuse READ"),
+    "write": ("block write", "writeback", "write amplification", "fuse WRITE"),
+}
+
+
 def _addressed(remedy: Remedy, gap: Gap) -> list[Factor]:
     return [f for f in gap.factors if addresses(remedy, f.name)]
+
+
+def explained(gap: Gap) -> float:
+    """The share of the gap the largest factor accounts for (0: none stands for time)."""
+    return max((_share(f) for f in gap.factors), default=0.0)
+
+
+def _usual(remedy: Remedy, gap: Gap) -> str:
+    """The usual cause of an unexplained gap `remedy` addresses ("" none, or explained)."""
+    if explained(gap) >= EXPLAINED_ENOUGH:
+        return ""
+    way = "read" if "read" in gap.workload else "write" if "write" in gap.workload else ""
+    return next((f for f in USUAL.get(way, ()) if addresses(remedy, f)), "")
 
 
 def _share(f: Factor) -> float:
@@ -82,7 +109,7 @@ def choose(
     """The candidates for `driver`, best first, and every applicable remedy left out with its
     reason. `problem(remedy)` says why this machine cannot measure it (None: it can)."""
     table = list(REMEDIES.values()) if remedies is None else list(remedies)
-    explained = any(g.factors for g in gaps)
+    any_factor = any(g.factors for g in gaps)
     cands: list[Candidate] = []
     skipped: list[Skipped] = []
     for r in table:
@@ -95,7 +122,8 @@ def choose(
                 skipped.append(Skipped(r, f"no workload of this tune has {r.replaces} records "
                                           "with a larger-record variant"))  # fmt: skip
                 continue
-        if explained and not any(hits.values()):
+        usual = {g.workload: u for g in gaps if (u := _usual(r, g))}
+        if any_factor and not any(hits.values()) and not usual:
             named = ", ".join(r.factors)
             skipped.append(Skipped(r, f"the explanation names none of the factors it addresses "
                                       f"({named})"))  # fmt: skip
@@ -104,7 +132,16 @@ def choose(
         if why:
             skipped.append(Skipped(r, why))
             continue
-        cands.append(_candidate(r, hits, base_size, driver))
+        c = _candidate(r, hits, base_size, driver)
+        for wl, cause in usual.items():
+            if wl not in c.covers:  # a factor the explanation names comes first
+                c.covers[wl] = (cause, 0.0)
+                gap = next(g for g in gaps if g.workload == wl)
+                c.addresses.append(
+                    f"{cause} ({wl}): a usual cause of its gap, which the explanation accounts "
+                    f"for only {round(100 * explained(gap))} %"
+                )
+        cands.append(c)
     cands.sort(key=lambda c: -c.score)
     return _until_spent(cands, [g.workload for g in gaps], skipped)
 

@@ -402,7 +402,8 @@ def measured_as(subject: str, free_too: bool) -> str:
     """The untuned subject's name and how it was measured, as the title's line says it."""
     how = (
         f"untuned: {subject} as `fsbench compare` measures it (placement {UNTUNED}, compare's "
-        "default: the application and a FUSE daemon pinned to one CPU); every change is "
+        "default: the application pinned to one CPU, with its FUSE daemon where it has one); "
+        "every change is "
         "measured so, against it"
     )
     if free_too:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from fsbench.records.schema import SCHEMA_VERSION, Environment, Result, Run
-from fsbench.records.tunerecord import TuneChange, TuneRecord, tune_of
+from fsbench.records.tunerecord import EXPLAINED_ENOUGH, TuneChange, TuneRecord, tune_of
 from fsbench.report.model.aging import aging_lines, effect_lines
 from fsbench.report.model.answer import (
     Why,
@@ -259,6 +259,7 @@ class Report:
 # number words (tests/unit/test_architecture.py): the model's records; the run's records; the
 # report's grouping, baseline and names; the explanation's figures; the tune record.
 __all__ = [
+    "EXPLAINED_ENOUGH",
     "SCHEMA_VERSION",
     "Answer",
     "AnswerItem",

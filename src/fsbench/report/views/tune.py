@@ -13,7 +13,13 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.report.model import TuneChange, TuneRecord, confidence_text, tune_of
+from fsbench.report.model import (
+    EXPLAINED_ENOUGH,
+    TuneChange,
+    TuneRecord,
+    confidence_text,
+    tune_of,
+)
 from fsbench.report.style import colour, css
 from fsbench.units import fmt_ratio, fmt_value
 
@@ -103,8 +109,14 @@ def gap_lines(t: TuneRecord) -> list[str]:
             f"; explained: {pct(g.explained)} of the gap (the largest factor's share; factors "
             "overlap, so they are not added)"
             if g.explained is not None
-            else "; explained: no share of the gap (no factor stands for its time)"
+            else "; explained: 0 % of the gap (no factor stands for its time)"
         )
+        if (g.explained or 0.0) < EXPLAINED_ENOUGH:
+            rest = 1.0 - max(0.0, g.explained or 0.0)
+            covered += (
+                f"; {pct(rest)} unaccounted for: the remedies for its usual causes were "
+                "candidates (measured below, or skipped with the reason)"
+            )
         out.append(
             f"{g.workload}: {t.subject} {fmt_value(g.subject_center)} {g.unit} against "
             f"{g.reference} {fmt_value(g.reference_center)}: {g.cell}{slower}{why}{covered}"
