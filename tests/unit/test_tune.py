@@ -685,3 +685,20 @@ def test_a_confirmation_starts_only_when_the_selecting_cells_say_it_fits(
     assert "as the selecting run took for the same cells" in note and "--time-budget" in note
     # Nothing was started that the budget could not pay for: the last plan is big_writes'.
     assert [s.id for s in plans[-1].subjects] == ["ntfs-3g", "ntfs-3g:big_writes"]
+
+
+def test_a_cell_is_priced_at_its_fewest_samples_and_by_its_image_size() -> None:
+    """A later run's cell costs a warm-up and three samples (its adaptive rounds stop at its
+    share of the budget), at the explain run's wall seconds a sample weighted by the subject's
+    own sample length; a cell on an image 4× larger, 4× that (a pass over a file 4× larger)."""
+    run = fixture_run()
+    spent = run.schedule.spent_s if run.schedule and run.schedule.spent_s else 0.0
+    assert spent > 0
+    every = [d.seconds for r in run.results for d in r.sample_details]
+    mine = [d.seconds for r in run.results if r.subject == "ntfs-3g" for d in r.sample_details]
+    costs = budget.costs_of(run, "ntfs-3g", spent + 20, GiB)
+    want = 4 * spent / len(every) * (sum(mine) / len(mine)) / (sum(every) / len(every))
+    assert costs.per_cell_s == pytest.approx(max(1.0, want))
+    assert costs.overhead_s == pytest.approx(20.0)
+    assert costs.cell_s(4 * GiB) == pytest.approx(4 * costs.cell_s(GiB))
+    assert costs.cell_s(GiB // 2) == costs.cell_s(GiB)  # a sample lasts 1 s at least

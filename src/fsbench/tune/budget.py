@@ -138,14 +138,18 @@ class Costs:
 
 
 def costs_of(run: Run, subject: str, wall_s: float, size: int = 0) -> Costs:
-    """The explain run's overhead and the subject's own measuring time per cell (the slowest
-    subject of the run as a rule: it is the one being tuned), on its images of `size`."""
+    """The explain run's overhead and what one cell of the subject (the one being tuned, the
+    slowest as a rule) costs at its fewest samples, on images of `size`: a warm-up and three,
+    each at the run's wall seconds per sample weighted by the subject's own sample length.
+    Not the explain run's seconds per cell: those include its adaptive rounds, which a later
+    run stops at its share of the budget, and priced at them a tune of ntfs-3g skipped pinning
+    ("~613 s") with 488 s left, then used 207 s."""
     spent = run.schedule.spent_s if run.schedule and run.schedule.spent_s else 0.8 * wall_s
-    secs = {r.subject: sum(s.seconds for s in r.sample_details) for r in run.results}
-    total = sum(secs.values()) or 1.0
-    cells = max(1, sum(r.subject == subject for r in run.results))
-    share = secs.get(subject, 0.0) / total
-    return Costs(max(10.0, wall_s - spent), max(1.0, spent * share / cells), base_size=size)
+    every = [d.seconds for r in run.results for d in r.sample_details]
+    mine = [d.seconds for r in run.results if r.subject == subject for d in r.sample_details]
+    per_sample = spent / max(1, len(every))  # with what a round does between samples
+    weight = (sum(mine) / len(mine)) / (sum(every) / len(every)) if mine and sum(every) else 1.0
+    return Costs(max(10.0, wall_s - spent), max(1.0, 4 * per_sample * weight), base_size=size)
 
 
 def _no_ride(group: Group | None) -> str:
