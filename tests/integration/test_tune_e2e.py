@@ -41,9 +41,9 @@ def test_tune_ntfs3g_measures_pinning_confirms_it_and_prints_the_confirmed_gain(
     need_drivers("ntfs-3g", "ext4")
     for name in [n for n in remedies.REMEDIES if n != KEEP]:
         monkeypatch.delitem(remedies.REMEDIES, name)
-    # Small and short: 256 MiB images (ntfs-3g free writes ~100 MiB a pass at ~60 MiB/s), the
+    # Small and short: 128 MiB images (ntfs-3g free writes ~50 MiB a pass at ~80 MiB/s), the
     # fewest samples the verdicts take, a traced warm-up for the explanation's factors.
-    raw = {"workloads": WORKLOAD, "db": tmp_path / "db", "size": "256M", "repeat": "3",
+    raw = {"workloads": WORKLOAD, "db": tmp_path / "db", "size": "128M", "repeat": "3",
            "warmup": "1", "min_sample_time": "0.3"}  # fmt: skip
     o = options.parse("compare", raw)
     out = tmp_path / "tune"
@@ -97,6 +97,8 @@ def test_tune_ntfs3g_measures_pinning_confirms_it_and_prints_the_confirmed_gain(
     text = " ".join(con.export_text().split())
     assert f"{WORKLOAD}: ntfs-3g" in text and "explained:" in text and "% of the gap" in text
     assert "confirmed" in text and "-%" not in text
+    assert "the largest gain, confirmed on fresh samples: placement same" in text
+    assert "no share of the gap: the gap is measured pinned" in text
     assert all(x.gap_closed is None or x.gap_closed >= 0 for x in t.changes)
     assert any("budget" in s for s in steps)
     print(f"\ntune e2e: {wall:.0f} s; pinning {pin.gain:.2f}× selecting, {c.gain:.2f}× confirmed")

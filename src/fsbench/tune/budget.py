@@ -103,13 +103,17 @@ class Costs:
     overhead_s: float
     per_cell_s: float
     image_s_per_gib: float = 3.0  # filling RAM images (measured here: 41 s for 3 x 4.25 GiB)
-    # The explain run's image size: a sample is a pass over a file that grows with the image,
-    # so a cell on a larger image costs that much more (0: not known, no scaling).
+    # The explain run's image size, and the share of the subject's sample one pass over its
+    # file took there: a sample is whole passes lasting --min-sample-time at least, over a file
+    # that grows with the image, so a cell on a larger image costs more only once a pass
+    # outlasts the sample (ntfs-3g: 0.94 s passes in 1.9 s samples on 1 GiB, one 4 s pass on
+    # 4.25 GiB). 0: not known, no scaling.
     base_size: int = 0
+    pass_share: float = 1.0
 
     def cell_s(self, size: int) -> float:
-        """A cell's measuring seconds on an image of `size`."""
-        scale = size / self.base_size if self.base_size else 1.0
+        """A cell's seconds at its fewest samples on an image of `size`."""
+        scale = size / self.base_size * self.pass_share if self.base_size else 1.0
         return self.per_cell_s * max(1.0, scale)
 
     def run(self, groups: list[Group], n_workloads: int) -> float:
@@ -139,17 +143,33 @@ class Costs:
 
 def costs_of(run: Run, subject: str, wall_s: float, size: int = 0) -> Costs:
     """The explain run's overhead and what one cell of the subject (the one being tuned, the
-    slowest as a rule) costs at its fewest samples, on images of `size`: a warm-up and three,
-    each at the run's wall seconds per sample weighted by the subject's own sample length.
-    Not the explain run's seconds per cell: those include its adaptive rounds, which a later
-    run stops at its share of the budget, and priced at them a tune of ntfs-3g skipped pinning
-    ("~613 s") with 488 s left, then used 207 s."""
-    spent = run.schedule.spent_s if run.schedule and run.schedule.spent_s else 0.8 * wall_s
+    slowest as a rule) costs at its fewest samples on images of `size`: its warm-up and three
+    samples, at the run's seconds per warm-up and per sample (phases, with what a round does
+    between samples) weighted by the subject's own sample length. Not the explain run's
+    seconds per cell: those include its adaptive rounds, which a later run stops at its share
+    of the budget; priced so, a tune of ntfs-3g skipped pinning ("~613 s") with 488 s left
+    and used 207 s."""
+    sch = run.schedule
+    spent = sch.spent_s if sch and sch.spent_s else 0.8 * wall_s
+    phases = sch.phases if sch else {}
+    mine = [r for r in run.results if r.subject == subject]
     every = [d.seconds for r in run.results for d in r.sample_details]
-    mine = [d.seconds for r in run.results if r.subject == subject for d in r.sample_details]
-    per_sample = spent / max(1, len(every))  # with what a round does between samples
-    weight = (sum(mine) / len(mine)) / (sum(every) / len(every)) if mine and sum(every) else 1.0
-    return Costs(max(10.0, wall_s - spent), max(1.0, 4 * per_sample * weight), base_size=size)
+    secs = [d.seconds for r in mine for d in r.sample_details]
+    cells = max(1, len(run.results))
+    if phases.get("run") and every:
+        warm = phases.get("warm-up", 0.0) / cells
+        per_cell = warm + 3 * phases["run"] / len(every)
+    else:  # a run without phases: its measuring time alike over its samples
+        per_cell = 4 * spent / max(1, len(every))
+    weight = (sum(secs) / len(secs)) / (sum(every) / len(every)) if secs and sum(every) else 1.0
+    shares = []  # a pass over the file against a sample, where a workload says its file
+    for r in mine:
+        size_b, d = r.params.get("file_size"), r.sample_details
+        if isinstance(size_b, int) and d and d[0].bytes and d[0].seconds:
+            shares.append(min(1.0, size_b / (d[0].bytes / d[0].seconds) / d[0].seconds))
+    share = max(shares) if len(shares) == len(mine) and shares else 1.0
+    return Costs(max(10.0, wall_s - spent), max(1.0, per_cell * weight), base_size=size,
+                 pass_share=share)  # fmt: skip
 
 
 def _no_ride(group: Group | None) -> str:

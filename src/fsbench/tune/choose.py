@@ -47,6 +47,9 @@ class Gap:
 
     workload: str
     factors: Sequence[Factor]
+    # The subject is the slower of the two here (by the centres): only then is there a gap
+    # whose usual causes are worth trying.
+    slower: bool = True
 
 
 @dataclass
@@ -88,7 +91,7 @@ def explained(gap: Gap) -> float:
 
 def _usual(remedy: Remedy, gap: Gap) -> str:
     """The usual cause of an unexplained gap `remedy` addresses ("" none, or explained)."""
-    if explained(gap) >= EXPLAINED_ENOUGH:
+    if not gap.slower or explained(gap) >= EXPLAINED_ENOUGH:
         return ""
     way = "read" if "read" in gap.workload else "write" if "write" in gap.workload else ""
     return next((f for f in USUAL.get(way, ()) if addresses(remedy, f)), "")

@@ -111,7 +111,9 @@ def gap_lines(t: TuneRecord) -> list[str]:
             if g.explained is not None
             else "; explained: 0 % of the gap (no factor stands for its time)"
         )
-        if (g.explained or 0.0) < EXPLAINED_ENOUGH:
+        if not (g.slower and g.slower > 1):  # the subject as fast or faster: no gap to close
+            covered = f"; no gap: {t.subject} is not the slower here"
+        elif (g.explained or 0.0) < EXPLAINED_ENOUGH:
             rest = 1.0 - max(0.0, g.explained or 0.0)
             covered += (
                 f"; {pct(rest)} unaccounted for: the remedies for its usual causes were "
@@ -202,9 +204,14 @@ def answer_lines(t: TuneRecord) -> list[Text]:
     out: list[Text] = []
     single = best(t.changes)
     if single is not None:
-        out.append(Text(f"closes most of the gap, confirmed on fresh samples: {single.name} on "
-                        f"{single.workload}: {gain_words(single)}, {share(single)} of the gap "
-                        "closed", "green"))  # fmt: skip
+        closes = shown(single).gap_closed is not None
+        # Pinning closes no share: the gap itself is measured pinned, as compare measures it.
+        tail = f", {share(single)} of the gap closed" if closes else (
+            " (no share of the gap: the gap is measured pinned, as compare measures it)"
+            if single.untuned_placement == "free" else "")  # fmt: skip
+        head = "closes most of the gap" if closes else "the largest gain"
+        out.append(Text(f"{head}, confirmed on fresh samples: {single.name} on "
+                        f"{single.workload}: {gain_words(single)}{tail}", "green"))  # fmt: skip
     for c in t.combination:
         vs = f"; {c.versus}" if c.versus else "; not measured against the best change alone"
         out.append(Text(f"together ({' + '.join(c.remedies)}) on {c.workload}: {c.cell}, "
