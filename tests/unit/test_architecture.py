@@ -293,6 +293,7 @@ LAYOUT: dict[str, set[str]] = {
         "floor",
         "grids",
         "grouping",
+        "judge",
         "keys",
         "naming",
         "notes",
@@ -306,6 +307,7 @@ LAYOUT: dict[str, set[str]] = {
         "html",
         "html_views",
         "integrity",
+        "judge",
         "matrix_table",
         "sections",
         "table",
@@ -613,8 +615,9 @@ PROCEDURE_USERS: dict[str, tuple[set[str], str]] = {
     "fsbench.schedule.closing": ({"asks"}, "the planner's last look (decide.closing)"),
     "fsbench.cli.commands.judge": (
         {"asks"},
-        "the procedure as a tool: decide.printed on samples from a file, each result's centre "
-        "by summarize, as a run's end makes them",
+        "the procedure as a tool: samples from a file stamped with their family (decide.stamp) "
+        "and each result's centre by summarize, as a run's end makes them; its tables and "
+        "comparisons are the model's (report/model/judge.py)",
     ),
     "fsbench.tune.outcome": (
         {"asks"},

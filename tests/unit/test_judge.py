@@ -3,6 +3,8 @@ exactly as it printed."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -192,6 +194,42 @@ def test_what_export_writes_judge_reads_and_reproduces_the_runs_marks(
             assert c["mark"] == glyphs[rec["verdict"]], (wid, res.subject, col)
             checked += 1
     assert checked >= (14 if name.startswith("default") else 12)
+
+
+def test_a_damaged_volume_is_said_in_csv_samples_and_judge_keeps_it_unranked(
+    tmp_path: Path,
+) -> None:
+    """csv-samples has an `integrity` column: a subject whose volume came back damaged is
+    "failed" on every row of it, and judge reads it as the run ranked it: shown, never a
+    table's baseline, the same comparisons as judging the stored run itself."""
+    from fsbench.records.schema import INTEGRITY_FAILED_FLAG, Integrity, Note
+    from fsbench.records.store import _read_results_json
+    from fsbench.report.exports.export import export
+    from fsbench.report.model.upgrade import upgrade
+
+    stored = tmp_path / "results.json"
+    stored.write_text((FIXTURES / "default_compare.json").read_text())
+    run = upgrade(_read_results_json(stored))
+    damaged = "ext4"  # every table's baseline while it is ranked
+    (subj,) = [s for s in run.subjects if s.id == damaged]
+    subj.integrity = Integrity(status="failed", problems=["e2fsck: 1 error"])
+    for r in run.results:
+        if r.subject == damaged:
+            r.notes.append(Note(code=INTEGRITY_FAILED_FLAG, params={"problem": "ntfsck"}))
+    run = run.model_copy(update={"verdicts": []})  # decided again, on the damage
+    stored.write_text(run.model_dump_json())
+    rows = list(csv.DictReader(io.StringIO(export(upgrade(run), "csv-samples"))))
+    assert {r["integrity"] for r in rows if r["subject"] == damaged} == {"failed"}
+    assert {r["integrity"] for r in rows if r["subject"] != damaged} <= {"ok", "not-checked", ""}
+    f = tmp_path / "s.csv"
+    f.write_text(export(upgrade(run), "csv-samples"))
+    db = str(tmp_path / "x.db")
+    code, out, err = _judge(str(f), "--json", "--db", db)
+    assert code == 0, err
+    got = json.loads(out)
+    assert got and all(c["against"] != damaged for c in got)
+    code, out, _ = _judge(str(stored), "--json", "--db", db)
+    assert code == 0 and got == json.loads(out)
 
 
 def test_the_variants_of_a_workload_are_tables_apart(tmp_path: Path) -> None:

@@ -306,3 +306,104 @@ def test_what_an_output_cannot_show_is_named(out: Outputs) -> None:
     if out.run.model_extra.get("migrated_from"):
         old = out.run.model_extra["migrated_from"]
         assert f"results.json schema {out.run.schema_version} (migrated from {old})" in out.markdown
+
+
+def _number(text: str) -> float:
+    """A printed figure ('2,203', '0.29×', '1.2k') as a float."""
+    t = text.strip().rstrip("×").replace(",", "")
+    scale = {"k": 1e3, "M": 1e6}.get(t[-1:], 1.0)
+    return float(t[:-1] if scale != 1.0 else t) * scale
+
+
+def _close(printed_ratio: str, a: float, b: float) -> bool:
+    """The printed ratio within its own rounding (half its last digit) and the centres'
+    (3 significant digits at least, fmt_value: 0.5 % each) of a / b."""
+    digits = len(printed_ratio.rstrip("×").split(".")[1]) if "." in printed_ratio else 0
+    return abs(_number(printed_ratio) - a / b) <= 0.5 * 10**-digits + 1e-2 * (a / b)
+
+
+def test_every_printed_ratio_divides_the_printed_centres(out: Outputs) -> None:
+    """One centre everywhere (issue 54): each output prints the geometric mean (centre_of) and
+    each ratio is that of the printed centres, the p99 column's included; the CSV's `center`
+    and the figures' bars stand at the same value. A format that printed the median, or a
+    ratio of medians, fails here (the samples' median and geometric mean differ in every
+    fixture table)."""
+    from fsbench.report.model.naming import centre_of
+    from fsbench.report.plots.figure import centre as bar_at
+    from fsbench.stats import latency
+
+    csv_by = {(r["subject"], r["workload"], r["params"]): r for r in out.csv}
+    checked = differs = 0
+    for t in out.model.tables:
+        term, page, md = (
+            _terminal_rows(out.terminal, t),
+            _page_rows(out.page, t),
+            _markdown_rows(out.markdown, t),
+        )
+        pairs = list(zip(t.results, t.rows, strict=True))
+        base = next(((res, row) for res, row in pairs if row.vs == "baseline"), None)
+        for res, row in pairs:
+            if row.status != "ok":
+                continue
+            c = centre_of(res)
+            assert c is not None and row.median and _number(row.median) == pytest.approx(c, 5e-3)
+            assert row.median in term[row.subject] and row.median in page[row.subject]
+            assert md[row.subject][1] == row.median
+            assert float(csv_by[(res.subject, res.workload, _params(res.params))]["center"]) == (
+                pytest.approx(c)
+            )
+            assert bar_at(res) == c
+            differs += res.median is not None and abs(res.median - c) > 1e-9 * c
+            if base is None or row.comparison is None:
+                continue
+            b_res, b_row = base
+            cb = centre_of(b_res)
+            assert cb and row.comparison.ratio == pytest.approx(c / cb, rel=1e-9), row.subject
+            assert _close(row.comparison.ratio_text, _number(row.median), _number(b_row.median))
+            checked += 1
+            p = row.p99_comparison
+            if t.latency and p is not None and p.ratio is not None:
+                pa, pb = latency.centre(res), latency.centre(b_res)
+                assert pa and pb and p.ratio == pytest.approx(pa / pb, rel=1e-9)
+                assert _close(p.ratio_text, _number(row.p99), _number(b_row.p99)), row.p99
+    assert checked >= len(out.model.tables) - 1
+    assert differs > 0  # the fixtures tell a median from the centre
+
+
+def test_a_diff_prints_the_centres_it_divides(tmp_path: Path) -> None:
+    """`fsbench diff A B`: each row's A and B are the geometric means its ratio divides, in the
+    terminal and on the page (a diff printed medians beside a ratio of geometric means:
+    ntfs-3g `141 │ 173 │ 1.18×`, where 173 / 141 = 1.23)."""
+    from fsbench.cli.commands.report import _print_diff
+    from fsbench.report.model import diff_runs
+    from fsbench.report.model.naming import centre_of, result_title
+
+    a = _stored("default_compare.json", tmp_path)
+    doc = json.loads((FIXTURES / "default_compare.json").read_text())
+    for i, r in enumerate(doc["results"]):  # B: every sample 5-20 % slower or faster
+        r["samples"] = [x * (0.8 + 0.1 * (i % 4)) for x in r["samples"]]
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    b = upgrade(_read_results_json(tmp_path / "b.json"))
+    d = diff_runs(a, b)
+    rows = [r for r in d.results if r.ratio is not None]
+    assert len(rows) >= 10
+    for r in rows:
+        assert r.centre_a and r.centre_b
+        assert r.ratio == pytest.approx(r.centre_b / r.centre_a, rel=1e-9)
+    ra = {(r.subject, result_title(r)): r for r in a.results}
+    assert sum((r.subject, r.title) in ra for r in rows) >= 10
+    for r in rows:
+        if (r.subject, r.title) in ra:
+            assert r.centre_a == pytest.approx(centre_of(ra[(r.subject, r.title)]))
+    # The terminal: each row's two centres as printed, and B / A their ratio within rounding.
+    con = Console(width=200, record=True, color_system=None)
+    _print_diff(d, con)
+    text = con.export_text()
+    seen = 0
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("│")]  # '', subject, A, B, B / A, verdict
+        if len(cells) >= 5 and "×" in cells[4] and cells[2][:1].isdigit():
+            a_, b_ = _number(cells[2]), _number(cells[3])
+            assert _close(cells[4].split()[0], b_, a_), line
+            seen += 1
+    assert seen >= 10, text

@@ -90,7 +90,7 @@ def vm_hint(specs: list[SubjectSpec]) -> str:
     """For subjects whose kernel driver this host lacks: the known kernel that has each, named
     as a subject (`ntfs@debian-sid`), and the command that measures them all in VMs — the
     kernel most of them need as `--kernel`, the others by their own (as the report's
-    "not measured" line names them, report/answer.py). "" when a known kernel has none."""
+    "not measured" line names them, report/model/answer.py). "" when a known kernel has none."""
     lacking = [
         s for s in specs if s.driver.kind == "kernel" and not availability(s.driver).available
     ]

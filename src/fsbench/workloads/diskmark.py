@@ -61,7 +61,7 @@ class DiskmarkTest(FioJob):
     """One KDiskMark test. Its name says T1, so its job count stays 1 (`--numjobs` or `:jN`
     is refused), and its grid has one cell per test and subject, so one placement."""
 
-    # The suite's grid (report/diskmark.py) keys a subject's results by test only.
+    # The suite's grid (report/model/grids.py) keys a subject's results by test only.
     one_per_test: ClassVar[bool] = True
     by_name: bool = True  # the workload contract's hook: `diskmark` names it
 

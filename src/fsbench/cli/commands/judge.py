@@ -30,7 +30,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from fsbench.cli.options import db_option
 from fsbench.errors import UsageError
@@ -51,6 +50,8 @@ class Row:
     family: str | None = None
     p99: float | None = None
     params: str | None = None
+    # The subject's volume after the run (fsbench's csv-samples): "failed" is shown, not ranked.
+    integrity: str | None = None
 
 
 def _row(rec: Mapping[str, Any], where: str) -> Row:
@@ -81,6 +82,7 @@ def _row(rec: Mapping[str, Any], where: str) -> Row:
         None if fam in (None, "") else (fam if isinstance(fam, str) else json.dumps(fam)),
         _number(rec.get("p99_us"), where, "p99_us"),
         None if rec.get("params") in (None, "") else str(rec["params"]),
+        str(rec.get("integrity") or "").strip() or None,
     )  # fmt: skip
 
 
@@ -196,7 +198,7 @@ def _result(workload: str, subject: str, rows: list[Row], higher_is_better: bool
     """One cell's samples as a Result, in the order they were taken; with each sample's p99
     and the workload's parameters when the rows carry them (a latency-bound table then judges
     its p99 column as compare does), and the family and direction the run recorded."""
-    from fsbench.records.schema import Result, Sample
+    from fsbench.records.schema import INTEGRITY_FAILED_FLAG, Note, Result, Sample
 
     rows = sorted(rows, key=lambda r: (r.round is None, r.round or 0))
     first = rows[0]
@@ -217,6 +219,9 @@ def _result(workload: str, subject: str, rows: list[Row], higher_is_better: bool
     if not isinstance(params, dict) or not isinstance(family, dict | None):
         raise UsageError(f"run {first.run}, {workload}, {subject}: params and family are objects")
     hib = first.higher_is_better
+    # A volume that came back damaged: its figures shown, never the baseline or the best, as
+    # the run that measured it ranked them (stats.baseline.ranked).
+    notes = [Note(code=INTEGRITY_FAILED_FLAG)] if any(r.integrity == "failed" for r in rows) else []
     return Result(
         subject=subject,
         workload=workload.split("/", 1)[0],
@@ -228,111 +233,35 @@ def _result(workload: str, subject: str, rows: list[Row], higher_is_better: bool
         sample_details=details,
         params=params,
         verdict_family=family,
+        notes=notes,
     )
 
 
 def comparisons(run: Any, orders: Mapping[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """Every comparison the run's tables print, as judge --json lists them."""
+    from fsbench.report.model.judge import compared
     from fsbench.report.style import glyph
 
-    return [c | {"mark": glyph(outcome)} for c, outcome in _compared(run, orders)]
+    return [c | {"mark": glyph(outcome)} for c, outcome in compared(run, orders)]
 
 
 def gate_words(run: Any, orders: Mapping[str, list[str]] | None = None) -> list[str]:
     """Each comparison's outcome against its table's baseline (better, worse, same, open,
     none): what --fail-on reads, as decided, never read back from a mark."""
-    return [o for _, o in _compared(run, orders, baseline_only=True)]
+    from fsbench.report.model.judge import compared
 
-
-def _compared(
-    run: Any, orders: Mapping[str, list[str]] | None = None, baseline_only: bool = False
-) -> list[tuple[dict[str, Any], str]]:
-    """Every printed comparison with its outcome (``baseline_only``: those against each
-    table's baseline)."""
-    from fsbench.stats import decide
-
-    order = [s.id for s in run.subjects]
-    out = []
-    for wid, p in decide.printed(run.results, order, orders).items():
-        hib0 = next(r.higher_is_better for r in run.results if (r.workload_id or r.workload) == wid)
-        for (col, ref, subj), v in _printed_pairs(p):
-            if baseline_only and ref != p.looks[col].baseline:
-                continue
-            hib = hib0 if col == "rate" else False
-            lo, hi = v.interval if v.interval else (None, None)
-            said = {
-                "run": run.run_id,
-                "workload": wid if col == "rate" else f"{wid} {col}",
-                "subject": subj,
-                "against": ref,
-                "ratio": v.ratio,
-                "low": lo,
-                "high": hi,
-            }
-            out.append((said, _outcome(v, hib)))
-    return out
-
-
-def _printed_pairs(p: Any) -> list[tuple[tuple[str, str, str], Any]]:
-    """Each printed comparison once per (column, reference, subject): every subject against
-    the baseline and against the fastest (the baseline's row against the fastest too)."""
-    out = []
-    for col, tl in p.looks.items():
-        subjects = dict.fromkeys(s for pair in tl.verdicts for s in pair)
-        for ref in dict.fromkeys((tl.baseline, tl.best)):
-            for s in subjects:
-                v = tl.against(ref, s)
-                if v is not None and ref is not None:
-                    out.append(((col, ref, s), v))
-    return out
-
-
-def _outcome(v: Any, hib: bool) -> str:
-    from fsbench.report.model.naming import outcome
-
-    return outcome(v, hib)
+    return [o for _, o in compared(run, orders, baseline_only=True)]
 
 
 def print_tables(run: Any, orders: Mapping[str, list[str]] | None, con: Console) -> list[str]:
-    """The run's tables as compare prints their verdict columns; returns each comparison's
-    word (better, worse, same, open) for --fail-on."""
-    from fsbench.report.model.naming import ci_text, outcome, ratio_cell
-    from fsbench.stats import decide
-    from fsbench.stats.verdict import Family
-    from fsbench.units import fmt_value
+    """The run's tables (report/model/judge.py) as compare prints their verdict columns;
+    returns each comparison's outcome against its baseline for --fail-on."""
+    from fsbench.report.model.judge import tables
+    from fsbench.report.views.judge import print_tables as show
 
-    words: list[str] = []
-    order = [s.id for s in run.subjects]
-    per = {(r.workload_id or r.workload, r.subject): r for r in run.results}
-    for wid, p in decide.printed(run.results, order, orders).items():
-        for col, tl in p.looks.items():
-            if tl.baseline is None:
-                continue
-            base = per[(wid, tl.baseline)]
-            hib = base.higher_is_better if col == "rate" else False
-            title = f"{run.run_id} · {wid}" + ("" if col == "rate" else f" · {col}")
-            t = Table(title=title, title_justify="left")
-            for c in ("subject", "±CI95", f"vs {tl.baseline}", f"vs {tl.best}", "n"):
-                t.add_column(c, justify="left" if c == "subject" else "right", no_wrap=True)
-            subjects = [s for s in (orders or {}).get(wid, order) if (wid, s) in per]
-            subjects = subjects or [s for s in order if (wid, s) in per]
-            for s in subjects:
-                r = per[(wid, s)]
-                vb, vf = tl.against(tl.baseline, s), tl.against(tl.best, s)
-                cells = [
-                    ratio_cell(v, hib)
-                    if v is not None
-                    else ("baseline" if s == tl.baseline else "fastest")
-                    for v in (vb, vf)
-                ]
-                centre = ci_text(r) if col == "rate" else fmt_value(None)
-                t.add_row(s, centre, *cells, str(len(r.samples)))
-                if vb is not None:
-                    words.append(outcome(vb, hib))  # the gate: against the baseline
-            con.print(t)
-            fam = Family.from_record(base.verdict_family)
-            con.print(f"  {fam.legend()}", style="dim")
-    return words
+    decided = tables(run, orders)
+    show(decided, con)
+    return [w for t in decided for w in t.outcomes]
 
 
 @click.command("judge")

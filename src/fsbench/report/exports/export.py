@@ -23,6 +23,7 @@ from fsbench.report.model import (
     Run,
     Table,
     build,
+    ranked,
     result_facts,
     verdicts,
 )
@@ -113,6 +114,9 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
     # band, resolution, variance prior; {} for a run stored before families).
     "higher_is_better",
     "family",
+    # The subject's volume after the workloads (ok, failed, not-checked): a failed one's figures
+    # are shown, never ranked (stats.baseline.ranked), and judge keeps it so.
+    "integrity",
 )
 
 
@@ -204,9 +208,11 @@ def to_samples_csv(run: Run) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(SAMPLE_COLUMNS), lineterminator="\n")
     w.writeheader()
+    integrity = {s.id: s.integrity.status for s in run.subjects if s.integrity is not None}
     for f in result_facts(run):
         res = f.result
         details = res.sample_details or []
+        damaged = not ranked(res)  # the run's own word on it, whatever its subject records
         for i, value in enumerate(res.samples):
             d = details[i] if i < len(details) else None
             lat = (d.extra.get("lat_us") or {}) if d is not None else {}
@@ -230,6 +236,7 @@ def to_samples_csv(run: Run) -> str:
                 "cache": d.cache if d is not None else res.cache,
                 "higher_is_better": res.higher_is_better,
                 "family": json.dumps(res.verdict_family or {}, sort_keys=True),
+                "integrity": "failed" if damaged else integrity.get(res.subject),
             }
             w.writerow({k: _cell(row.get(k)) for k in SAMPLE_COLUMNS})
     return buf.getvalue()
@@ -273,7 +280,7 @@ def _answer_lines(report: Report) -> list[str]:
 
 
 def _workload_table(t: Table) -> list[str]:
-    """The terminal's table: the same cells (median ± interval, the ratio with its interval
+    """The terminal's table: the same cells (the centre ± interval, the ratio with its interval
     and mark, IOPS and p99 where latency-bound, CPU, cache, n with why sampling stopped)."""
     lat = ["IOPS", "p99 µs", "p99 vs"] if t.latency else []
     heads = [

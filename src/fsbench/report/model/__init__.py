@@ -103,8 +103,8 @@ class Row:
     subject: str
     status: str  # ok, or why the subject has no figure
     error: str = ""
-    median: str = ""  # '2,203'
-    centre: str = ""  # '2,203 ±62%' (median and the interval's larger half)
+    median: str = ""  # '2,203': the centre (centre_of, the geometric mean), as printed
+    centre: str = ""  # '2,203 ±62%' (the centre and the interval's larger half)
     interval: str = ""  # '1,370 – 3,570'
     comparison: Comparison | None = None  # against the table's baseline
     outcome: str = "empty"  # the vs cell's look (style.OUTCOMES)
@@ -301,6 +301,7 @@ __all__ = [
     "measured_subjects",
     "placement_of",
     "profile",
+    "ranked",
     "result_facts",
     "result_title",
     "tune_of",

@@ -15,6 +15,7 @@ from fsbench.report.model.aging_why import age_changes, why_line
 from fsbench.report.model.comparison import Comparison
 from fsbench.report.model.decided import Decided, Pair
 from fsbench.report.model.grouping import by_title
+from fsbench.report.model.naming import centre_of
 from fsbench.stats.baseline import ranked
 from fsbench.units import size_text
 
@@ -88,7 +89,9 @@ def _ratio(fresh: Result, aged: Result, pair: Pair) -> Comparison | None:
 
 
 def _order(results: dict[str, Result], higher: bool) -> list[str]:
-    usable = [(k, r.median) for k, r in results.items() if r.median is not None and ranked(r)]
+    # By the centre every table prints and every ratio divides (naming.centre_of), not the
+    # median: a ranking must agree with the ratios printed beside it.
+    usable = [(k, c) for k, r in results.items() if (c := centre_of(r)) is not None and ranked(r)]
     return [k for k, _ in sorted(usable, key=lambda kv: kv[1], reverse=higher)]
 
 

@@ -52,6 +52,7 @@ from fsbench.report.model.keys import PLACEMENT_WORDS, placement_of, workload_ke
 from fsbench.report.model.naming import (
     OUTCOME_WORDS,
     baseline_result,
+    centre_of,
     confidence_text,
 )
 from fsbench.units import fmt_ratio, size_text
@@ -165,7 +166,7 @@ class Explanation:
     baseline_seconds: float | None
     factors: list[Factor]
     unavailable: list[str]
-    # The traced run's rate over the samples' median, oriented so that < 1 is slower: what the
+    # The traced run's rate over the samples' centre, oriented so that < 1 is slower: what the
     # probes cost this subject in the one run they ran in (None: no traced rate recorded).
     traced_speed: float | None = None
     # The run measured this subject and workload at more than one placement (--placement
@@ -288,12 +289,12 @@ def explain_result(
 
 
 def traced_speed(res: Result) -> float | None:
-    """The traced run's speed relative to the timed samples' median (1.0: the probes cost
-    nothing; 0.8: the traced run went at 80 % of the timed speed)."""
-    v = number(as_dict(res.trace).get("value"))
-    if not v or not res.median:
+    """The traced run's speed relative to the timed samples' centre, the one every table prints
+    (1.0: the probes cost nothing; 0.8: the traced run went at 80 % of the timed speed)."""
+    v, c = number(as_dict(res.trace).get("value")), centre_of(res)
+    if not v or not c:
         return None
-    return v / res.median if res.higher_is_better else res.median / v
+    return v / c if res.higher_is_better else c / v
 
 
 def explain_run(run: Run, decided: Decided | None = None) -> list[Explanation]:

@@ -62,9 +62,9 @@ def placement_text(placement: object) -> str:
 
 
 def ci_text(res: Result, form: str = "half") -> str:
-    """A result's median and 95 % interval, one way for every renderer: 'half' is '2,203 ±62%'
-    (the median and the interval's larger half), 'range' is '1,370 – 3,570' (its bounds), ''
-    without an interval; '–' without a median."""
+    """A result's centre (centre_of: the geometric mean) and 95 % interval, one way for every
+    renderer: 'half' is '2,203 ±62%' (the centre and the interval's larger half), 'range' is
+    '1,370 – 3,570' (its bounds), '' without an interval; '–' without samples."""
     if res.median is None:
         return "–"
     if form == "range":

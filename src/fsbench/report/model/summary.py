@@ -169,7 +169,7 @@ def finding(group: Group, order: Sequence[str], pair: Pair) -> Finding:
     cells = _common_cells(group, ok_subjects) if len(ok_subjects) > 1 else []
     if len(ok_subjects) == 1 or not cells:
         s = ok_subjects[0]
-        vals = [per[s].median for per in group.cells.values() if usable(per.get(s))]
+        vals = [centre_of(per[s]) for per in group.cells.values() if usable(per.get(s))]
         value = gmean(v for v in vals if v is not None)
         what = (
             f"{s} alone was measured: {fmt_value(value)} {group.unit}"

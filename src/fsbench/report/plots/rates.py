@@ -57,8 +57,9 @@ from fsbench.units import fmt_ratio
 def workload_plot(
     group: Group, subjects: Sequence[str], base: str | None, report: Report
 ) -> Plot | None:
-    """Median with 95 % CI per subject; beside it, the ratio to the baseline with its
-    interval (fsbench.verdict; hollow and marked ≈ or ? where not decided ▲/▼)."""
+    """The geometric mean (the centre every ratio divides) with its 95 % CI per subject; beside
+    it, the ratio to the baseline with its interval (fsbench.verdict; hollow and marked ≈ or ?
+    where not decided ▲/▼)."""
     per = next(iter(group.cells.values()), {})
     rows = [s for s in subjects if s in per]
     if not rows or not any(usable(per[s]) for s in rows):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsbench.report.model import Result, Run
-from fsbench.report.plots.figure import PAGE_WIDTH_IN, Plot, headed, new_figure, styled
+from fsbench.report.plots.figure import PAGE_WIDTH_IN, Plot, centre, headed, new_figure, styled
 
 
 def _series_key(r: Result) -> tuple[str, str]:
@@ -38,7 +38,8 @@ def scaling_plots(run: Run) -> list[Plot]:
         unit = by_n[ns[0]].unit
         fig = new_figure(PAGE_WIDTH_IN, 3.6)
         ax = fig.subplots(1, 1)
-        totals = [by_n[n].median or 0.0 for n in ns]
+        # At the centre its interval (ci95) is about, the one every table prints.
+        totals = [centre(by_n[n]) or 0.0 for n in ns]
         lo = [t - (by_n[n].ci95 or (t, t))[0] for n, t in zip(ns, totals, strict=True)]
         hi = [(by_n[n].ci95 or (t, t))[1] - t for n, t in zip(ns, totals, strict=True)]
         ax.errorbar(

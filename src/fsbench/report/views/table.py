@@ -1,4 +1,4 @@
-"""The terminal table a person reads at a glance: per workload, each subject's median ± CI,
+"""The terminal table a person reads at a glance: per workload, each subject's centre ± CI,
 its ratio to the baseline (the first subject) with the ratio's interval, where the CPU went, and
 under the table the measured reasons each subject differs from the baseline (explain.py).
 """
