@@ -17,9 +17,9 @@ import pytest
 from conftest import alive, cmdline, fsbench, fsbench_released, need_drivers, wait_until
 
 WORKLOADS = "copy-large,copy-small,compile,web-serve"
-# A quarter of each workload's amounts (copied bytes, compiled modules, cold bytes served): what
+# A tenth of each workload's amounts (copied bytes, compiled modules, cold bytes served): what
 # is checked here is that each runs, is measured and is cleaned up, not how long it takes.
-SCALE = "0.25"
+SCALE = "0.1"
 VARIANTS = {
     "copy-large": {"in", "out"},
     "copy-small": {"in", "out"},
