@@ -384,6 +384,12 @@ def test_two_option_winners_are_confirmed_together(tuned: Any) -> None:
     assert t is not None
     why = {s.name: s.reason for s in t.skipped}
     assert "3 candidates already" in why["read_ahead_kb"]
+    # What it would take to try one the family left out: a lab change set by hand, a mount
+    # option by the command that measures it alone.
+    assert why["read_ahead_kb"].endswith("to try it alone: set it by hand and compare the "
+                                         "subject before and after")  # fmt: skip
+    left = [x.reason for x in t.skipped if "no measured share" in x.reason]
+    assert all("to try it alone:" in r for r in left)
     # The winners alone and together, on fresh samples; the readahead (no effect) is not.
     assert [s.id for s in confirm.subjects] == [
         "fuse2fs", "fuse2fs:splice_read,splice_write,splice_move",

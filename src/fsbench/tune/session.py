@@ -303,7 +303,18 @@ class Tuner:
     def _skip(self, items: list[Skipped]) -> None:
         for s in items:
             self.record.skipped.append(TuneSkip(name=s.remedy.name, change=s.remedy.change,
-                                                reason=s.reason))  # fmt: skip
+                                                reason=s.reason + self._alone(s)))  # fmt: skip
+
+    def _alone(self, s: Skipped) -> str:
+        """What it would take to try a remedy the tune's family left out (a rider past the
+        run's 3 candidates, or with no run to join): the command that measures it alone,
+        where the change is one a subject can name."""
+        if "no measured share of the gap" not in s.reason:
+            return ""
+        if s.remedy.kind in ("mount-option", "transport"):
+            other = candidate_spec(self.spec, s.remedy).id
+            return f"; to try it alone: fsbench compare {self.spec.id} {other}"
+        return "; to try it alone: set it by hand and compare the subject before and after"
 
     def _measure_group(self, name: str, g: Group, gap_of: dict[str, TuneGap], share: float) -> None:
         if g.io:
