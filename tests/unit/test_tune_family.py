@@ -68,6 +68,7 @@ def test_a_gap_line_gives_one_share_never_a_negative_one() -> None:
     faster = g.model_copy(update={"slower": 0.85, "cell": "1.18× 1.14–1.21 ▲"})
     (line,) = gap_lines(TuneRecord(subject="xfs", against="fastest", gaps=[faster]))
     assert "no gap: xfs is not the slower here" in line and "unaccounted" not in line
+    assert "candidates all the same" in line
 
 
 def test_every_candidate_and_workload_is_one_family() -> None:

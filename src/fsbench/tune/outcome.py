@@ -98,7 +98,7 @@ def gaps(run: Run, subject: str, references: Sequence[str]) -> list[tuple[TuneGa
             factors=factors,
             explained=min(1.0, max(shares)) if shares else None,
         )
-        out.append((record, Gap(wl, e.factors, slower=_faster(best, mine))))
+        out.append((record, Gap(wl, e.factors)))
     return out
 
 

@@ -112,7 +112,11 @@ def gap_lines(t: TuneRecord) -> list[str]:
             else "; explained: 0 % of the gap (no factor stands for its time)"
         )
         if not (g.slower and g.slower > 1):  # the subject as fast or faster: no gap to close
-            covered = f"; no gap: {t.subject} is not the slower here"
+            covered = (
+                f"; no gap: {t.subject} is not the slower here (the remedies for what a gap of "
+                "this kind usually comes from were candidates all the same: a change may make "
+                "it faster still)"
+            )
         elif (g.explained or 0.0) < EXPLAINED_ENOUGH:
             rest = 1.0 - max(0.0, g.explained or 0.0)
             covered += (
