@@ -8,8 +8,8 @@ passes over a file that grows with the image — ntfs-3g free on big_writes' 4.2
 28 s a sample here, against 7 s on 1 GiB); a driver this host's
 kernel lacks gets a group of its own, one VM run per kernel, the untuned subject in the same VM
 (tune/invm.py). The explain run says what a run costs here (`costs_of`): the seconds beyond
-measuring, and the subject's measuring seconds per workload; `fit_budget` keeps candidates in
-score order while their runs fit.
+measuring, and what a cell of the subject costs at its fewest samples; `fit_budget` keeps
+candidates in score order while their runs fit.
 """
 
 from __future__ import annotations
