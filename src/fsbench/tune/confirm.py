@@ -31,6 +31,7 @@ from fsbench.tune.outcome import (
     family,
     family_words,
     placed,
+    result_of,
     versus_best,
     workloads_of,
 )
@@ -135,8 +136,6 @@ def _cell_s(t: Tuner, subject: str, place: str, workload: str, size: int) -> flo
     """What one cell of a confirmation costs at its fewest samples (a warm-up and three): as
     the selecting run measured the same subject, placement and workload on the same image
     size; the explain run's estimate where none did (the combination)."""
-    from fsbench.tune.outcome import result_of
-
     for g, run in t.measured:
         r = result_of(run, subject, workload, place) if g.size == size else None
         if r is not None and r.sample_details:
