@@ -306,8 +306,8 @@ def fit_prior(cells: Iterable[tuple[float, int]]) -> Prior:
     spread is often 0, which would take the prior as exact. d0 never exceeds the degrees of
     freedom the cells hold together (a prior cannot know more than its data), nor D0_MAX.
     Fewer than 3 cells with a spread: nothing to borrow."""
-    from scipy.special import digamma, polygamma
-    from scipy.stats import chi2
+    # chdtri, not scipy.stats.chi2.ppf: the same quantile without importing scipy.stats.
+    from scipy.special import chdtri, digamma, polygamma
 
     got = [(v, d) for v, d in cells if d >= 1 and v > 0.0 and math.isfinite(v)]
     if len(got) < 3:
@@ -316,7 +316,7 @@ def fit_prior(cells: Iterable[tuple[float, int]]) -> Prior:
     half = np.array([d / 2.0 for _, d in got])
     e = z - digamma(half) + np.log(half)
     w = polygamma(1, half)
-    tau2 = _spread_upper(e, w, float(chi2.ppf(PRIOR_SPREAD_LEVEL, len(e) - 1)))
+    tau2 = _spread_upper(e, w, float(chdtri(len(e) - 1, 1.0 - PRIOR_SPREAD_LEVEL)))
     cap = min(D0_MAX, float(sum(d for _, d in got)))
     d0 = cap if tau2 <= 0 else min(cap, 2.0 * _trigamma_inverse(tau2))
     if d0 < 0.5:
