@@ -588,8 +588,8 @@ def test_the_model_is_free_of_rich_jinja_and_matplotlib() -> None:
 # - it calls the procedure: a verdict, a centre's interval, an interim look;
 PROCEDURE = {
     "fsbench.stats.verdict": {"verdict", "judge", "mark_of"},
-    "fsbench.stats.decide": {"look", "printed", "closing", "replan", "planned_n"},
-    "fsbench.stats.describe": {"summarize", "median_ci", "log_interval", "needs_more_samples"},
+    "fsbench.stats.decide": {"look", "printed", "closing", "replan", "planned_n", "precise"},
+    "fsbench.stats.describe": {"summarize", "log_interval"},
     "fsbench.report.model.comparison": {
         "verdict_of",
         "compare",
@@ -609,8 +609,8 @@ PROCEDURE_USERS: dict[str, tuple[set[str], str]] = {
     "fsbench.stats": ({"asks", "ratio"}, "the verdict procedure and its statistics"),
     "fsbench.schedule.runner": (
         {"asks"},
-        "the planner: its looks (decide.look, replan) stop sampling; summarize gives each "
-        "result its centre and interval as it is measured",
+        "the planner: its looks (decide.look, replan; decide.precise for a subject alone) "
+        "stop sampling",
     ),
     "fsbench.schedule.closing": ({"asks"}, "the planner's last look (decide.closing)"),
     "fsbench.cli.commands.judge": (
