@@ -507,7 +507,8 @@ def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_pat
 
 def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() -> None:
     from fsbench.records.tunerecord import TuneChange, TuneRecord
-    from fsbench.report.views.tune import answer_lines, recommended
+    from fsbench.report.model import recommended
+    from fsbench.report.views.tune import answer_lines
     from fsbench.tune.outcome import confirmation
 
     def ch(name: str, gain: float, **kw: Any) -> TuneChange:

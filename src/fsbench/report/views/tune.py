@@ -1,5 +1,6 @@
 """The tune record in the terminal (one screen) and on the page (a table and a bar chart of
-each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord).
+each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord); what is
+printed of a change, the best one and the one to use are the model's (report/model/tune.py).
 
 A change's gain is the confirmed one (measured again on fresh samples) where it was confirmed,
 the selecting run's beside it; a change not separated gets no share of the gap, only the words
@@ -7,7 +8,7 @@ that say so. Every figure is a geometric mean or a ratio of them, with its inter
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -17,7 +18,10 @@ from fsbench.report.model import (
     EXPLAINED_ENOUGH,
     TuneChange,
     TuneRecord,
+    best_change,
     confidence_text,
+    recommended,
+    shown,
     tune_of,
 )
 from fsbench.report.style import colour, css
@@ -62,22 +66,6 @@ def label(c: TuneChange) -> str:
 def _driver(subject: str) -> str:
     """The driver of a subject id ("exfat-fuse (mkfs -c 1M)", "ntfs-3g:big_writes")."""
     return subject.split(" (", 1)[0].split(":", 1)[0]
-
-
-class Shown(Protocol):
-    """What a change and its confirmation share: the comparison printed."""
-
-    cell: str
-    outcome: str
-    gain: float | None
-    gap_closed: float | None
-    interval: list[float] | None
-    confidence: float | None
-
-
-def shown(c: TuneChange) -> Shown:
-    """What the tune prints of a change: its confirmation (fresh samples) where it has one."""
-    return c.confirmation or c
 
 
 # A change that closes no share of the gap, in words (its outcome's).
@@ -170,32 +158,6 @@ def lab_lines(t: TuneRecord) -> list[str]:
     return list(seen)
 
 
-def best(changes: list[TuneChange]) -> TuneChange | None:
-    """The change that closes the most of a gap with a ▲ confirmed on fresh samples, and ▼ on
-    no workload there (never one measured in a VM: not confirmed on this host)."""
-    worse = {c.name for c in changes if c.confirmation and c.confirmation.outcome == "worse"}
-    won = [
-        c
-        for c in changes
-        if c.confirmation is not None
-        and c.confirmation.outcome == "better"
-        and c.name not in worse
-        and not c.vm
-    ]
-    return max(won, key=lambda c: (shown(c).gap_closed or 0.0, shown(c).gain or 0.0),
-               default=None)  # fmt: skip
-
-
-def recommended(t: TuneRecord) -> TuneChange | None:
-    """The change to use: the winners together when they are ▲ against the best change alone
-    in the same run, else the best single change (a combination not measured against it has
-    not shown that the rest adds anything)."""
-    single, together = best(t.changes), best(t.combination)
-    if together is not None and (single is None or together.versus_outcome == "better"):
-        return together
-    return single
-
-
 def gain_words(c: TuneChange) -> str:
     """'12.2× faster (12.2× 8.1–18.4 ▲; selecting run 14.0× 9.9–19.8 ▲)': the confirmed gain
     first, the selecting run's beside it."""
@@ -206,7 +168,7 @@ def gain_words(c: TuneChange) -> str:
 
 def answer_lines(t: TuneRecord) -> list[Text]:
     out: list[Text] = []
-    single = best(t.changes)
+    single = best_change(t.changes)
     if single is not None:
         closes = shown(single).gap_closed is not None
         # Pinning closes no share: the gap itself is measured pinned, as compare measures it.
