@@ -264,6 +264,13 @@ def in_vm(plan: Plan) -> Plan:
 
 @pytest.fixture
 def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    return tuner(tmp_path, monkeypatch)
+
+
+def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The whole tune with the pipeline faked (fake_run answers every planned run): `go(...)`
+    runs one and returns its last run, the plans and the steps said (also for
+    test_report_parity.py, which renders a tune run in every output)."""
     plans: list[Plan] = []
     here: dict[str, Any] = {"vm": "no VM in this test"}
     fake_vm(monkeypatch, here)

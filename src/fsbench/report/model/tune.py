@@ -16,8 +16,11 @@ from fsbench.records.tunerecord import TuneChange, TuneGap, TuneRecord
 
 
 class Shown(Protocol):
-    """What a change and its confirmation share: the comparison printed."""
+    """What a change and its confirmation share: the comparison printed, and the centres its
+    ratio divides (changed / untuned)."""
 
+    untuned_center: float | None
+    center: float | None
     cell: str
     outcome: str
     gain: float | None

@@ -68,6 +68,9 @@ def _driver(subject: str) -> str:
     return subject.split(" (", 1)[0].split(":", 1)[0]
 
 
+# The centres column: the untuned subject's geometric mean and the changed one's.
+CENTRES = "untuned → changed"
+
 # A change that closes no share of the gap, in words (its outcome's).
 NO_SHARE = {
     "open": "none: not separated",
@@ -133,15 +136,28 @@ def measured(c: TuneChange) -> str:
     return f"confirmed; selecting run {c.cell}"
 
 
+def centres(c: TuneChange) -> str:
+    """The two centres the printed ratio divides: '141 → 1,128 MiB/s' (untuned → changed)."""
+    x = shown(c)
+    if not x.untuned_center or not x.center:
+        return "–"
+    return f"{fmt_value(x.untuned_center)} → {fmt_value(x.center)} {c.unit}".rstrip()
+
+
+# The changes' table, as every output heads it.
+COLUMNS = ("change", "workload", CENTRES, "gain (verdict)", "measured", "gap closed", "safety")
+
+
 def changes_table(t: TuneRecord) -> Table:
     table = Table(title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("change", "workload", "gain (verdict)", "measured", "gap closed", "safety"):
+    for col in COLUMNS:
         table.add_column(col, overflow="fold")
     for c in [*t.changes, *t.combination]:
         x = shown(c)
         table.add_row(
             label(c),
             Text(c.workload + where(c)),  # text: "[same]" is no markup
+            centres(c),
             Text(x.cell or "–", style=colour(x.outcome)),
             Text(measured(c), style="" if c.confirmation else "dim"),
             share(c),
@@ -281,6 +297,7 @@ def html(run: Run) -> dict[str, Any] | None:
         {
             "change": label(c),
             "workload": c.workload + where(c),
+            "centres": centres(c),
             "cell": shown(c).cell,
             "measured": measured(c),
             "outcome": css(shown(c).outcome),
@@ -303,11 +320,11 @@ def markdown(run: Run) -> list[str]:
     if t is None:
         return []
     out = [f"### Tune: {t.subject} against {t.against}", "", *(f"{g}  " for g in gap_lines(t))]
-    out += ["", "| change | workload | gain (verdict) | measured | gap closed | safety | "
-            "lab |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    out += ["", f"| {' | '.join(COLUMNS)} | lab |", "|---" * (len(COLUMNS) + 1) + "|"]
     for c in [*t.changes, *t.combination]:
-        out.append(f"| {label(c)} | {c.workload}{where(c)} | {shown(c).cell} | {measured(c)} | "
-                   f"{share(c)} | {SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
+        out.append(f"| {label(c)} | {c.workload}{where(c)} | {centres(c)} | {shown(c).cell} | "
+                   f"{measured(c)} | {share(c)} | {SAFETY.get(c.safety, c.safety)} | "
+                   f"{c.lab} |")  # fmt: skip
     out += ["", *(f"{f}  " for f in t.families)]
     use = recommended(t)
     if use is not None:
