@@ -310,7 +310,6 @@ def _runner(
         on_eta=progress.on_eta,
         on_result=progress.on_result,
         adaptive=plan.adaptive,
-        settle=plan.adaptive,
         max_repeat=plan.max_repeat,
         band=plan.equivalence,
         time_budget_s=plan.time_budget_s,

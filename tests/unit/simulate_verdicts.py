@@ -191,7 +191,6 @@ def make_runner(design: Design, rng: np.random.Generator) -> Runner:
         workloads,  # type: ignore[arg-type]
         repeat=d.n0,
         adaptive=d.adaptive,
-        settle=d.adaptive,
         max_repeat=max(d.max_repeat, d.n0),
         time_budget_s=rounds * d.k * d.cells + 0.5 if d.adaptive else None,
         now=lambda: clock[0],

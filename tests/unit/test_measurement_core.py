@@ -130,7 +130,9 @@ def test_runner_warmup_applies_when_the_workload_sets_none(
 def test_adaptive_stops_a_settled_workload_at_repeat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")  # no spread at all: settled at once
+    """A subject alone in its table has no comparison to decide: its own interval does at the
+    look after the minimum rounds (decide.precise). No spread at all: settled there."""
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=100")
     run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=10)
     assert len(run.results[0].samples) == 3
     assert run.results[0].stopped == "settled"
@@ -139,12 +141,21 @@ def test_adaptive_stops_a_settled_workload_at_repeat(
 def test_adaptive_goes_on_to_max_repeat_while_unsettled_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FSBENCH_FAKE_VALUES", "a=50,150,80,120,60,140")  # never within 5 %
+    """Alone and never within 5 %, or in a comparison too noisy to decide (its plan cut at
+    --max-repeat): every round allowed, and the stop named after --max-repeat."""
+    wide = "50,150,80,120,60,140"
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"a={wide}")
     run = _run(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=7)
     res = run.results[0]
     assert len(res.samples) == 7
     assert res.stopped == "max-repeat"
     assert run.schedule is not None and run.schedule.adaptive and run.schedule.max_repeat == 7
+    monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"a={wide};b={wide}")
+    pair = _run(tmp_path, [FakeWorkload()], ids=("a", "b"), repeat=3, adaptive=True, max_repeat=7)
+    assert {(r.subject, len(r.samples), r.stopped) for r in pair.results} == {
+        ("a", 7, "max-repeat"),
+        ("b", 7, "max-repeat"),
+    }
 
 
 def test_adaptive_time_budget_ends_the_extra_rounds(

@@ -3,7 +3,8 @@ a diskmark run, an Iozone matrix run, a run with a damaged volume), loaded as `s
 and rendered as terminal, HTML, markdown, CSV and JSON, carry the same ratio, interval, mark,
 CPU, n and notes; the same matrix cells and ratios, diskmark grid, integrity and semantics
 lines; CSV has a row per result and, in its long format, a row per sample; what an output
-cannot show is named in it."""
+cannot show is named in it. Every printed ratio is that of the printed centres: in the
+workload tables, a diff's and a tune's."""
 
 from __future__ import annotations
 
@@ -36,11 +37,21 @@ RUNS = ("default_compare.json", "diskmark_compare.json", "matrix", "damaged")
 
 def _stored(name: str, tmp: Path) -> Run:
     """The run as `show` loads a results.json: a fixture; the Iozone matrix run of
-    test_report.py; the default run with ntfs-3g's volume found damaged."""
+    test_report.py; a tune's last run, its record on it (test_tune.py's fake pipeline); the
+    default run with ntfs-3g's volume found damaged."""
     if name == "matrix":
         from test_report import synthetic_run
 
         text = synthetic_run().to_json()
+    elif name == "tune":
+        from test_tune import tuner
+
+        with pytest.MonkeyPatch.context() as mp:
+            # fuse2fs: its last run (the confirmation) sets four subjects side by side, the
+            # winners together among them.
+            go = tuner(tmp, mp)
+            run, _, _ = go(subject="fuse2fs", workloads="seq-write/fsync,seq-read/cold")
+        text = run.to_json()
     elif name == "damaged":
         doc = json.loads((FIXTURES / "default_compare.json").read_text())
         s = next(s for s in doc["subjects"] if s["id"] == "ntfs-3g")
@@ -67,6 +78,7 @@ class Outputs:
             patch.object(View, "plots", property(lambda v: Plots([], {}, []))),
             patch.object(View, "scaling", nothing),
             patch.object(View, "latency_plots", nothing),
+            patch("fsbench.report.views.tune.gain_plot", lambda t: None),
         ):
             self.page = html.unescape(render_html(self.run))
         self.markdown = export(self.run, "markdown")
@@ -407,3 +419,55 @@ def test_a_diff_prints_the_centres_it_divides(tmp_path: Path) -> None:
             assert _close(cells[4].split()[0], b_, a_), line
             seen += 1
     assert seen >= 10, text
+
+
+def test_a_tune_prints_the_centres_it_divides(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A tune run in every output: `fsbench tune`'s screen, the report's terminal and page, the
+    markdown and the JSON. Each gap prints the subject's and the reference's centres beside
+    its ratio (and how many times slower), each change the untuned and the changed centres
+    beside the ratio printed (its confirmation's where it was confirmed): every printed ratio
+    is that of the printed centres, the JSON's of its centres."""
+    from fsbench.records.tunerecord import tune_of
+    from fsbench.report.model import shown
+    from fsbench.report.views.tune import terminal as tune_terminal
+    from fsbench.units import fmt_ratio, fmt_value
+
+    out = Outputs("tune", _stored("tune", tmp_path_factory.mktemp("tune")))
+    t = tune_of(out.run)
+    assert t is not None and len(t.gaps) == 2 and t.changes
+    con = Console(width=200, record=True, color_system=None)
+    for part in tune_terminal(out.run):
+        con.print(part)
+    texts = {"screen": con.export_text(), "terminal": out.terminal, "page": out.page,
+             "markdown": out.markdown}  # fmt: skip
+    flat = {k: " ".join(v.split()) for k, v in texts.items()}  # lines wrap at the width
+    rec = out.json["tune"]
+    for g, said in zip(t.gaps, rec["gaps"], strict=True):
+        a, b = fmt_value(g.subject_center), fmt_value(g.reference_center)
+        line = f"{g.workload}: {t.subject} {a} {g.unit} against {g.reference} {b}: {g.cell}"
+        for k, text in flat.items():
+            assert line in text, (k, line)
+        assert _close(g.cell.split()[0], _number(a), _number(b)), line
+        assert g.slower and g.slower > 1 and g.higher_is_better  # a gap, on rates
+        slower = fmt_ratio(g.slower)
+        assert f"{g.cell} ({slower} slower)" in flat["screen"]
+        assert _close(slower, _number(b), _number(a))
+        assert said["cell"] == g.cell
+        assert said["subject_center"] == g.subject_center
+        assert said["reference_center"] == g.reference_center
+    rows = [*t.changes, *t.combination]
+    for c, said in zip(rows, [*rec["changes"], *rec["combination"]], strict=True):
+        x, j = shown(c), said["confirmation"] or said
+        assert x.center and x.untuned_center and x.ratio
+        a, b = fmt_value(x.untuned_center), fmt_value(x.center)
+        centres = f"{a} → {b} {c.unit}"
+        assert _close(x.cell.split()[0], _number(b), _number(a)), (c.name, centres, x.cell)
+        assert x.ratio == pytest.approx(x.center / x.untuned_center, rel=1e-9)
+        assert j["cell"] == x.cell
+        assert j["ratio"] == pytest.approx(j["center"] / j["untuned_center"], rel=1e-9)
+        for k in ("screen", "terminal"):  # the two cells side by side in the table
+            found = re.search(rf"{re.escape(centres)}[\s│]+{re.escape(x.cell)}", texts[k])
+            assert found, (k, c.name)
+        assert re.search(rf"<td>{re.escape(centres)}</td><td[^>]*>{re.escape(x.cell)}<", out.page)
+        assert f"| {centres} | {x.cell} |" in out.markdown
+    assert t.combination and any(c.confirmation for c in rows)  # the winners together, confirmed

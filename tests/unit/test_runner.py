@@ -579,7 +579,7 @@ def test_adaptive_settling_spends_samples_only_where_the_answer_is_open(
         "FSBENCH_FAKE_VALUES",
         "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
     )
-    runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+    runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True,
                      max_repeat=8)  # fmt: skip
     res = _by_subject(runner.execute())
     assert len(res["subj-b"].samples) == 3
@@ -600,7 +600,7 @@ def test_adaptive_settling_stops_when_every_answer_is_settled(
         "FSBENCH_FAKE_VALUES", "subj-a=100,100.2,99.8;subj-b=50,51,49;subj-c=100.1,99.9,100"
     )
     wl = FakeWorkload()
-    runner = _runner(tmp_path, [wl], repeat=3, adaptive=True, settle=True, max_repeat=10)
+    runner = _runner(tmp_path, [wl], repeat=3, adaptive=True, max_repeat=10)
     res = _by_subject(runner.execute())
     assert {sid: len(r.samples) for sid, r in res.items()} == dict.fromkeys(IDS, 3)
     assert sum(1 for phase, _ in wl.calls if phase == "run") == 9
@@ -612,7 +612,7 @@ def test_adaptive_settling_respects_the_time_budget(
     monkeypatch.setenv(
         "FSBENCH_FAKE_VALUES", "subj-a=100,101,99;subj-b=90,112,95,108;subj-c=50,51,49"
     )
-    runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+    runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True,
                      max_repeat=50, time_budget_s=0.0)  # fmt: skip
     res = _by_subject(runner.execute())
     assert len(res["subj-b"].samples) == 3  # open, but the budget is spent
@@ -658,7 +658,7 @@ def test_adaptive_open_answer_gets_samples_until_the_time_budget_ends(
     )
     etas: list[float | None] = []
     runner = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
-                     settle=True, max_repeat=50, time_budget_s=150.0,
+                     max_repeat=50, time_budget_s=150.0,
                      on_eta=etas.append)  # fmt: skip
     run = runner.execute()
     res = _by_subject(run)
@@ -689,7 +689,7 @@ def test_the_time_budget_counts_from_the_commands_start(
         "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
     )
     runner = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
-                     settle=True, max_repeat=50, time_budget_s=150.0,
+                     max_repeat=50, time_budget_s=150.0,
                      budget_origin=0.0)  # fmt: skip
     run = runner.execute()
     res = _by_subject(run)
@@ -709,7 +709,7 @@ def test_adaptive_settled_answer_ends_the_run_before_the_budget(
         "FSBENCH_FAKE_VALUES", "subj-a=100,100.1,99.9;subj-b=50,51,49;subj-c=100.05,99.95,100"
     )
     run = _runner(tmp_path, [_timed(FakeWorkload(), clock)], repeat=3, adaptive=True,
-                  settle=True, max_repeat=50, time_budget_s=1000.0).execute()  # fmt: skip
+                  max_repeat=50, time_budget_s=1000.0).execute()  # fmt: skip
     assert clock.now == 90.0  # the minimum rounds only: every answer was settled by then
     assert {r.stopped for r in run.results} == {"settled"}
 
@@ -727,7 +727,7 @@ def test_settling_compares_with_the_renderers_baseline(
     """subj-a fails, so subj-b is the baseline (as in the table): subj-c, twice as fast as
     subj-b, is settled after the minimum rounds, and nothing is left open."""
     monkeypatch.setenv("FSBENCH_FAKE_VALUES", "subj-a=-1;subj-b=50,51,49;subj-c=100,101,99")
-    run = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+    run = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True,
                   max_repeat=10).execute()  # fmt: skip
     res = _by_subject(run)
     assert res["subj-a"].status == "failed" and res["subj-a"].stopped is None
@@ -744,7 +744,7 @@ def test_progress_total_shrinks_as_answers_settle(
         "subj-a=100,101,99;subj-b=50,51,49;subj-c=90,112,95,108,100,93,110",
     )
     left: list[int] = []
-    _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True, max_repeat=5,
+    _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, max_repeat=5,
             on_remaining=left.append).execute()  # fmt: skip
     assert left[:8] == list(range(8, 0, -1))  # 9 minimum samples, counted down
     assert left[-1] == 0 and len(left) == 9 + 2 * 2  # subj-a and subj-c: 2 more rounds each
@@ -858,7 +858,7 @@ def test_a_stalled_round_that_does_not_fit_the_budget_stays_in_and_is_named(
             return super().run(target)
 
     run = _runner(tmp_path, [Ticking()], repeat=3, ids=ids, procfs=ProcFS(), adaptive=True,
-                  settle=True, time_budget_s=125.0, now=lambda: clock[0]).execute()  # fmt: skip
+                  time_budget_s=125.0, now=lambda: clock[0]).execute()  # fmt: skip
     for r in run.results:
         assert len(r.samples) == 3 and not r.set_aside
         assert [n.params["round"] for n in r.notes if n.code == "round-shared"] == [3]
@@ -984,7 +984,7 @@ def test_the_plan_is_estimated_again_from_the_variances_after_every_round(
 
     def run(later: str) -> tuple[int, int]:
         monkeypatch.setenv("FSBENCH_FAKE_VALUES", f"{base};subj-b=50,51,49;subj-c={first},{later}")
-        runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+        runner = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True,
                          max_repeat=8)  # fmt: skip
         interim: list[int] = []
         replan = runner._replan

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 import pytest
 
-from fsbench.stats.describe import (
-    Summary,
-    median_ci,
-    needs_more_samples,
-    summarize,
-)
+from fsbench.stats.describe import summarize
 
 # t_{0.975} quantiles from a printed Student-t table (df = 1..4).
 T975 = {
@@ -162,57 +156,7 @@ def test_mad_zero_two_samples_at_same_level_are_not_outliers() -> None:
     assert s.outliers == []
 
 
-# --- median CI ---------------------------------------------------------------------------------
-
-
-def test_median_ci_order_statistic_n10() -> None:
-    # Bin(10, 1/2): P(B<=1) = 11/1024 = 0.0107 <= 0.025 < P(B<=2) = 56/1024 = 0.0547, so
-    # j = 2 and the interval is [x_(2), x_(9)] of sorted 1,3,4,6,7,8,9,11,12,15.
-    assert median_ci([12, 3, 7, 1, 9, 15, 4, 8, 11, 6]) == (3.0, 12.0)
-
-
-def test_median_ci_order_statistic_n20() -> None:
-    # P(B<=5) = 21700/2^20 = 0.0207 <= 0.025 < P(B<=6) = 60460/2^20 = 0.0577: j = 6,
-    # so [x_(6), x_(15)] of 1..20.
-    values = [float(v) for v in range(1, 21)]
-    random.Random(3).shuffle(values)
-    assert median_ci(values) == (6.0, 15.0)
-
-
-def test_median_ci_n6_is_min_max() -> None:
-    # n = 6: P(B<=0) = 1/64 = 0.0156 <= 0.025, so [x_(1), x_(6)] (coverage 96.9 %).
-    assert median_ci([4.0, 2.0, 9.0, 5.0, 3.0, 6.0]) == (2.0, 9.0)
-
-
-def test_median_ci_small_n_uses_t_interval_on_median() -> None:
-    # n = 5: P(B<=0) = 1/32 = 0.031 > 0.025, no order-statistic interval. Fallback:
-    # median 3 ± t(0.975, 4) * sqrt(2.5) / sqrt(5).
-    half = T975[4] * math.sqrt(2.5) / math.sqrt(5)
-    ci = median_ci([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert ci is not None
-    lo, hi = ci
-    assert lo == pytest.approx(3.0 - half)
-    assert hi == pytest.approx(3.0 + half)
-    assert lo == pytest.approx(1.036757, abs=1e-6)
-
-
-def test_median_ci_t_interval_is_centred_on_median_not_mean() -> None:
-    # median 10, mean 11, deviations -1, -2, 3: s = sqrt((1 + 4 + 9) / 2) = sqrt(7).
-    half = T975[2] * math.sqrt(7.0) / math.sqrt(3)
-    ci = median_ci([10.0, 9.0, 14.0])
-    assert ci == pytest.approx((10.0 - half, 10.0 + half))
-
-
-def test_median_ci_none_below_two_and_validates_confidence() -> None:
-    assert median_ci([]) is None
-    assert median_ci([1.0]) is None
-    with pytest.raises(ValueError):
-        median_ci([1.0, 2.0], confidence=1.0)
-
-
-def test_median_ci_other_confidence() -> None:
-    # 99 %: tail 0.005. n = 10: P(B<=0) = 0.00098 <= 0.005 < P(B<=1) = 0.0107, so j = 1.
-    assert median_ci(list(range(1, 11)), confidence=0.99) == (1.0, 10.0)
+# --- the interval: the geometric mean's, on the log scale -------------------------------------
 
 
 def test_summary_ci_is_the_geometric_means_on_the_log_scale() -> None:
@@ -246,55 +190,15 @@ def test_ci_warning_respects_target() -> None:
     assert tight.notes[0].code == "ci-wide" and tight.notes[0].params["target_rel"] == 0.02
 
 
-def test_halfwidth_none_when_median_zero_and_width_nonzero() -> None:
+def test_no_interval_where_a_sample_is_not_positive() -> None:
+    """No logarithm, no log-scale interval (and no ratio of such centres): the median stands
+    alone, with no second kind of interval beside the geometric mean's."""
     s = summarize([-1.0, 0.0, 1.0])
-    assert s.median == 0.0
-    assert s.ci95 is not None
-    assert s.ci_halfwidth_rel is None
-
-
-# --- needs_more_samples ------------------------------------------------------------------------
-
-
-def _summary_with(n: int, rel: float | None) -> Summary:
-    return Summary(
-        n=n,
-        median=1.0,
-        mean=1.0,
-        stdev=None,
-        cv=None,
-        mad=None,
-        ci95=None,
-        ci_halfwidth_rel=rel,
-        outliers=[],
-        notes=[],
-    )
-
-
-def test_needs_more_samples_rules() -> None:
-    assert needs_more_samples(_summary_with(0, None)) is True
-    assert needs_more_samples(_summary_with(2, 0.0)) is True  # below min_samples=3
-    assert needs_more_samples(_summary_with(3, 0.05)) is False  # at target is enough
-    assert needs_more_samples(_summary_with(3, 0.0501)) is True
-    assert needs_more_samples(_summary_with(3, None)) is True
-    assert needs_more_samples(_summary_with(3, 0.08), target_rel_halfwidth=0.1) is False
-    assert needs_more_samples(_summary_with(4, 0.01), min_samples=5) is True
-
-
-def test_needs_more_samples_on_real_summaries() -> None:
-    assert needs_more_samples(summarize([100.0])) is True
-    # Tight, but only 2 samples.
-    assert needs_more_samples(summarize([100.0, 100.1])) is True
-    # ±2.48 % with 3 samples: done.
-    assert needs_more_samples(summarize([99.0, 100.0, 101.0])) is False
-    # ±29.8 % with 3 samples: keep going.
-    assert needs_more_samples(summarize([88.0, 100.0, 112.0])) is True
-
-
-def test_median_ci_exact_coverage_boundary_counts() -> None:
-    # n = 6 at 1 - 2/64 = 96.875 %: [min, max] misses the median with probability exactly
-    # 2 * (1/2)^6, so it meets the level and the distribution-free interval is used.
-    assert median_ci([4.0, 2.0, 9.0, 5.0, 3.0, 6.0], confidence=1 - 2 / 64) == (2.0, 9.0)
+    assert s.center == s.median == 0.0
+    assert s.ci95 is None and s.ci_halfwidth_rel is None and s.ci_method == "none"
+    assert not any(n.code == "ci-wide" for n in s.notes)
+    z = summarize([0.0, 4.0, 5.0, 6.0])
+    assert z.center == 4.5 and z.ci95 is None
 
 
 def test_no_outlier_is_flagged_among_fewer_than_five_samples() -> None:

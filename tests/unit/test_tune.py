@@ -264,6 +264,13 @@ def in_vm(plan: Plan) -> Plan:
 
 @pytest.fixture
 def tuned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    return tuner(tmp_path, monkeypatch)
+
+
+def tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The whole tune with the pipeline faked (fake_run answers every planned run): `go(...)`
+    runs one and returns its last run, the plans and the steps said (also for
+    test_report_parity.py, which renders a tune run in every output)."""
     plans: list[Plan] = []
     here: dict[str, Any] = {"vm": "no VM in this test"}
     fake_vm(monkeypatch, here)
@@ -507,7 +514,8 @@ def test_dry_run_shows_the_first_step_and_the_remedies_and_makes_nothing(tmp_pat
 
 def test_the_change_to_use_is_shown_better_than_the_best_alone_and_labelled() -> None:
     from fsbench.records.tunerecord import TuneChange, TuneRecord
-    from fsbench.report.views.tune import answer_lines, recommended
+    from fsbench.report.model import recommended
+    from fsbench.report.views.tune import answer_lines
     from fsbench.tune.outcome import confirmation
 
     def ch(name: str, gain: float, **kw: Any) -> TuneChange:

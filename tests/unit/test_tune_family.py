@@ -11,11 +11,12 @@ import pytest
 from test_tune import GiB, factor, fixture_run, never
 
 from fsbench.records.tunerecord import TuneChange, TuneGap, TuneRecord
+from fsbench.report.model.tune import gap_closed
 from fsbench.report.views.tune import changes_table, gap_lines, share
 from fsbench.stats.decide import gmean
 from fsbench.tune import budget, session
 from fsbench.tune.choose import Gap, choose
-from fsbench.tune.outcome import decide, family, family_words, gap_closed, gaps
+from fsbench.tune.outcome import decide, family, family_words, gaps
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,8 +19,9 @@ from test_tune import GiB, factor, fixture_run, never, tuned  # noqa: F401 (tune
 from fsbench.lab.drivers import DRIVERS
 from fsbench.records.tunerecord import tune_of
 from fsbench.report.exports.export import export
+from fsbench.report.model import recommended
 from fsbench.report.views.sections import render_html
-from fsbench.report.views.tune import recommended, terminal
+from fsbench.report.views.tune import terminal
 from fsbench.tune import budget, invm, remedies
 from fsbench.tune.choose import Gap, choose
 from fsbench.tune.outcome import gaps

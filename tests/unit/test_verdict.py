@@ -135,7 +135,7 @@ def test_the_runner_stops_a_decided_comparison_and_reports_its_mark(
         "FSBENCH_FAKE_VALUES", ";".join(f"{s}=" + ",".join(map(str, v)) for s, v in spec.items())
     )
     runner: Runner = _runner(tmp_path, [FakeWorkload()], repeat=3, ids=tuple(spec),
-                             adaptive=True, settle=True, max_repeat=10, order_seed=1)  # fmt: skip
+                             adaptive=True, max_repeat=10, order_seed=1)  # fmt: skip
     res = _by_subject(runner.execute())
     assert res["subj-b"].stopped == "settled"
     assert judge(res["subj-a"], res["subj-b"]).mark == "below"
@@ -178,7 +178,7 @@ def test_results_and_schedule_record_the_family(
             "alpha": 0.05,
         }
         assert {"d0", "s0sq", "band"} <= set(r.verdict_family)
-    adaptive = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True, settle=True,
+    adaptive = _runner(tmp_path, [FakeWorkload()], repeat=3, adaptive=True,
                        max_repeat=10).execute()  # fmt: skip
     # An adaptive run with room for more rounds: one look after the minimum, one at the end.
     assert adaptive.schedule is not None and adaptive.schedule.verdict["looks"] == 2

@@ -28,7 +28,6 @@ from fsbench.schedule.sampler import Sampler
 from fsbench.schedule.stalled import Stalled
 from fsbench.stats import decide
 from fsbench.stats.aggregate import aggregate
-from fsbench.stats.describe import needs_more_samples, summarize
 from fsbench.stats.verdict import NO_PRIOR, SETTLE_BAND, Family, Prior, table_family
 from fsbench.workloads.base import Workload
 
@@ -53,16 +52,14 @@ class Runner:
     on_sample: Callable[[], None] = lambda: None
     procfs: ProcFS = field(default_factory=ProcFS)
     results: dict[tuple[str, str], Result] = field(default_factory=dict)
-    # Adaptive: after `repeat` rounds go on for the open results, to max_repeat or the budget.
+    # Adaptive: one look after the minimum rounds (_interim, fsbench.stats.decide); a subject
+    # in no open comparison (with the baseline, the fastest) stops, the others get what their
+    # variances plan, to max_repeat or the budget.
     adaptive: bool = False
     max_repeat: int = 10
     time_budget_s: float | None = None
     # time.monotonic() the budget counts from (the command's start); None: execute's start.
     budget_origin: float | None = None
-    target_rel_halfwidth: float = 0.05
-    # With adaptive: one look after the minimum rounds (_interim, fsbench.stats.decide): a subject
-    # in no open comparison (with the baseline, the fastest) stops, the others go on as planned.
-    settle: bool = False
     # The seed of every round's subject order (None: the order as given, every round).
     order_seed: int | None = None
     # The equivalence band of ≈ (--equivalence).
@@ -211,14 +208,15 @@ class Runner:
             samples = {sid: r.samples for sid, r in per.items()}
             fam = self.family_for(len(per), decide.columns(list(per.values())))
             tl = decide.look(samples, order, wl.higher_is_better, fam, priors)
-            going = tl.open_subjects() if len(per) > 1 else set(per)
+            going = tl.open_subjects()
+            if len(per) == 1:  # alone: its own interval decides, else all the rounds allowed
+                going = {sid for sid in per if not decide.precise(samples[sid], priors[sid])}
+                self.planned.update({(sid, wid): self.max_repeat for sid in going})
             for sid, r in per.items():
                 if sid not in going:
                     self.settled.add((sid, wid))
                     r.stopped = "settled"
             self._looked[wid] = (tl, fam, priors)
-            if len(per) == 1:  # alone: its own interval decides
-                self.planned.update({(sid, wid): self.max_repeat for sid in per})
         self._replan()
 
     def _replan(self) -> None:
@@ -314,14 +312,6 @@ class Runner:
         if not self.adaptive:
             self._stop_open("repeat")
             return []
-        if not self.settle:
-            todo = self._wide_workloads()
-            if not todo:
-                self._stop_open("settled")
-            elif rep >= self.max_repeat:
-                self._stop_open("max-repeat")
-                return []
-            return todo
         if not self._interim_done:
             self._interim_done = True
             self._interim()
@@ -340,29 +330,17 @@ class Runner:
     def _open_cells(self, wid: str) -> list[str]:
         return [sid for (sid, w) in self.results if w == wid and self._open(sid, wid)]
 
-    def _wide_workloads(self) -> list[Workload]:
-        """Without settling: a workload gets another round, for every subject (keeping the
-        interleaving), while any subject's interval is wider than the target."""
-        todo = []
-        for wl in self.workloads:
-            wid = workload_id(wl)
-            mine = [r for (_, w), r in self.results.items() if w == wid]
-            if any(self._unsettled(r) for r in mine):
-                todo.append(wl)
-            else:
-                self.settled.update((r.subject, wid) for r in mine)
-        return todo
-
     def _stop_open(self, reason: StopReason) -> None:
-        """Why the results still getting samples got no more."""
+        """Why the results still getting samples got no more: a plan cut at --max-repeat
+        stopped there, not where the variance planned."""
         for (sid, wid), res in self.results.items():
             if res.status == "ok" and res.samples and res.stopped is None:
-                res.stopped = "settled" if (sid, wid) in self.settled else reason
-
-    def _unsettled(self, res: Result) -> bool:
-        if res.status != "ok" or not res.samples:
-            return False
-        return needs_more_samples(summarize(res.samples), self.target_rel_halfwidth, self.repeat)
+                why = reason
+                if (sid, wid) in self.settled:
+                    why = "settled"
+                elif reason == "planned" and len(res.samples) >= self.max_repeat:
+                    why = "max-repeat"
+                res.stopped = why
 
     def _round_order(self, rep: int) -> list[Mounted]:
         """This round's subject order: shuffled with a seeded generator per round (recorded),

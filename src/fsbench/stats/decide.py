@@ -21,6 +21,7 @@ from fsbench.records.schema import Result
 from fsbench.stats import latency
 from fsbench.stats import verdict as verdict_mod
 from fsbench.stats.baseline import ranked
+from fsbench.stats.describe import DEFAULT_TARGET_REL_HALFWIDTH, summarize
 from fsbench.stats.verdict import (
     NO_PRIOR,
     WELCH_MIN_N,
@@ -171,6 +172,14 @@ def planned_n(
         for s in (a, b):
             need[s] = max(need.get(s, 0), n)
     return need
+
+
+def precise(samples: Sequence[float], prior: Prior = NO_PRIOR) -> bool:
+    """A subject alone in its table has no comparison to decide: its samples suffice once its
+    centre's interval (its log-scale one, moderated as the verdict moderates) is as narrow as
+    the report asks of it, so that the report raises no "interval wider than the target"."""
+    rel = summarize(samples, prior=prior).ci_halfwidth_rel
+    return rel is not None and rel <= DEFAULT_TARGET_REL_HALFWIDTH
 
 
 # What the interim look left to plan, per workload: its look, family and subjects' priors.

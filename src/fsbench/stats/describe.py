@@ -40,8 +40,6 @@ __all__ = [
     "OUTLIER_THRESHOLD",
     "Summary",
     "log_interval",
-    "median_ci",
-    "needs_more_samples",
     "summarize",
 ]
 
@@ -58,7 +56,7 @@ _MEANAD_TO_SIGMA = 1.253314
 CV_WARN_THRESHOLD = 0.10
 DEFAULT_TARGET_REL_HALFWIDTH = 0.05
 
-CIMethod = Literal["log-t", "order-statistic", "t", "none"]
+CIMethod = Literal["log-t", "none"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,8 @@ class Summary:
     """What a set of repeated samples says, and what to distrust about it.
 
     ``center`` is the geometric mean (the median where a sample is not positive); ``ci95``
-    its 95 % interval (:func:`log_interval`; ``ci_method`` says how it was made).
+    its 95 % interval (:func:`log_interval`; None with fewer than 2 samples or one that is not
+    positive, ``ci_method`` "none").
     ``ci_halfwidth_rel`` is the larger distance from the centre to either end of ``ci95``,
     relative to the centre: a log-scale interval is asymmetric and the larger side is the
     honest "±".
@@ -98,59 +97,6 @@ def _as_array(samples: Sequence[float]) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError("samples must be finite numbers (found NaN or infinity)")
     return x
-
-
-def _order_statistic_rank(n: int, confidence: float) -> int:
-    """1-based rank j such that [x_(j), x_(n+1-j)] covers the median with >= confidence.
-
-    The number of samples below the true median is Binomial(n, 1/2), so the interval between
-    the j-th smallest and j-th largest sample misses the median with probability
-    2 * P(B <= j - 1). The largest j keeping that <= 1 - confidence gives the tightest valid
-    interval (what ``binom.ppf`` finds, counted exactly here). Returns 0 if none exists.
-    """
-    tail = (1.0 - confidence) / 2.0
-    from scipy.special import bdtr  # binom.cdf without scipy.stats (see _t_ppf)
-
-    cdf = bdtr(np.arange(n + 1), n, 0.5)
-    return int(np.count_nonzero(cdf <= tail))
-
-
-def _median_ci_sorted(
-    x_sorted: np.ndarray, confidence: float
-) -> tuple[CIMethod, tuple[float, float] | None]:
-    n = int(x_sorted.size)
-    if n < 2:
-        return "none", None
-    j = _order_statistic_rank(n, confidence)
-    if j >= 1:
-        return "order-statistic", (float(x_sorted[j - 1]), float(x_sorted[n - j]))
-    # Too few samples for a distribution-free interval (n < 6 at 95 %). The min..max range
-    # would be the next distribution-free choice, but it covers the median only 50 % of the
-    # time at n=2 and 75 % at n=3, which would make adaptive repeats stop far too early.
-    # A Student-t interval reaches the nominal level under roughly normal noise and is
-    # honestly wide at tiny n; centring it on the median keeps the reported value inside.
-    # An outlier inflates s and so widens it, which keeps adaptive repeats going until n >= 6,
-    # where the outlier-proof order-statistic interval takes over.
-    med = float(np.median(x_sorted))
-    sd = 0.0 if x_sorted[0] == x_sorted[-1] else float(np.std(x_sorted, ddof=1))
-    half = _t_ppf((1.0 + confidence) / 2.0, n - 1) * sd / math.sqrt(n)
-    return "t", (med - half, med + half)
-
-
-def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
-    """Confidence interval of the median; None when n < 2.
-
-    - When the distribution-free order-statistic interval exists at this confidence
-      (n >= 6 at 95 %), return ``(x_(j), x_(n+1-j))`` with the largest j such that
-      ``2 * BinomCDF(j - 1; n, 1/2) <= 1 - confidence``. Its coverage is at least
-      ``confidence`` whatever the noise distribution.
-    - Otherwise (2 <= n < 6 at 95 %) return ``median ± t_{n-1} * s / sqrt(n)``: a Student-t
-      interval, which assumes roughly normal noise, centred on the median. It is preferred
-      over the min..max range, whose coverage at n = 2, 3, 4, 5 is only 50, 75, 88, 94 %.
-    """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    return _median_ci_sorted(np.sort(_as_array(samples)), confidence)[1]
 
 
 def log_interval(
@@ -209,16 +155,6 @@ def _spread(
     return stdev, cv
 
 
-def _relative_halfwidth(ci: tuple[float, float] | None, med: float) -> float | None:
-    """The interval's larger half over the median (None: no interval, or a median of 0)."""
-    if ci is None:
-        return None
-    lo, hi = ci
-    if lo == hi:
-        return 0.0  # a zero-width interval is perfectly precise, even around 0
-    return max(med - lo, hi - med) / abs(med) if med != 0.0 else None
-
-
 def summarize(
     samples: Sequence[float],
     *,
@@ -255,46 +191,19 @@ def summarize(
     if outliers:
         notes.append(Note(code="outliers", params={"indices": outliers, "n": n}))
 
-    positive = bool(x_sorted[0] > 0)
-    center = float(np.exp(np.log(x).mean())) if positive else med
-    if positive and constant:
-        center = float(x_sorted[0])  # exactly, not exp(log(x))
-    if positive and n >= 2:
-        ci_method, ci = "log-t", log_interval(x, 0.95, prior)
-    else:
-        ci_method, ci = _median_ci_sorted(x_sorted, 0.95)
-    rel = _relative_halfwidth(ci, center)
-    if rel is not None and rel > target_rel_halfwidth:
-        notes.append(
-            Note(code="ci-wide", params={"halfwidth_rel": rel, "target_rel": target_rel_halfwidth})
-        )
-
+    center, ci, rel = med, None, None
+    if x_sorted[0] > 0:
+        center = float(x_sorted[0]) if constant else float(np.exp(np.log(x).mean()))
+        # A zero or negative sample has no logarithm: no log-scale interval, and no ratio of
+        # such centres is printed either, so the median stands alone, without an interval.
+        ci = log_interval(x, 0.95, prior)
+    if ci is not None:
+        rel = max(center - ci[0], ci[1] - center) / center
+        if rel > target_rel_halfwidth:
+            params = {"halfwidth_rel": rel, "target_rel": target_rel_halfwidth}
+            notes.append(Note(code="ci-wide", params=params))
     return Summary(
-        n=n,
-        center=center,
-        median=med,
-        mean=mean,
-        stdev=stdev,
-        cv=cv,
-        mad=mad,
-        ci95=ci,
-        ci_halfwidth_rel=rel,
-        outliers=outliers,
-        notes=notes,
-        ci_method=ci_method,
-    )
-
-
-def needs_more_samples(
-    summary: Summary,
-    target_rel_halfwidth: float = DEFAULT_TARGET_REL_HALFWIDTH,
-    min_samples: int = 3,
-) -> bool:
-    """Adaptive repeats: True while n < min_samples or the median's CI is not yet tight.
-
-    "Not tight" means ``ci_halfwidth_rel`` is None (no CI, or a median of 0) or above
-    ``target_rel_halfwidth``. The caller must cap the number of repeats itself.
-    """
-    if summary.n < min_samples:
-        return True
-    return summary.ci_halfwidth_rel is None or summary.ci_halfwidth_rel > target_rel_halfwidth
+        n=n, center=center, median=med, mean=mean, stdev=stdev, cv=cv, mad=mad, ci95=ci,
+        ci_halfwidth_rel=rel, outliers=outliers, notes=notes,
+        ci_method="log-t" if ci is not None else "none",
+    )  # fmt: skip

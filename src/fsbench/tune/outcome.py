@@ -5,10 +5,9 @@ explain run's table prints), with the explanation's factors (report.explain). A 
 candidate's result against the untuned subject's in the same run, decided by the verdict
 procedure (stats.verdict) at the tune's one family: every candidate × workload the tune
 measures is one comparison of it, so "any change ▲" holds the family's error rate, not each
-table's. Its gain is the speed-up whatever the metric's direction, and the share of the gap a
-▲ closes is read on the time per unit of work: (t_untuned - t_candidate) / (t_untuned -
-t_reference); a change not separated (or slower) closes no share. One centre everywhere: the
-geometric mean the verdicts divide (Result.center).
+table's. Its gain is the speed-up whatever the metric's direction; the share of the gap a ▲
+closes is the report model's (report/model/tune.py). One centre everywhere: the geometric mean
+the verdicts divide (Result.center).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from fsbench.report.model.comparison import Comparison, compare
 from fsbench.report.model.explain import Explanation, explain_result, workload_key
 from fsbench.report.model.keys import placement_of
 from fsbench.report.model.summary import usable
+from fsbench.report.model.tune import gap_closed, speed
 from fsbench.schedule.dimensions.placement import DEFAULT as COMPARE_PLACEMENT
 from fsbench.stats.decide import gmean
 from fsbench.stats.verdict import ALPHA, Family, prior_of, verdict
@@ -109,26 +109,6 @@ def factor_words(f: dict[str, object]) -> str:
     if not isinstance(acc, (int, float)) or "the gap" in text:
         return text
     return f"{text} ({gap_share(float(acc))})"
-
-
-def speed(ratio: float | None, higher_is_better: bool) -> float | None:
-    """other/base as a speed-up: > 1 faster, whatever the metric's direction."""
-    if ratio is None or ratio <= 0:
-        return None
-    return ratio if higher_is_better else 1 / ratio
-
-
-def gap_closed(gain: float | None, gap: TuneGap | None, outcome: str = "better") -> float | None:
-    """The share of the gap to the reference a ▲ closes, on time per unit of work (centres);
-    None for a change not separated, the same or slower: it closes no share."""
-    if outcome != "better" or gain is None or gap is None:
-        return None
-    if not gap.subject_center or not gap.reference_center:
-        return None
-    ref_speed = speed(gap.reference_center / gap.subject_center, gap.higher_is_better)
-    if ref_speed is None or ref_speed <= 1.0:
-        return None  # the subject is not slower than the reference: no gap to close
-    return (1 - 1 / gain) / (1 - 1 / ref_speed)
 
 
 def family(comparisons: int, looks: int = 1) -> Family:

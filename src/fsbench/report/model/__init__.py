@@ -89,6 +89,7 @@ from fsbench.report.model.naming import (
     result_title,
 )
 from fsbench.report.model.notes import TableNotes, counted_lines, table_notes
+from fsbench.report.model.tune import Shown, best_change, recommended, shown
 from fsbench.report.model.vm_notes import vm_notes
 from fsbench.report.style import CACHE_TEXT, STOP_MARKS, STOP_WORDS
 from fsbench.stats import latency
@@ -285,6 +286,7 @@ __all__ = [
     "RunDiff",
     "SemanticsCell",
     "SemanticsView",
+    "Shown",
     "SummaryGrid",
     "Table",
     "TuneChange",
@@ -292,6 +294,7 @@ __all__ = [
     "Why",
     "baseline_result",
     "baselines",
+    "best_change",
     "build",
     "confidence_text",
     "diff_runs",
@@ -302,8 +305,10 @@ __all__ = [
     "placement_of",
     "profile",
     "ranked",
+    "recommended",
     "result_facts",
     "result_title",
+    "shown",
     "tune_of",
     "usable",
     "verdict_key",

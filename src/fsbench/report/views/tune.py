@@ -1,5 +1,6 @@
 """The tune record in the terminal (one screen) and on the page (a table and a bar chart of
-each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord).
+each change's gain with its interval). Reads `run.tune` only (fsbench.tunerecord); what is
+printed of a change, the best one and the one to use are the model's (report/model/tune.py).
 
 A change's gain is the confirmed one (measured again on fresh samples) where it was confirmed,
 the selecting run's beside it; a change not separated gets no share of the gap, only the words
@@ -7,7 +8,7 @@ that say so. Every figure is a geometric mean or a ratio of them, with its inter
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -17,7 +18,10 @@ from fsbench.report.model import (
     EXPLAINED_ENOUGH,
     TuneChange,
     TuneRecord,
+    best_change,
     confidence_text,
+    recommended,
+    shown,
     tune_of,
 )
 from fsbench.report.style import colour, css
@@ -64,21 +68,8 @@ def _driver(subject: str) -> str:
     return subject.split(" (", 1)[0].split(":", 1)[0]
 
 
-class Shown(Protocol):
-    """What a change and its confirmation share: the comparison printed."""
-
-    cell: str
-    outcome: str
-    gain: float | None
-    gap_closed: float | None
-    interval: list[float] | None
-    confidence: float | None
-
-
-def shown(c: TuneChange) -> Shown:
-    """What the tune prints of a change: its confirmation (fresh samples) where it has one."""
-    return c.confirmation or c
-
+# The centres column: the untuned subject's geometric mean and the changed one's.
+CENTRES = "untuned → changed"
 
 # A change that closes no share of the gap, in words (its outcome's).
 NO_SHARE = {
@@ -145,15 +136,28 @@ def measured(c: TuneChange) -> str:
     return f"confirmed; selecting run {c.cell}"
 
 
+def centres(c: TuneChange) -> str:
+    """The two centres the printed ratio divides: '141 → 1,128 MiB/s' (untuned → changed)."""
+    x = shown(c)
+    if not x.untuned_center or not x.center:
+        return "–"
+    return f"{fmt_value(x.untuned_center)} → {fmt_value(x.center)} {c.unit}".rstrip()
+
+
+# The changes' table, as every output heads it.
+COLUMNS = ("change", "workload", CENTRES, "gain (verdict)", "measured", "gap closed", "safety")
+
+
 def changes_table(t: TuneRecord) -> Table:
     table = Table(title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("change", "workload", "gain (verdict)", "measured", "gap closed", "safety"):
+    for col in COLUMNS:
         table.add_column(col, overflow="fold")
     for c in [*t.changes, *t.combination]:
         x = shown(c)
         table.add_row(
             label(c),
             Text(c.workload + where(c)),  # text: "[same]" is no markup
+            centres(c),
             Text(x.cell or "–", style=colour(x.outcome)),
             Text(measured(c), style="" if c.confirmation else "dim"),
             share(c),
@@ -170,32 +174,6 @@ def lab_lines(t: TuneRecord) -> list[str]:
     return list(seen)
 
 
-def best(changes: list[TuneChange]) -> TuneChange | None:
-    """The change that closes the most of a gap with a ▲ confirmed on fresh samples, and ▼ on
-    no workload there (never one measured in a VM: not confirmed on this host)."""
-    worse = {c.name for c in changes if c.confirmation and c.confirmation.outcome == "worse"}
-    won = [
-        c
-        for c in changes
-        if c.confirmation is not None
-        and c.confirmation.outcome == "better"
-        and c.name not in worse
-        and not c.vm
-    ]
-    return max(won, key=lambda c: (shown(c).gap_closed or 0.0, shown(c).gain or 0.0),
-               default=None)  # fmt: skip
-
-
-def recommended(t: TuneRecord) -> TuneChange | None:
-    """The change to use: the winners together when they are ▲ against the best change alone
-    in the same run, else the best single change (a combination not measured against it has
-    not shown that the rest adds anything)."""
-    single, together = best(t.changes), best(t.combination)
-    if together is not None and (single is None or together.versus_outcome == "better"):
-        return together
-    return single
-
-
 def gain_words(c: TuneChange) -> str:
     """'12.2× faster (12.2× 8.1–18.4 ▲; selecting run 14.0× 9.9–19.8 ▲)': the confirmed gain
     first, the selecting run's beside it."""
@@ -206,7 +184,7 @@ def gain_words(c: TuneChange) -> str:
 
 def answer_lines(t: TuneRecord) -> list[Text]:
     out: list[Text] = []
-    single = best(t.changes)
+    single = best_change(t.changes)
     if single is not None:
         closes = shown(single).gap_closed is not None
         # Pinning closes no share: the gap itself is measured pinned, as compare measures it.
@@ -319,6 +297,7 @@ def html(run: Run) -> dict[str, Any] | None:
         {
             "change": label(c),
             "workload": c.workload + where(c),
+            "centres": centres(c),
             "cell": shown(c).cell,
             "measured": measured(c),
             "outcome": css(shown(c).outcome),
@@ -341,11 +320,11 @@ def markdown(run: Run) -> list[str]:
     if t is None:
         return []
     out = [f"### Tune: {t.subject} against {t.against}", "", *(f"{g}  " for g in gap_lines(t))]
-    out += ["", "| change | workload | gain (verdict) | measured | gap closed | safety | "
-            "lab |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    out += ["", f"| {' | '.join(COLUMNS)} | lab |", "|---" * (len(COLUMNS) + 1) + "|"]
     for c in [*t.changes, *t.combination]:
-        out.append(f"| {label(c)} | {c.workload}{where(c)} | {shown(c).cell} | {measured(c)} | "
-                   f"{share(c)} | {SAFETY.get(c.safety, c.safety)} | {c.lab} |")  # fmt: skip
+        out.append(f"| {label(c)} | {c.workload}{where(c)} | {centres(c)} | {shown(c).cell} | "
+                   f"{measured(c)} | {share(c)} | {SAFETY.get(c.safety, c.safety)} | "
+                   f"{c.lab} |")  # fmt: skip
     out += ["", *(f"{f}  " for f in t.families)]
     use = recommended(t)
     if use is not None:
