@@ -43,7 +43,9 @@ NOT_MEASURABLE: dict[str, str] = {}
 FUSE_LIBFUSE2 = ("fuse2fs", "exfat-fuse")  # Debian 12's builds link libfuse 2.9
 FUSE_ALL = ("ntfs-3g", "lowntfs-3g", "fuse2fs", "fuse2fs-3.18", "exfat-fuse")
 NTFS3G = ("ntfs-3g", "lowntfs-3g")
-KERNEL_DISK = ("ext4", "ext2", "xfs", "btrfs")
+# Every driver whose volume is a block device (the lab's loop device): the FUSE daemons above
+# and the kernel's disk file systems.
+ON_DEVICE = (*FUSE_ALL, "ext4", "ext2", "xfs", "btrfs")
 # Every cost a FUSE daemon adds: its requests of any kind ("fuse *": fuse WRITE, fuse GETXATTR,
 # ...), the daemon's own time in each, the wake-ups and switches between it and the application.
 FUSE_COSTS = ("fuse *", "daemon split", "wake-ups", "context switches", "cpu")
@@ -184,7 +186,7 @@ REMEDIES: dict[str, Remedy] = by_name(
     ),
     Remedy(
         "read_ahead_kb",
-        (*FUSE_ALL, *KERNEL_DISK),
+        ON_DEVICE,
         ("readahead", "block read"),
         "block-device",
         "read_ahead_kb=1024",
@@ -194,7 +196,7 @@ REMEDIES: dict[str, Remedy] = by_name(
     ),
     Remedy(
         "scheduler mq-deadline",
-        (*FUSE_ALL, *KERNEL_DISK),
+        ON_DEVICE,
         ("block write", "block read"),
         "block-device",
         "scheduler=mq-deadline",
@@ -203,7 +205,7 @@ REMEDIES: dict[str, Remedy] = by_name(
     ),
     Remedy(
         "records 8 KiB",
-        (*FUSE_ALL, *KERNEL_DISK),
+        ON_DEVICE,
         # Every cost paid per request or per write() call halves with twice the record.
         (
             "fuse WRITE",

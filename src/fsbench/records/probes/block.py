@@ -113,15 +113,12 @@ def factors(inp: FactorInput) -> list[Factor]:
     return out
 
 
-PROBE = Probe(
+PROBE = Probe.of_module(
+    __name__,
     "block",
     ("block/block_rq_issue", "block/block_rq_complete"),
     "block requests at the device (read/write), size distribution, issue->complete latency",
     SCRIPT,
     ("block_size", "block_lat"),
-    parse=parse,
-    read=read,
-    factors=factors,
-    figures=figures,
     scratch=("block_t",),
 )

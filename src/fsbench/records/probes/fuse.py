@@ -283,16 +283,13 @@ def factors(inp: FactorInput) -> list[Factor]:
     return out
 
 
-PROBE = Probe(
+PROBE = Probe.of_module(
+    __name__,
     "fuse",
     ("fuse/fuse_request_send", "fuse/fuse_request_end"),
     "FUSE requests per opcode, payload bytes and size distribution (READ, WRITE), "
     "request latency send->end (log2 histogram, p50/p99, total)",
     SCRIPT,
     ("fuse_n", "fuse_size", "fuse_bytes", "fuse_lat", "fuse_latsum", "fuse_latn"),
-    parse=parse,
-    read=read,
-    factors=factors,
-    figures=figures,
     scratch=("fuse_t", "fuse_rd"),
 )

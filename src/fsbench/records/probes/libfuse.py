@@ -140,7 +140,8 @@ def factors(inp: FactorInput) -> list[Factor]:
     return [Factor("daemon split", work, "µs/request", text, brief, baseline=total, weight=WEIGHT)]
 
 
-PROBE = Probe(
+PROBE = Probe.of_module(
+    __name__,
     NAME,
     ("fuse/fuse_request_send", "fuse/fuse_request_end"),
     "FUSE request time split by libfuse 3.18's USDT probe request_process: waiting for the "
@@ -148,10 +149,6 @@ PROBE = Probe(
     "ends it); daemons fsbench built (passthrough_hp, fuse2fs-3.18), /dev/fuse only",
     SCRIPT,
     ("libfuse_n", "libfuse_wait", "libfuse_work"),
-    parse=parse,
-    read=read,
-    factors=factors,
-    figures=figures,
     scratch=("libfuse_s", "libfuse_p"),
     usdt=USDT,
 )

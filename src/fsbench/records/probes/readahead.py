@@ -82,14 +82,11 @@ def factors(inp: FactorInput) -> list[Factor]:
     return [Factor("readahead", float(window), "bytes", text, brief, b, weight=weight)]
 
 
-PROBE = Probe(
+PROBE = Probe.of_module(
+    __name__,
     "readahead",
     ("readahead/page_cache_ra_order", "readahead/page_cache_ra_unbounded"),
     "readahead windows the kernel chose (bytes, log2 histogram) and their count",
     SCRIPT,
     ("readahead_win",),
-    parse=parse,
-    read=read,
-    factors=factors,
-    figures=figures,
 )

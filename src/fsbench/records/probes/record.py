@@ -6,6 +6,7 @@ a probe by name."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,3 +66,12 @@ class Probe:
     # the run's daemon binaries that carry it (`{usdt}` in `script` is each attach point,
     # comma-separated: probes/usdt.py), and it is unavailable when none does.
     usdt: tuple[str, str] | None = None
+
+    @classmethod
+    def of_module(cls, module: str, *fields: Any, **more: Any) -> Probe:
+        """The probe of a module whose functions parse, read, factors and figures are its steps,
+        as every trace probe's module has them: the module declares only its data (the other
+        fields), with `PROBE = Probe.of_module(__name__, ...)` below those functions."""
+        m = sys.modules[module]
+        figures = getattr(m, "figures", _nothing)
+        return cls(*fields, parse=m.parse, read=m.read, factors=m.factors, figures=figures, **more)

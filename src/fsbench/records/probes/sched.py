@@ -138,16 +138,13 @@ def factors(inp: FactorInput) -> list[Factor]:
     ]
 
 
-PROBE = Probe(
+PROBE = Probe.of_module(
+    __name__,
     "sched",
     ("sched/sched_waking", "sched/sched_wakeup", "sched/sched_migrate_task"),
     "wake-ups of the application's and the driver daemon's tasks, how many were to "
     "another CPU than the waker's, migrations",
     SCRIPT,
     ("sched_wake", "sched_cross", "sched_mig"),
-    parse=parse,
-    read=read,
-    factors=factors,
-    figures=figures,
     scratch=("sched_waker",),
 )

@@ -79,15 +79,12 @@ def factors(inp: FactorInput) -> list[Factor]:
     ]
 
 
-PROBE = Probe(
+PROBE = Probe.of_module(
+    __name__,
     "writeback",
     ("writeback/balance_dirty_pages", "writeback/writeback_single_inode"),
     "dirty throttling: balance_dirty_pages calls and their pause; pages the flusher "
     "wrote back (writeback_single_inode; an fsync's own writes are not among them)",
     SCRIPT,
     ("writeback_bdp", "writeback_pause", "writeback_pages"),
-    parse=parse,
-    read=read,
-    factors=factors,
-    figures=figures,
 )
