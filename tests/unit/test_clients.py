@@ -266,12 +266,16 @@ def test_probe_names_mismatch_and_silence(tmp_path: Path, monkeypatch: pytest.Mo
     from fsbench.schedule.dimensions import clients as mod
 
     fake = tmp_path / "fio"
-    # Client "old" answers with another fio version; client "silent" never answers.
+    # Client "old" answers with another fio version; client "silent" never answers, and dies
+    # of SIGINT as fio's client does (a plain sleep keeps SIGINT ignored where the test runner
+    # ignores it, and would hold the check for the SIGKILL grace).
+    dies = "import signal, time; signal.signal(2, signal.SIG_DFL); time.sleep(30)"
+    silent = f"{sys.executable} -c '{dies}'"
     fake.write_text(
         "#!/bin/sh\n"
         'case "$1" in\n'
         "  *old*) echo 'hostname=old, be=0, 64-bit, os=Linux, arch=x86, fio=fio-3.1, flags=1';;\n"
-        "  *silent*) exec sleep 30;;\n"
+        f"  *silent*) exec {silent};;\n"
         "  *) echo 'hostname=ok, be=0, 64-bit, os=Linux, arch=x86-64, fio=fio-3.33, flags=1';;\n"
         "esac\n"
     )
