@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -393,7 +394,10 @@ def test_release_stops_the_recorded_tracer_and_only_that_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(state, "STATE_DIR", tmp_path)
-    ours = subprocess.Popen(["sleep", "60"])
+    # Dies of SIGINT as bpftrace does (a sleep keeps the SIGINT the test runner may ignore, and
+    # release would wait its grace for SIGKILL).
+    dies = "import signal, time; signal.signal(2, signal.SIG_DFL); time.sleep(60)"
+    ours = subprocess.Popen([sys.executable, "-c", dies])
     other = subprocess.Popen(["sleep", "60"])
     try:
         rec = state.StateRecord("r", 0, "", "")
