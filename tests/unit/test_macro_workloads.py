@@ -337,6 +337,17 @@ def test_web_serve_warm_counts_payload_bytes(tmp_path: Path, no_leftover_nginx: 
     assert m.app_user_s + m.app_sys_s > 0
 
 
+def test_web_serve_warm_seconds_follow_scale(tmp_path: Path) -> None:
+    """--scale is a warm sample's amount of work too: wrk's whole seconds, at least one."""
+    wl = WebServe("4k", 4 * KiB, "warm")
+    t = _target(tmp_path)
+    got = {}
+    for scale in (0.1, 0.5, 1.0, 3.0):
+        t.scale = scale
+        got[scale] = wl.params(t)["duration_s"]
+    assert got == {0.1: 1, 0.5: 1, 1.0: 2, 3.0: 6}
+
+
 @need_web
 def test_web_serve_cold_fetches_every_file_once(tmp_path: Path, no_leftover_nginx: Path) -> None:
     (tmp_path / "ngx").mkdir()

@@ -375,8 +375,9 @@ OPTIONS: list[Option] = [
            default="auto", parse=repeat, bad=("0", "1001", "abc")),
     Option(("--numjobs",), "Concurrent fio jobs, e.g. 1,4: each fio workload per count.",
            parse=counts(1, 256, "1,4"), bad=("0", "257", "1,1", "x"), example="1,4"),
-    Option(("--scale",), "Multiply macro workloads' default amounts (file counts, tree sizes), "
-           "e.g. 0.2.", default="1", parse=positive(float, 100), bad=("0", "-1", "101", "x")),
+    Option(("--scale",), "Multiply macro workloads' default amounts (file counts, tree sizes, "
+           "web-serve's bytes and seconds), e.g. 0.2.", default="1",
+           parse=positive(float, 100), bad=("0", "-1", "101", "x")),
     Option(("--manifest",), "With tree-hash: write an `xxhsum -H2` manifest of the hashed tree "
            "to FILE.", path=True,
            guest="the guest sees the host's files read-only", example="tree.xxh128"),

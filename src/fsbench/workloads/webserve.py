@@ -113,6 +113,11 @@ class WebServe(Declared):
         want = max(1, int(COLD_BYTES * target.scale) // self.file_bytes)
         return min(want, fit)
 
+    def seconds(self, target: Target) -> int:
+        """A warm sample's wrk -d: its amount of work, scaled by --scale as the cold bytes are
+        (whole seconds, wrk's unit; at least 1)."""
+        return max(1, round(self.duration_s * target.scale))
+
     def params(self, target: Target) -> dict[str, Any]:
         n = self.files(target)
         p: dict[str, Any] = {
@@ -126,7 +131,7 @@ class WebServe(Declared):
             "value": "payload MiB/s (response headers not counted)",
         }
         if self.cache == "warm":
-            p["duration_s"] = self.duration_s
+            p["duration_s"] = self.seconds(target)
         else:
             p["requests"] = n
         return p
@@ -199,8 +204,9 @@ class WebServe(Declared):
                 f.write(wrk_script(None if self.cache == "warm" else paths))
             common = [wrk, "-t1", "-c1", f"--timeout={WRK_TIMEOUT_S}s", "--latency", "-s", script]
             if self.cache == "warm":
-                argv = [*common, f"-d{self.duration_s}s", srv.url(paths[0])]
-                out = run_wrk(argv, None, self.duration_s + WRK_TIMEOUT_S + 30)
+                warm_s = self.seconds(target)
+                argv = [*common, f"-d{warm_s}s", srv.url(paths[0])]
+                out = run_wrk(argv, None, warm_s + WRK_TIMEOUT_S + 30)
             else:
                 argv = [*common, f"-d{COLD_BOUND_S}s", srv.url("/")]
                 out = run_wrk(argv, "FSBENCH-STOP", COLD_BOUND_S + 30)
