@@ -75,10 +75,12 @@ class Runner:
     # (subject, workload) -> the samples its open comparisons plan (decide.planned_n).
     planned: dict[tuple[str, str], int] = field(default_factory=dict)
     _orders: list[list[str]] = field(default_factory=list, init=False, repr=False)
-    # Progress: the number of samples still expected (the bar's total grows or shrinks).
-    on_remaining: Callable[[int], None] = lambda _n: None
+    # Progress: the number of samples still expected (the bar's total grows or shrinks). Both
+    # walk every cell at every sample: None (nobody listens, as in the simulations of
+    # tests/unit/simulate_verdicts.py) leaves them uncomputed.
+    on_remaining: Callable[[int], None] | None = None
     # Progress: seconds of measuring left (None until the first round has costed each sample).
-    on_eta: Callable[[float | None], None] = lambda _s: None
+    on_eta: Callable[[float | None], None] | None = None
     # Progress: a sample finished (its result, its sample appended) or failed (status, error).
     on_result: Callable[[Result], None] = lambda _r: None
     # Wall seconds of each (subject, workload)'s last sample with its preparation (not the
@@ -471,7 +473,8 @@ class Runner:
         res = self.results.get(key) or self._result(rt, wl)
         of = "" if self.adaptive else f"/{self.repeat}"
         again = " (again: a round set aside)" if self._redo else ""
-        self.on_eta(self._eta_s())
+        if self.on_eta is not None:
+            self.on_eta(self._eta_s())
         self.on_step(f"{key[0]} · {key[1]} · sample {len(res.samples) + 1}{of}{again}")
         began = self.now()
         its = self._guarded(rt, wl, res, lambda: self._sampler.iterations(rt, wl, res))
@@ -486,7 +489,8 @@ class Runner:
         self.stalled.owed.discard(key)
         self.on_sample()
         self.on_result(res)
-        self.on_remaining(self._samples_left())
+        if self.on_remaining is not None:
+            self.on_remaining(self._samples_left())
 
     def _guarded(self, rt: Mounted, wl: Workload, res: Result, step: Callable[[], T]) -> T | None:
         """Run a step of this subject and workload; what it cannot do is recorded on the
