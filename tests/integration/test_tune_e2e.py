@@ -55,9 +55,9 @@ def test_tune_ntfs3g_measures_pinning_confirms_it_and_prints_the_confirmed_gain(
     tmp_path: Path, state_dir: Path, only_pinning: None
 ) -> None:
     need_drivers("ntfs-3g", "ext4")
-    # Small and short: 128 MiB images (ntfs-3g free writes ~50 MiB a pass at ~80 MiB/s), the
+    # Small and short: 64 MiB images (ntfs-3g free writes ~25 MiB a pass at ~80 MiB/s), the
     # fewest samples the verdicts take, a traced warm-up for the explanation's factors.
-    raw = {"workloads": WORKLOAD, "db": tmp_path / "db", "size": "128M", "repeat": "3",
+    raw = {"workloads": WORKLOAD, "db": tmp_path / "db", "size": "64M", "repeat": "3",
            "warmup": "1", "min_sample_time": "0.3"}  # fmt: skip
     o = options.parse("compare", raw)
     out = tmp_path / "tune"
