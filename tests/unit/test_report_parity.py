@@ -426,7 +426,8 @@ def test_a_tune_prints_the_centres_it_divides(tmp_path_factory: pytest.TempPathF
     markdown and the JSON. Each gap prints the subject's and the reference's centres beside
     its ratio (and how many times slower), each change the untuned and the changed centres
     beside the ratio printed (its confirmation's where it was confirmed): every printed ratio
-    is that of the printed centres, the JSON's of its centres."""
+    is that of the printed centres, the JSON's of its centres; the gain chart's bars stand at
+    the gains printed, and the CSV's centres are those the confirmed changes divide."""
     from fsbench.records.tunerecord import tune_of
     from fsbench.report.model import shown
     from fsbench.report.views.tune import terminal as tune_terminal
@@ -471,3 +472,24 @@ def test_a_tune_prints_the_centres_it_divides(tmp_path_factory: pytest.TempPathF
         assert re.search(rf"<td>{re.escape(centres)}</td><td[^>]*>{re.escape(x.cell)}<", out.page)
         assert f"| {centres} | {x.cell} |" in out.markdown
     assert t.combination and any(c.confirmation for c in rows)  # the winners together, confirmed
+    # The figure: a bar per change at the speed-up its cell prints (rates: the ratio itself).
+    from fsbench.report.views.tune import gain_plot
+
+    drawn: list[float] = []
+    with patch("matplotlib.axes.Axes.barh", lambda ax, y, w, **k: drawn.append(w)):
+        assert gain_plot(t) is not None
+    gains = [shown(c).gain for c in rows if shown(c).gain is not None]
+    assert drawn == gains and len(drawn) == len(rows)
+    for c in rows:
+        assert fmt_ratio(shown(c).gain) == shown(c).cell.split()[0], c.name
+    # The CSV: the run is the tune's last (the confirmation), and its results' centres are the
+    # ones the confirmed changes divide.
+    confirmed = [c for c in rows if c.confirmation is not None]
+    assert confirmed
+    for c in confirmed:
+        x = shown(c)
+        wl = c.workload.split("/")[0]
+        for subject, centre in ((c.subject, x.center), (c.untuned, x.untuned_center)):
+            rows_of = [r for r in out.csv if r["subject"] == subject and r["workload"] == wl]
+            got = [float(r["center"]) for r in rows_of]
+            assert min(abs(v / centre - 1) for v in got) < 1e-9, (c.name, centre, got)
