@@ -12,6 +12,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def _system() -> tuple[list[str], list[str], list[str]]:
 
 
 def _ours(table: str) -> list[str]:
-    return [line for line in table.splitlines() if "fsbench" in line]
+    # Not the other tests' own loops and mounts, whose files live in the session's $TMPDIR
+    # (named fsbench-tests-*, under CI's fsbench-ci.*): a RAM-backed lab's are in /dev/shm and
+    # its mount base, each named fsbench-RUN_ID.
+    tests = os.environ.get("FSBENCH_TEST_TMPDIR") or tempfile.gettempdir()
+    return [line for line in table.splitlines() if "fsbench" in line and tests not in line]
 
 
 def _others_idle() -> bool:
