@@ -7,10 +7,11 @@ that one worker runs in order, while the other worker runs unit test modules (ea
 scope, so module fixtures run once). A scheduler of our own rather than `--dist loadgroup`:
 xdist 3.8 marks groups by rewriting `item._nodeid`, which pytest 9 no longer reads.
 
-Three integration modules touch none of the host's lab state and run beside the lab scope: the
+Four integration modules touch none of the host's lab state and run beside the lab scope: the
 VM tests (the guest has its own kernel, page cache and loop devices; the host only runs qemu),
-the browser tests (a report file and Chromium) and the bench/ simulations' smokes (CPU only, as
-the unit tests). Scopes are queued in collection order
+the browser tests (a report file and Chromium), the bench/ simulations' smokes (CPU only, as
+the unit tests, and scripts whose I/O stays in a directory of their own) and `run --target`
+as user nobody (a tmpfs of its own; nobody drops no cache). Scopes are queued in collection order
 (`--no-loadscope-reorder` in pyproject.toml) and the VM tests are collected first, so the VM
 scope starts on one worker and the lab scope on the other; the rest fill in behind them. The VM
 test's one host subject (ext4@host) is measured before the guest boots, in its first seconds:
@@ -61,7 +62,12 @@ os.environ["FSBENCH_TEST_NO_NOISE_FLOOR"] = "1"
 
 INTEGRATION = "tests/integration/"
 # Integration modules that share nothing with the lab scope (see above): a scope each.
-BESIDE_THE_LAB = ("test_vm_real.py", "test_report_browser.py", "test_bench_smoke_simulated.py")
+BESIDE_THE_LAB = (
+    "test_vm_real.py",
+    "test_report_browser.py",
+    "test_bench_smoke_simulated.py",
+    "test_run_as_nobody.py",
+)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -6,10 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -19,7 +15,6 @@ from conftest import (
     MiB,
     execute_released,
     fsbench_released,
-    mount_at,
     need_drivers,
 )
 from rich.console import Console
@@ -226,133 +221,3 @@ def test_subject_that_fails_to_mount_fails_alone(
     assert ok and ok[0].startswith("integrity: ok — ext4 (")
     page = render_html(run)
     assert not any("ext4:noatime" in ln for ln in page.splitlines() if "Integrity: ok" in ln)
-
-
-# -- run --target as an unprivileged user ----------------------------------------------------
-VENV_PYTHON = REPO / ".venv" / "bin" / "python"
-AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-
-
-def _nobody_python() -> str:
-    """An interpreter that user nobody can start with fsbench and its dependencies importable.
-
-    On a machine where the venv's interpreter links into a directory nobody cannot enter
-    (pyenv under /root), `sh -c .venv/bin/python` fails for nobody, but setpriv still holds
-    root's capabilities at its own execve, so the binary starts, and the loader falls back to
-    the system's libpython of the same minor version: the probe below is what decides.
-    """
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is missing: cannot drop to user nobody")
-    probe = "import fsbench.cli.app, fsbench.pipeline, numpy, scipy, pydantic, psutil"
-    proc = subprocess.run(
-        [*AS_NOBODY, str(VENV_PYTHON), "-c", probe],
-        capture_output=True,
-        text=True,
-        cwd="/",
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        pytest.skip(
-            f"user nobody cannot run {VENV_PYTHON} with fsbench importable "
-            f"({proc.stderr.strip().splitlines()[-1:]}); the venv's interpreter must be "
-            f"readable and executable by other users"
-        )
-    return str(VENV_PYTHON)
-
-
-@pytest.fixture
-def nobody_dirs() -> Iterator[tuple[Path, Path]]:
-    """(target, home): a 128 MiB tmpfs owned by nobody to measure, and a writable home."""
-    base = Path(tempfile.mkdtemp(prefix="fsbench-itest-nobody-"))
-    os.chmod(base, 0o755)
-    target, home = base / "target", base / "home"
-    target.mkdir()
-    home.mkdir()
-    os.chown(home, NOBODY, NOBODY)
-    # A small file system of its own, so the workload's file stays small (40 % of free space).
-    subprocess.run(
-        [
-            "mount",
-            "-t",
-            "tmpfs",
-            "-o",
-            f"size=128m,uid={NOBODY},gid={NOBODY},mode=0755",
-            "fsbench-itest",
-            str(target),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield target, home
-    finally:
-        subprocess.run(["umount", str(target)], check=False)
-        shutil.rmtree(base, ignore_errors=True)
-
-
-@pytest.mark.root(why="root sets up the directories and becomes user nobody to run it")
-def test_run_target_as_unprivileged_user(nobody_dirs: tuple[Path, Path]) -> None:
-    need = shutil.which("fio")
-    if need is None:
-        pytest.skip("fio not installed")
-    target, home = nobody_dirs
-    python = _nobody_python()
-    out = home / "out"
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / "data"),
-        "LC_ALL": "C.UTF-8",
-    }
-    proc = subprocess.run(
-        [
-            *AS_NOBODY,
-            python,
-            "-m",
-            "fsbench",
-            "run",
-            "--target",
-            str(target),
-            "--workloads",
-            "seq-write,seq-read",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--min-sample-time",
-            "0",
-            "--out",
-            str(out),
-            "--db",
-            str(home / "results.db"),
-            "--json",
-        ],
-        cwd="/",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    # Really written by nobody, and nothing of the workload left in the measured directory.
-    assert (out / "results.json").stat().st_uid == NOBODY
-    assert list(target.iterdir()) == []
-    assert mount_at(str(target)) is not None
-
-    doc = json.loads((out / "results.json").read_text())
-    assert doc["status"] == "complete"
-    (subject,) = doc["subjects"]
-    assert subject["kind"] == "directory" and subject["status"] == "ok"
-    assert subject["fs"] == "tmpfs"
-    assert {r["workload"] for r in doc["results"]} == {"seq-write", "seq-read"}
-    for r in doc["results"]:
-        assert r["status"] == "ok", r["error"]
-        assert len(r["samples"]) == 1 and r["samples"][0] > 0
-    cold = [r for r in _of(doc, str(target), "seq-read") if _asks_cold(r)]
-    assert cold, "no cold seq-read result"
-    for r in cold:
-        # Not root: caches cannot be dropped, and the result says so instead of claiming cold.
-        assert r["cache"] == "cold-unverified"
-        assert any("drop" in f.lower() and "cache" in f.lower() for f in r["flags"]), r["flags"]
-        assert all(s["cache"] == "cold-unverified" for s in r["sample_details"])
