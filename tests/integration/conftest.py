@@ -39,6 +39,18 @@ MiB = 1024 * 1024
 
 
 # -- skipping ----------------------------------------------------------------------------------
+def results_of(doc: dict, subject: str, workload: str) -> list[dict]:
+    """A results.json's results of one subject and workload (at least one)."""
+    found = [r for r in doc["results"] if r["subject"] == subject and r["workload"] == workload]
+    assert found, f"no {workload} result for {subject}"
+    return found
+
+
+def asks_cold(result: dict) -> bool:
+    """A result whose samples the runner was to make cold (the seq-read the brief names)."""
+    return result["params"].get("cache", "cold") == "cold"
+
+
 def root_problem() -> str | None:
     """Why root-only tests cannot run here, or None."""
     if os.geteuid() != 0:

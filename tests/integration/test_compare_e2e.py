@@ -13,9 +13,11 @@ import pytest
 from conftest import (
     REPO,
     MiB,
+    asks_cold,
     execute_released,
     fsbench_released,
     need_drivers,
+    results_of,
 )
 from rich.console import Console
 
@@ -27,19 +29,6 @@ from fsbench.lab.subject import parse_subject
 from fsbench.pipeline import Plan
 from fsbench.registry import resolve_workloads
 from fsbench.report.views.sections import render, render_html
-
-NOBODY = 65534
-
-
-def _of(doc: dict, subject: str, workload: str) -> list[dict]:
-    found = [r for r in doc["results"] if r["subject"] == subject and r["workload"] == workload]
-    assert found, f"no {workload} result for {subject}"
-    return found
-
-
-def _asks_cold(result: dict) -> bool:
-    """A result whose samples the runner was to make cold (the seq-read the brief names)."""
-    return result["params"].get("cache", "cold") == "cold"
 
 
 @pytest.mark.root
@@ -88,18 +77,18 @@ def test_compare_ext4_and_fuse2fs(
         assert len(r["samples"]) == 2, key
         assert all(v > 0 for v in r["samples"]), key
     for subject in ("ext4", "fuse2fs"):
-        cold = [r for r in _of(doc, subject, "seq-read") if _asks_cold(r)]
+        cold = [r for r in results_of(doc, subject, "seq-read") if asks_cold(r)]
         assert cold, f"no cold seq-read result for {subject}"
         for r in cold:
             assert r["cache"] == "cold-verified", (subject, r["cache"], r["flags"])
             assert all(s["cache"] == "cold-verified" for s in r["sample_details"])
     # A FUSE driver's daemon burns CPU of its own; a kernel driver has no daemon.
-    for r in _of(doc, "fuse2fs", "seq-write"):
+    for r in results_of(doc, "fuse2fs", "seq-write"):
         assert r["cpu"]["driver_s"] > 0, r["params"]
-    for r in _of(doc, "ext4", "seq-write"):
+    for r in results_of(doc, "ext4", "seq-write"):
         assert r["cpu"]["driver_s"] == 0, r["params"]
     # The subject's own context switches (the daemon's among them) beside the machine's.
-    for r in _of(doc, "fuse2fs", "seq-write"):
+    for r in results_of(doc, "fuse2fs", "seq-write"):
         assert r["subject_ctx_switches_per_gib"] > 0, r["params"]
         assert all(s["extra"]["daemon_ctx"] > 0 for s in r["sample_details"]), r["params"]
     # The machine's noise floor: at the start, and again after the last sample unless the

@@ -13,20 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mount_at
+from conftest import REPO, asks_cold, mount_at, results_of
 
 NOBODY = 65534
-
-
-def _of(doc: dict, subject: str, workload: str) -> list[dict]:
-    found = [r for r in doc["results"] if r["subject"] == subject and r["workload"] == workload]
-    assert found, f"no {workload} result for {subject}"
-    return found
-
-
-def _asks_cold(result: dict) -> bool:
-    """A result whose samples the runner was to make cold (the seq-read the brief names)."""
-    return result["params"].get("cache", "cold") == "cold"
 
 
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
@@ -149,7 +138,7 @@ def test_run_target_as_unprivileged_user(nobody_dirs: tuple[Path, Path]) -> None
     for r in doc["results"]:
         assert r["status"] == "ok", r["error"]
         assert len(r["samples"]) == 1 and r["samples"][0] > 0
-    cold = [r for r in _of(doc, str(target), "seq-read") if _asks_cold(r)]
+    cold = [r for r in results_of(doc, str(target), "seq-read") if asks_cold(r)]
     assert cold, "no cold seq-read result"
     for r in cold:
         # Not root: caches cannot be dropped, and the result says so instead of claiming cold.
