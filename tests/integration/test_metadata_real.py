@@ -89,9 +89,15 @@ def test_compare_ext4_and_ntfs3g(tmp_path: Path, state_dir: Path) -> None:
     # With -o permissions it really changes modes (verified by the workload after each sample).
     perm = "ntfs-3g:permissions"
     assert results[(perm, "chmod-flat")]["params"]["modes"] == "0644<->0600"
-    # A FUSE driver's work shows as daemon CPU, a kernel driver has none.
-    assert results[(perm, "stat-flat")]["cpu"]["driver_s"] > 0
-    assert results[("ext4", "stat-flat")]["cpu"]["driver_s"] == 0
+
+    # A FUSE driver's work shows as daemon CPU, a kernel driver has none. Over the three
+    # workloads: at --scale 0.2 a stat-flat sample takes ~20 ms, its daemon CPU one 10 ms tick
+    # or none (CI once read 0.0); the three together ~60 ms.
+    def driver_s(subject: str) -> float:
+        return sum(r["cpu"]["driver_s"] for (s, _), r in results.items() if s == subject)
+
+    assert driver_s(perm) > 0
+    assert driver_s("ext4") == 0
 
 
 @pytest.mark.root
