@@ -20,7 +20,7 @@ def run_doc(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("measure")
     ran = fsbench_released(
         tmp / "state", tmp / "out",
-        "compare", "ext4", "ntfs-3g", "--size", "128M", "--repeat", "3", "--warmup", "0",
+        "compare", "ext4", "ntfs-3g", "--size", "256M", "--repeat", "3", "--warmup", "0",
         "--min-sample-time", "0",
         "--workloads", "seq-write/fsync,seq-read/cold,rand-read/8k-direct",
         "--db", str(tmp / "db"),
