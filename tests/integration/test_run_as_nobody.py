@@ -18,12 +18,12 @@ from conftest import REPO, asks_cold, mount_at, results_of
 NOBODY = 65534
 
 
-VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
 
-def _nobody_python() -> str:
-    """An interpreter that user nobody can start with fsbench and its dependencies importable.
+def _nobody_python(repo: Path) -> tuple[str, dict[str, str]]:
+    """An interpreter that user nobody can start with fsbench and its dependencies importable,
+    from `repo` (the repository as nobody sees it, below): the interpreter and its environment.
 
     On a machine where the venv's interpreter links into a directory nobody cannot enter
     (pyenv under /root), `sh -c .venv/bin/python` fails for nobody, but setpriv still holds
@@ -32,62 +32,64 @@ def _nobody_python() -> str:
     """
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is missing: cannot drop to user nobody")
+    python = str(repo / ".venv" / "bin" / "python")
+    # The editable install names the clone's own src/, which nobody may not reach.
+    env = {"PYTHONPATH": str(repo / "src")}
     probe = "import fsbench.cli.app, fsbench.pipeline, numpy, scipy, pydantic, psutil"
     proc = subprocess.run(
-        [*AS_NOBODY, str(VENV_PYTHON), "-c", probe],
+        [*AS_NOBODY, python, "-c", probe],
         capture_output=True,
         text=True,
         cwd="/",
+        env={**os.environ, **env},
         timeout=60,
     )
     if proc.returncode != 0:
         pytest.skip(
-            f"user nobody cannot run {VENV_PYTHON} with fsbench importable "
+            f"user nobody cannot run {python} with fsbench importable "
             f"({proc.stderr.strip().splitlines()[-1:]}); the venv's interpreter must be "
             f"readable and executable by other users"
         )
-    return str(VENV_PYTHON)
+    return python, env
 
 
 @pytest.fixture
-def nobody_dirs() -> Iterator[tuple[Path, Path]]:
-    """(target, home): a 128 MiB tmpfs owned by nobody to measure, and a writable home."""
+def nobody_dirs() -> Iterator[tuple[Path, Path, Path]]:
+    """(target, home, repo): a 128 MiB tmpfs owned by nobody to measure, a writable home, and
+    the repository bound read-only where nobody can enter (a clone may live below a directory
+    only its owner enters, as `git clone . $(mktemp -d)/c` makes it)."""
     base = Path(tempfile.mkdtemp(prefix="fsbench-itest-nobody-"))
     os.chmod(base, 0o755)
-    target, home = base / "target", base / "home"
+    target, home, repo = base / "target", base / "home", base / "repo"
     target.mkdir()
     home.mkdir()
+    repo.mkdir()
     os.chown(home, NOBODY, NOBODY)
-    # A small file system of its own, so the workload's file stays small (40 % of free space).
-    subprocess.run(
-        [
-            "mount",
-            "-t",
-            "tmpfs",
-            "-o",
-            f"size=128m,uid={NOBODY},gid={NOBODY},mode=0755",
-            "fsbench-itest",
-            str(target),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    tmpfs = f"size=128m,uid={NOBODY},gid={NOBODY},mode=0755"
+    subprocess.run(["mount", "--bind", str(REPO), str(repo)], check=True, capture_output=True)
     try:
-        yield target, home
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(repo)], check=True)
+        # A small file system of its own, so the workload's file stays small (40 % of free).
+        subprocess.run(["mount", "-t", "tmpfs", "-o", tmpfs, "fsbench-itest", str(target)],
+                       check=True, capture_output=True)  # fmt: skip
+        yield target, home, repo
     finally:
-        subprocess.run(["umount", str(target)], check=False)
-        shutil.rmtree(base, ignore_errors=True)
+        subprocess.run(["umount", str(target)], check=False, capture_output=True)
+        # Never emptied through the bind (it is read-only, and kept when it will not let go).
+        if subprocess.run(["umount", str(repo)], check=False).returncode == 0:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.root(why="root sets up the directories and becomes user nobody to run it")
-def test_run_target_as_unprivileged_user(nobody_dirs: tuple[Path, Path]) -> None:
+def test_run_target_as_unprivileged_user(nobody_dirs: tuple[Path, Path, Path]) -> None:
     need = shutil.which("fio")
     if need is None:
         pytest.skip("fio not installed")
-    target, home = nobody_dirs
-    python = _nobody_python()
+    target, home, repo = nobody_dirs
+    python, py_env = _nobody_python(repo)
     out = home / "out"
     env = {
+        **py_env,
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),
         "XDG_DATA_HOME": str(home / "data"),
