@@ -16,9 +16,10 @@ from typing import Any
 import psutil
 
 from fsbench import __version__
-from fsbench.lab.drivers import DRIVERS, SBIN_PATH, availability, built_daemons, driver_version
+from fsbench.lab.drivers import DRIVERS, availability, built_daemons, driver_version
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.loops import READ_AHEAD_KB
+from fsbench.lab.system import SBIN_PATH
 from fsbench.probes import wakeup
 from fsbench.probes.procfs import PAGE_REPORTING, ProcFS
 from fsbench.records.schema import Environment, WakeupCost

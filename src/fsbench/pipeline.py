@@ -7,11 +7,12 @@ a context manager, so every exit path (normal, exception, SIGINT, SIGTERM) relea
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,6 @@ from fsbench.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EnvironmentProblem,
-    UsageError,
 )
 from fsbench.lab.drivers import built_daemons
 from fsbench.lab.formats import FORMATS
@@ -40,23 +40,21 @@ from fsbench.lab.lab import Lab
 from fsbench.probes import processes
 from fsbench.probes import trace as ktrace
 from fsbench.probes.others import OthersWatch
+from fsbench.probes.semantics import prove_o_direct
 from fsbench.records.schema import Result, Run
 from fsbench.records.store import Store
 from fsbench.schedule.dimensions.clients import check_clients
 from fsbench.schedule.mounted import Mounted
 from fsbench.schedule.phases import PhaseClock
 from fsbench.schedule.plan import Plan, vm_hint
-from fsbench.schedule.runner import Runner, workload_id
+from fsbench.schedule.runner import Runner
 from fsbench.schedule.targets import (
     LabMounted,
     Rotation,
     dir_target,
     lab_targets,
-    scratch_dir,
-    workdir_of,
 )
 from fsbench.stats import decide
-from fsbench.stats.verdict import prior_of
 from fsbench.workloads.base import Workload
 
 
@@ -133,7 +131,6 @@ def execute(
     the lab measure, check and run the VM stage, and whatever happened write the report,
     results.json and the store."""
     lab = _lab(plan, on_step)
-    _refuse(plan, lab)
     memory = set(memory_notes())  # the notes the lab's tuning may answer
     run = _new_run(plan)
     plan.out_dir.mkdir(parents=True, exist_ok=True)
@@ -143,32 +140,12 @@ def execute(
     session = _Session()
     setup = PhaseClock()  # the steps before the first round (Schedule.setup)
     guard = Guard(enabled=plan.integrity)
-    host = lab is not None or plan.subjects is None  # anything measured on this kernel
     with signals_raise():
         try:
-            with lab if lab is not None else scratch_dir(plan) if host else nullcontext():
-                with setup.phase("noise floor"):
-                    _environment_in_lab(plan, lab, run, memory)
-                targets = (
-                    lab_targets(plan, lab, run, store, on_step, guard, setup)
-                    if lab is not None
-                    else [dir_target(plan)]
-                    if host
-                    else []
-                )
-                session.tracer = start_tracer(plan, lab, run)
+            with _place(plan, lab):
+                targets = _targets(plan, lab, run, store, memory, guard, setup, on_step)
                 if targets or plan.vm_stage is None:  # VMs alone: the guests' runners measure
-                    session.runner = _runner(plan, run, targets, store, progress, session.tracer)
-                    rotation = _rotation(plan, lab, targets, guard, session.runner)
-                    others = OthersWatch.start(run.run_id)  # what else ran meanwhile
-                    sampled = session.runner.on_sample  # read again between samples
-                    session.runner.on_sample = lambda: (others.tick(), sampled())[1]
-                    session.runner.execute()
-                    _anatomy(run, setup)
-                    if busy := others.note():
-                        run.environment.notes.append(busy)
-                    if rotation is not None and run.schedule is not None:
-                        run.schedule.images = rotation.dealt
+                    _measure(plan, lab, run, targets, store, guard, setup, progress, session)
                 _after_measuring(plan, lab, run, store, guard, on_step)
                 run.status = "complete"
         except Interrupted as e:
@@ -181,15 +158,67 @@ def execute(
     return run, exit_code(run)
 
 
-def _anatomy(run: Run, setup: PhaseClock) -> None:
-    """The run's time anatomy beside its phases: the steps before the first round, and the
-    data time of every kept sample (Schedule.setup, data_s)."""
-    if run.schedule is None:
-        return
-    run.schedule.setup = {k: round(v, 1) for k, v in setup.spent.items()}
-    run.schedule.data_s = round(
-        sum(d.seconds or 0.0 for r in run.results for d in r.sample_details), 2
-    )
+def _place(plan: Plan, lab: Lab | None) -> AbstractContextManager[object]:
+    """Where the run keeps its files, released on every exit: the lab, a directory target's
+    scratch directory, or nothing (only VMs measure)."""
+    if lab is not None:
+        return lab
+    return _scratch(plan.workdir) if plan.target_dir is not None else nullcontext()
+
+
+@contextmanager
+def _scratch(workdir: Path) -> Iterator[None]:
+    """A directory target gets fsbench's files in one scratch directory, removed at the end."""
+    try:
+        yield None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _targets(
+    plan: Plan,
+    lab: Lab | None,
+    run: Run,
+    store: Store,
+    memory: set[str],
+    guard: Guard,
+    setup: PhaseClock,
+    on_step: Callable[[str], None],
+) -> list[Mounted]:
+    """What the runner drives on this kernel: the lab's subjects, mounted and probed, or the
+    directory target (none when only VMs measure); the environment learns first what the
+    lab's existence tells (_environment_in_lab)."""
+    with setup.phase("noise floor"):
+        _environment_in_lab(plan, lab, run, memory)
+    if lab is not None:
+        return lab_targets(plan, lab, run, store, on_step, guard, setup)
+    return [dir_target(plan)] if plan.target_dir is not None else []
+
+
+def _measure(
+    plan: Plan,
+    lab: Lab | None,
+    run: Run,
+    targets: list[Mounted],
+    store: Store,
+    guard: Guard,
+    setup: PhaseClock,
+    progress: _Progress,
+    session: _Session,
+) -> None:
+    """The rounds: the runner (traced, its images dealt out again on file: backing), with
+    what else ran on the machine meanwhile named in the run's notes."""
+    session.tracer = start_tracer(plan, lab, run)
+    session.runner = runner = _runner(plan, run, targets, store, progress, session.tracer, setup)
+    rotation = _rotation(plan, lab, targets, guard, runner)
+    others = OthersWatch.start(run.run_id)  # what else ran meanwhile
+    sampled = runner.on_sample  # read again between samples
+    runner.on_sample = lambda: (others.tick(), sampled())[1]
+    runner.execute()
+    if busy := others.note():
+        run.environment.notes.append(busy)
+    if rotation is not None and run.schedule is not None:
+        run.schedule.images = rotation.dealt
 
 
 def damaged(run: Run) -> list[str]:
@@ -216,10 +245,11 @@ def exit_code(run: Run) -> int:
 
 
 def _lab(plan: Plan, on_step: Callable[[str], None]) -> Lab | None:
-    """The lab, when the host measures subjects (None: a directory target, or only VMs)."""
+    """The lab, when the host measures subjects (None: a directory target, or only VMs),
+    checked: everything that can be known to be wrong is refused before anything exists."""
     if plan.subjects is None or not (plan.subjects or plan.vm_stage is None):
         return None
-    return Lab(
+    lab = Lab(
         plan.run_id,
         plan.backing,
         plan.size,
@@ -230,21 +260,11 @@ def _lab(plan: Plan, on_step: Callable[[str], None]) -> Lab | None:
         on_step=on_step,
         aged_images=aged_images,
     )
-
-
-def _refuse(plan: Plan, lab: Lab | None) -> None:
-    """Everything that can be known to be wrong is refused before anything is created."""
-    if lab is not None and plan.subjects is not None:
-        try:
-            lab.check(plan.subjects)
-        except EnvironmentProblem as e:
-            raise EnvironmentProblem(f"{e}{vm_hint(plan.subjects)}") from None
-    if plan.read_only:
-        writers = [workload_id(w) for w in plan.workloads if not read_only_ok(w)]
-        if writers:
-            raise UsageError(
-                f"--read-only runs only read workloads; {', '.join(writers)} would write"
-            )
+    try:
+        lab.check(plan.subjects)
+    except EnvironmentProblem as e:
+        raise EnvironmentProblem(f"{e}{vm_hint(plan.subjects)}") from None
+    return lab
 
 
 def _new_run(plan: Plan) -> Run:
@@ -253,7 +273,9 @@ def _new_run(plan: Plan) -> Run:
     )
     # A guest's environment is not kept (the host records the VM's): no tool versions, no
     # wake-up probe; each is a process start, a second or more under emulation.
-    run.environment = capture([], wakeups=False) if in_guest() else capture(tools_used(plan))
+    guest = in_guest()
+    tools = [] if guest else tools_used(plan)
+    run.environment = capture(tools, wakeups=not guest)
     run.environment.backing = plan.backing.describe()
     run.environment.backing_note = plan.backing.note
     run.environment.image_size = plan.size if plan.subjects is not None else None
@@ -264,6 +286,9 @@ def _new_run(plan: Plan) -> Run:
 def _environment_in_lab(plan: Plan, lab: Lab | None, run: Run, memory: set[str]) -> None:
     """What the environment learns once the lab exists: the noise floor (in the run's own
     image directory, which release() removes), the tuning done, the clients' answers."""
+    if plan.target_dir is not None:
+        # Each fio server answers (version, OS) before the first sample.
+        run.environment.clients = check_clients(plan.workloads, str(plan.workdir))
     if lab is not None and lab.record is not None and not in_guest():
         if noise_floor_wanted():
             run.environment.noise_floor = noise_floor(Path(lab.record.image_dir))
@@ -277,9 +302,6 @@ def _environment_in_lab(plan: Plan, lab: Lab | None, run: Run, memory: set[str])
         # Only VMs measure: no lab here held anything off, so the note must not say it did.
         kept = [n for n in run.environment.notes if n not in memory]
         run.environment.notes = [*memory_notes(vms_only=True), *kept]
-    if plan.target_dir is not None:
-        # Each fio server answers (version, OS) before the first sample.
-        run.environment.clients = check_clients(plan.workloads, str(workdir_of(plan)))
 
 
 def _runner(
@@ -289,6 +311,7 @@ def _runner(
     store: Store,
     progress: _Progress,
     tracer: ktrace.Tracer | None,
+    setup: PhaseClock,
 ) -> Runner:
     # The minimum rounds first; the runner revises the total as answers settle.
     progress.on_total(len(targets) * len(plan.workloads) * plan.repeat)
@@ -317,6 +340,7 @@ def _runner(
         warmup=plan.warmup,
         min_sample_s=plan.min_sample_s,
         tracer=tracer,
+        setup=setup,
         # Every round's subject order shuffled, reproducibly from the run's id.
         order_seed=zlib.crc32(run.run_id.encode()),
     )
@@ -350,27 +374,10 @@ def _after_measuring(
         )
     if lab is not None:
         guard.conclude(lab, run, on_step)  # before teardown: the checks need its loop devices
+    prove_o_direct(run.subjects, run.results)
     if plan.vm_stage is not None:
         plan.vm_stage(run, store, on_step)
-        restamp(run, plan.equivalence)
-
-
-def restamp(run: Run, band: float) -> None:
-    """After guests' results joined the run, a table spans kernels: its family is made again
-    over all its results (fsbench.stats.decide.stamp), but each result keeps the variance prior
-    its own run froze at its interim look (the host's from the host's runner, a guest's from
-    the guest's): refitted over every sample, a prior would judge the final look with another
-    variance than the looks that stopped its cells (decide.stamp's docstring). A result no run
-    stamped gets its kind's prior fitted here."""
-    looks = max((int((r.verdict_family or {}).get("looks", 1)) for r in run.results), default=1)
-    kinds = {s.id: s.kind for s in run.subjects}
-    frozen = {id(r): prior_of(r).record() for r in run.results if "d0" in (r.verdict_family or {})}
-    largest = decide.stamp(run.results, kinds, looks, band)
-    for r in run.results:
-        if id(r) in frozen:
-            r.verdict_family = {**(r.verdict_family or {}), **frozen[id(r)]}
-    if run.schedule is not None:
-        run.schedule.verdict = decide.schedule_record(largest)
+        decide.restamp(run, plan.equivalence)
 
 
 def _conclude(plan: Plan, run: Run, store: Store, session: _Session) -> None:
@@ -475,8 +482,3 @@ def definitions(workloads: list[Workload]) -> list[dict]:
             rec = d()
             out.setdefault(str(rec.get("id") or rec.get("name")), rec)
     return list(out.values())
-
-
-def read_only_ok(wl: Workload) -> bool:
-    """Whether a workload only reads (and can read what is already on a volume)."""
-    return bool(wl.read_only_ok)

@@ -186,10 +186,10 @@ def test_a_look_compares_with_the_baseline_and_the_fastest_and_plans_the_open() 
 
 def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
     """After a VM stage merged guests' results, a table spans kernels: the pipeline stamps
-    every result again with its table's size (pipeline.restamp); results no run stamped (no
+    every result again with its table's size (decide.restamp); results no run stamped (no
     prior recorded) get their kind's prior."""
-    from fsbench.pipeline import restamp
     from fsbench.records.schema import Result, Run, Schedule, Subject
+    from fsbench.stats.decide import restamp
 
     def res(sid: str, wid: str, xs: list[float], fam: dict | None = None) -> Result:
         return Result(subject=sid, workload=wid, workload_id=wid, metric="m", unit="MiB/s",
@@ -218,12 +218,12 @@ def test_stamp_records_each_tables_family_and_its_kinds_prior() -> None:
 
 
 def test_a_vm_stage_keeps_the_priors_each_runs_looks_froze() -> None:
-    """pipeline.restamp after guests' results joined: each result keeps the variance prior its
+    """decide.restamp after guests' results joined: each result keeps the variance prior its
     own run froze at its interim look (the host's cells the host's, the guest's the guest's),
     so the final marks are what the looks decided. Refitted over every sample (before), the
     host's a-b went from ▼ (0.96-0.99, decided at the frozen prior) to open (0.95-1.01)."""
-    from fsbench.pipeline import restamp
     from fsbench.records.schema import Result, Run, Schedule, Subject
+    from fsbench.stats.decide import restamp
     from fsbench.stats.verdict import Prior, prior_of, table_family
 
     host = table_family(2, 2).record() | Prior(d0=20.0, s0sq=0.00005).record()

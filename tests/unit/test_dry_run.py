@@ -176,7 +176,10 @@ def test_a_vm_plan_fetches_and_boots_nothing(tmp_path: Path) -> None:
     assert res.returncode == 2 and res.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("bad", [["--size", "12X"], ["--repeat", "0"]])
+# --read-only with a workload that writes: the plan itself is refused, before any lab.
+@pytest.mark.parametrize(
+    "bad", [["--size", "12X"], ["--repeat", "0"], ["--read-only", "--workloads", "seq-write"]]
+)
 def test_bad_input_is_refused_as_without_dry_run(tmp_path: Path, bad: list[str]) -> None:
     res, _ = _fsbench("compare", "ext4", "--dry-run", *bad, home=tmp_path)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from run_parts import subject
 
@@ -187,3 +188,39 @@ def test_diff_says_when_integrity_or_semantics_changed() -> None:
     assert "ntfs-3g: fallocate ✓ → ✗ (fallocate(1 MiB))" in d.subject_changes
     assert d.to_dict()["subject_changes"] == d.subject_changes
     assert diff_runs(_run(False), _run(False)).subject_changes == []
+
+
+def test_ntfsck_is_fetched_only_when_volumes_will_be_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deeper NTFS checker is the integrity check's: --no-integrity fetches nothing."""
+    from fsbench.lab import ntfsck
+    from fsbench.lab.integrity import Guard
+
+    asked: list[set[str]] = []
+    monkeypatch.setattr(ntfsck, "fetch_for", lambda formats: asked.append(formats))
+    Guard(enabled=False).fetch_checkers({"ntfs", "ext4"})
+    assert asked == []
+    Guard(enabled=True).fetch_checkers({"ntfs", "ext4"})
+    assert asked == [{"ntfs", "ext4"}]
+
+
+def test_o_direct_is_what_the_runs_own_samples_proved() -> None:
+    """The mount-time probe's answer gives way to the run's O_DIRECT samples: verified direct,
+    or the device's cache filled (ntfs-3g); a subject without such samples keeps its probe."""
+    from fsbench.probes.semantics import prove_o_direct
+
+    run = _run(damaged=False)
+    ext4, ntfs = run.subjects
+    ext4.semantics = {"o_direct": Feature(supported=None, detail="probed")}
+    ntfs.semantics = {"o_direct": Feature(supported=True, detail="probed")}
+    run.results[0].cache = "direct"
+    run.results[1].cache = "direct-not-honored"
+    prove_o_direct(run.subjects, run.results)
+    assert ext4.semantics["o_direct"].supported is True
+    assert ntfs.semantics["o_direct"].supported is False
+    assert "cache filled" in ntfs.semantics["o_direct"].detail
+    run.results[0].cache = None
+    ext4.semantics = {"o_direct": Feature(supported=None, detail="probed")}
+    prove_o_direct(run.subjects, run.results[:1])
+    assert ext4.semantics["o_direct"] == Feature(supported=None, detail="probed")

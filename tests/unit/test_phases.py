@@ -84,10 +84,17 @@ def test_the_runner_reports_what_each_phase_cost(
         )
         for sid in ("a", "b")
     ]
+    setup = PhaseClock(clock)  # the steps before the first round (the pipeline's)
+    with setup.phase("images"):
+        clock.now += 5
     runner = Runner(Run(run_id="t", started="2025-01-01T00:00:00"), targets, [wl], repeat=2,
-                    clock=PhaseClock(clock))  # fmt: skip
+                    clock=PhaseClock(clock), setup=setup)  # fmt: skip
     sc = runner.execute().schedule
     assert sc is not None and sc.spent_s == 2 * 13 + 4 * 13
+    # The time anatomy beside the phases: the set-up's steps, and the kept samples' data time.
+    assert sc.setup == {"images": 5.0}
+    details = [d for r in runner.results.values() for d in r.sample_details]
+    assert len(details) == 4 and sc.data_s == round(sum(d.seconds or 0.0 for d in details), 2)
     assert sc.phases["other"] == 0.0  # every second accounted for
     # The fake has no mount, cache drop or probe cost under this clock.
     assert {k: v for k, v in sc.phases.items() if v} == {"prepare": 12, "run": 40, "warm-up": 26}

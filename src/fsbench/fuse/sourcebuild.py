@@ -92,13 +92,15 @@ def cache_key(b: SourceBuild, options: tuple[str, ...] | None = None) -> str:
 
 
 def build_dir(b: SourceBuild, root: Path | None = None) -> Path:
-    return (root or cache_root(b)) / cache_key(b)
+    key = cache_key(b)
+    return (root or cache_root(b)) / key
 
 
 def load(b: SourceBuild, root: Path | None = None, verify: bool = True) -> Built | None:
     """The cached build, each daemon checked against its recorded sha256; None when there is
     none. BuildFailed when a daemon was changed or damaged since it was built."""
-    record = apt.load_record(build_dir(b, root), verify, b.name)
+    d = build_dir(b, root)
+    record = apt.load_record(d, verify, b.name)
     return Built.of(record) if record is not None else None
 
 

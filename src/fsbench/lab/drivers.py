@@ -18,11 +18,10 @@ from fsbench.fuse.fuse2fs import FUSE2FS
 from fsbench.fuse.libfuse import LIBFUSE
 from fsbench.fuse.sourcebuild import SourceBuild
 from fsbench.lab.formats import FORMATS
+from fsbench.lab.system import SBIN_PATH, tool
 from fsbench.probes.procfs import ProcFS
 from fsbench.records.choices import by_name
 from fsbench.records.schema import Quirk, Unavailable
-
-SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
@@ -327,9 +326,7 @@ def driver_version(driver: Driver) -> str | None:
     if path is None:
         return None
     try:
-        out = subprocess.run(
-            [path, *driver.version_args], capture_output=True, text=True, timeout=10
-        )
+        out = tool([path, *driver.version_args], timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = [ln.strip() for ln in (out.stdout + "\n" + out.stderr).splitlines()]

@@ -30,13 +30,11 @@ from pathlib import Path
 import xxhash
 
 from fsbench.errors import FsbenchError
-from fsbench.lab import mounts, ntfsck, stacked
-from fsbench.lab.drivers import SBIN_PATH
+from fsbench.lab import mounts, ntfsck, stacked, system
 from fsbench.lab.formats import FORMATS, Checker
 from fsbench.lab.lab import Lab, LabSubject
 from fsbench.lab.subject import AGED_DIR
-from fsbench.lab.system import tool
-from fsbench.probes.semantics import o_direct_measured
+from fsbench.lab.system import SBIN_PATH, tool
 from fsbench.records.notecodes import Note
 from fsbench.records.schema import INTEGRITY_FAILED_FLAG, Integrity, Run, Subject
 from fsbench.records.schema import Checker as CheckerRecord
@@ -254,6 +252,12 @@ class Guard:
     enabled: bool = True
     watches: dict[str, _Watch] = field(default_factory=dict)
 
+    def fetch_checkers(self, formats: set[str]) -> None:
+        """NTFS's deeper checker (ntfsck), fetched on first use when a volume will need it;
+        when it cannot be, the check says so and uses the format's own (check)."""
+        if self.enabled:
+            ntfsck.fetch_for(formats)
+
     def before_mount(self, ls: LabSubject, rec: Subject) -> None:
         if self.enabled and ls.spec.id not in self.watches:
             self.watches[ls.spec.id] = _Watch(rec, kmsg_mark())
@@ -283,11 +287,7 @@ class Guard:
             w.set_error = "the integrity set's digests changed between rounds"
 
     def conclude(self, lab: Lab, run: Run, on_step: Callable[[str], None]) -> None:
-        """At the end of the run: O_DIRECT as the run's own samples proved it, then checks."""
-        for rec in run.subjects:
-            measured = o_direct_measured(run.results, rec.id)
-            if rec.semantics is not None and measured is not None:
-                rec.semantics["o_direct"] = measured
+        """At the end of the run: every subject checked, and its results told of a failure."""
         self.check_all(lab, on_step)
         for rec in run.subjects:
             if rec.integrity is None or rec.integrity.status != "failed":
@@ -335,7 +335,7 @@ def _checker_name(ls: LabSubject) -> str:
 def _damage_hook(device: str, subject: str) -> None:
     hook = os.environ.get(DAMAGE_HOOK_ENV)
     if hook:
-        subprocess.run([hook, device, subject], check=True, timeout=60)
+        system.run([hook, device, subject], timeout=60)  # a failure is the check's: LabError
 
 
 def check(lab: Lab, ls: LabSubject, w: _Watch) -> Integrity:

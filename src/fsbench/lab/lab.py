@@ -21,7 +21,7 @@ import psutil
 
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
 from fsbench.fuse import transports
-from fsbench.lab import cold, loops, mounts, ntfsck, safety, stacked, state
+from fsbench.lab import cold, loops, mounts, safety, stacked, state
 from fsbench.lab.backing import (
     Backing,
     copy_over,
@@ -131,12 +131,34 @@ class Lab:
 
     # -- set-up ---------------------------------------------------------------------------
     def check(self, specs: list[SubjectSpec]) -> None:
-        """Everything that can be known before creating anything: root, availability, size."""
+        """Everything that can be known before creating anything: root, what the options ask
+        of the images and the device, each driver's availability, the images' room."""
         if not is_root():
             raise EnvironmentProblem(
                 "formatting and mounting need root; run as root, or use --target DIR for an "
                 "existing directory"
             )
+        formats = {s.driver.fs for s in specs}
+        loops.check_subjects(specs, self.backing.kind)
+        if any(s.age != NONE for s in specs):
+            if self.aged_images is None:
+                raise UsageError("--age: this lab was made without aged images")
+            self.aged_images.aged_check(specs, self.backing.kind)
+        if self.read_only and self.backing.kind != "device":
+            raise UsageError(
+                "--read-only benchmarks an existing volume: give --backing device:PATH"
+            )
+        if self.backing.kind == "device":
+            if len(formats) != 1:
+                raise UsageError(
+                    "--backing device: compares drivers of one format at a time "
+                    "(e.g. ntfs-3g lowntfs-3g); run once per format"
+                )
+            path = self.backing.path or ""
+            if self.read_only:
+                safety.check_for_read_only(path, formats)
+            else:
+                safety.check_for_format(path, self.destroy_data)
         self.uring = any(s.transport == "uring" for s in specs)
         for s in specs:
             why = transports.subject_problem(s)  # builds the FUSE floor on first use
@@ -180,28 +202,6 @@ class Lab:
                     f"need {format_size(need)} but only {format_size(free)} is free there; "
                     f"use a smaller --size, fewer subjects, or another directory"
                 )
-        formats = {s.driver.fs for s in specs}
-        loops.check_subjects(specs, self.backing.kind)
-        ntfsck.fetch_for(formats)  # NTFS's deeper checker; integrity says so if it is missing
-        if any(s.age != NONE for s in specs):
-            if self.aged_images is None:
-                raise UsageError("--age: this lab was made without aged images")
-            self.aged_images.aged_check(specs, self.backing.kind)
-        if self.read_only and self.backing.kind != "device":
-            raise UsageError(
-                "--read-only benchmarks an existing volume: give --backing device:PATH"
-            )
-        if self.backing.kind == "device":
-            if len(formats) != 1:
-                raise UsageError(
-                    "--backing device: compares drivers of one format at a time "
-                    "(e.g. ntfs-3g lowntfs-3g); run once per format"
-                )
-            path = self.backing.path or ""
-            if self.read_only:
-                safety.check_for_read_only(path, formats)
-            else:
-                safety.check_for_format(path, self.destroy_data)
 
     def _image_dir(self) -> Path:
         if self.backing.kind == "ram":

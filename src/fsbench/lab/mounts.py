@@ -178,9 +178,21 @@ def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> l
     """
     notes: list[str] = []
     entry = find_mount(mountpoint)
-    if entry is None:
-        processes.stop(daemon_pids)
-        return notes
+    left = list(daemon_pids)  # not mounted: nothing to wait for, only daemons to stop
+    if entry is not None:
+        _unmount(mountpoint, entry, daemon_pids, timeout, notes)
+        left = processes.wait_gone(daemon_pids, timeout=10.0)
+        if left:
+            notes.append(f"daemon {left} still running after unmount; killed")
+    processes.stop(left)
+    return notes
+
+
+def _unmount(
+    mountpoint: str, entry: MountEntry, daemon_pids: list[int], timeout: float, notes: list[str]
+) -> None:
+    """umount, retried until `timeout`, thawed and aborted as needed (unmount); escalations
+    are appended to `notes`."""
     # FUSE cannot be frozen, and opening a mount whose daemon is gone would hang.
     kernel = not entry.fstype.startswith("fuse")
     frozen = try_thaw(mountpoint) if kernel else None
@@ -212,11 +224,6 @@ def unmount(mountpoint: str, daemon_pids: list[int], timeout: float = 30.0) -> l
                 run(["umount", "-l", mountpoint], check=False, timeout=10)
             break
         time.sleep(0.2)
-    left = processes.wait_gone(daemon_pids, timeout=10.0)
-    if left:
-        notes.append(f"daemon {left} still running after unmount; killed")
-        processes.stop(left)
-    return notes
 
 
 def mount(argv: list[str], mountpoint: str, timeout: float = 60.0) -> MountEntry:

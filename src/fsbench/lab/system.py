@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+from subprocess import run as run_process  # named apart from this module's own run()
 
 from fsbench.errors import LabError
-from fsbench.lab.drivers import SBIN_PATH
+
+# Where the lab's tools and drivers' daemons are looked for (mkfs, mount helpers live in sbin).
+SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _ENV = {**os.environ, "PATH": SBIN_PATH + ":" + os.environ.get("PATH", ""), "LC_ALL": "C"}
 
@@ -14,7 +17,7 @@ _ENV = {**os.environ, "PATH": SBIN_PATH + ":" + os.environ.get("PATH", ""), "LC_
 def tool(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
     """A tool run as the lab runs them: the sbin PATH, C locale, no stdin, output captured,
     bounded (FileNotFoundError and TimeoutExpired are the caller's to word)."""
-    return subprocess.run(
+    return run_process(
         argv, capture_output=True, text=True, timeout=timeout, env=_ENV, stdin=subprocess.DEVNULL
     )
 

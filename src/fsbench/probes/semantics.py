@@ -344,6 +344,15 @@ def o_direct_measured(results: list[Any], subject: str) -> Feature | None:
     return None
 
 
+def prove_o_direct(subjects: list[Any], results: list[Any]) -> None:
+    """Each subject's O_DIRECT as the run's own samples proved it, over what was probed at
+    mount time (a probe writes a few blocks; the samples wrote the workloads')."""
+    for rec in subjects:
+        measured = o_direct_measured(results, rec.id)
+        if rec.semantics is not None and measured is not None:
+            rec.semantics["o_direct"] = measured
+
+
 def capabilities(semantics: dict[str, Feature] | None, defaults: dict[str, Any]) -> dict[str, Any]:
     """The capabilities workloads read (metadata's chmod), from the probes where they answered."""
     caps = dict(defaults)

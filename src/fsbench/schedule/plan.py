@@ -56,6 +56,13 @@ class Plan:
     # images, the noise floor and the wake-up probe are inside it, as a user's clock sees.
     started: float = field(default_factory=time.monotonic)
 
+    @property
+    def workdir(self) -> Path:
+        """A directory target's scratch directory, where fsbench's files go (removed at the
+        end)."""
+        assert self.target_dir is not None
+        return self.target_dir / f".fsbench-{os.getpid()}"
+
 
 def resolve_subjects(texts: list[str]) -> tuple[list[SubjectSpec], list[Subject], bool]:
     """Subjects as given, or every available driver; also the drivers left out and why."""
@@ -149,6 +156,12 @@ def plan_from_options(
             "(its grid has one cell each); give one placement"
         )
     wl = with_placements(wl, placements)
+    if plan_fields.get("read_only"):
+        writers = [str(w.id) for w in wl if not w.read_only_ok]
+        if writers:
+            raise UsageError(
+                f"--read-only runs only read workloads; {', '.join(writers)} would write"
+            )
     n, adaptive = o["repeat"]
     budget = o["time_budget"]
     if adaptive and budget is None:

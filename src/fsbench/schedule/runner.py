@@ -107,6 +107,8 @@ class Runner:
     now: Callable[[], float] = lambda: time.monotonic()
     # Where the measuring time goes (Schedule.phases).
     clock: PhaseClock = field(default_factory=PhaseClock)
+    # The steps before the first round (the images, the noise floor): Schedule.setup.
+    setup: PhaseClock = field(default_factory=PhaseClock)
     _sampler: Sampler = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -159,11 +161,18 @@ class Runner:
             spent_s=round(spent, 1),
             phases=self.clock.report(spent),
             first_sample_s=self.clock.since("run", self.budget_origin),
+            setup={k: round(v, 1) for k, v in self.setup.spent.items()},
+            data_s=self._data_s(),
             verdict=decide.schedule_record(largest),
             order_seed=self.order_seed,
             orders=self._orders,
         )
         return self.run
+
+    def _data_s(self) -> float:
+        """The data time of every kept sample, beside the phases (the time anatomy)."""
+        details = (d for r in self.results.values() for d in r.sample_details)
+        return round(sum(d.seconds or 0.0 for d in details), 2)
 
     def family_for(self, subjects: int, columns: int = 1) -> Family:
         """The family of a table of ``subjects`` with ``columns`` marked columns

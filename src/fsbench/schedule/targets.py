@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import stat
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem, LabError, UsageError
@@ -71,6 +69,7 @@ def lab_targets(
         f"{format_size(plan.size)}"
     )
     with ph("images"):
+        guard.fetch_checkers({s.driver.fs for s in plan.subjects})
         lab_subjects = lab.prepare(plan.subjects)
     # --scale grows every workload's files alike (longer samples; > 2.5 fills the image).
     file_size = max(MiB, int(plan.size * FILE_FRACTION * plan.scale) // MiB * MiB)
@@ -309,30 +308,17 @@ class Rotation:
         return {t.subject.id: Path(str(t.ls.image)).name for t in self.targets}
 
 
-def workdir_of(plan: Plan) -> Path:
-    assert plan.target_dir is not None
-    return plan.target_dir / f".fsbench-{os.getpid()}"
-
-
-@contextmanager
-def scratch_dir(plan: Plan) -> Iterator[None]:
-    """A directory target gets fsbench's files in one scratch directory, removed at the end."""
-    try:
-        yield None
-    finally:
-        shutil.rmtree(workdir_of(plan), ignore_errors=True)
-
-
 def dir_target(plan: Plan) -> AlwaysMounted:
     assert plan.target_dir is not None
     d = plan.target_dir
-    workdir = workdir_of(plan)
+    workdir = plan.workdir
+    device = _device_of(d)
     free = free_bytes(str(d))
     size = int(min(1024 * MiB * plan.scale, free * FILE_FRACTION)) // MiB * MiB
     if size < 16 * MiB:
         raise EnvironmentProblem(f"{d} has less than 40 MiB free; free some space first")
     rec = Subject(id=str(d), driver="directory", fs=_fstype_of(d), kind="directory")
-    rec.semantics = probe_semantics(str(workdir), _device_of(d), False)
+    rec.semantics = probe_semantics(str(workdir), device, False)
     if plan.integrity:
         rec.integrity = directory_integrity()
     make_cold, why_not = _dir_cold(rec.fs)
@@ -341,7 +327,7 @@ def dir_target(plan: Plan) -> AlwaysMounted:
         workdir=str(workdir),
         kind="directory",
         size=size,
-        block_device=_device_of(d),
+        block_device=device,
         fs=rec.fs,
         scale=plan.scale,
         mountpoint=str(d),

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fsbench.records.schema import Result
+from fsbench.records.schema import Result, Run
 from fsbench.stats import latency
 from fsbench.stats import verdict as verdict_mod
 from fsbench.stats.baseline import ranked
@@ -30,6 +30,7 @@ from fsbench.stats.verdict import (
     Verdict,
     fit_prior,
     log_var,
+    prior_of,
     table_family,
     verdict,
     welch_df,
@@ -231,7 +232,7 @@ def stamp(
     run fixed at its interim look: the final look moderates with the same prior that stopped
     a cell, else a cell settled at the interim could be judged at 2 df instead of 20 at the
     end. Kinds without one get a prior fitted here. After a VM stage merged guests' results
-    into the run, pipeline.restamp widens each table's family to span kernels and keeps every
+    into the run, restamp widens each table's family to span kernels and keeps every
     result's own prior (the one its run's looks froze)."""
     per = tables(results)
     by_kind = priors_by_kind(
@@ -252,6 +253,24 @@ def columns(rs: Sequence[Result]) -> int:
     """The columns of a table that show marks: its rate, and a p99 beside it when the table
     is latency-bound (random I/O of small records): one family for both."""
     return 2 if any(latency.latency_bound(r) for r in rs) else 1
+
+
+def restamp(run: Run, band: float) -> None:
+    """After guests' results joined the run, a table spans kernels: its family is made again
+    over all its results (stamp), but each result keeps the variance prior its own run froze
+    at its interim look (the host's from the host's runner, a guest's from the guest's):
+    refitted over every sample, a prior would judge the final look with another variance than
+    the looks that stopped its cells (stamp's docstring). A result no run stamped gets its
+    kind's prior fitted here."""
+    looks = max((int((r.verdict_family or {}).get("looks", 1)) for r in run.results), default=1)
+    kinds = {s.id: s.kind for s in run.subjects}
+    frozen = {id(r): prior_of(r).record() for r in run.results if "d0" in (r.verdict_family or {})}
+    largest = stamp(run.results, kinds, looks, band)
+    for r in run.results:
+        if id(r) in frozen:
+            r.verdict_family = {**(r.verdict_family or {}), **frozen[id(r)]}
+    if run.schedule is not None:
+        run.schedule.verdict = schedule_record(largest)
 
 
 def schedule_record(fam: Family) -> dict[str, object]:

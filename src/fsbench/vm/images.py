@@ -18,10 +18,10 @@ from pathlib import Path
 
 from fsbench.errors import EnvironmentProblem
 from fsbench.host.apt import file_sha256
-from fsbench.lab.drivers import SBIN_PATH
 from fsbench.lab.formats import FORMATS
 from fsbench.lab.lab import PRISTINE_MANIFEST as MANIFEST
 from fsbench.lab.state import StateRecord
+from fsbench.lab.system import SBIN_PATH
 from fsbench.probes import processes
 
 
