@@ -110,6 +110,9 @@ SMOKES: dict[str, Smoke] = {
         r"^ratio fsbench / C \(same calls\):\s+[\d.]+",
         beside=True,
     ),
+    "one_stall.py": Smoke(
+        ("--runs", "3"), r"^  wider than 2x: [\d.]+ of the reference's", simulated=True
+    ),
     "peers.py": Smoke(
         ("--size", "64M", "--drivers", "ext4", "--workloads", "seq-write/fsync",
          "--extra", f"--repeat 2 {QUICK}"),

@@ -42,7 +42,8 @@ class Design:
     rounds: tuple[int, int] = (3, 3)  # the budget, in rounds, drawn per run (lo, hi)
     adaptive: bool = True
     max_repeat: int = 10
-    stall: float = 0.0  # chance a sample is halved
+    stall: float = 0.0  # chance a sample is stalled (slowed to stall_factor)
+    stall_factor: float = 0.5
     drift: float = 0.0  # per round, for every subject alike (up to this, drawn per run)
     quantum: float = 0.0  # values rounded to this relative step (0: exact)
     constant: Sequence[int] = ()  # subjects whose samples are all one value
@@ -136,7 +137,7 @@ class _Sampler:
             x *= d.bimodal  # the daemon on the other CPU: a second mode, for every subject
         x *= (1.0 + self.drift) ** rnd
         if self.rng.random() < d.stall:
-            x *= 0.5
+            x *= d.stall_factor
         if d.quantum:
             step = math.log1p(d.quantum)
             x = math.exp(round(math.log(x) / step) * step)

@@ -825,14 +825,18 @@ def test_a_round_that_slowed_every_subject_is_set_aside_and_measured_again(
 def test_a_round_that_only_one_subject_or_a_speed_up_moved_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One subject alone slow in a round is that subject's noise; a round faster for everyone
-    is named (round-shared) but never set aside: a stall slows, and from a median two stalled
-    rounds pulled down, the one good round looks faster."""
+    """One subject alone slow in a round is not the round's: only that subject's sample is set
+    aside (stalled.slow_sample), the others keep theirs; a round faster for everyone is named
+    (round-shared) but never set aside: a stall slows, and from a median two stalled rounds
+    pulled down, the one good round looks faster."""
     ids = ("s1", "s2", "s3", "s4")
     vals = {"s1": "100,102,35,101", "s2": "50,51,50,49", "s3": "80,79,81,81", "s4": "20,21,20,20"}
     _fake_values(monkeypatch, vals)
     run = _runner(tmp_path, [FakeWorkload()], repeat=4, ids=ids, procfs=ProcFS()).execute()
-    assert not any(r.set_aside for r in run.results)
+    by = {r.subject: r for r in run.results}
+    assert [(k.value, k.extra["alone"]) for k in by["s1"].set_aside] == [(35.0, 3)]
+    assert not any("round" in k.extra for k in by["s1"].set_aside)
+    assert not any(by[s].set_aside for s in ("s2", "s3", "s4"))
     assert not any(n.code.startswith("round-") for r in run.results for n in r.notes)
     vals = {"s1": "35,36,100,35", "s2": "19,18,50,19", "s3": "30,31,80,30", "s4": "8,8,20,8"}
     _fake_values(monkeypatch, vals)

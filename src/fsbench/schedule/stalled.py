@@ -97,25 +97,30 @@ class Stalled:
     def _look_alone(
         self, wid: str, table: list[Result], fits: Callable[[list[Result]], bool]
     ) -> bool:
-        """After a round: a cell whose newest sample ran far slower than all its earlier ones
-        (slow_sample) sets it aside and is measured again, once per cell. One stalled sample
-        of 736 MiB/s among xfs's 3,136-4,126 took its cold read against ext4 to x0.041-12.7."""
-        hit = [
-            r for r in table
+        """After a round: a cell with one sample far slower than all its others (slow_sample)
+        sets it aside and is measured again, once per cell. One stalled sample of 736 MiB/s
+        among xfs's 3,136-4,126 took its cold read against ext4 to x0.041-12.7; one of
+        lowntfs-3g's at 148 MiB/s among ~420, its second, went unjudged when only the newest
+        was, and its interval went 11.9x wide."""
+        slow = {
+            id(r): pos for r in table
             if r.status == "ok" and self.alone.get((r.subject, wid), 0) < SLOW_PER_CELL
-            and slow_sample(r.samples, r.higher_is_better)
-        ]  # fmt: skip
+            and (pos := slow_sample(r.samples, r.higher_is_better)) is not None
+        }  # fmt: skip
+        hit = [r for r in table if id(r) in slow]
         if not hit or not fits(hit):
             return False
         for r in hit:
-            pos = len(r.samples) - 1
-            value = r.samples.pop()
+            pos = slow[id(r)]
+            value = r.samples.pop(pos)
             kept = (
-                r.sample_details.pop()
+                r.sample_details.pop(pos)
                 if len(r.sample_details) > pos
                 else Sample(value=value, seconds=0.0)
             )
             kept.extra["alone"] = pos + 1  # the sample's place among the cell's kept ones
+            # How many the cell kept then: while it still has only these, it owes the sample.
+            kept.extra["kept"] = len(r.samples)
             r.set_aside.append(kept)
             self.alone[(r.subject, wid)] = self.alone.get((r.subject, wid), 0) + 1
             self.owed.add((r.subject, wid))
@@ -130,12 +135,14 @@ class Stalled:
         for sid, wid in sorted(self.owed):
             res = results.get((sid, wid))
             alone = [k for k in (res.set_aside if res else []) if "alone" in k.extra]
-            if res is not None and alone and alone[-1].extra["alone"] == len(res.samples) + 1:
+            if res is not None and alone and _owed_alone(alone[-1], res):
                 k = alone[-1]  # its own sample set aside, not measured again: put back
                 res.set_aside.remove(k)
-                res.samples.append(k.value)
-                res.sample_details.append(k)
-                k.extra.pop("alone", None)
+                pos = int(k.extra.pop("alone")) - 1  # at its place among the cell's samples
+                k.extra.pop("kept", None)
+                res.samples.insert(pos, k.value)
+                if len(res.sample_details) >= pos:
+                    res.sample_details.insert(pos, k)
                 continue
             asides = self.done.get(wid, [])
             if res is None or not asides:
@@ -166,6 +173,9 @@ class Stalled:
         round left in that moved every subject alike (`round-shared`): it is why that
         table's intervals are wide (fsbench.stats.serial.stalls)."""
         for wid, table in tables.items():
+            for r in table.values():
+                for k in r.set_aside:
+                    k.extra.pop("kept", None)  # the runner's bookkeeping (restore), done with
             ok = [r for r in table.values() if r.status == "ok" and r.samples]
             for a in self.done.get(wid, []):
                 for r in ok:
@@ -180,6 +190,15 @@ class Stalled:
                 for r in ok:
                     if len(r.samples) > st.round:
                         _add(r, note)
+
+
+def _owed_alone(k: Sample, res: Result) -> bool:
+    """Whether the cell's sample set aside alone (k) was not measured again: the cell kept
+    no sample since (an aside of an older record, without "kept": the newest's place)."""
+    kept = k.extra.get("kept")
+    if kept is None:
+        return int(k.extra["alone"]) == len(res.samples) + 1
+    return int(kept) == len(res.samples)
 
 
 def _note(code: str, rnd: int, st: serial.Stall) -> Note:
@@ -217,23 +236,26 @@ def first_round_slow(table: list[Result]) -> Note | None:
     )
 
 
-# A cell's newest sample is set aside alone when it ran slower than the median of its earlier
-# ones by at least half and by SLOW_SD of their spread: a stall of one subject, which the
+# A cell's slowest sample is set aside alone when it ran slower than the median of its other
+# samples by at least half and by SLOW_SD of their spread: a stall of one subject, which the
 # round rule (serial.stalls, every subject at once) does not see. Slower only (a stall
-# slows), from at least SLOW_MIN earlier samples, and once per cell.
+# slows), judged against at least SLOW_MIN others, and once per cell.
 SLOW_LOG = math.log(2.0)
 SLOW_SD = 5.0
 SLOW_MIN = 3
 SLOW_PER_CELL = 1
 
 
-def slow_sample(samples: list[float], higher_is_better: bool) -> bool:
-    """The newest of a cell's samples ran far slower than its earlier ones (above)."""
+def slow_sample(samples: list[float], higher_is_better: bool) -> int | None:
+    """The place of the cell's slowest sample when it ran far slower than all its others
+    (above), None otherwise. It is judged at every look, wherever it stands: a stall in a
+    cell's second sample, before there were others to judge it by, is found once there are."""
     if len(samples) <= SLOW_MIN or min(samples) <= 0:
-        return False
+        return None
     logs = np.log(np.asarray(samples, dtype=float))
-    before, last = logs[:-1], float(logs[-1])
-    dev = float(np.median(before)) - last
+    i = int(np.argmin(logs) if higher_is_better else np.argmax(logs))
+    others = np.delete(logs, i)
+    dev = float(np.median(others)) - float(logs[i])
     if not higher_is_better:
         dev = -dev
-    return dev > max(SLOW_LOG, SLOW_SD * float(before.std(ddof=1)))
+    return i if dev > max(SLOW_LOG, SLOW_SD * float(others.std(ddof=1))) else None
