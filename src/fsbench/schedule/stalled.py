@@ -52,6 +52,9 @@ class Stalled:
     done: dict[str, list[Aside]] = field(default_factory=dict)
     # (subject, workload) -> its samples set aside alone (slow_sample), at most SLOW_PER_CELL.
     alone: dict[tuple[str, str], int] = field(default_factory=dict)
+    # (subject, workload) -> how many samples the cell kept when its latest was set aside
+    # alone: while it keeps only these, that sample is owed (restore).
+    kept: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def look(
         self,
@@ -119,9 +122,8 @@ class Stalled:
                 else Sample(value=value, seconds=0.0)
             )
             kept.extra["alone"] = pos + 1  # the sample's place among the cell's kept ones
-            # How many the cell kept then: while it still has only these, it owes the sample.
-            kept.extra["kept"] = len(r.samples)
             r.set_aside.append(kept)
+            self.kept[(r.subject, wid)] = len(r.samples)
             self.alone[(r.subject, wid)] = self.alone.get((r.subject, wid), 0) + 1
             self.owed.add((r.subject, wid))
             ratio = value / float(np.exp(np.median(np.log(r.samples))))
@@ -135,11 +137,10 @@ class Stalled:
         for sid, wid in sorted(self.owed):
             res = results.get((sid, wid))
             alone = [k for k in (res.set_aside if res else []) if "alone" in k.extra]
-            if res is not None and alone and _owed_alone(alone[-1], res):
+            if res is not None and alone and self.kept.get((sid, wid)) == len(res.samples):
                 k = alone[-1]  # its own sample set aside, not measured again: put back
                 res.set_aside.remove(k)
                 pos = int(k.extra.pop("alone")) - 1  # at its place among the cell's samples
-                k.extra.pop("kept", None)
                 res.samples.insert(pos, k.value)
                 if len(res.sample_details) >= pos:
                     res.sample_details.insert(pos, k)
@@ -173,9 +174,6 @@ class Stalled:
         round left in that moved every subject alike (`round-shared`): it is why that
         table's intervals are wide (fsbench.stats.serial.stalls)."""
         for wid, table in tables.items():
-            for r in table.values():
-                for k in r.set_aside:
-                    k.extra.pop("kept", None)  # the runner's bookkeeping (restore), done with
             ok = [r for r in table.values() if r.status == "ok" and r.samples]
             for a in self.done.get(wid, []):
                 for r in ok:
@@ -190,15 +188,6 @@ class Stalled:
                 for r in ok:
                     if len(r.samples) > st.round:
                         _add(r, note)
-
-
-def _owed_alone(k: Sample, res: Result) -> bool:
-    """Whether the cell's sample set aside alone (k) was not measured again: the cell kept
-    no sample since (an aside of an older record, without "kept": the newest's place)."""
-    kept = k.extra.get("kept")
-    if kept is None:
-        return int(k.extra["alone"]) == len(res.samples) + 1
-    return int(kept) == len(res.samples)
 
 
 def _note(code: str, rnd: int, st: serial.Stall) -> Note:
