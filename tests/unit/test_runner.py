@@ -950,6 +950,37 @@ def test_a_cell_that_fails_while_its_round_is_measured_again_owes_nothing(
     assert all(len(by[s].samples) == 4 and by[s].set_aside for s in ("s2", "s3", "s4"))
 
 
+def test_an_interrupt_before_an_early_sample_is_measured_again_puts_it_back_at_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lowntfs-3g's 2nd sample (run 20261205-071044) set aside at the 4th look, interrupted as
+    its round of its own begins: the cell keeps its samples in their order, the stalled one
+    back at its place with its details, and nothing says a sample was set aside."""
+    from fsbench.pipeline import Interrupted
+
+    _fake_values(monkeypatch, {"s1": "430", "s2": "443,148,438,406,427"})
+    calls = [0]
+
+    class Stopping(FakeWorkload):
+        def run(self, target):  # type: ignore[no-untyped-def]
+            calls[0] += 1
+            if calls[0] == 9:  # 4 rounds of 2 subjects, then s2's sample measured again
+                raise Interrupted("SIGINT")
+            return super().run(target)
+
+    runner = _runner(tmp_path, [Stopping()], repeat=4, ids=("s1", "s2"))
+    with pytest.raises(Interrupted):
+        runner.execute()
+    assert runner.stalled.owed == {("s2", "fake")}
+    runner.finish()
+    s2 = _by_subject(runner.run)["s2"]
+    assert s2.samples == [443.0, 148.0, 438.0, 406.0] and not s2.set_aside
+    assert [k.value for k in s2.sample_details] == s2.samples
+    assert not any({"alone", "kept"} & set(k.extra) for k in s2.sample_details)
+    assert not any(n.code == "sample-set-aside" for n in s2.notes)
+    assert not any("set aside" in w for w in s2.warnings)
+
+
 def test_setups_are_dealt_before_every_round_after_the_first_and_a_failed_one_fails_alone(
     tmp_path: Path,
 ) -> None:

@@ -143,6 +143,11 @@ class Stalled:
                 res.samples.insert(pos, k.value)
                 if len(res.sample_details) >= pos:
                     res.sample_details.insert(pos, k)
+                # Nothing was set aside after all: the note said it was, and measured again.
+                for n in [n for n in res.notes if n.code == "sample-set-aside"]:
+                    res.notes.remove(n)
+                    if (w := words(n)) in res.warnings:
+                        res.warnings.remove(w)
                 continue
             asides = self.done.get(wid, [])
             if res is None or not asides:
