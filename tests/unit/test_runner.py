@@ -950,6 +950,25 @@ def test_a_cell_that_fails_while_its_round_is_measured_again_owes_nothing(
     assert all(len(by[s].samples) == 4 and by[s].set_aside for s in ("s2", "s3", "s4"))
 
 
+def test_a_noisy_cell_keeps_an_early_sample_at_half_its_median_and_a_tight_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sample is judged at every look, not only the newest: a FUSE-like cell 30 % apart
+    keeps its second sample at half its median through all six looks (its own spread excuses
+    it), while a kernel-like cell 4 % apart sets the same place's 45 aside and measures it
+    again in a round of its own."""
+    _fake_values(monkeypatch, {"s1": "100,50,160,70,130,90", "s2": "100,45,104,97,102,99,100"})
+    run = _runner(tmp_path, [FakeWorkload()], repeat=6, ids=("s1", "s2")).execute()
+    by = _by_subject(run)
+    assert by["s1"].samples == [100.0, 50.0, 160.0, 70.0, 130.0, 90.0] and not by["s1"].set_aside
+    assert not any(n.code == "sample-set-aside" for n in by["s1"].notes)
+    # Set aside at the 4th look; the round of its own drew 102, rounds 5 and 6 drew 99, 100.
+    assert by["s2"].samples == [100.0, 104.0, 97.0, 102.0, 99.0, 100.0]
+    assert [(k.value, k.extra["alone"]) for k in by["s2"].set_aside] == [(45.0, 2)]
+    assert "kept" not in by["s2"].set_aside[0].extra  # the runner's bookkeeping, not recorded
+    assert [n.params["sample"] for n in by["s2"].notes if n.code == "sample-set-aside"] == [2]
+
+
 def test_an_interrupt_before_an_early_sample_is_measured_again_puts_it_back_at_its_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
