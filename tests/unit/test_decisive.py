@@ -295,6 +295,42 @@ def test_an_interrupt_before_the_sample_is_measured_again_puts_it_back() -> None
     assert r.samples == [1000.0, 1010.0, 990.0, 300.0] and not r.set_aside
 
 
+def test_judging_the_slowest_is_judging_every_sample_against_its_others() -> None:
+    """slow_sample judges only a cell's slowest sample; on random cells (kernel-like to noisy,
+    stalls of every depth, either direction) it finds what judging each sample against the
+    median and spread of all the others would: the one furthest below them that passes, or
+    none (the argument is in slow_sample)."""
+    import numpy as np
+
+    from fsbench.schedule.stalled import SLOW_LOG, SLOW_MIN, SLOW_SD, slow_sample
+
+    def every_sample(samples: list[float], hib: bool) -> int | None:
+        if len(samples) <= SLOW_MIN:
+            return None
+        logs = np.log(samples) * (1 if hib else -1)
+        passed = {}
+        for i in range(len(logs)):
+            others = np.delete(logs, i)
+            dev = float(np.median(others) - logs[i])
+            if dev > max(SLOW_LOG, SLOW_SD * float(others.std(ddof=1))):
+                passed[i] = dev
+        return max(passed, key=lambda i: passed[i]) if passed else None
+
+    rng = np.random.default_rng(5)
+    found = 0
+    for _ in range(3000):
+        n = int(rng.integers(4, 13))
+        x = np.exp(rng.normal(0.0, rng.choice([0.01, 0.04, 0.1, 0.3]), n))
+        stalled = rng.random(n) < rng.choice([0.1, 0.3, 0.6])
+        x[stalled] *= rng.uniform(0.05, 0.7, int(stalled.sum()))
+        hib = bool(rng.random() < 0.7)
+        samples = [float(v) for v in (x if hib else 1.0 / x)]
+        want = every_sample(samples, hib)
+        assert slow_sample(samples, hib) == want, samples
+        found += want is not None
+    assert 300 < found < 2700  # both answers were tried often
+
+
 # --- RAM images: the pristine one is sparse, so it is not counted ---------------------------
 
 

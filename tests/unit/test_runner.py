@@ -950,6 +950,56 @@ def test_a_cell_that_fails_while_its_round_is_measured_again_owes_nothing(
     assert all(len(by[s].samples) == 4 and by[s].set_aside for s in ("s2", "s3", "s4"))
 
 
+def test_a_noisy_cell_keeps_an_early_sample_at_half_its_median_and_a_tight_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sample is judged at every look, not only the newest: a FUSE-like cell 30 % apart
+    keeps its second sample at half its median through all six looks (its own spread excuses
+    it), while a kernel-like cell 4 % apart sets the same place's 45 aside and measures it
+    again in a round of its own."""
+    _fake_values(monkeypatch, {"s1": "100,50,160,70,130,90", "s2": "100,45,104,97,102,99,100"})
+    run = _runner(tmp_path, [FakeWorkload()], repeat=6, ids=("s1", "s2")).execute()
+    by = _by_subject(run)
+    assert by["s1"].samples == [100.0, 50.0, 160.0, 70.0, 130.0, 90.0] and not by["s1"].set_aside
+    assert not any(n.code == "sample-set-aside" for n in by["s1"].notes)
+    # Set aside at the 4th look; the round of its own drew 102, rounds 5 and 6 drew 99, 100.
+    assert by["s2"].samples == [100.0, 104.0, 97.0, 102.0, 99.0, 100.0]
+    assert [(k.value, k.extra["alone"]) for k in by["s2"].set_aside] == [(45.0, 2)]
+    assert "kept" not in by["s2"].set_aside[0].extra  # the runner's bookkeeping, not recorded
+    assert [n.params["sample"] for n in by["s2"].notes if n.code == "sample-set-aside"] == [2]
+
+
+def test_an_interrupt_before_an_early_sample_is_measured_again_puts_it_back_at_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lowntfs-3g's 2nd sample (run 20261205-071044) set aside at the 4th look, interrupted as
+    its round of its own begins: the cell keeps its samples in their order, the stalled one
+    back at its place with its details, and nothing says a sample was set aside."""
+    from fsbench.pipeline import Interrupted
+
+    _fake_values(monkeypatch, {"s1": "430", "s2": "443,148,438,406,427"})
+    calls = [0]
+
+    class Stopping(FakeWorkload):
+        def run(self, target):  # type: ignore[no-untyped-def]
+            calls[0] += 1
+            if calls[0] == 9:  # 4 rounds of 2 subjects, then s2's sample measured again
+                raise Interrupted("SIGINT")
+            return super().run(target)
+
+    runner = _runner(tmp_path, [Stopping()], repeat=4, ids=("s1", "s2"))
+    with pytest.raises(Interrupted):
+        runner.execute()
+    assert runner.stalled.owed == {("s2", "fake")}
+    runner.finish()
+    s2 = _by_subject(runner.run)["s2"]
+    assert s2.samples == [443.0, 148.0, 438.0, 406.0] and not s2.set_aside
+    assert [k.value for k in s2.sample_details] == s2.samples
+    assert not any({"alone", "kept"} & set(k.extra) for k in s2.sample_details)
+    assert not any(n.code == "sample-set-aside" for n in s2.notes)
+    assert not any("set aside" in w for w in s2.warnings)
+
+
 def test_setups_are_dealt_before_every_round_after_the_first_and_a_failed_one_fails_alone(
     tmp_path: Path,
 ) -> None:

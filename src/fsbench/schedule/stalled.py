@@ -144,6 +144,11 @@ class Stalled:
                 res.samples.insert(pos, k.value)
                 if len(res.sample_details) >= pos:
                     res.sample_details.insert(pos, k)
+                # Nothing was set aside after all: the note said it was, and measured again.
+                for n in [n for n in res.notes if n.code == "sample-set-aside"]:
+                    res.notes.remove(n)
+                    if (w := words(n)) in res.warnings:
+                        res.warnings.remove(w)
                 continue
             asides = self.done.get(wid, [])
             if res is None or not asides:
@@ -242,6 +247,13 @@ def slow_sample(samples: list[float], higher_is_better: bool) -> int | None:
     if len(samples) <= SLOW_MIN or min(samples) <= 0:
         return None
     logs = np.log(np.asarray(samples, dtype=float))
+    # Judging the slowest alone is judging every sample against the others (leave-one-out)
+    # and taking the one furthest below them: the slowest lies furthest below its others'
+    # median, and when a faster one (j) passes, so does the slowest (i). Either j lies below
+    # the mean of the samples but i and j, and then the others of i spread less than the
+    # others of j (the same samples, with j in place of the further-off i); or it does not,
+    # and then j lies less than one sd of its others below their median (a median is within
+    # one sd of the mean), and does not pass (a test tries both on random cells).
     i = int(np.argmin(logs) if higher_is_better else np.argmax(logs))
     others = np.delete(logs, i)
     dev = float(np.median(others)) - float(logs[i])
